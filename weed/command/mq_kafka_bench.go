@@ -1,0 +1,240 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	swcommand "github.com/seaweedfs/seaweedfs/weed/command"
+)
+
+type kafkaBenchOptions struct {
+	bootstrap  *string
+	topic      *string
+	partitions *int
+	records    *int
+	size       *int
+	acks       *string
+	timeout    *time.Duration
+	backlog    *bool
+}
+
+var kafkaBenchOpts kafkaBenchOptions
+
+// MqKafkaBench is `weed mq.kafka.bench`, a bounded load against any Kafka
+// endpoint.
+var MqKafkaBench = &swcommand.Command{
+	UsageLine: "mq.kafka.bench -bootstrap=host:port [-records=1000000] [-size=100] [-partitions=1]",
+	Short:     "measure produce and consume speed of a Kafka endpoint",
+	Long: `Measure produce and consume speed of a Kafka endpoint (this gateway or any
+Kafka broker) with franz-go.
+
+It creates a fresh topic, produces -records records of -size bytes over
+-partitions partitions while a consumer reads them as they arrive, then reads
+the whole topic again from offset 0 with a new consumer (the backlog read).
+Progress is printed every second; at the end it prints records/s, MB/s and
+the produce (send to ack) and end-to-end (send to consume) latency
+percentiles. The load is bounded by -records and -timeout.
+
+  -bootstrap   host:port of the endpoint (default 127.0.0.1:9092)
+  -topic       topic to use (default: a new name per run)
+  -partitions  partitions of the topic (default 1)
+  -records     records to produce (default 1000000)
+  -size        value size in bytes (default 100)
+  -acks        all, 1 or 0 (default all)
+  -timeout     give up after this long (default 5m)
+  -backlog     also read the topic again from offset 0 (default true)
+
+Example:
+  weed mq.kafka.bench -bootstrap=127.0.0.1:9092 -records=500000 -size=100
+`,
+}
+
+func init() {
+	MqKafkaBench.Run = runMqKafkaBench
+	f := &MqKafkaBench.Flag
+	o := &kafkaBenchOpts
+	o.bootstrap = f.String("bootstrap", "127.0.0.1:9092", "host:port of the Kafka endpoint")
+	o.topic = f.String("topic", "", "topic to use (default: a new one)")
+	o.partitions = f.Int("partitions", 1, "partitions of the topic")
+	o.records = f.Int("records", 1000000, "records to produce")
+	o.size = f.Int("size", 100, "value size in bytes")
+	o.acks = f.String("acks", "all", "all, 1 or 0")
+	o.timeout = f.Duration("timeout", 5*time.Minute, "give up after this long")
+	o.backlog = f.Bool("backlog", true, "read the topic again from offset 0 afterwards")
+}
+
+// latencies collects durations and reports percentiles.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+func (l *latencies) pct(p float64) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.d) == 0 {
+		return 0
+	}
+	sort.Slice(l.d, func(i, j int) bool { return l.d[i] < l.d[j] })
+	return l.d[min(len(l.d)-1, int(p*float64(len(l.d))))]
+}
+
+func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
+	o := &kafkaBenchOpts
+	ctx, cancel := context.WithTimeout(context.Background(), *o.timeout)
+	defer cancel()
+	seeds := strings.Split(*o.bootstrap, ",")
+	topic := *o.topic
+	if topic == "" {
+		topic = fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	}
+	n := *o.records
+
+	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return false
+	}
+	defer admin.Close()
+	if _, err := kadm.NewClient(admin).CreateTopic(ctx, int32(*o.partitions), 1, nil, topic); err != nil {
+		fmt.Fprintf(os.Stderr, "create topic %s: %v\n", topic, err)
+		return false
+	}
+
+	acks := kgo.AllISRAcks()
+	switch *o.acks {
+	case "1":
+		acks = kgo.LeaderAck()
+	case "0":
+		acks = kgo.NoAck()
+	}
+	producer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RequiredAcks(acks), kgo.DisableIdempotentWrite(),
+		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100000), kgo.ProducerBatchMaxBytes(1<<20))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return false
+	}
+	defer producer.Close()
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return false
+	}
+	defer consumer.Close()
+
+	var produced, acked, failed, consumed atomic.Int64
+	var prodLat, e2eLat latencies
+	value := make([]byte, *o.size)
+	for i := range value {
+		value[i] = byte('a' + i%26)
+	}
+
+	consumeDone := make(chan struct{})
+	go func() {
+		defer close(consumeDone)
+		for consumed.Load() < int64(n) && ctx.Err() == nil {
+			fetches := consumer.PollFetches(ctx)
+			now := time.Now()
+			fetches.EachRecord(func(r *kgo.Record) {
+				e2eLat.add(now.Sub(r.Timestamp))
+				consumed.Add(1)
+			})
+		}
+	}()
+
+	stopProgress := progress(func() string {
+		return fmt.Sprintf("produced %d, acked %d, consumed %d", produced.Load(), acked.Load(), consumed.Load())
+	})
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		sent := time.Now()
+		wg.Add(1)
+		producer.Produce(ctx, &kgo.Record{Topic: topic, Value: value, Timestamp: sent}, func(r *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			prodLat.add(time.Since(sent))
+			acked.Add(1)
+		})
+		produced.Add(1)
+	}
+	wg.Wait()
+	prodElapsed := time.Since(start)
+	<-consumeDone
+	e2eElapsed := time.Since(start)
+	stopProgress()
+
+	mb := float64(*o.size) / 1e6
+	fmt.Printf("topic %s, %d partitions, %d records of %d bytes, acks=%s\n", topic, *o.partitions, n, *o.size, *o.acks)
+	fmt.Printf("produce:  %d acked, %d failed in %v: %.0f records/s, %.1f MB/s; latency p50 %v p99 %v\n",
+		acked.Load(), failed.Load(), prodElapsed.Round(time.Millisecond), float64(acked.Load())/prodElapsed.Seconds(),
+		float64(acked.Load())*mb/prodElapsed.Seconds(), prodLat.pct(0.50).Round(time.Microsecond), prodLat.pct(0.99).Round(time.Microsecond))
+	fmt.Printf("consume:  %d records while producing, in %v; end-to-end latency p50 %v p99 %v\n",
+		consumed.Load(), e2eElapsed.Round(time.Millisecond), e2eLat.pct(0.50).Round(time.Microsecond), e2eLat.pct(0.99).Round(time.Microsecond))
+
+	if *o.backlog && ctx.Err() == nil {
+		reader, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20), kgo.FetchMaxPartitionBytes(16<<20))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return false
+		}
+		defer reader.Close()
+		var read atomic.Int64
+		stop := progress(func() string { return fmt.Sprintf("backlog read %d", read.Load()) })
+		start := time.Now()
+		for read.Load() < acked.Load() && ctx.Err() == nil {
+			fetches := reader.PollFetches(ctx)
+			read.Add(int64(fetches.NumRecords()))
+		}
+		elapsed := time.Since(start)
+		stop()
+		fmt.Printf("backlog:  %d records from offset 0 in %v: %.0f records/s, %.1f MB/s\n",
+			read.Load(), elapsed.Round(time.Millisecond), float64(read.Load())/elapsed.Seconds(), float64(read.Load())*mb/elapsed.Seconds())
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintf(os.Stderr, "stopped by -timeout %v\n", *o.timeout)
+		return false
+	}
+	return failed.Load() == 0
+}
+
+// progress prints a status line every second until the returned func is
+// called.
+func progress(status func() string) func() {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(os.Stderr, "  %s\n", status())
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}

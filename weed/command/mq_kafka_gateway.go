@@ -1,0 +1,225 @@
+// Package command holds this project's weed subcommands, in SeaweedFS's
+// house style: an options struct of flag pointers, init() binding the flags.
+package command
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"net/http"
+	_ "net/http/pprof" // served on -port.pprof
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	swcommand "github.com/seaweedfs/seaweedfs/weed/command"
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+	"github.com/seaweedfs/seaweedfs/weed/pb"
+	"github.com/seaweedfs/seaweedfs/weed/security"
+	"github.com/seaweedfs/seaweedfs/weed/util"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq"
+)
+
+type kafkaGatewayOptions struct {
+	ip                *string
+	ipBind            *string
+	port              *int
+	pprofPort         *int
+	master            *string
+	filerGroup        *string
+	defaultPartitions *int
+	autoCreate        *bool
+	maxRequestBytes   *int
+	nodeID            *int
+	embeddedDir       *string
+	embeddedPorts     *string
+}
+
+var kafkaGatewayOpts kafkaGatewayOptions
+
+// MqKafkaGateway is `weed mq.kafka.gateway`; it takes the place of upstream's
+// command of the same name.
+var MqKafkaGateway = &swcommand.Command{
+	UsageLine: "mq.kafka.gateway [-port=9092] [-master=localhost:9333] [-ip=<host>] [-embedded.dir=<folder>]",
+	Short:     "serve the Kafka wire protocol on SeaweedMQ",
+	Long: `Serve the Kafka wire protocol on SeaweedMQ.
+
+Kafka clients (Java, librdkafka, franz-go, sarama, kafka-go, ...) produce to
+and consume from SeaweedMQ topics through this gateway as if it were a Kafka
+broker. Kafka topics are SeaweedMQ topics in the "kafka" namespace; records,
+their keys, headers and timestamps live in SeaweedFS.
+
+The gateway joins an existing SeaweedFS cluster through its masters: it finds
+the filers and MQ brokers there and follows them as they move.
+
+  -ip                  host advertised to clients in Metadata (default: this
+                       machine's detected address). Clients connect to
+                       <ip>:<port>, so it must be reachable by them.
+  -ip.bind             address to listen on (default: same as -ip); use
+                       0.0.0.0 to listen everywhere while advertising -ip
+  -port                Kafka listener port (default 9092)
+  -master              comma-separated SeaweedFS masters (default localhost:9333)
+  -filerGroup          filer group of the cluster, if it uses one
+  -default-partitions  partitions of auto-created topics and of CreateTopics
+                       asking for the default (-1)
+  -auto.create.topics  create unknown topics on Metadata requests, like
+                       Kafka's auto.create.topics.enable (default true)
+  -max.request.bytes   largest request frame accepted, like Kafka's
+                       socket.request.max.bytes (default 100 MiB)
+  -node.id             broker id this gateway has in Metadata (default 1)
+  -port.pprof          serve Go profiling on this port (0: off)
+  -embedded.dir        start a single-node SeaweedFS (master, volume, filer,
+                       MQ broker) from this same binary with its data in this
+                       folder, and serve Kafka on it. Never started unless
+                       asked: without it, an unreachable -master is retried,
+                       and clients get retriable errors meanwhile.
+  -embedded.ports      master,volume,filer,broker ports of the embedded
+                       SeaweedFS (default 9333,8080,8888,17777; each of the
+                       first three also uses its port+10000 for gRPC)
+
+Examples:
+  # one command, a persistent Kafka endpoint on 127.0.0.1:9092
+  weed mq.kafka.gateway -ip=127.0.0.1 -embedded.dir=./kafka-data
+
+  # join a running cluster
+  weed mq.kafka.gateway -port=9092 -master=master1:9333,master2:9333
+
+  # listen on every interface, advertise a name clients resolve
+  weed mq.kafka.gateway -ip=kafka.example.com -ip.bind=0.0.0.0 -master=localhost:9333
+`,
+}
+
+func init() {
+	MqKafkaGateway.Run = runMqKafkaGateway
+	f := &MqKafkaGateway.Flag
+	o := &kafkaGatewayOpts
+	o.ip = f.String("ip", util.DetectedHostAddress(), "host advertised to Kafka clients")
+	o.ipBind = f.String("ip.bind", "", "address to listen on (default: same as -ip)")
+	o.port = f.Int("port", 9092, "Kafka listener port")
+	o.pprofPort = f.Int("port.pprof", 0, "Go profiling port (0: off)")
+	o.master = f.String("master", "localhost:9333", "comma-separated SeaweedFS master servers")
+	o.filerGroup = f.String("filerGroup", "", "filer group of the cluster")
+	o.defaultPartitions = f.Int("default-partitions", 4, "partitions of auto-created topics")
+	o.autoCreate = f.Bool("auto.create.topics", true, "create unknown topics on Metadata requests")
+	o.maxRequestBytes = f.Int("max.request.bytes", protocol.DefaultMaxRequestSize, "largest request frame accepted")
+	o.nodeID = f.Int("node.id", 1, "broker id of this gateway in Metadata")
+	o.embeddedDir = f.String("embedded.dir", "", "start a single-node SeaweedFS with its data in this folder and serve Kafka on it")
+	o.embeddedPorts = f.String("embedded.ports", "9333,8080,8888,17777", "master,volume,filer,broker ports of the embedded SeaweedFS")
+}
+
+func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
+	o := &kafkaGatewayOpts
+	util.LoadSecurityConfiguration()
+	masters := *o.master
+
+	if *o.embeddedDir != "" {
+		emb, err := startEmbedded(*o.embeddedDir, *o.embeddedPorts)
+		if err != nil {
+			glog.Errorf("kafka gateway: embedded SeaweedFS: %v", err)
+			return false
+		}
+		defer emb.stop()
+		masters = emb.master
+	}
+
+	backend := seaweedmq.New(seaweedmq.Options{
+		Masters:    pb.ServerAddresses(masters).ToAddresses(),
+		FilerGroup: *o.filerGroup,
+		DialOption: security.LoadClientTLS(util.GetViper(), "grpc.mq"),
+	})
+	defer backend.Close()
+
+	bind := *o.ipBind
+	if bind == "" {
+		bind = *o.ip
+	}
+	srv, err := gateway.NewServer(gateway.Options{
+		Listen:            net.JoinHostPort(bind, strconv.Itoa(*o.port)),
+		AdvertisedHost:    *o.ip,
+		AdvertisedPort:    *o.port,
+		NodeID:            int32(*o.nodeID),
+		ClusterID:         clusterID(masters, *o.filerGroup),
+		DefaultPartitions: int32(*o.defaultPartitions),
+		AutoCreateTopics:  *o.autoCreate,
+		MaxRequestSize:    *o.maxRequestBytes,
+		Backend:           backend,
+	})
+	if err != nil {
+		glog.Errorf("kafka gateway: %v", err)
+		return false
+	}
+
+	if *o.pprofPort > 0 {
+		go func() {
+			addr := net.JoinHostPort(bind, strconv.Itoa(*o.pprofPort))
+			if err := http.ListenAndServe(addr, nil); err != nil {
+				glog.Errorf("kafka gateway: pprof on %s: %v", addr, err)
+			}
+		}()
+	}
+
+	glog.V(0).Infof("kafka gateway: listening on %s, advertising %s, serving SeaweedFS at masters %s", srv.Addr(), srv.Advertised(), masters)
+	go watchCluster(backend, masters)
+
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve() }()
+	select {
+	case err := <-served:
+		if err != nil {
+			glog.Errorf("kafka gateway: %v", err)
+			return false
+		}
+	case s := <-sig:
+		glog.V(0).Infof("kafka gateway: %v: finishing requests in flight (again to exit at once)", s)
+		go func() {
+			<-sig
+			glog.Warningf("kafka gateway: second signal, exiting now")
+			os.Exit(1)
+		}()
+		srv.Close()
+	}
+	return true
+}
+
+// watchCluster logs when the SeaweedFS cluster becomes reachable and when
+// it is lost, so an operator sees why clients get retriable errors.
+func watchCluster(backend *seaweedmq.Client, masters string) {
+	ready := false
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := backend.Ready(ctx)
+		cancel()
+		switch {
+		case err == nil && !ready:
+			glog.V(0).Infof("kafka gateway: SeaweedFS cluster at %s is ready", masters)
+		case err != nil && ready:
+			glog.Warningf("kafka gateway: SeaweedFS cluster at %s unreachable, clients get retriable errors: %v", masters, err)
+		case err != nil:
+			glog.V(0).Infof("kafka gateway: waiting for SeaweedFS at %s: %v", masters, err)
+		}
+		ready = err == nil
+		time.Sleep(5 * time.Second)
+	}
+}
+
+// clusterID names the Kafka cluster after the SeaweedFS cluster it serves,
+// so every gateway of one cluster reports the same id.
+func clusterID(masters, filerGroup string) string {
+	list := strings.Split(masters, ",")
+	h := fnv.New64a()
+	for _, m := range list {
+		h.Write([]byte(strings.TrimSpace(m)))
+		h.Write([]byte{0})
+	}
+	h.Write([]byte(filerGroup))
+	return fmt.Sprintf("seaweedfs-%016x", h.Sum64())
+}

@@ -1,0 +1,136 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+)
+
+// conn serves one client connection: one reader decodes requests and starts
+// them in order, one writer sends their responses in the same order.
+type conn struct {
+	srv    *Server
+	nc     net.Conn
+	remote string
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	replies chan pendingReply
+
+	closeOnce sync.Once
+}
+
+type pendingReply struct {
+	correlationID int32
+	reply         protocol.Reply
+}
+
+func newConn(srv *Server, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(srv.ctx)
+	return &conn{
+		srv:     srv,
+		nc:      nc,
+		remote:  nc.RemoteAddr().String(),
+		ctx:     ctx,
+		cancel:  cancel,
+		replies: make(chan pendingReply, protocol.MaxInFlightPerConn),
+	}
+}
+
+// close ends the connection; every close goes through here with its reason.
+func (c *conn) close(reason error) {
+	c.closeOnce.Do(func() {
+		if reason != nil && !errors.Is(reason, io.EOF) && !errors.Is(reason, net.ErrClosed) && !errors.Is(reason, context.Canceled) {
+			glog.V(1).Infof("kafka conn %s: closing: %v", c.remote, reason)
+		}
+		c.cancel()
+		c.nc.Close()
+	})
+}
+
+func (c *conn) serve() {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.writeLoop()
+	}()
+	err := c.readLoop()
+	// Requests already read are answered before the connection closes.
+	close(c.replies)
+	wg.Wait()
+	c.close(err)
+}
+
+// stopReading makes the reader stop taking requests, for a graceful
+// shutdown: those in flight are still answered.
+func (c *conn) stopReading() {
+	c.nc.SetReadDeadline(time.Now()) //nolint:errcheck // a closed conn stops anyway
+}
+
+func (c *conn) readLoop() error {
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	var sizeBuf [4]byte
+	for {
+		if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
+			return err
+		}
+		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if size < 0 || int(size) > c.srv.opts.MaxRequestSize {
+			return fmt.Errorf("request of %d bytes exceeds the limit of %d", size, c.srv.opts.MaxRequestSize)
+		}
+		frame := make([]byte, size)
+		if _, err := io.ReadFull(r, frame); err != nil {
+			return err
+		}
+		req, err := protocol.Decode(frame)
+		if err != nil {
+			return err
+		}
+		reply := c.srv.handler.Handle(c.ctx, req)
+		select {
+		case c.replies <- pendingReply{req.CorrelationID, reply}:
+		case <-c.ctx.Done():
+			return c.ctx.Err()
+		}
+	}
+}
+
+func (c *conn) writeLoop() {
+	w := bufio.NewWriterSize(c.nc, 64<<10)
+	var buf []byte
+	for p := range c.replies {
+		resp, err := p.reply()
+		if err != nil {
+			c.close(err)
+			continue // drain so the reader is never stuck
+		}
+		if resp == nil {
+			continue
+		}
+		buf = protocol.AppendResponse(buf[:0], p.correlationID, resp)
+		if _, err := w.Write(buf); err != nil {
+			c.close(err)
+			continue
+		}
+		if len(c.replies) == 0 {
+			if err := w.Flush(); err != nil {
+				c.close(err)
+			}
+		}
+		if cap(buf) > 1<<20 {
+			buf = nil // do not keep a large fetch's buffer per connection
+		}
+	}
+}

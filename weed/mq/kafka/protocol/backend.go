@@ -1,0 +1,115 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+)
+
+// Backend is where topics and records live: SeaweedMQ in the gateway, an
+// in-memory fake in this package's unit tests. Errors a Kafka client should
+// see are *kerr.Error values (possibly wrapped); anything else is an outage
+// of the backend and is reported with a retriable code.
+type Backend interface {
+	ListTopics(ctx context.Context) ([]TopicInfo, error)
+	// DescribeTopic returns kerr.UnknownTopicOrPartition for a missing topic.
+	DescribeTopic(ctx context.Context, name string) (TopicInfo, error)
+	// TopicByID returns kerr.UnknownTopicID for an unknown id.
+	TopicByID(ctx context.Context, id [16]byte) (TopicInfo, error)
+	// CreateTopic returns kerr.TopicAlreadyExists for an existing topic.
+	CreateTopic(ctx context.Context, spec TopicSpec) (TopicInfo, error)
+	DeleteTopic(ctx context.Context, name string) error
+
+	// Append writes a batch's records to a partition, after the records of
+	// every earlier Append to it. It returns at once; the result says when
+	// the records are stored and at which offset the first one is.
+	Append(ctx context.Context, topic string, partition int32, records []record.Record) *Appended
+	// Read returns records from offset on, up to about maxBytes (at least
+	// one record if any), with the partition's offsets.
+	Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error)
+	// Offsets returns the log start offset and the high watermark.
+	Offsets(ctx context.Context, topic string, partition int32) (Offsets, error)
+	// OffsetForTime returns the first record whose timestamp is at least
+	// ts (milliseconds), or offset -1 if there is none.
+	OffsetForTime(ctx context.Context, topic string, partition int32, ts int64) (offset, timestamp int64, err error)
+	// MaxTimestamp returns the record with the largest timestamp (the
+	// first such), or offset -1 for an empty partition.
+	MaxTimestamp(ctx context.Context, topic string, partition int32) (offset, timestamp int64, err error)
+	// Changed returns a channel closed when the partition's high watermark
+	// moves past hw, or that is closed already if it has.
+	Changed(topic string, partition int32, hw int64) <-chan struct{}
+}
+
+// TopicInfo describes a topic as Kafka clients see it.
+type TopicInfo struct {
+	Name       string
+	ID         [16]byte
+	Partitions int32
+	// Configs holds the settings made for this topic (not the defaults).
+	Configs map[string]string
+}
+
+// TopicSpec is a topic to create.
+type TopicSpec struct {
+	Name         string
+	Partitions   int32
+	Configs      map[string]string
+	ValidateOnly bool
+}
+
+// Offsets are a partition's log start offset and high watermark.
+type Offsets struct {
+	LogStart      int64
+	HighWatermark int64
+}
+
+// StoredRecord is a record with its offset.
+type StoredRecord struct {
+	Offset int64
+	record.Record
+}
+
+// ReadResult is what a Read found.
+type ReadResult struct {
+	Offsets
+	Records []StoredRecord
+}
+
+// Appended is the outcome of an Append, known once Done is closed.
+type Appended struct {
+	Done chan struct{}
+	Base int64 // offset of the first record
+	Err  error
+}
+
+// NewAppended returns an Appended that is not yet done.
+func NewAppended() *Appended { return &Appended{Done: make(chan struct{})} }
+
+// Finish records the outcome and closes Done.
+func (a *Appended) Finish(base int64, err error) {
+	a.Base, a.Err = base, err
+	close(a.Done)
+}
+
+// FailedAppend returns an Appended that is already done with err.
+func FailedAppend(err error) *Appended {
+	a := NewAppended()
+	a.Finish(-1, err)
+	return a
+}
+
+// kafkaErr is the Kafka error for a backend error: the *kerr.Error it
+// carries, or fallback for an outage.
+func kafkaErr(err error, fallback *kerr.Error) *kerr.Error {
+	if err == nil {
+		return nil
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke
+	}
+	return fallback
+}

@@ -1,0 +1,48 @@
+package protocol
+
+// DeleteTopics, versions 1-6. Version 6 names topics by name or by id.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.DeleteTopics, 1, 6, (*Handler).handleDeleteTopics) }
+
+func (h *Handler) handleDeleteTopics(ctx context.Context, r *Request) Reply {
+	req := r.Body.(*kmsg.DeleteTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	targets := req.Topics
+	if r.Version < 6 {
+		targets = nil
+		for i := range req.TopicNames {
+			targets = append(targets, kmsg.DeleteTopicsRequestTopic{Topic: &req.TopicNames[i]})
+		}
+	}
+	for _, rt := range targets {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		var name string
+		if rt.Topic != nil && *rt.Topic != "" {
+			name = *rt.Topic
+		} else {
+			info, err := h.backend.TopicByID(ctx, rt.TopicID)
+			if err != nil {
+				st.ErrorCode = kafkaErr(err, kerr.RequestTimedOut).Code
+				resp.Topics = append(resp.Topics, st)
+				continue
+			}
+			name = info.Name
+			st.Topic = &info.Name
+		}
+		if err := h.backend.DeleteTopic(ctx, name); err != nil {
+			st.ErrorCode = kafkaErr(err, kerr.RequestTimedOut).Code
+			msg := err.Error()
+			st.ErrorMessage = &msg
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return now(resp)
+}

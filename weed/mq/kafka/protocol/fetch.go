@@ -1,0 +1,158 @@
+package protocol
+
+// Fetch, versions 4-18.
+//
+// Records are returned as uncompressed v2 batches that clients CRC-check.
+// A fetch with too few bytes waits for new records up to its max wait: it is
+// woken when a produce through this gateway moves the high watermark of a
+// partition it asked for, and looks again every ExternalWriteRecheck for
+// records written around the gateway. Fetch sessions (KIP-227) are not kept:
+// the response's session id is 0, which tells clients to send full requests.
+// Versions 13+ address topics by id. read_committed sees the high watermark
+// as the last stable offset until transactions exist.
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+)
+
+func init() { register(kmsg.Fetch, 4, 18, (*Handler).handleFetch) }
+
+// recordsPerBatch bounds the records of one returned batch, so that a
+// client's partial-batch handling is rarely needed.
+const recordsPerBatch = 1000
+
+func (h *Handler) handleFetch(ctx context.Context, r *Request) Reply {
+	req := r.Body.(*kmsg.FetchRequest)
+	return func() (kmsg.Response, error) {
+		wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
+		if wait > MaxFetchWait {
+			wait = MaxFetchWait
+		}
+		deadline := time.Now().Add(wait)
+		for {
+			resp, size, watch := h.fetchOnce(ctx, r.Version, req)
+			left := time.Until(deadline)
+			if size >= int(req.MinBytes) || left <= 0 || len(watch) == 0 {
+				return resp, nil
+			}
+			if !waitAny(ctx, watch, min(left, ExternalWriteRecheck)) && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+		}
+	}
+}
+
+// fetchOnce reads every requested partition once. It returns the response,
+// its record bytes, and the channels that signal new data for the
+// partitions that had none.
+func (h *Handler) fetchOnce(ctx context.Context, version int16, req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []<-chan struct{}) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.SessionID = 0
+	budget := int(req.MaxBytes)
+	if version < 3 || budget <= 0 {
+		budget = int(^uint32(0) >> 1)
+	}
+	total := 0
+	var watch []<-chan struct{}
+	var b record.Builder
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		var info TopicInfo
+		var err error
+		if version >= 13 {
+			info, err = h.backend.TopicByID(ctx, rt.TopicID)
+		} else {
+			info, err = h.backend.DescribeTopic(ctx, rt.Topic)
+		}
+		terr := kafkaErr(err, kerr.KafkaStorageError)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			switch {
+			case terr != nil:
+				sp.ErrorCode = terr.Code
+			case rp.Partition < 0 || rp.Partition >= info.Partitions:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				limit := min(int(rp.PartitionMaxBytes), budget-total)
+				if total == 0 && limit <= 0 {
+					limit = 1 // the first record goes out whatever its size (KIP-74)
+				}
+				var res ReadResult
+				if limit > 0 {
+					res, err = h.backend.Read(ctx, info.Name, rp.Partition, rp.FetchOffset, limit)
+				} else {
+					var offs Offsets
+					offs, err = h.backend.Offsets(ctx, info.Name, rp.Partition)
+					res.Offsets = offs
+				}
+				if err != nil {
+					sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
+					break
+				}
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStart
+				if rp.FetchOffset < res.LogStart || rp.FetchOffset > res.HighWatermark {
+					sp.ErrorCode = kerr.OffsetOutOfRange.Code
+					break
+				}
+				if len(res.Records) == 0 {
+					watch = append(watch, h.backend.Changed(info.Name, rp.Partition, res.HighWatermark))
+					break
+				}
+				sp.RecordBatches = appendBatches(&b, sp.RecordBatches, res.Records)
+				total += len(sp.RecordBatches)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, total, watch
+}
+
+// appendBatches encodes records as uncompressed batches.
+func appendBatches(b *record.Builder, dst []byte, records []StoredRecord) []byte {
+	for len(records) > 0 {
+		n := min(len(records), recordsPerBatch)
+		b.Reset(records[0].Offset)
+		for i := range records[:n] {
+			b.Add(&records[i].Record)
+		}
+		dst = b.AppendTo(dst)
+		records = records[n:]
+	}
+	return dst
+}
+
+// waitAny waits until one of chans is closed, d passes or ctx ends; it
+// reports whether a channel was closed.
+func waitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	if len(chans) == 1 {
+		select {
+		case <-chans[0]:
+			return true
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		return false
+	}
+	cases := make([]reflect.SelectCase, 0, len(chans)+2)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+	for _, c := range chans {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
+	}
+	i, _, _ := reflect.Select(cases)
+	return i >= 2
+}

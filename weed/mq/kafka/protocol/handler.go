@@ -1,0 +1,131 @@
+// Package protocol serves the Kafka APIs: one file per API, each declaring the
+// versions it serves in an init() beside its handler. ApiVersions and the
+// version check are both built from that one registry.
+package protocol
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Config is what the handlers know about the gateway and its cluster.
+type Config struct {
+	NodeID            int32  // this gateway's broker id in Metadata
+	Host              string // advertised host
+	Port              int32  // advertised port
+	ClusterID         string
+	DefaultPartitions int32
+	AutoCreateTopics  bool
+	// MaxMessageBytes is the default max.message.bytes of topics: the
+	// largest record batch a producer may send.
+	MaxMessageBytes int32
+}
+
+// Handler answers decoded requests.
+type Handler struct {
+	cfg     Config
+	backend Backend
+}
+
+// New returns a Handler serving cfg's cluster from backend.
+func New(cfg Config, backend Backend) *Handler {
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if cfg.DefaultPartitions <= 0 {
+		cfg.DefaultPartitions = 1
+	}
+	return &Handler{cfg: cfg, backend: backend}
+}
+
+// Request is one decoded request.
+type Request struct {
+	Header
+	Body kmsg.Request
+	// versionTooNew marks an ApiVersions request newer than we serve: it
+	// is answered in v0 format with UNSUPPORTED_VERSION.
+	versionTooNew bool
+}
+
+// Reply produces the response to a request. It is called by the
+// connection's writer, in request order, so a handler may return at once
+// and finish its work (a produce waiting for acks, a fetch long-poll) in
+// the Reply. A nil response means none is sent (produce with acks=0); an
+// error means the connection cannot go on.
+type Reply func() (kmsg.Response, error)
+
+func now(resp kmsg.Response) Reply { return func() (kmsg.Response, error) { return resp, nil } }
+
+type api struct {
+	min, max int16
+	handle   func(h *Handler, ctx context.Context, r *Request) Reply
+}
+
+var apis [kmsg.MaxKey + 1]*api
+
+// register declares the versions served for key and its handler. Each API
+// file calls it from init().
+func register(key kmsg.Key, min, max int16, handle func(*Handler, context.Context, *Request) Reply) {
+	if apis[key] != nil {
+		panic(fmt.Sprintf("api %s registered twice", key.Name()))
+	}
+	if req := kmsg.RequestForKey(int16(key)); req == nil || max > req.MaxVersion() {
+		panic(fmt.Sprintf("api %s: version %d is beyond the codec", key.Name(), max))
+	}
+	apis[key] = &api{min: min, max: max, handle: handle}
+}
+
+// Supported returns the versions served for key, and whether it is served.
+func Supported(key int16) (min, max int16, ok bool) {
+	if key < 0 || int(key) >= len(apis) || apis[key] == nil {
+		return 0, 0, false
+	}
+	return apis[key].min, apis[key].max, true
+}
+
+// Decode parses a request frame (without its size prefix). An error means
+// the frame cannot be answered and the connection must close, as Kafka does
+// for malformed requests, unknown keys and unsupported versions.
+func Decode(frame []byte) (*Request, error) {
+	hdr, rest, err := ParseHeader(frame)
+	if err != nil {
+		return nil, err
+	}
+	r := &Request{Header: hdr}
+	a := (*api)(nil)
+	if hdr.Key >= 0 && int(hdr.Key) < len(apis) {
+		a = apis[hdr.Key]
+	}
+	if a == nil {
+		return nil, fmt.Errorf("unsupported api key %d", hdr.Key)
+	}
+	if hdr.Key == int16(kmsg.ApiVersions) && hdr.Version > a.max {
+		r.versionTooNew = true
+		r.Body = &kmsg.ApiVersionsRequest{}
+		return r, nil
+	}
+	if hdr.Version < a.min || hdr.Version > a.max {
+		return nil, fmt.Errorf("unsupported %s version %d (serving %d-%d)", kmsg.NameForKey(hdr.Key), hdr.Version, a.min, a.max)
+	}
+	body := kmsg.RequestForKey(hdr.Key)
+	body.SetVersion(hdr.Version)
+	if body.IsFlexible() {
+		if rest, err = SkipHeaderTags(rest); err != nil {
+			return nil, err
+		}
+	}
+	if err := body.ReadFrom(rest); err != nil {
+		return nil, fmt.Errorf("malformed %s v%d request: %w", kmsg.NameForKey(hdr.Key), hdr.Version, err)
+	}
+	r.Body = body
+	return r, nil
+}
+
+// Handle answers a decoded request. It runs on the connection's reader, in
+// request order.
+func (h *Handler) Handle(ctx context.Context, r *Request) Reply {
+	return apis[r.Key].handle(h, ctx, r)
+}
+

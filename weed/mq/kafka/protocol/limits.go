@@ -1,0 +1,40 @@
+package protocol
+
+import "time"
+
+// Limits and defaults, each with the reason for its value.
+const (
+	// DefaultMaxRequestSize bounds a request frame, like Kafka's
+	// socket.request.max.bytes (100 MiB).
+	DefaultMaxRequestSize = 100 << 20
+
+	// DefaultMaxMessageBytes is the default max.message.bytes of a topic:
+	// the largest record batch accepted, as in Kafka (1 MiB + overhead).
+	DefaultMaxMessageBytes = 1048588
+
+	// MaxDecompressedBatch bounds what one compressed batch may expand
+	// to, so a small batch cannot exhaust memory (a decompression bomb).
+	MaxDecompressedBatch = 128 << 20
+
+	// MaxInFlightPerConn bounds requests read from one connection and not
+	// yet answered; the reader waits when it is reached. Clients send up to
+	// 5 in flight by default; this leaves room for pipelining clients.
+	MaxInFlightPerConn = 64
+
+	// MaxFetchWait caps a fetch long-poll whatever the client asks, so a
+	// wrong max wait cannot hold a request for long.
+	MaxFetchWait = 30 * time.Second
+
+	// ExternalWriteRecheck is how often a waiting fetch looks at the
+	// partition again for records that did not come through this gateway
+	// (a SeaweedMQ client writing directly); writes through the gateway
+	// wake fetches at once.
+	ExternalWriteRecheck = 500 * time.Millisecond
+
+	// MaxTopicNameLength is Kafka's limit on topic names.
+	MaxTopicNameLength = 249
+
+	// MaxPartitions bounds a topic's partition count: SeaweedMQ splits a
+	// ring of 2520 slots among partitions.
+	MaxPartitions = 2520
+)

@@ -1,0 +1,85 @@
+package protocol
+
+// ListOffsets, versions 1-11 (v0 was removed in Kafka 4 as well).
+//
+// Timestamps -2 (earliest) and -4 (earliest local) give the log start
+// offset, -1 (latest) the high watermark, -3 the record with the largest
+// timestamp, -5 (latest tiered) offset -1 as on a broker without tiered
+// storage; any other timestamp finds the first record at or after it.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.ListOffsets, 1, 11, (*Handler).handleListOffsets) }
+
+const (
+	timestampLatest        = -1
+	timestampEarliest      = -2
+	timestampMax           = -3
+	timestampEarliestLocal = -4
+	timestampLatestTiered  = -5
+)
+
+func (h *Handler) handleListOffsets(ctx context.Context, r *Request) Reply {
+	req := r.Body.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		info, err := h.backend.DescribeTopic(ctx, rt.Topic)
+		terr := kafkaErr(err, kerr.KafkaStorageError)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, 0
+			switch {
+			case terr != nil:
+				sp.ErrorCode = terr.Code
+			case rp.Partition < 0 || rp.Partition >= info.Partitions:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				if err := h.listOffset(ctx, info.Name, rp.Partition, rp.Timestamp, &sp); err != nil {
+					sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return now(resp)
+}
+
+func (h *Handler) listOffset(ctx context.Context, topic string, partition int32, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) error {
+	switch ts {
+	case timestampLatest, timestampEarliest, timestampEarliestLocal:
+		offs, err := h.backend.Offsets(ctx, topic, partition)
+		if err != nil {
+			return err
+		}
+		sp.Offset = offs.HighWatermark
+		if ts != timestampLatest {
+			sp.Offset = offs.LogStart
+		}
+	case timestampLatestTiered:
+	case timestampMax:
+		off, t, err := h.backend.MaxTimestamp(ctx, topic, partition)
+		if err != nil {
+			return err
+		}
+		sp.Offset, sp.Timestamp = off, t
+	default:
+		if ts < 0 {
+			return kerr.InvalidRequest
+		}
+		off, t, err := h.backend.OffsetForTime(ctx, topic, partition, ts)
+		if err != nil {
+			return err
+		}
+		sp.Offset, sp.Timestamp = off, t
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package protocol
+
+// Metadata, versions 0-13.
+//
+// This gateway is the one broker in the cluster it describes and leads every
+// partition; leader epochs are 0. An absent topic list (v1+) or an empty one
+// (v0) means every topic, which is what segmentio/kafka-go's Writer sends.
+// Topics are auto-created with -default-partitions when the request allows it
+// (always before v4) and the gateway is configured to.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.Metadata, 0, 13, (*Handler).handleMetadata) }
+
+func (h *Handler) handleMetadata(ctx context.Context, r *Request) Reply {
+	req := r.Body.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.SetVersion(r.Version)
+
+	b := kmsg.NewMetadataResponseBroker()
+	b.NodeID, b.Host, b.Port = h.cfg.NodeID, h.cfg.Host, h.cfg.Port
+	resp.Brokers = append(resp.Brokers, b)
+	resp.ClusterID = &h.cfg.ClusterID
+	resp.ControllerID = h.cfg.NodeID
+
+	all := req.Topics == nil || (r.Version == 0 && len(req.Topics) == 0)
+	if all {
+		topics, err := h.backend.ListTopics(ctx)
+		if err != nil {
+			// A client asking for all topics cannot be told which
+			// failed; an empty cluster view makes it retry.
+			return now(resp)
+		}
+		for _, t := range topics {
+			resp.Topics = append(resp.Topics, h.topicMetadata(t))
+		}
+		return now(resp)
+	}
+
+	autoCreate := h.cfg.AutoCreateTopics && (r.Version < 4 || req.AllowAutoTopicCreation)
+	var byID map[[16]byte]TopicInfo
+	for _, rt := range req.Topics {
+		if rt.Topic == nil || *rt.Topic == "" {
+			// Lookup by topic id (v10+).
+			if byID == nil {
+				byID = map[[16]byte]TopicInfo{}
+				if topics, err := h.backend.ListTopics(ctx); err == nil {
+					for _, t := range topics {
+						byID[t.ID] = t
+					}
+				}
+			}
+			if t, ok := byID[rt.TopicID]; ok {
+				resp.Topics = append(resp.Topics, h.topicMetadata(t))
+			} else {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = rt.TopicID
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+				resp.Topics = append(resp.Topics, mt)
+			}
+			continue
+		}
+		name := *rt.Topic
+		if err := validTopicName(name); err != nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = &name
+			mt.ErrorCode = err.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		t, err := h.backend.DescribeTopic(ctx, name)
+		if autoCreate && kafkaErr(err, nil) == kerr.UnknownTopicOrPartition {
+			t, err = h.backend.CreateTopic(ctx, TopicSpec{Name: name, Partitions: h.cfg.DefaultPartitions})
+			if kafkaErr(err, nil) == kerr.TopicAlreadyExists { // made by another client meanwhile
+				t, err = h.backend.DescribeTopic(ctx, name)
+			}
+		}
+		if err != nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = &name
+			mt.ErrorCode = kafkaErr(err, kerr.LeaderNotAvailable).Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, h.topicMetadata(t))
+	}
+	return now(resp)
+}
+
+func (h *Handler) topicMetadata(t TopicInfo) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic = &name
+	mt.TopicID = t.ID
+	mt.IsInternal = false
+	for p := int32(0); p < t.Partitions; p++ {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p
+		mp.Leader = h.cfg.NodeID
+		mp.LeaderEpoch = 0
+		mp.Replicas = []int32{h.cfg.NodeID}
+		mp.ISR = []int32{h.cfg.NodeID}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+// validTopicName applies Kafka's rules for topic names.
+func validTopicName(name string) *kerr.Error {
+	if name == "" || name == "." || name == ".." || len(name) > MaxTopicNameLength {
+		return kerr.InvalidTopicException
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return kerr.InvalidTopicException
+		}
+	}
+	return nil
+}

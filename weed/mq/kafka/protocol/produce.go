@@ -1,0 +1,151 @@
+package protocol
+
+// Produce, versions 0-13 advertised, 3-13 served.
+//
+// Versions 0-2 carry the message formats v0/v1, which Kafka 4 no longer
+// accepts either; like Kafka we still advertise v0 because librdkafka's
+// feature detection reads the minimum, and answer such requests with
+// UNSUPPORTED_FOR_MESSAGE_FORMAT. Batches are checked (length, magic, CRC-32C,
+// decompression) before anything is written; a batch over the topic's
+// max.message.bytes gets MESSAGE_TOO_LARGE. The records of one partition are
+// written in order with contiguous offsets; the response waits until the
+// broker has acknowledged the last of them (acks=1 and acks=all are the same
+// here: SeaweedMQ acknowledges once it holds the record), and acks=0 gets no
+// response at all. v13 addresses topics by id.
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+)
+
+func init() { register(kmsg.Produce, 0, 13, (*Handler).handleProduce) }
+
+type pendingAppend struct {
+	part *kmsg.ProduceResponseTopicPartition
+	app  *Appended
+}
+
+func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
+	req := r.Body.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	var pending []pendingAppend
+
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		var info TopicInfo
+		var terr *kerr.Error
+		if r.Version >= 13 {
+			var err error
+			info, err = h.backend.TopicByID(ctx, rt.TopicID)
+			terr = kafkaErr(err, kerr.KafkaStorageError)
+		} else {
+			var err error
+			info, err = h.backend.DescribeTopic(ctx, rt.Topic)
+			terr = kafkaErr(err, kerr.KafkaStorageError)
+		}
+		maxBytes := topicMaxMessageBytes(info, h.cfg.MaxMessageBytes)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset = -1
+			sp.LogAppendTime = -1
+			sp.LogStartOffset = -1
+			st.Partitions = append(st.Partitions, sp)
+			p := &st.Partitions[len(st.Partitions)-1]
+			switch {
+			case terr != nil:
+				p.ErrorCode = terr.Code
+				continue
+			case rp.Partition < 0 || rp.Partition >= info.Partitions:
+				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				continue
+			case r.Version < 3:
+				p.ErrorCode = kerr.UnsupportedForMessageFormat.Code
+				continue
+			case len(rp.Records) > maxBytes:
+				p.ErrorCode = kerr.MessageTooLarge.Code
+				continue
+			}
+			records, kerrCode := decodeProduced(rp.Records)
+			if kerrCode != nil {
+				p.ErrorCode = kerrCode.Code
+				if kerrCode == kerr.CorruptMessage {
+					msg := "record batch failed validation"
+					p.ErrorMessage = &msg
+				}
+				continue
+			}
+			pending = append(pending, pendingAppend{p, h.backend.Append(ctx, info.Name, rp.Partition, records)})
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+
+	if req.Acks == 0 {
+		return now(nil)
+	}
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	return func() (kmsg.Response, error) {
+		var timer <-chan time.Time
+		if timeout > 0 {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			timer = t.C
+		}
+		for _, pa := range pending {
+			select {
+			case <-pa.app.Done:
+			case <-timer:
+				pa.part.ErrorCode = kerr.RequestTimedOut.Code
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if pa.app.Err != nil {
+				pa.part.ErrorCode = kafkaErr(pa.app.Err, kerr.KafkaStorageError).Code
+				continue
+			}
+			pa.part.BaseOffset = pa.app.Base
+		}
+		return resp, nil
+	}
+}
+
+// decodeProduced decodes a partition's record batches into records, or
+// returns the Kafka error the producer gets.
+func decodeProduced(raw []byte) ([]record.Record, *kerr.Error) {
+	batches, err := record.ParseBatches(raw, MaxDecompressedBatch)
+	switch {
+	case errors.Is(err, record.ErrBadMagic):
+		return nil, kerr.UnsupportedForMessageFormat
+	case errors.Is(err, record.ErrTooLarge):
+		return nil, kerr.MessageTooLarge
+	case err != nil:
+		return nil, kerr.CorruptMessage
+	}
+	if len(batches) == 1 {
+		return batches[0].Records, nil
+	}
+	var records []record.Record
+	for _, b := range batches {
+		records = append(records, b.Records...)
+	}
+	return records, nil
+}
+
+// topicMaxMessageBytes is the topic's max.message.bytes, or def.
+func topicMaxMessageBytes(t TopicInfo, def int32) int {
+	if v, ok := t.Configs["max.message.bytes"]; ok {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return n
+		}
+	}
+	return int(def)
+}

@@ -1,0 +1,219 @@
+// Package record reads and writes Kafka record batches (magic v2) and maps
+// Kafka records to and from the messages SeaweedMQ stores.
+package record
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Layout of the fixed part of a v2 record batch, as in Kafka's
+// DefaultRecordBatch: baseOffset(8) batchLength(4) partitionLeaderEpoch(4)
+// magic(1) crc(4) attributes(2) lastOffsetDelta(4) firstTimestamp(8)
+// maxTimestamp(8) producerId(8) producerEpoch(2) baseSequence(4) records(4).
+const (
+	batchLengthEnd = 12 // bytes before the batch length counts
+	magicOffset    = 16
+	crcOffset      = 17
+	crcStart       = 21 // the CRC covers attributes to the end
+	BatchHeaderLen = 61
+)
+
+// Batch attribute bits.
+const (
+	AttrCodecMask     = 0x07
+	AttrLogAppendTime = 0x08
+	AttrTransactional = 0x10
+	AttrControl       = 0x20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Errors a producer is told about through CORRUPT_MESSAGE.
+var (
+	ErrCorrupt  = errors.New("corrupt record batch")
+	ErrBadMagic = errors.New("unsupported record batch magic")
+)
+
+// Record is one Kafka record with absolute values: nil Key or Value means
+// null, and header values keep null distinct from empty too.
+type Record struct {
+	Key       []byte
+	Value     []byte
+	Headers   []kmsg.Header
+	Timestamp int64 // milliseconds since the epoch
+}
+
+// Batch is a decoded record batch.
+type Batch struct {
+	Header  kmsg.RecordBatch // the header fields; Records is left empty
+	Records []Record
+}
+
+// Codec is the batch's compression codec.
+func (b *Batch) Codec() Codec { return Codec(b.Header.Attributes & AttrCodecMask) }
+
+// ParseBatches decodes every batch in a Produce request's records field.
+// maxDecompressed bounds the decompressed size of any one batch.
+func ParseBatches(data []byte, maxDecompressed int) ([]Batch, error) {
+	var out []Batch
+	for len(data) > 0 {
+		if len(data) < batchLengthEnd {
+			return nil, fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(data))
+		}
+		n := int(int32(binary.BigEndian.Uint32(data[8:]))) + batchLengthEnd
+		if n < BatchHeaderLen || n > len(data) {
+			return nil, fmt.Errorf("%w: batch length %d with %d bytes left", ErrCorrupt, n, len(data))
+		}
+		b, err := ParseBatch(data[:n], maxDecompressed)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+		data = data[n:]
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no record batch", ErrCorrupt)
+	}
+	return out, nil
+}
+
+// ParseBatch decodes exactly one v2 record batch, checking its length, magic
+// and CRC-32C, and decompressing its records.
+func ParseBatch(raw []byte, maxDecompressed int) (Batch, error) {
+	var b Batch
+	if len(raw) < BatchHeaderLen {
+		return b, fmt.Errorf("%w: %d bytes is shorter than a batch header", ErrCorrupt, len(raw))
+	}
+	if raw[magicOffset] != 2 {
+		return b, fmt.Errorf("%w %d", ErrBadMagic, raw[magicOffset])
+	}
+	if err := b.Header.ReadFrom(raw); err != nil {
+		return b, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if int(b.Header.Length)+batchLengthEnd != len(raw) {
+		return b, fmt.Errorf("%w: batch length %d, have %d bytes", ErrCorrupt, b.Header.Length, len(raw)-batchLengthEnd)
+	}
+	if crc32.Checksum(raw[crcStart:], castagnoli) != uint32(b.Header.CRC) {
+		return b, fmt.Errorf("%w: CRC mismatch", ErrCorrupt)
+	}
+	if b.Header.NumRecords <= 0 || int(b.Header.NumRecords) > len(raw) {
+		return b, fmt.Errorf("%w: %d records claimed", ErrCorrupt, b.Header.NumRecords)
+	}
+	body := b.Header.Records
+	b.Header.Records = nil
+	if c := b.Codec(); c != CodecNone {
+		var err error
+		if body, err = Decompress(c, nil, body, maxDecompressed); err != nil {
+			if errors.Is(err, ErrTooLarge) {
+				return b, err
+			}
+			return b, fmt.Errorf("%w: %s: %v", ErrCorrupt, c, err)
+		}
+	}
+	b.Records = make([]Record, 0, b.Header.NumRecords)
+	var kr kmsg.Record
+	for i := int32(0); i < b.Header.NumRecords; i++ {
+		l, n := binary.Varint(body)
+		if n <= 0 || l < 0 || l > int64(len(body)-n) {
+			return b, fmt.Errorf("%w: record %d length", ErrCorrupt, i)
+		}
+		end := n + int(l)
+		if err := kr.ReadFrom(body[:end]); err != nil {
+			return b, fmt.Errorf("%w: record %d: %v", ErrCorrupt, i, err)
+		}
+		if kr.OffsetDelta != i {
+			return b, fmt.Errorf("%w: record %d has offset delta %d", ErrCorrupt, i, kr.OffsetDelta)
+		}
+		b.Records = append(b.Records, Record{
+			Key:       kr.Key,
+			Value:     kr.Value,
+			Headers:   kr.Headers,
+			Timestamp: b.Header.FirstTimestamp + kr.TimestampDelta64,
+		})
+		kr.Headers = nil
+		body = body[end:]
+	}
+	if len(body) != 0 {
+		return b, fmt.Errorf("%w: %d bytes after the last record", ErrCorrupt, len(body))
+	}
+	if int(b.Header.LastOffsetDelta) != len(b.Records)-1 {
+		return b, fmt.Errorf("%w: last offset delta %d for %d records", ErrCorrupt, b.Header.LastOffsetDelta, len(b.Records))
+	}
+	return b, nil
+}
+
+// Builder appends uncompressed v2 record batches; its buffers are reused
+// from batch to batch.
+type Builder struct {
+	records []byte
+	scratch []byte
+	kr      kmsg.Record
+	first   int64
+	firstTs int64
+	maxTs   int64
+	n       int32
+}
+
+// Reset starts a new batch whose first record has baseOffset.
+func (w *Builder) Reset(baseOffset int64) {
+	w.records = w.records[:0]
+	w.first = baseOffset
+	w.n = 0
+}
+
+// Len is the number of records added since Reset.
+func (w *Builder) Len() int { return int(w.n) }
+
+// Size is roughly the encoded size of the batch so far.
+func (w *Builder) Size() int { return BatchHeaderLen + len(w.records) }
+
+// Add appends a record; records must come with consecutive offsets.
+func (w *Builder) Add(r *Record) {
+	if w.n == 0 {
+		w.firstTs, w.maxTs = r.Timestamp, r.Timestamp
+	}
+	if r.Timestamp > w.maxTs {
+		w.maxTs = r.Timestamp
+	}
+	w.kr = kmsg.Record{
+		TimestampDelta64: r.Timestamp - w.firstTs,
+		OffsetDelta:      w.n,
+		Key:              r.Key,
+		Value:            r.Value,
+		Headers:          r.Headers,
+	}
+	// Length is a varint that counts what follows it; encode with a
+	// one-byte zero length, then write the real one.
+	w.scratch = w.kr.AppendTo(w.scratch[:0])
+	body := w.scratch[1:]
+	w.records = binary.AppendVarint(w.records, int64(len(body)))
+	w.records = append(w.records, body...)
+	w.n++
+}
+
+// AppendTo appends the finished batch to dst with its CRC set.
+func (w *Builder) AppendTo(dst []byte) []byte {
+	start := len(dst)
+	hdr := kmsg.RecordBatch{
+		FirstOffset:          w.first,
+		Length:               int32(BatchHeaderLen - batchLengthEnd + len(w.records)),
+		PartitionLeaderEpoch: 0,
+		Magic:                2,
+		LastOffsetDelta:      w.n - 1,
+		FirstTimestamp:       w.firstTs,
+		MaxTimestamp:         w.maxTs,
+		ProducerID:           -1,
+		ProducerEpoch:        -1,
+		FirstSequence:        -1,
+		NumRecords:           w.n,
+		Records:              w.records,
+	}
+	dst = hdr.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start+crcOffset:], crc32.Checksum(dst[start+crcStart:], castagnoli))
+	return dst
+}

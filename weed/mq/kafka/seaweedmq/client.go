@@ -1,0 +1,241 @@
+// Package seaweedmq is the gateway's SeaweedMQ backend: it finds the
+// cluster's filers and MQ brokers through the masters, keeps Kafka topics as
+// SeaweedMQ topics in one namespace, writes each partition through one
+// pipelined publish stream and reads records back with their offsets.
+package seaweedmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/seaweedfs/seaweedfs/weed/cluster"
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+	"github.com/seaweedfs/seaweedfs/weed/pb"
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+	"github.com/seaweedfs/seaweedfs/weed/pb/master_pb"
+	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
+)
+
+// Namespace is the SeaweedMQ namespace that holds Kafka topics.
+const Namespace = "kafka"
+
+// balancerLock is the filer lock the MQ broker balancer leader holds.
+const balancerLock = "broker_balancer"
+
+// Options configure a Client.
+type Options struct {
+	Masters    []pb.ServerAddress
+	FilerGroup string
+	// DialOption carries the gRPC transport security (security.toml).
+	DialOption grpc.DialOption
+	// TopicCacheTTL bounds how stale a topic list may be when topics are
+	// created or deleted around this gateway.
+	TopicCacheTTL time.Duration
+}
+
+// ErrUnavailable wraps failures to reach the cluster.
+var ErrUnavailable = errors.New("seaweedfs cluster unavailable")
+
+// Client talks to one SeaweedFS cluster.
+type Client struct {
+	opts Options
+
+	mu       sync.Mutex
+	filer    pb.ServerAddress // current filer ("" until discovered)
+	balancer string           // broker balancer leader, gRPC address
+	conns    map[string]*grpc.ClientConn
+
+	topics topicCache
+	parts  partitions
+}
+
+// New returns a client of the cluster at opts.Masters. It connects lazily.
+func New(opts Options) *Client {
+	if opts.TopicCacheTTL <= 0 {
+		opts.TopicCacheTTL = 2 * time.Second
+	}
+	c := &Client{opts: opts, conns: map[string]*grpc.ClientConn{}}
+	c.topics.init()
+	c.parts.init()
+	return c
+}
+
+// Close ends every publish stream and connection.
+func (c *Client) Close() {
+	c.parts.closeAll()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for addr, cc := range c.conns {
+		cc.Close()
+		delete(c.conns, addr)
+	}
+}
+
+// listNodes asks the masters for the cluster's nodes of one type.
+func (c *Client) listNodes(ctx context.Context, clientType string) ([]string, error) {
+	var lastErr error = fmt.Errorf("%w: no master given", ErrUnavailable)
+	for _, m := range c.opts.Masters {
+		var addrs []string
+		err := pb.WithMasterClient(ctx, false, m, c.opts.DialOption, false, func(mc master_pb.SeaweedClient) error {
+			resp, err := mc.ListClusterNodes(ctx, &master_pb.ListClusterNodesRequest{ClientType: clientType, FilerGroup: c.opts.FilerGroup})
+			if err != nil {
+				return err
+			}
+			for _, n := range resp.ClusterNodes {
+				addrs = append(addrs, n.Address)
+			}
+			return nil
+		})
+		if err == nil {
+			return addrs, nil
+		}
+		lastErr = fmt.Errorf("%w: master %s: %v", ErrUnavailable, m, err)
+	}
+	return nil, lastErr
+}
+
+// filerAddr returns a filer of the cluster, discovering one if needed.
+func (c *Client) filerAddr(ctx context.Context) (pb.ServerAddress, error) {
+	c.mu.Lock()
+	f := c.filer
+	c.mu.Unlock()
+	if f != "" {
+		return f, nil
+	}
+	filers, err := c.listNodes(ctx, cluster.FilerType)
+	if err != nil {
+		return "", err
+	}
+	if len(filers) == 0 {
+		return "", fmt.Errorf("%w: no filer registered with the masters", ErrUnavailable)
+	}
+	c.mu.Lock()
+	c.filer = pb.ServerAddress(filers[0])
+	f = c.filer
+	c.mu.Unlock()
+	glog.V(0).Infof("kafka gateway: using filer %s", f)
+	return f, nil
+}
+
+// withFiler runs fn with a filer client; a failure to reach the filer makes
+// the next call discover the filers again.
+func (c *Client) withFiler(ctx context.Context, fn func(filer_pb.SeaweedFilerClient) error) error {
+	f, err := c.filerAddr(ctx)
+	if err != nil {
+		return err
+	}
+	err = pb.WithGrpcFilerClient(false, 0, f, c.opts.DialOption, fn)
+	if isUnavailable(err) {
+		c.mu.Lock()
+		if c.filer == f {
+			c.filer = ""
+		}
+		c.mu.Unlock()
+		return fmt.Errorf("%w: filer %s: %v", ErrUnavailable, f, err)
+	}
+	return err
+}
+
+// balancerAddr returns the broker balancer leader: the owner of the
+// balancer lock in the filer. Control calls go to it directly, because a
+// broker that does not yet hold its lock client crashes on them.
+func (c *Client) balancerAddr(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	b := c.balancer
+	c.mu.Unlock()
+	if b != "" {
+		return b, nil
+	}
+	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		resp, err := fc.FindLockOwner(ctx, &filer_pb.FindLockOwnerRequest{Name: balancerLock})
+		if err != nil {
+			return err
+		}
+		b = resp.Owner
+		return nil
+	})
+	if err != nil || b == "" {
+		return "", fmt.Errorf("%w: no MQ broker leader yet: %v", ErrUnavailable, err)
+	}
+	c.mu.Lock()
+	c.balancer = b
+	c.mu.Unlock()
+	return b, nil
+}
+
+// forgetBalancer makes the next control call look the leader up again.
+func (c *Client) forgetBalancer(addr string) {
+	c.mu.Lock()
+	if c.balancer == addr {
+		c.balancer = ""
+	}
+	c.mu.Unlock()
+}
+
+// conn returns the long-lived connection to a broker.
+func (c *Client) conn(ctx context.Context, addr string) (*grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cc, ok := c.conns[addr]; ok {
+		return cc, nil
+	}
+	cc, err := pb.GrpcDial(ctx, addr, false, c.opts.DialOption)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dial broker %s: %v", ErrUnavailable, addr, err)
+	}
+	c.conns[addr] = cc
+	return cc, nil
+}
+
+// withBalancer runs a control call on the balancer leader, looking the
+// leader up again once if the call cannot reach it.
+func (c *Client) withBalancer(ctx context.Context, fn func(mq_pb.SeaweedMessagingClient) error) error {
+	for attempt := 0; ; attempt++ {
+		addr, err := c.balancerAddr(ctx)
+		if err != nil {
+			return err
+		}
+		cc, err := c.conn(ctx, addr)
+		if err != nil {
+			return err
+		}
+		err = fn(mq_pb.NewSeaweedMessagingClient(cc))
+		if err == nil || !isUnavailable(err) {
+			return err
+		}
+		c.forgetBalancer(addr)
+		if attempt == 1 {
+			return fmt.Errorf("%w: broker %s: %v", ErrUnavailable, addr, err)
+		}
+	}
+}
+
+// Ready reports whether the cluster can serve: a filer and an MQ broker
+// leader are known and answer.
+func (c *Client) Ready(ctx context.Context) error {
+	_, err := c.balancerAddr(ctx)
+	return err
+}
+
+// isUnavailable reports whether err means the peer could not be reached.
+func isUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrUnavailable) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return strings.Contains(err.Error(), "connection refused")
+}

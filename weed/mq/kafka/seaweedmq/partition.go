@@ -1,0 +1,133 @@
+package seaweedmq
+
+import (
+	"context"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
+)
+
+// partition is this gateway's state for one Kafka partition: its publish
+// stream, and the high watermark it knows with a signal for waiting fetches.
+type partition struct {
+	topic string
+	index int32
+
+	// writeMu serializes appends, so that a batch's records are sent
+	// together and batches keep the order in which they were appended.
+	writeMu  sync.Mutex
+	pub      *publisher
+	lastTsNs int64 // ts_ns of the last record sent; see nextTs
+
+	notifyMu sync.Mutex
+	hw       int64         // highest high watermark seen, -1 if unknown
+	changed  chan struct{} // closed when hw moves; nil until someone waits
+}
+
+type partKey struct {
+	topic string
+	index int32
+}
+
+type partitions struct {
+	mu sync.Mutex
+	m  map[partKey]*partition
+}
+
+func (ps *partitions) init() { ps.m = map[partKey]*partition{} }
+
+func (ps *partitions) get(topic string, index int32) *partition {
+	k := partKey{topic, index}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p := ps.m[k]
+	if p == nil {
+		p = &partition{topic: topic, index: index, hw: -1}
+		ps.m[k] = p
+	}
+	return p
+}
+
+// closeTopic ends the publish streams of a topic's partitions and forgets
+// them, as when the topic is deleted or re-created.
+func (ps *partitions) closeTopic(topic string) {
+	ps.mu.Lock()
+	var victims []*partition
+	for k, p := range ps.m {
+		if k.topic == topic {
+			victims = append(victims, p)
+			delete(ps.m, k)
+		}
+	}
+	ps.mu.Unlock()
+	for _, p := range victims {
+		p.closePublisher()
+	}
+}
+
+func (ps *partitions) closeAll() {
+	ps.mu.Lock()
+	all := ps.m
+	ps.m = map[partKey]*partition{}
+	ps.mu.Unlock()
+	for _, p := range all {
+		p.closePublisher()
+	}
+}
+
+func (p *partition) closePublisher() {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	if p.pub != nil {
+		p.pub.close()
+		p.pub = nil
+	}
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// advance records that the high watermark is at least hw and wakes waiters.
+func (p *partition) advance(hw int64) {
+	p.notifyMu.Lock()
+	defer p.notifyMu.Unlock()
+	if hw <= p.hw {
+		return
+	}
+	p.hw = hw
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
+}
+
+// waitPast returns a channel closed once the high watermark passes hw.
+func (p *partition) waitPast(hw int64) <-chan struct{} {
+	p.notifyMu.Lock()
+	defer p.notifyMu.Unlock()
+	if p.hw > hw {
+		return closedChan
+	}
+	if p.changed == nil {
+		p.changed = make(chan struct{})
+	}
+	return p.changed
+}
+
+// Changed implements protocol.Backend.
+func (c *Client) Changed(topic string, index int32, hw int64) <-chan struct{} {
+	return c.parts.get(topic, index).waitPast(hw)
+}
+
+// assignment returns a partition's SeaweedMQ partition and leader broker.
+func (c *Client) assignment(ctx context.Context, topic string, index int32) (*mq_pb.BrokerPartitionAssignment, error) {
+	e, err := c.topic(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	if index < 0 || int(index) >= len(e.parts) {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	return e.parts[index], nil
+}

@@ -1,0 +1,316 @@
+package seaweedmq
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/seaweedfs/seaweedfs/weed/filer"
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+	"github.com/seaweedfs/seaweedfs/weed/mq/topic"
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
+	"github.com/seaweedfs/seaweedfs/weed/pb/schema_pb"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+)
+
+// ConfigDir holds what Kafka knows of a topic and SeaweedMQ does not (the
+// settings made with CreateTopics), one JSON file per topic. It lies outside
+// /topics so SeaweedMQ never mistakes it for topic data.
+const ConfigDir = "/etc/kafka-gateway/topics"
+
+// topicConfigFile is the content of a topic's file in ConfigDir.
+type topicConfigFile struct {
+	Configs map[string]string `json:"configs"`
+}
+
+// topicEntry is a topic as last read from the filer.
+type topicEntry struct {
+	info protocol.TopicInfo
+	// parts are the SeaweedMQ partitions in Kafka partition order (by
+	// range start), with their leader brokers.
+	parts []*mq_pb.BrokerPartitionAssignment
+	read  time.Time
+}
+
+type topicCache struct {
+	mu     sync.Mutex
+	byName map[string]*topicEntry
+	listed time.Time // when byName was last filled from a full listing
+}
+
+func (tc *topicCache) init() { tc.byName = map[string]*topicEntry{} }
+
+func (tc *topicCache) forget(name string) {
+	tc.mu.Lock()
+	delete(tc.byName, name)
+	tc.listed = time.Time{}
+	tc.mu.Unlock()
+}
+
+// topicID derives a stable, non-zero Kafka topic id from the topic and the
+// time SeaweedMQ created its partitions: the same topic has the same id
+// across restarts and gateways, and a re-created topic gets a new one.
+func topicID(name string, generation int64) [16]byte {
+	sum := sha256.Sum256([]byte(Namespace + "/" + name + "/" + strconv.FormatInt(generation, 10)))
+	var id [16]byte
+	copy(id[:], sum[:16])
+	id[6] = id[6]&0x0f | 0x80 // UUID version 8 (name-based, custom hash)
+	id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
+	return id
+}
+
+// readTopic reads a topic's SeaweedMQ configuration and Kafka settings.
+func (c *Client) readTopic(ctx context.Context, name string) (*topicEntry, error) {
+	var conf *mq_pb.ConfigureTopicResponse
+	var kconf topicConfigFile
+	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		var err error
+		conf, err = topic.Topic{Namespace: Namespace, Name: name}.ReadConfFile(fc)
+		if err != nil {
+			return err
+		}
+		data, err := filer.ReadInsideFiler(ctx, fc, ConfigDir, name+".json")
+		if errors.Is(err, filer_pb.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(data, &kconf); err != nil {
+			glog.Warningf("kafka topic %s: ignoring unreadable settings file: %v", name, err)
+		}
+		return nil
+	})
+	if errors.Is(err, filer_pb.ErrNotFound) {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	if err != nil {
+		return nil, err
+	}
+	parts := append([]*mq_pb.BrokerPartitionAssignment(nil), conf.BrokerPartitionAssignments...)
+	if len(parts) == 0 {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i].Partition.RangeStart < parts[j].Partition.RangeStart })
+	e := &topicEntry{parts: parts, read: time.Now()}
+	e.info = protocol.TopicInfo{
+		Name:       name,
+		ID:         topicID(name, parts[0].Partition.UnixTimeNs),
+		Partitions: int32(len(parts)),
+		Configs:    kconf.Configs,
+	}
+	return e, nil
+}
+
+// topic returns a topic's entry, from the cache while it is fresh. When
+// the filer cannot be reached, a known topic is served from the cache.
+func (c *Client) topic(ctx context.Context, name string) (*topicEntry, error) {
+	c.topics.mu.Lock()
+	e := c.topics.byName[name]
+	c.topics.mu.Unlock()
+	if e != nil && time.Since(e.read) < c.opts.TopicCacheTTL {
+		return e, nil
+	}
+	fresh, err := c.readTopic(ctx, name)
+	if err != nil {
+		if e != nil && isUnavailable(err) {
+			return e, nil
+		}
+		if err == kerr.UnknownTopicOrPartition {
+			c.topics.mu.Lock()
+			delete(c.topics.byName, name)
+			c.topics.mu.Unlock()
+		}
+		return nil, err
+	}
+	c.topics.mu.Lock()
+	c.topics.byName[name] = fresh
+	c.topics.mu.Unlock()
+	if e != nil && e.info.ID != fresh.info.ID {
+		c.parts.closeTopic(name) // re-created around us: old streams are stale
+	}
+	return fresh, nil
+}
+
+// ListTopics lists the topics of the Kafka namespace.
+func (c *Client) ListTopics(ctx context.Context) ([]protocol.TopicInfo, error) {
+	c.topics.mu.Lock()
+	fresh := time.Since(c.topics.listed) < c.opts.TopicCacheTTL
+	c.topics.mu.Unlock()
+	if !fresh {
+		var names []string
+		err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+			return filer_pb.SeaweedList(ctx, fc, filer.TopicsDir+"/"+Namespace, "", func(entry *filer_pb.Entry, isLast bool) error {
+				if entry.IsDirectory {
+					names = append(names, entry.Name)
+				}
+				return nil
+			}, "", false, math.MaxInt32)
+		})
+		if err != nil && !errors.Is(err, filer_pb.ErrNotFound) {
+			return nil, err
+		}
+		entries := map[string]*topicEntry{}
+		for _, n := range names {
+			e, err := c.readTopic(ctx, n)
+			if err == kerr.UnknownTopicOrPartition {
+				continue // a directory without a topic.conf
+			}
+			if err != nil {
+				return nil, err
+			}
+			entries[n] = e
+		}
+		c.topics.mu.Lock()
+		c.topics.byName = entries
+		c.topics.listed = time.Now()
+		c.topics.mu.Unlock()
+	}
+	c.topics.mu.Lock()
+	defer c.topics.mu.Unlock()
+	out := make([]protocol.TopicInfo, 0, len(c.topics.byName))
+	for _, e := range c.topics.byName {
+		out = append(out, e.info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// DescribeTopic implements protocol.Backend.
+func (c *Client) DescribeTopic(ctx context.Context, name string) (protocol.TopicInfo, error) {
+	e, err := c.topic(ctx, name)
+	if err != nil {
+		return protocol.TopicInfo{}, err
+	}
+	return e.info, nil
+}
+
+// TopicByID implements protocol.Backend.
+func (c *Client) TopicByID(ctx context.Context, id [16]byte) (protocol.TopicInfo, error) {
+	c.topics.mu.Lock()
+	for _, e := range c.topics.byName {
+		if e.info.ID == id && time.Since(e.read) < c.opts.TopicCacheTTL {
+			c.topics.mu.Unlock()
+			return e.info, nil
+		}
+	}
+	c.topics.mu.Unlock()
+	topics, err := c.ListTopics(ctx)
+	if err != nil {
+		return protocol.TopicInfo{}, err
+	}
+	for _, t := range topics {
+		if t.ID == id {
+			return t, nil
+		}
+	}
+	return protocol.TopicInfo{}, kerr.UnknownTopicID
+}
+
+// CreateTopic implements protocol.Backend.
+func (c *Client) CreateTopic(ctx context.Context, spec protocol.TopicSpec) (protocol.TopicInfo, error) {
+	c.topics.forget(spec.Name)
+	if _, err := c.readTopic(ctx, spec.Name); err == nil {
+		return protocol.TopicInfo{}, kerr.TopicAlreadyExists
+	} else if err != kerr.UnknownTopicOrPartition {
+		return protocol.TopicInfo{}, err
+	}
+	if spec.ValidateOnly {
+		return protocol.TopicInfo{Name: spec.Name, Partitions: spec.Partitions, Configs: spec.Configs}, nil
+	}
+	if err := c.saveTopicConfigs(ctx, spec.Name, spec.Configs); err != nil {
+		return protocol.TopicInfo{}, err
+	}
+	req := &mq_pb.ConfigureTopicRequest{
+		Topic:          &schema_pb.Topic{Namespace: Namespace, Name: spec.Name},
+		PartitionCount: spec.Partitions,
+		Retention:      retention(spec.Configs),
+	}
+	// The leader answers Unavailable until the brokers have registered
+	// with it, a few seconds after the cluster starts.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := c.withBalancer(ctx, func(mc mq_pb.SeaweedMessagingClient) error {
+			_, err := mc.ConfigureTopic(ctx, req)
+			return err
+		})
+		if err == nil {
+			break
+		}
+		if status.Code(err) != codes.Unavailable || time.Now().After(deadline) {
+			return protocol.TopicInfo{}, fmt.Errorf("configure topic %s: %w", spec.Name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return protocol.TopicInfo{}, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	c.topics.forget(spec.Name)
+	glog.V(0).Infof("kafka gateway: created topic %s with %d partitions", spec.Name, spec.Partitions)
+	return c.DescribeTopic(ctx, spec.Name)
+}
+
+func (c *Client) saveTopicConfigs(ctx context.Context, name string, configs map[string]string) error {
+	data, err := json.Marshal(topicConfigFile{Configs: configs})
+	if err != nil {
+		return err
+	}
+	return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		return filer.SaveInsideFiler(ctx, fc, ConfigDir, name+".json", data)
+	})
+}
+
+// retention maps retention.ms to SeaweedMQ's retention, nil when unset.
+func retention(configs map[string]string) *mq_pb.TopicRetention {
+	v, ok := configs["retention.ms"]
+	if !ok {
+		return nil
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms < 0 {
+		return &mq_pb.TopicRetention{Enabled: false}
+	}
+	return &mq_pb.TopicRetention{Enabled: true, RetentionSeconds: max(1, ms/1000)}
+}
+
+// DeleteTopic implements protocol.Backend: SeaweedMQ has no delete call, so
+// the topic's directory and settings are removed from the filer after this
+// gateway's streams to it are closed.
+func (c *Client) DeleteTopic(ctx context.Context, name string) error {
+	c.topics.forget(name)
+	if _, err := c.readTopic(ctx, name); err != nil {
+		return err
+	}
+	c.parts.closeTopic(name)
+	dir := topic.Topic{Namespace: Namespace, Name: name}.Dir()
+	parent, base := dir[:len(dir)-len(name)-1], name
+	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		if err := filer_pb.DoRemove(ctx, fc, parent, base, true, true, true, false, nil); err != nil {
+			return err
+		}
+		err := filer_pb.DoRemove(ctx, fc, ConfigDir, name+".json", true, false, true, false, nil)
+		if err != nil && !errors.Is(err, filer_pb.ErrNotFound) {
+			glog.V(1).Infof("kafka topic %s: removing settings: %v", name, err)
+		}
+		return nil
+	})
+	c.topics.forget(name)
+	if err == nil {
+		glog.V(0).Infof("kafka gateway: deleted topic %s", name)
+	}
+	return err
+}

@@ -1,0 +1,283 @@
+package seaweedmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"google.golang.org/grpc"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
+	"github.com/seaweedfs/seaweedfs/weed/pb/schema_pb"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+)
+
+// maxFutureTimestamp is how far ahead of this gateway's clock a record's
+// timestamp may be and still become SeaweedMQ's ts_ns. SeaweedMQ keeps ts_ns
+// strictly increasing per partition and files data by it, so a timestamp far
+// in the future would drag every later record's ts_ns along; such records
+// keep their timestamp in the envelope instead. (Kafka's own default
+// message.timestamp.after.max.ms is one hour too.)
+const maxFutureTimestamp = time.Hour
+
+// maxPendingBatches bounds the batches sent on one stream and not yet
+// acknowledged; appends wait when it is reached.
+const maxPendingBatches = 4096
+
+// publisher is one partition's publish stream to its leader broker. Sends
+// happen under the partition's writeMu; acks are read by one goroutine and
+// matched in order to the pending batches.
+type publisher struct {
+	stream grpc.BidiStreamingClient[mq_pb.PublishMessageRequest, mq_pb.PublishMessageResponse]
+	cancel context.CancelFunc
+	leader string
+
+	slots chan struct{} // one per batch sent and not yet acknowledged
+	done  chan struct{} // closed when the ack reader has stopped
+
+	mu    sync.Mutex
+	err   error           // why the stream broke; nil while it works
+	queue []*pendingBatch // batches sent and not yet acknowledged, in order
+
+	// reused for every record: gRPC encodes a message before Send returns.
+	req  mq_pb.PublishMessageRequest
+	data mq_pb.DataMessage
+	buf  []byte
+}
+
+type pendingBatch struct {
+	n    int
+	got  int
+	base int64
+	app  *protocol.Appended
+	part *partition
+}
+
+func (pub *publisher) broken() error {
+	pub.mu.Lock()
+	defer pub.mu.Unlock()
+	return pub.err
+}
+
+// enqueue adds a batch about to be sent, unless the stream is broken.
+func (pub *publisher) enqueue(ctx context.Context, b *pendingBatch) error {
+	select {
+	case pub.slots <- struct{}{}:
+	case <-pub.done:
+		return pub.broken()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	pub.mu.Lock()
+	defer pub.mu.Unlock()
+	if pub.err != nil {
+		<-pub.slots
+		return pub.err
+	}
+	pub.queue = append(pub.queue, b)
+	return nil
+}
+
+// head returns the oldest pending batch, or nil.
+func (pub *publisher) head() *pendingBatch {
+	pub.mu.Lock()
+	defer pub.mu.Unlock()
+	if len(pub.queue) == 0 {
+		return nil
+	}
+	return pub.queue[0]
+}
+
+func (pub *publisher) pop() {
+	pub.mu.Lock()
+	pub.queue[0] = nil
+	pub.queue = pub.queue[1:]
+	pub.mu.Unlock()
+	<-pub.slots
+}
+
+// fail marks the stream broken and fails every pending batch with a
+// retriable error. Records of a failed batch may have been stored; a
+// producer's retry may then store them again.
+func (pub *publisher) fail(err error) {
+	pub.mu.Lock()
+	if pub.err == nil {
+		pub.err = err
+	}
+	q := pub.queue
+	pub.queue = nil
+	pub.mu.Unlock()
+	wrapped := fmt.Errorf("%w (%v)", kerr.NotLeaderForPartition, err)
+	for _, b := range q {
+		b.app.Finish(-1, wrapped)
+		<-pub.slots
+	}
+}
+
+func (pub *publisher) close() {
+	pub.fail(errors.New("publisher closed"))
+	pub.stream.CloseSend() //nolint:errcheck // the reader sees the end
+	pub.cancel()
+	<-pub.done
+}
+
+// Append implements protocol.Backend.
+func (c *Client) Append(ctx context.Context, topic string, index int32, records []record.Record) *protocol.Appended {
+	a, err := c.assignment(ctx, topic, index)
+	if err != nil {
+		return protocol.FailedAppend(err)
+	}
+	p := c.parts.get(topic, index)
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+
+	if p.pub != nil && (p.pub.broken() != nil || p.pub.leader != a.LeaderBroker) {
+		p.pub.close()
+		p.pub = nil
+	}
+	if p.pub == nil {
+		pub, err := c.openPublisher(ctx, p, a)
+		if err != nil {
+			return protocol.FailedAppend(err)
+		}
+		p.pub = pub
+	}
+	pub := p.pub
+	app := protocol.NewAppended()
+	if err := pub.enqueue(ctx, &pendingBatch{n: len(records), app: app, part: p}); err != nil {
+		return protocol.FailedAppend(fmt.Errorf("%w (%v)", kerr.NotLeaderForPartition, err))
+	}
+	for i := range records {
+		r := &records[i]
+		ts, exact := p.nextTs(r.Timestamp)
+		pub.data.TsNs = ts
+		pub.data.Key = r.Key
+		if record.Plain(r, exact) {
+			pub.data.Value = r.Value
+		} else {
+			pub.buf = record.AppendEnvelope(pub.buf[:0], r, !exact)
+			pub.data.Value = pub.buf
+		}
+		if err := pub.stream.Send(&pub.req); err != nil {
+			// The ack reader fails this batch and the ones before it.
+			pub.fail(fmt.Errorf("publish to %s: %w", pub.leader, err))
+			break
+		}
+	}
+	return app
+}
+
+// nextTs returns the ts_ns for a record with timestamp tsMs, and whether
+// ts_ns alone carries the timestamp exactly (it does unless the timestamp
+// is negative, far in the future, or behind the partition's last ts_ns by
+// more than its own millisecond).
+func (p *partition) nextTs(tsMs int64) (int64, bool) {
+	now := time.Now().UnixNano()
+	ts := tsMs * int64(time.Millisecond)
+	if tsMs >= 0 && ts <= now+int64(maxFutureTimestamp) {
+		if ts > p.lastTsNs {
+			p.lastTsNs = ts
+			return ts, true
+		}
+		if p.lastTsNs+1 < ts+int64(time.Millisecond) { // same millisecond
+			p.lastTsNs++
+			return p.lastTsNs, true
+		}
+	}
+	p.lastTsNs = max(p.lastTsNs+1, now)
+	return p.lastTsNs, false
+}
+
+// openPublisher opens a partition's publish stream. Before the first
+// record it learns the ts_ns of the partition's last record, so that the
+// ts_ns it sends stay increasing and SeaweedMQ keeps them as they are.
+func (c *Client) openPublisher(ctx context.Context, p *partition, a *mq_pb.BrokerPartitionAssignment) (*publisher, error) {
+	tail, err := c.lastRaw(ctx, p.topic, a)
+	if err != nil {
+		return nil, err
+	}
+	if tail != nil && tail.TsNs > p.lastTsNs {
+		p.lastTsNs = tail.TsNs
+	}
+	cc, err := c.conn(ctx, a.LeaderBroker)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	stream, err := mq_pb.NewSeaweedMessagingClient(cc).PublishMessage(sctx)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("%w: open publish stream to %s: %v", ErrUnavailable, a.LeaderBroker, err)
+	}
+	init := &mq_pb.PublishMessageRequest{Message: &mq_pb.PublishMessageRequest_Init{Init: &mq_pb.PublishMessageRequest_InitMessage{
+		Topic:         &schema_pb.Topic{Namespace: Namespace, Name: p.topic},
+		Partition:     a.Partition,
+		AckInterval:   1,
+		PublisherName: "kafka-gateway",
+	}}}
+	if err := stream.Send(init); err != nil {
+		cancel()
+		return nil, fmt.Errorf("%w: publish init to %s: %v", ErrUnavailable, a.LeaderBroker, err)
+	}
+	hello, err := stream.Recv()
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("%w: publish init to %s: %v", ErrUnavailable, a.LeaderBroker, err)
+	}
+	if hello.Error != "" || hello.ErrorCode != 0 {
+		cancel()
+		c.topics.forget(p.topic)
+		glog.V(0).Infof("kafka partition %s/%d: broker %s refused the publish stream: %s", p.topic, p.index, a.LeaderBroker, hello.Error)
+		return nil, kerr.NotLeaderForPartition
+	}
+	pub := &publisher{
+		stream:  stream,
+		cancel:  cancel,
+		leader:  a.LeaderBroker,
+		slots:   make(chan struct{}, maxPendingBatches),
+		done:    make(chan struct{}),
+	}
+	pub.req.Message = &mq_pb.PublishMessageRequest_Data{Data: &pub.data}
+	go pub.readAcks()
+	glog.V(1).Infof("kafka partition %s/%d: publishing to %s", p.topic, p.index, a.LeaderBroker)
+	return pub, nil
+}
+
+// readAcks matches the broker's acks, one per record and in order, to the
+// pending batches. A batch is done when its last record is acknowledged.
+func (pub *publisher) readAcks() {
+	defer close(pub.done)
+	for {
+		resp, err := pub.stream.Recv()
+		if err == nil && (resp.Error != "" || resp.ErrorCode != 0) {
+			err = fmt.Errorf("broker %s: %s (code %d)", pub.leader, resp.Error, resp.ErrorCode)
+		}
+		if err != nil {
+			pub.fail(fmt.Errorf("%w: %v", ErrUnavailable, err))
+			return
+		}
+		cur := pub.head()
+		if cur == nil {
+			glog.Errorf("kafka publish to %s: an ack with no record pending (offset %d)", pub.leader, resp.AssignedOffset)
+			continue
+		}
+		if cur.got == 0 {
+			cur.base = resp.AssignedOffset
+		} else if resp.AssignedOffset != cur.base+int64(cur.got) {
+			glog.Errorf("kafka partition %s/%d: broker assigned offset %d, expected %d: offsets of one batch are not contiguous",
+				cur.part.topic, cur.part.index, resp.AssignedOffset, cur.base+int64(cur.got))
+		}
+		cur.got++
+		if cur.got == cur.n {
+			pub.pop()
+			cur.part.advance(cur.base + int64(cur.n))
+			cur.app.Finish(cur.base, nil)
+		}
+	}
+}
