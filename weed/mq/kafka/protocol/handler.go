@@ -128,4 +128,3 @@ func Decode(frame []byte) (*Request, error) {
 func (h *Handler) Handle(ctx context.Context, r *Request) Reply {
 	return apis[r.Key].handle(h, ctx, r)
 }
-

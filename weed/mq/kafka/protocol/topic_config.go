@@ -23,7 +23,7 @@ var topicConfigs = []topicConfig{
 	{name: "cleanup.policy", def: "delete", typ: kmsg.ConfigTypeList,
 		doc: "Only delete: SeaweedMQ does not compact partitions.", check: oneOf("delete")},
 	{name: "compression.type", def: "producer", typ: kmsg.ConfigTypeString,
-		doc: "Records are stored uncompressed; fetches return them uncompressed.",
+		doc:   "Records are stored uncompressed; fetches return them uncompressed.",
 		check: oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")},
 	{name: "max.message.bytes", def: strconv.Itoa(DefaultMaxMessageBytes), typ: kmsg.ConfigTypeInt,
 		doc: "The largest record batch a producer may send.", check: intAtLeast(0)},

@@ -182,4 +182,3 @@ func Compress(codec Codec, dst, src []byte) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("unknown compression codec %d", codec)
 }
-

@@ -237,11 +237,11 @@ func (c *Client) openPublisher(ctx context.Context, p *partition, a *mq_pb.Broke
 		return nil, kerr.NotLeaderForPartition
 	}
 	pub := &publisher{
-		stream:  stream,
-		cancel:  cancel,
-		leader:  a.LeaderBroker,
-		slots:   make(chan struct{}, maxPendingBatches),
-		done:    make(chan struct{}),
+		stream: stream,
+		cancel: cancel,
+		leader: a.LeaderBroker,
+		slots:  make(chan struct{}, maxPendingBatches),
+		done:   make(chan struct{}),
 	}
 	pub.req.Message = &mq_pb.PublishMessageRequest_Data{Data: &pub.data}
 	go pub.readAcks()
