@@ -1,0 +1,310 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/command"
+)
+
+// The one SeaweedFS cluster and gateway of this test package.
+var (
+	weedBin string
+	work    string
+	cluster *seaweedCluster
+	gw      *gatewayProc
+)
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e setup:", err)
+		if work != "" {
+			dumpLogs()
+		}
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	var err error
+	if work, err = os.MkdirTemp("", "kafka-e2e-"); err != nil {
+		return 1, err
+	}
+	defer os.RemoveAll(work)
+	if weedBin, err = buildWeed(); err != nil {
+		return 1, err
+	}
+	if cluster, err = startCluster(filepath.Join(work, "seaweedfs")); err != nil {
+		return 1, err
+	}
+	defer cluster.stop()
+	if gw, err = startGateway(cluster.master, 0); err != nil {
+		return 1, err
+	}
+	defer func() { gw.stop() }()
+	code := m.Run()
+	if code != 0 {
+		dumpLogs()
+	}
+	return code, nil
+}
+
+// buildWeed returns the weed binary named by WEED_BINARY, or builds one.
+func buildWeed() (string, error) {
+	if b := os.Getenv("WEED_BINARY"); b != "" {
+		return b, nil
+	}
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", err
+	}
+	root := filepath.Dir(strings.TrimSpace(string(out)))
+	bin := filepath.Join(work, "weed")
+	cmd := exec.Command("go", "build", "-o", bin, "./weed")
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build weed: %w", err)
+	}
+	return bin, nil
+}
+
+// freePort returns a free 127.0.0.1 port; with grpc, port+10000 is free too
+// (SeaweedFS servers listen on both).
+func freePort(grpc bool) (int, error) {
+	for i := 0; i < 200; i++ {
+		p := 20000 + rand.IntN(25000)
+		l1, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue
+		}
+		if grpc {
+			l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000))
+			if err != nil {
+				l1.Close()
+				continue
+			}
+			l2.Close()
+		}
+		l1.Close()
+		return p, nil
+	}
+	return 0, errors.New("no free port")
+}
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+}
+
+func startProc(name, logPath string, args ...string) (*proc, error) {
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(weedBin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() { cmd.Wait(); f.Close(); close(p.done) }() //nolint:errcheck
+	return p, nil
+}
+
+// stop sends SIGTERM and waits, killing the process after the timeout.
+func (p *proc) stop() {
+	if p == nil {
+		return
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		p.cmd.Process.Kill() //nolint:errcheck
+		<-p.done
+	}
+}
+
+func (p *proc) kill() {
+	p.cmd.Process.Kill() //nolint:errcheck
+	<-p.done
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+type seaweedCluster struct {
+	*proc
+	dir                                           string
+	master                                        string
+	masterPort, volumePort, filerPort, brokerPort int
+}
+
+func startCluster(dir string) (*seaweedCluster, error) {
+	c := &seaweedCluster{dir: dir}
+	var err error
+	for _, p := range []*int{&c.masterPort, &c.volumePort, &c.filerPort} {
+		if *p, err = freePort(true); err != nil {
+			return nil, err
+		}
+	}
+	if c.brokerPort, err = freePort(false); err != nil {
+		return nil, err
+	}
+	c.master = "127.0.0.1:" + strconv.Itoa(c.masterPort)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return c, c.start()
+}
+
+func (c *seaweedCluster) start() error {
+	args := command.ServerArgs(c.dir, strconv.Itoa(c.masterPort), strconv.Itoa(c.volumePort), strconv.Itoa(c.filerPort), strconv.Itoa(c.brokerPort))
+	p, err := startProc("seaweedfs", filepath.Join(work, "seaweedfs.log"), args...)
+	if err != nil {
+		return err
+	}
+	c.proc = p
+	return nil
+}
+
+// restart stops the cluster gracefully and starts it again on the same
+// data and ports.
+func (c *seaweedCluster) restart() error {
+	c.stop()
+	return c.start()
+}
+
+type gatewayProc struct {
+	*proc
+	addr string
+	port int
+}
+
+// startGateway starts a gateway on the cluster (port 0: a free one) and waits
+// until it serves Kafka with the cluster ready behind it.
+func startGateway(master string, port int) (*gatewayProc, error) {
+	if port == 0 {
+		var err error
+		if port, err = freePort(false); err != nil {
+			return nil, err
+		}
+	}
+	p, err := startProc("gateway", filepath.Join(work, "gateway.log"), "-v=1", "mq.kafka.gateway",
+		"-ip=127.0.0.1", "-port="+strconv.Itoa(port), "-master="+master, "-default-partitions=1")
+	if err != nil {
+		return nil, err
+	}
+	g := &gatewayProc{proc: p, addr: "127.0.0.1:" + strconv.Itoa(port), port: port}
+	if err := g.waitReady(120 * time.Second); err != nil {
+		g.stop()
+		return nil, err
+	}
+	return g, nil
+}
+
+// waitReady waits until the gateway can create a topic, which needs the
+// whole cluster behind it.
+func (g *gatewayProc) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	topic := fmt.Sprintf("ready-%d", time.Now().UnixNano())
+	var last error
+	for time.Now().Before(deadline) {
+		if g.exited() {
+			return errors.New("gateway exited")
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(g.addr))
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			req := kmsg.NewPtrCreateTopicsRequest()
+			t := kmsg.NewCreateTopicsRequestTopic()
+			t.Topic, t.NumPartitions, t.ReplicationFactor = topic, 1, 1
+			req.Topics = append(req.Topics, t)
+			var resp *kmsg.CreateTopicsResponse
+			resp, err = req.RequestWith(ctx, cl)
+			cancel()
+			cl.Close()
+			if err == nil {
+				code := resp.Topics[0].ErrorCode
+				if code == 0 || code == 36 { // created, or already exists
+					return nil
+				}
+				err = fmt.Errorf("create topic: error code %d", code)
+			}
+		}
+		last = err
+		time.Sleep(time.Second)
+	}
+	return fmt.Errorf("gateway at %s not ready after %v: %v", g.addr, timeout, last)
+}
+
+// restartGateway stops the gateway gracefully and starts it on the same port.
+func restartGateway(t *testing.T) {
+	t.Helper()
+	gw.stop()
+	g, err := startGateway(cluster.master, gw.port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw = g
+}
+
+func dumpLogs() {
+	for _, name := range []string{"gateway.log", "seaweedfs.log"} {
+		data, err := os.ReadFile(filepath.Join(work, name))
+		if err != nil {
+			continue
+		}
+		if len(data) > 20000 {
+			data = data[len(data)-20000:]
+		}
+		fmt.Fprintf(os.Stderr, "==== last of %s ====\n%s\n", name, data)
+	}
+}
+
+// newTopic returns a unique topic name for a test.
+func newTopic(t *testing.T) string {
+	name := strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())
+	return fmt.Sprintf("%s-%d", strings.ToLower(name), time.Now().UnixNano()%1e9)
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = cond(); err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %v: %v", what, timeout, err)
+}
