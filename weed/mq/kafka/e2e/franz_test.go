@@ -138,7 +138,7 @@ func TestFranzCodecs(t *testing.T) {
 			var want []*kgo.Record
 			for i := 0; i < 500; i++ {
 				want = append(want, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("key-%d", i%7)),
-					Value: bytes.Repeat([]byte(fmt.Sprintf("value %d ", i)), 20),
+					Value:   bytes.Repeat([]byte(fmt.Sprintf("value %d ", i)), 20),
 					Headers: []kgo.RecordHeader{{Key: "i", Value: []byte(fmt.Sprint(i))}}})
 			}
 			produceSync(t, cl, want...)
