@@ -46,7 +46,11 @@ func run(m *testing.M) (int, error) {
 	if work, err = os.MkdirTemp("", "kafka-e2e-"); err != nil {
 		return 1, err
 	}
-	defer os.RemoveAll(work)
+	if os.Getenv("E2E_KEEP") == "" {
+		defer os.RemoveAll(work)
+	} else {
+		fmt.Fprintln(os.Stderr, "e2e: keeping", work)
+	}
 	if weedBin, err = buildWeed(); err != nil {
 		return 1, err
 	}

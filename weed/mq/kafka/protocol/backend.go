@@ -25,8 +25,10 @@ type Backend interface {
 
 	// Append writes a batch's records to a partition, after the records of
 	// every earlier Append to it. It returns at once; the result says when
-	// the records are stored and at which offset the first one is.
-	Append(ctx context.Context, topic string, partition int32, records []record.Record) *Appended
+	// the records are stored and at which offset the first one is. Durable
+	// records (acks=all) are stored once they would survive a restart of
+	// the backend; others once the backend holds them.
+	Append(ctx context.Context, topic string, partition int32, records []record.Record, durable bool) *Appended
 	// Read returns records from offset on, up to about maxBytes (at least
 	// one record if any), with the partition's offsets.
 	Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error)

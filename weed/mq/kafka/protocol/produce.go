@@ -8,9 +8,9 @@ package protocol
 // UNSUPPORTED_FOR_MESSAGE_FORMAT. Batches are checked (length, magic, CRC-32C,
 // decompression) before anything is written; a batch over the topic's
 // max.message.bytes gets MESSAGE_TOO_LARGE. The records of one partition are
-// written in order with contiguous offsets; the response waits until the
-// broker has acknowledged the last of them (acks=1 and acks=all are the same
-// here: SeaweedMQ acknowledges once it holds the record), and acks=0 gets no
+// written in order with contiguous offsets. With acks=1 the response goes out
+// when the SeaweedMQ broker holds the records; with acks=all, when they are
+// flushed to the filer and survive a restart of SeaweedFS. acks=0 gets no
 // response at all. v13 addresses topics by id.
 
 import (
@@ -40,6 +40,8 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		// Sized up front: pending keeps pointers into it.
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(rt.Partitions))
 		var info TopicInfo
 		var terr *kerr.Error
 		if r.Version >= 13 {
@@ -83,7 +85,7 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				}
 				continue
 			}
-			pending = append(pending, pendingAppend{p, h.backend.Append(ctx, info.Name, rp.Partition, records)})
+			pending = append(pending, pendingAppend{p, h.backend.Append(ctx, info.Name, rp.Partition, records, req.Acks == -1)})
 		}
 		resp.Topics = append(resp.Topics, st)
 	}

@@ -48,13 +48,13 @@ var ErrUnavailable = errors.New("seaweedfs cluster unavailable")
 type Client struct {
 	opts Options
 
-	mu       sync.Mutex
-	filer    pb.ServerAddress // current filer ("" until discovered)
-	balancer string           // broker balancer leader, gRPC address
-	conns    map[string]*grpc.ClientConn
+	mu    sync.Mutex
+	filer pb.ServerAddress // current filer ("" until discovered)
+	conns map[string]*grpc.ClientConn
 
 	topics topicCache
 	parts  partitions
+	segs   segmentStore
 }
 
 // New returns a client of the cluster at opts.Masters. It connects lazily.
@@ -65,6 +65,7 @@ func New(opts Options) *Client {
 	c := &Client{opts: opts, conns: map[string]*grpc.ClientConn{}}
 	c.topics.init()
 	c.parts.init()
+	c.segs.init()
 	return c
 }
 
@@ -144,16 +145,11 @@ func (c *Client) withFiler(ctx context.Context, fn func(filer_pb.SeaweedFilerCli
 	return err
 }
 
-// balancerAddr returns the broker balancer leader: the owner of the
+// balancerAddr looks up the broker balancer leader: the owner of the
 // balancer lock in the filer. Control calls go to it directly, because a
 // broker that does not yet hold its lock client crashes on them.
 func (c *Client) balancerAddr(ctx context.Context) (string, error) {
-	c.mu.Lock()
-	b := c.balancer
-	c.mu.Unlock()
-	if b != "" {
-		return b, nil
-	}
+	var b string
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		resp, err := fc.FindLockOwner(ctx, &filer_pb.FindLockOwnerRequest{Name: balancerLock})
 		if err != nil {
@@ -165,19 +161,7 @@ func (c *Client) balancerAddr(ctx context.Context) (string, error) {
 	if err != nil || b == "" {
 		return "", fmt.Errorf("%w: no MQ broker leader yet: %v", ErrUnavailable, err)
 	}
-	c.mu.Lock()
-	c.balancer = b
-	c.mu.Unlock()
 	return b, nil
-}
-
-// forgetBalancer makes the next control call look the leader up again.
-func (c *Client) forgetBalancer(addr string) {
-	c.mu.Lock()
-	if c.balancer == addr {
-		c.balancer = ""
-	}
-	c.mu.Unlock()
 }
 
 // conn returns the long-lived connection to a broker.
@@ -195,27 +179,26 @@ func (c *Client) conn(ctx context.Context, addr string) (*grpc.ClientConn, error
 	return cc, nil
 }
 
-// withBalancer runs a control call on the balancer leader, looking the
-// leader up again once if the call cannot reach it.
+// withBalancer runs a control call on the broker balancer leader. The
+// leader is looked up afresh for every call and must confirm it knows it
+// leads: a broker that restarted under the same address may still own the
+// lock in the filer before its own lock client exists, and this SeaweedFS
+// version crashes the whole broker on a control call in that window.
 func (c *Client) withBalancer(ctx context.Context, fn func(mq_pb.SeaweedMessagingClient) error) error {
-	for attempt := 0; ; attempt++ {
-		addr, err := c.balancerAddr(ctx)
-		if err != nil {
-			return err
-		}
-		cc, err := c.conn(ctx, addr)
-		if err != nil {
-			return err
-		}
-		err = fn(mq_pb.NewSeaweedMessagingClient(cc))
-		if err == nil || !isUnavailable(err) {
-			return err
-		}
-		c.forgetBalancer(addr)
-		if attempt == 1 {
-			return fmt.Errorf("%w: broker %s: %v", ErrUnavailable, addr, err)
-		}
+	addr, err := c.balancerAddr(ctx)
+	if err != nil {
+		return err
 	}
+	cc, err := c.conn(ctx, addr)
+	if err != nil {
+		return err
+	}
+	mc := mq_pb.NewSeaweedMessagingClient(cc)
+	leader, err := mc.FindBrokerLeader(ctx, &mq_pb.FindBrokerLeaderRequest{FilerGroup: c.opts.FilerGroup})
+	if err != nil || leader.Broker != addr {
+		return fmt.Errorf("%w: broker %s does not yet see itself as leader (%v)", ErrUnavailable, addr, err)
+	}
+	return fn(mc)
 }
 
 // Ready reports whether the cluster can serve: a filer and an MQ broker

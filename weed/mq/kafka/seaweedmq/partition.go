@@ -12,14 +12,18 @@ import (
 // partition is this gateway's state for one Kafka partition: its publish
 // stream, and the high watermark it knows with a signal for waiting fetches.
 type partition struct {
+	c     *Client
 	topic string
 	index int32
+	dir   string // in the filer; set when a publisher is first opened
 
 	// writeMu serializes appends, so that a batch's records are sent
 	// together and batches keep the order in which they were appended.
 	writeMu  sync.Mutex
 	pub      *publisher
 	lastTsNs int64 // ts_ns of the last record sent; see nextTs
+
+	flush flushState
 
 	notifyMu sync.Mutex
 	hw       int64         // highest high watermark seen, -1 if unknown
@@ -38,13 +42,13 @@ type partitions struct {
 
 func (ps *partitions) init() { ps.m = map[partKey]*partition{} }
 
-func (ps *partitions) get(topic string, index int32) *partition {
+func (ps *partitions) get(c *Client, topic string, index int32) *partition {
 	k := partKey{topic, index}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	p := ps.m[k]
 	if p == nil {
-		p = &partition{topic: topic, index: index, hw: -1}
+		p = &partition{c: c, topic: topic, index: index, hw: -1}
 		ps.m[k] = p
 	}
 	return p
@@ -77,11 +81,13 @@ func (ps *partitions) closeAll() {
 	}
 }
 
+// closePublisher ends the partition's stream gracefully, so the broker
+// flushes what it holds.
 func (p *partition) closePublisher() {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 	if p.pub != nil {
-		p.pub.close()
+		p.pub.close(closeTimeout)
 		p.pub = nil
 	}
 }
@@ -102,6 +108,13 @@ func (p *partition) advance(hw int64) {
 	}
 }
 
+// knownHW is the highest high watermark seen, or -1.
+func (p *partition) knownHW() int64 {
+	p.notifyMu.Lock()
+	defer p.notifyMu.Unlock()
+	return p.hw
+}
+
 // waitPast returns a channel closed once the high watermark passes hw.
 func (p *partition) waitPast(hw int64) <-chan struct{} {
 	p.notifyMu.Lock()
@@ -117,7 +130,7 @@ func (p *partition) waitPast(hw int64) <-chan struct{} {
 
 // Changed implements protocol.Backend.
 func (c *Client) Changed(topic string, index int32, hw int64) <-chan struct{} {
-	return c.parts.get(topic, index).waitPast(hw)
+	return c.parts.get(c, topic, index).waitPast(hw)
 }
 
 // assignment returns a partition's SeaweedMQ partition and leader broker.

@@ -24,52 +24,91 @@ const (
 // broker's own cap is 10000).
 const maxMessagesPerFetch = 10000
 
-// rawBatch is a run of stored messages starting at offset base.
-type rawBatch struct {
-	base     int64
-	messages []*mq_pb.DataMessage
-	offsets  protocol.Offsets
+// stored is one stored message with its offset.
+type stored struct {
+	offset int64
+	key    []byte
+	value  []byte
+	tsNs   int64
 }
 
-// fetchRaw asks the partition's leader for stored messages from offset on.
-func (c *Client) fetchRaw(ctx context.Context, topic string, a *mq_pb.BrokerPartitionAssignment, offset int64, maxBytes, maxMessages int) (rawBatch, error) {
+// readRaw returns stored messages from offset on, up to about maxBytes,
+// with the partition's offsets: flushed data from the filer's log segments,
+// the rest from the leader broker's memory.
+func (c *Client) readRaw(ctx context.Context, topic string, a *mq_pb.BrokerPartitionAssignment, offset int64, maxBytes int) ([]stored, protocol.Offsets, error) {
+	st, err := c.flushed(ctx, partitionDir(topic, a), false)
+	if err != nil {
+		return nil, protocol.Offsets{}, err
+	}
+	if offset < st.end {
+		entries, err := c.readFlushed(ctx, st, offset, maxBytes)
+		if err != nil {
+			return nil, protocol.Offsets{}, err
+		}
+		out := make([]stored, len(entries))
+		for i, e := range entries {
+			out[i] = stored{offset: e.Offset, key: e.Key, value: e.Data, tsNs: e.TsNs}
+		}
+		offs := protocol.Offsets{LogStart: st.start, HighWatermark: st.end}
+		if len(out) > 0 && out[0].offset == offset {
+			return out, offs, nil
+		}
+		if offset < st.start {
+			return nil, offs, kerr.OffsetOutOfRange
+		}
+		// A hole in the segments: fall through to the broker, which may
+		// still hold the offset in memory.
+	}
+	return c.fetchFromBroker(ctx, topic, a, st, offset, maxBytes)
+}
+
+// fetchFromBroker asks the partition's leader for messages from offset on.
+func (c *Client) fetchFromBroker(ctx context.Context, topic string, a *mq_pb.BrokerPartitionAssignment, st *flushedState, offset int64, maxBytes int) ([]stored, protocol.Offsets, error) {
 	cc, err := c.conn(ctx, a.LeaderBroker)
 	if err != nil {
-		return rawBatch{}, err
+		return nil, protocol.Offsets{}, err
 	}
 	resp, err := mq_pb.NewSeaweedMessagingClient(cc).FetchMessage(ctx, &mq_pb.FetchMessageRequest{
 		Topic:       &schema_pb.Topic{Namespace: Namespace, Name: topic},
 		Partition:   a.Partition,
 		StartOffset: offset,
 		MaxBytes:    int32(min(maxBytes, 100<<20)),
-		MaxMessages: int32(min(maxMessages, maxMessagesPerFetch)),
+		MaxMessages: maxMessagesPerFetch,
 	})
 	if err != nil {
-		if isUnavailable(err) {
-			return rawBatch{}, fmt.Errorf("%w: fetch from %s: %v", ErrUnavailable, a.LeaderBroker, err)
-		}
-		return rawBatch{}, err
+		return nil, protocol.Offsets{}, fmt.Errorf("%w: fetch from %s: %v", ErrUnavailable, a.LeaderBroker, err)
 	}
-	rb := rawBatch{offsets: protocol.Offsets{LogStart: resp.LogStartOffset, HighWatermark: resp.HighWaterMark}}
+	offs := protocol.Offsets{LogStart: resp.LogStartOffset, HighWatermark: resp.HighWaterMark}
+	if st.end > st.start || st.end > 0 {
+		offs.LogStart = st.start
+	}
+	offs.HighWatermark = max(offs.HighWatermark, st.end)
+	offs.LogStart = min(offs.LogStart, offs.HighWatermark)
 	switch resp.ErrorCode {
 	case 0:
 	case fetchPartitionNotFound:
 		c.topics.forget(topic)
-		return rb, kerr.NotLeaderForPartition
+		return nil, offs, kerr.NotLeaderForPartition
 	case fetchReadError:
-		if offset < resp.LogStartOffset || offset > resp.HighWaterMark {
-			return rb, kerr.OffsetOutOfRange
+		if offset < offs.LogStart || offset > offs.HighWatermark {
+			return nil, offs, kerr.OffsetOutOfRange
 		}
-		return rb, fmt.Errorf("%w: fetch from %s: %s", ErrUnavailable, a.LeaderBroker, resp.Error)
+		return nil, offs, fmt.Errorf("%w: fetch from %s: %s", ErrUnavailable, a.LeaderBroker, resp.Error)
 	default:
-		return rb, fmt.Errorf("%w: fetch from %s: %s (code %d)", ErrUnavailable, a.LeaderBroker, resp.Error, resp.ErrorCode)
+		return nil, offs, fmt.Errorf("%w: fetch from %s: %s (code %d)", ErrUnavailable, a.LeaderBroker, resp.Error, resp.ErrorCode)
 	}
-	rb.messages = resp.Messages
-	rb.base = resp.NextOffset - int64(len(resp.Messages))
-	if len(resp.Messages) == 0 {
-		rb.base = offset
+	base := resp.NextOffset - int64(len(resp.Messages))
+	if len(resp.Messages) > 0 && base != offset {
+		return nil, offs, fmt.Errorf("%w: broker %s answered offset %d for %d", ErrUnavailable, a.LeaderBroker, base, offset)
 	}
-	return rb, nil
+	out := make([]stored, len(resp.Messages))
+	for i, m := range resp.Messages {
+		out[i] = stored{offset: base + int64(i), key: m.Key, value: m.Value, tsNs: m.TsNs}
+	}
+	if len(out) > 0 {
+		offs.HighWatermark = max(offs.HighWatermark, out[len(out)-1].offset+1)
+	}
+	return out, offs, nil
 }
 
 // Read implements protocol.Backend.
@@ -78,38 +117,41 @@ func (c *Client) Read(ctx context.Context, topic string, index int32, offset int
 	if err != nil {
 		return protocol.ReadResult{}, err
 	}
+	p := c.parts.get(c, topic, index)
 	var res protocol.ReadResult
 	size := 0
 	for {
-		rb, err := c.fetchRaw(ctx, topic, a, offset, maxBytes-size, maxMessagesPerFetch)
+		msgs, offs, err := c.readRaw(ctx, topic, a, offset, maxBytes-size)
 		if err != nil {
 			if len(res.Records) > 0 {
 				break // return what was read; the next fetch sees the error
 			}
-			return rb.asResult(), err
+			res.Offsets = offs
+			return res, err
 		}
-		res.Offsets = rb.offsets
-		for i, m := range rb.messages {
-			r, err := record.FromStored(m.Key, m.Value, m.TsNs/int64(time.Millisecond))
+		if res.Records == nil {
+			res.Offsets = offs
+		}
+		res.HighWatermark = max(res.HighWatermark, offs.HighWatermark, p.knownHW())
+		for _, m := range msgs {
+			r, err := record.FromStored(m.key, m.value, m.tsNs/int64(time.Millisecond))
 			if err != nil {
-				return res, fmt.Errorf("%w: %s/%d offset %d: %v", kerr.CorruptMessage, topic, index, rb.base+int64(i), err)
+				return res, fmt.Errorf("%w: %s/%d offset %d: %v", kerr.CorruptMessage, topic, index, m.offset, err)
 			}
-			res.Records = append(res.Records, protocol.StoredRecord{Offset: rb.base + int64(i), Record: r})
-			size += len(m.Key) + len(m.Value) + 16
+			res.Records = append(res.Records, protocol.StoredRecord{Offset: m.offset, Record: r})
+			size += len(m.key) + len(m.value) + 16
 		}
-		if len(rb.messages) == 0 {
+		if len(msgs) == 0 {
 			break
 		}
-		offset = rb.base + int64(len(rb.messages))
-		if size >= maxBytes || offset >= rb.offsets.HighWatermark {
+		offset = msgs[len(msgs)-1].offset + 1
+		if size >= maxBytes || offset >= res.HighWatermark {
 			break
 		}
 	}
-	c.parts.get(topic, index).advance(res.HighWatermark)
+	p.advance(res.HighWatermark)
 	return res, nil
 }
-
-func (rb rawBatch) asResult() protocol.ReadResult { return protocol.ReadResult{Offsets: rb.offsets} }
 
 // Offsets implements protocol.Backend.
 func (c *Client) Offsets(ctx context.Context, topic string, index int32) (protocol.Offsets, error) {
@@ -117,16 +159,37 @@ func (c *Client) Offsets(ctx context.Context, topic string, index int32) (protoc
 	if err != nil {
 		return protocol.Offsets{}, err
 	}
-	offs, err := c.offsetsOf(ctx, topic, a)
+	offs, err := c.offsetsOf(ctx, topic, a, false)
 	if err != nil {
 		return offs, err
 	}
-	c.parts.get(topic, index).advance(offs.HighWatermark)
+	p := c.parts.get(c, topic, index)
+	offs.HighWatermark = max(offs.HighWatermark, p.knownHW())
+	p.advance(offs.HighWatermark)
 	return offs, nil
 }
 
-// offsetsOf asks a partition's leader for its log start and high watermark.
-func (c *Client) offsetsOf(ctx context.Context, topic string, a *mq_pb.BrokerPartitionAssignment) (protocol.Offsets, error) {
+// offsetsOf returns a partition's log start and high watermark: the higher
+// of what the leader broker reports and what the filer holds.
+func (c *Client) offsetsOf(ctx context.Context, topic string, a *mq_pb.BrokerPartitionAssignment, forceList bool) (protocol.Offsets, error) {
+	st, err := c.flushed(ctx, partitionDir(topic, a), forceList)
+	if err != nil {
+		return protocol.Offsets{}, err
+	}
+	broker, err := c.brokerOffsets(ctx, topic, a)
+	if err != nil {
+		return protocol.Offsets{}, err
+	}
+	offs := protocol.Offsets{LogStart: broker.LogStart, HighWatermark: max(broker.HighWatermark, st.end)}
+	if len(st.listing.segs) > 0 {
+		offs.LogStart = st.start
+	}
+	offs.LogStart = min(offs.LogStart, offs.HighWatermark)
+	return offs, nil
+}
+
+// brokerOffsets asks the leader broker for a partition's offsets.
+func (c *Client) brokerOffsets(ctx context.Context, topic string, a *mq_pb.BrokerPartitionAssignment) (protocol.Offsets, error) {
 	cc, err := c.conn(ctx, a.LeaderBroker)
 	if err != nil {
 		return protocol.Offsets{}, err
@@ -141,32 +204,19 @@ func (c *Client) offsetsOf(ctx context.Context, topic string, a *mq_pb.BrokerPar
 	if resp.Error != "" {
 		return protocol.Offsets{}, fmt.Errorf("%w: offsets from %s: %s", ErrUnavailable, a.LeaderBroker, resp.Error)
 	}
-	offs := protocol.Offsets{HighWatermark: resp.OffsetRange.GetHighWaterMark(), LogStart: resp.OffsetRange.GetEarliestOffset()}
-	if offs.LogStart > offs.HighWatermark {
-		offs.LogStart = offs.HighWatermark
-	}
-	return offs, nil
+	return protocol.Offsets{HighWatermark: resp.OffsetRange.GetHighWaterMark(), LogStart: resp.OffsetRange.GetEarliestOffset()}, nil
 }
 
 // rawAt returns the stored message at offset, or nil past the end.
-func (c *Client) rawAt(ctx context.Context, topic string, a *mq_pb.BrokerPartitionAssignment, offset int64) (*mq_pb.DataMessage, error) {
-	rb, err := c.fetchRaw(ctx, topic, a, offset, 1, 1)
+func (c *Client) rawAt(ctx context.Context, topic string, a *mq_pb.BrokerPartitionAssignment, offset int64) (*stored, error) {
+	msgs, _, err := c.readRaw(ctx, topic, a, offset, 1)
 	if err != nil {
 		return nil, err
 	}
-	if len(rb.messages) == 0 || rb.base != offset {
+	if len(msgs) == 0 || msgs[0].offset != offset {
 		return nil, nil
 	}
-	return rb.messages[0], nil
-}
-
-// lastRaw returns the partition's last stored message, or nil if empty.
-func (c *Client) lastRaw(ctx context.Context, topic string, a *mq_pb.BrokerPartitionAssignment) (*mq_pb.DataMessage, error) {
-	offs, err := c.offsetsOf(ctx, topic, a)
-	if err != nil || offs.HighWatermark <= offs.LogStart {
-		return nil, err
-	}
-	return c.rawAt(ctx, topic, a, offs.HighWatermark-1)
+	return &msgs[0], nil
 }
 
 // OffsetForTime implements protocol.Backend. Stored ts_ns increase with the
@@ -188,7 +238,7 @@ func (c *Client) OffsetForTime(ctx context.Context, topic string, index int32, t
 		if err != nil {
 			return -1, -1, err
 		}
-		if m == nil || m.TsNs >= want {
+		if m == nil || m.tsNs >= want {
 			hi = mid
 		} else {
 			lo = mid + 1
@@ -219,7 +269,7 @@ func (c *Client) timestampAt(ctx context.Context, topic string, a *mq_pb.BrokerP
 	if err != nil || m == nil {
 		return -1, -1, err
 	}
-	r, err := record.FromStored(m.Key, m.Value, m.TsNs/int64(time.Millisecond))
+	r, err := record.FromStored(m.key, m.value, m.tsNs/int64(time.Millisecond))
 	if err != nil {
 		return -1, -1, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -52,11 +53,12 @@ type publisher struct {
 }
 
 type pendingBatch struct {
-	n    int
-	got  int
-	base int64
-	app  *protocol.Appended
-	part *partition
+	n       int
+	got     int
+	base    int64
+	durable bool // done only once the records are flushed to the filer
+	app     *protocol.Appended
+	part    *partition
 }
 
 func (pub *publisher) broken() error {
@@ -120,25 +122,39 @@ func (pub *publisher) fail(err error) {
 	}
 }
 
-func (pub *publisher) close() {
-	pub.fail(errors.New("publisher closed"))
+var errPublisherClosed = errors.New("publisher closed")
+
+// close ends the stream gracefully: the broker answers every record sent,
+// ends the stream, and (with no other publisher on the partition) flushes
+// the partition to the filer before it does. It reports whether the stream
+// ended that way rather than broken or timed out.
+func (pub *publisher) close(timeout time.Duration) bool {
 	pub.stream.CloseSend() //nolint:errcheck // the reader sees the end
+	clean := false
+	select {
+	case <-pub.done:
+		clean = errors.Is(pub.broken(), errPublisherClosed)
+	case <-time.After(timeout):
+	}
+	pub.fail(errPublisherClosed)
 	pub.cancel()
 	<-pub.done
+	return clean
 }
 
-// Append implements protocol.Backend.
-func (c *Client) Append(ctx context.Context, topic string, index int32, records []record.Record) *protocol.Appended {
+// Append implements protocol.Backend. A durable append is done when its
+// records are flushed to the filer; otherwise when the broker holds them.
+func (c *Client) Append(ctx context.Context, topic string, index int32, records []record.Record, durable bool) *protocol.Appended {
 	a, err := c.assignment(ctx, topic, index)
 	if err != nil {
 		return protocol.FailedAppend(err)
 	}
-	p := c.parts.get(topic, index)
+	p := c.parts.get(c, topic, index)
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 
 	if p.pub != nil && (p.pub.broken() != nil || p.pub.leader != a.LeaderBroker) {
-		p.pub.close()
+		p.pub.close(0)
 		p.pub = nil
 	}
 	if p.pub == nil {
@@ -150,7 +166,7 @@ func (c *Client) Append(ctx context.Context, topic string, index int32, records 
 	}
 	pub := p.pub
 	app := protocol.NewAppended()
-	if err := pub.enqueue(ctx, &pendingBatch{n: len(records), app: app, part: p}); err != nil {
+	if err := pub.enqueue(ctx, &pendingBatch{n: len(records), app: app, part: p, durable: durable}); err != nil {
 		return protocol.FailedAppend(fmt.Errorf("%w (%v)", kerr.NotLeaderForPartition, err))
 	}
 	for i := range records {
@@ -194,16 +210,53 @@ func (p *partition) nextTs(tsMs int64) (int64, bool) {
 	return p.lastTsNs, false
 }
 
-// openPublisher opens a partition's publish stream. Before the first
-// record it learns the ts_ns of the partition's last record, so that the
+// openPublisher opens a partition's publish stream, after checking that the
+// broker will hand out the offsets that follow what is stored.
+//
+// The broker recovers its offset counter after a restart from a checkpoint
+// it writes every two seconds, which can lag what it flushed; the gateway
+// moves the checkpoint up to the flushed data first. If the broker's counter
+// is still behind (it was loaded before), writes are refused with a
+// retriable error rather than let an offset be handed out twice.
+//
+// It also learns the ts_ns of the partition's last record, so that the
 // ts_ns it sends stay increasing and SeaweedMQ keeps them as they are.
 func (c *Client) openPublisher(ctx context.Context, p *partition, a *mq_pb.BrokerPartitionAssignment) (*publisher, error) {
-	tail, err := c.lastRaw(ctx, p.topic, a)
+	dir := partitionDir(p.topic, a)
+	p.dir = dir
+	st, err := c.flushed(ctx, dir, true)
 	if err != nil {
 		return nil, err
 	}
-	if tail != nil && tail.TsNs > p.lastTsNs {
-		p.lastTsNs = tail.TsNs
+	if st.end > 0 {
+		cp, err := c.readCheckpoint(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		if cp < st.end-1 {
+			glog.V(0).Infof("kafka partition %s/%d: broker checkpoint at offset %d lags the stored records (up to %d); moving it up", p.topic, p.index, cp, st.end-1)
+			if err := c.writeCheckpoint(ctx, dir, st.end-1); err != nil {
+				return nil, err
+			}
+		}
+	}
+	broker, err := c.brokerOffsets(ctx, p.topic, a)
+	if err != nil {
+		return nil, err
+	}
+	if broker.HighWatermark < st.end {
+		glog.Errorf("kafka partition %s/%d: broker %s would assign offset %d but the filer holds records up to offset %d; refusing writes so that no offset is handed out twice (restart the broker to reload its counter)",
+			p.topic, p.index, a.LeaderBroker, broker.HighWatermark, st.end-1)
+		return nil, fmt.Errorf("%w: broker offset counter behind stored data", kerr.LeaderNotAvailable)
+	}
+	if hw := max(broker.HighWatermark, st.end); hw > 0 {
+		tail, err := c.rawAt(ctx, p.topic, a, hw-1)
+		if err != nil {
+			return nil, err
+		}
+		if tail != nil && tail.tsNs > p.lastTsNs {
+			p.lastTsNs = tail.tsNs
+		}
 	}
 	cc, err := c.conn(ctx, a.LeaderBroker)
 	if err != nil {
@@ -255,6 +308,10 @@ func (pub *publisher) readAcks() {
 	defer close(pub.done)
 	for {
 		resp, err := pub.stream.Recv()
+		if err == io.EOF && pub.head() == nil {
+			pub.fail(errPublisherClosed) // closed by us, every ack read
+			return
+		}
 		if err == nil && (resp.Error != "" || resp.ErrorCode != 0) {
 			err = fmt.Errorf("broker %s: %s (code %d)", pub.leader, resp.Error, resp.ErrorCode)
 		}
@@ -277,7 +334,11 @@ func (pub *publisher) readAcks() {
 		if cur.got == cur.n {
 			pub.pop()
 			cur.part.advance(cur.base + int64(cur.n))
-			cur.app.Finish(cur.base, nil)
+			if cur.durable {
+				cur.part.awaitFlush(cur)
+			} else {
+				cur.app.Finish(cur.base, nil)
+			}
 		}
 	}
 }

@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// checkTopic reads the whole topic and checks it holds exactly the records
+// produced so far, at dense offsets, with their values.
+func checkTopic(t *testing.T, topic string, produced map[int32][]string) {
+	t.Helper()
+	total := 0
+	for _, v := range produced {
+		total += len(v)
+	}
+	got := consumeN(t, topic, total)
+	perPart := map[int32][]string{}
+	for _, r := range got {
+		if r.Offset != int64(len(perPart[r.Partition])) {
+			t.Fatalf("partition %d: offset %d after %d records", r.Partition, r.Offset, len(perPart[r.Partition]))
+		}
+		perPart[r.Partition] = append(perPart[r.Partition], string(r.Value))
+	}
+	for p, want := range produced {
+		if len(perPart[p]) != len(want) {
+			t.Fatalf("partition %d: %d records, want %d", p, len(perPart[p]), len(want))
+		}
+		for i := range want {
+			if perPart[p][i] != want[i] {
+				t.Fatalf("partition %d offset %d: %q, want %q", p, i, perPart[p][i], want[i])
+			}
+		}
+	}
+	ends, err := kadm.NewClient(newClient(t)).ListEndOffsets(ctxT(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset != int64(len(produced[o.Partition])) {
+			t.Errorf("partition %d: high watermark %d, want %d", o.Partition, o.Offset, len(produced[o.Partition]))
+		}
+	})
+}
+
+// produceBatch produces n records spread over the topic's partitions and
+// notes where each landed.
+func produceBatch(t *testing.T, topic string, from, n int, produced map[int32][]string) {
+	t.Helper()
+	cl := newClient(t, kgo.ProducerLinger(5*time.Millisecond))
+	var recs []*kgo.Record
+	for i := from; i < from+n; i++ {
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprint(i % 13)), Value: []byte(fmt.Sprintf("record-%d", i))})
+	}
+	produceSync(t, cl, recs...)
+	for _, r := range recs {
+		if r.Offset != int64(len(produced[r.Partition])) {
+			t.Fatalf("record %s acknowledged at %d/%d, want offset %d", r.Value, r.Partition, r.Offset, len(produced[r.Partition]))
+		}
+		produced[r.Partition] = append(produced[r.Partition], string(r.Value))
+	}
+}
+
+// TestRestarts restarts the gateway, then the whole SeaweedFS, and checks
+// that every acknowledged record is still there and offsets go on densely.
+func TestRestarts(t *testing.T) {
+	topic := newTopic(t)
+	createTopic(t, topic, 2, nil)
+	produced := map[int32][]string{}
+	produceBatch(t, topic, 0, 3000, produced)
+
+	restartGateway(t)
+	checkTopic(t, topic, produced)
+	produceBatch(t, topic, 3000, 1000, produced)
+
+	if err := cluster.restart(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 120*time.Second, "cluster back", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(gw.addr))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		_, err = kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+		if err != nil {
+			return err
+		}
+		return gw.waitReady(5 * time.Second)
+	})
+	checkTopic(t, topic, produced)
+	produceBatch(t, topic, 4000, 500, produced)
+	checkTopic(t, topic, produced)
+}

@@ -1,0 +1,277 @@
+package seaweedmq
+
+import (
+	"container/list"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/seaweedfs/seaweedfs/weed/filer"
+	"github.com/seaweedfs/seaweedfs/weed/mq"
+	"github.com/seaweedfs/seaweedfs/weed/mq/topic"
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
+)
+
+// A partition's flushed records live in log segments in the filer, one file
+// per flush time, each a run of 4-byte big-endian sizes and filer_pb.LogEntry
+// messages that carry their offsets. The gateway reads them itself: it is
+// much faster than asking the broker for old data, and it does not depend on
+// what the broker remembers after a restart (a reloaded partition's first
+// segment has no offset attributes, and the broker then reports a high
+// watermark of 0).
+
+// segmentListTTL bounds how stale a partition's segment listing may be
+// before a read looks again.
+const segmentListTTL = time.Second
+
+// maxDecodedSegmentBytes bounds the decoded segments kept in memory.
+const maxDecodedSegmentBytes = 256 << 20
+
+// checkpointFile is where the broker keeps a partition's last assigned
+// offset, and from which it recovers its counter after a restart.
+const checkpointFile = "checkpoint.offset"
+
+// segment is one log file of a partition.
+type segment struct {
+	entry *filer_pb.Entry
+	// maxOffset is the offset_max attribute, -1 when absent (the broker
+	// leaves it off the first segment of a partition).
+	maxOffset int64
+}
+
+func (s segment) key(dir string) string {
+	return fmt.Sprintf("%s/%s@%d", dir, s.entry.Name, filer.FileSize(s.entry))
+}
+
+// segmentListing is a partition's segments as last listed.
+type segmentListing struct {
+	dir    string
+	segs   []segment
+	listed time.Time
+}
+
+// flushedState is what the filer holds for a partition.
+type flushedState struct {
+	listing *segmentListing
+	// end is one past the highest offset in the segments (0 if none).
+	end int64
+	// start is the lowest offset in the segments (end if none).
+	start int64
+}
+
+type segmentStore struct {
+	mu       sync.Mutex
+	listings map[string]*flushedState // by partition dir
+
+	cacheMu sync.Mutex
+	lru     *list.List               // of *decodedSegment, most recent first
+	byKey   map[string]*list.Element // decoded segments by segment key
+	bytes   int
+}
+
+type decodedSegment struct {
+	key     string
+	entries []*filer_pb.LogEntry // ascending offsets, duplicates dropped
+	bytes   int
+}
+
+func (ss *segmentStore) init() {
+	ss.listings = map[string]*flushedState{}
+	ss.lru = list.New()
+	ss.byKey = map[string]*list.Element{}
+}
+
+// partitionDir is where a partition's data lives in the filer.
+func partitionDir(topicName string, a *mq_pb.BrokerPartitionAssignment) string {
+	return topic.PartitionDir(topic.Topic{Namespace: Namespace, Name: topicName}, topic.FromPbPartition(a.Partition))
+}
+
+// flushed returns what the filer holds for a partition, listing the
+// partition again if the last listing is older than segmentListTTL or
+// force is set.
+func (c *Client) flushed(ctx context.Context, dir string, force bool) (*flushedState, error) {
+	c.segs.mu.Lock()
+	st := c.segs.listings[dir]
+	c.segs.mu.Unlock()
+	if st != nil && !force && time.Since(st.listing.listed) < segmentListTTL {
+		return st, nil
+	}
+	listing := &segmentListing{dir: dir, listed: time.Now()}
+	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		return filer_pb.SeaweedList(ctx, fc, dir, "", func(e *filer_pb.Entry, _ bool) error {
+			if e.IsDirectory || len(e.Chunks) == 0 || strings.HasSuffix(e.Name, ".offset") || strings.HasSuffix(e.Name, ".parquet") {
+				return nil
+			}
+			s := segment{entry: e, maxOffset: -1}
+			if v := e.Extended[mq.ExtendedAttrOffsetMax]; len(v) == 8 {
+				s.maxOffset = int64(binary.BigEndian.Uint64(v))
+			}
+			listing.segs = append(listing.segs, s)
+			return nil
+		}, "", false, math.MaxInt32)
+	})
+	if err != nil && !errors.Is(err, filer_pb.ErrNotFound) {
+		return nil, err
+	}
+	// Segment names are their flush times, so name order is offset order.
+	sort.Slice(listing.segs, func(i, j int) bool { return listing.segs[i].entry.Name < listing.segs[j].entry.Name })
+	st = &flushedState{listing: listing}
+	if n := len(listing.segs); n > 0 {
+		last := listing.segs[n-1]
+		end := last.maxOffset + 1
+		if last.maxOffset < 0 {
+			d, err := c.decodeSegment(ctx, dir, last)
+			if err != nil {
+				return nil, err
+			}
+			if len(d.entries) > 0 {
+				end = d.entries[len(d.entries)-1].Offset + 1
+			}
+		}
+		// An earlier segment may end higher if a later flush wrote a
+		// stale range; never report less than any segment holds.
+		for _, s := range listing.segs {
+			end = max(end, s.maxOffset+1)
+		}
+		first, err := c.decodeSegment(ctx, dir, listing.segs[0])
+		if err != nil {
+			return nil, err
+		}
+		st.end, st.start = end, end
+		if len(first.entries) > 0 {
+			st.start = first.entries[0].Offset
+		}
+	}
+	c.segs.mu.Lock()
+	c.segs.listings[dir] = st
+	c.segs.mu.Unlock()
+	return st, nil
+}
+
+// decodeSegment returns a segment's log entries, from the cache when the
+// segment has not grown since it was decoded.
+func (c *Client) decodeSegment(ctx context.Context, dir string, s segment) (*decodedSegment, error) {
+	key := s.key(dir)
+	ss := &c.segs
+	ss.cacheMu.Lock()
+	if el, ok := ss.byKey[key]; ok {
+		ss.lru.MoveToFront(el)
+		d := el.Value.(*decodedSegment)
+		ss.cacheMu.Unlock()
+		return d, nil
+	}
+	ss.cacheMu.Unlock()
+
+	data, err := io.ReadAll(filer.NewFileReader(filerClient{c}, s.entry))
+	if err != nil {
+		return nil, fmt.Errorf("%w: read segment %s/%s: %v", ErrUnavailable, dir, s.entry.Name, err)
+	}
+	d := &decodedSegment{key: key, bytes: len(data)}
+	next := int64(-1)
+	for pos := 0; pos+4 <= len(data); {
+		size := int(binary.BigEndian.Uint32(data[pos:]))
+		if pos+4+size > len(data) {
+			return nil, fmt.Errorf("segment %s/%s: entry at %d runs past the end", dir, s.entry.Name, pos)
+		}
+		e := &filer_pb.LogEntry{}
+		if err := proto.Unmarshal(data[pos+4:pos+4+size], e); err != nil {
+			return nil, fmt.Errorf("segment %s/%s: entry at %d: %v", dir, s.entry.Name, pos, err)
+		}
+		pos += 4 + size
+		if e.Offset < next {
+			continue // a duplicate of an offset already seen
+		}
+		next = e.Offset + 1
+		d.entries = append(d.entries, e)
+	}
+
+	ss.cacheMu.Lock()
+	defer ss.cacheMu.Unlock()
+	if el, ok := ss.byKey[key]; ok {
+		return el.Value.(*decodedSegment), nil
+	}
+	ss.byKey[key] = ss.lru.PushFront(d)
+	ss.bytes += d.bytes
+	for ss.bytes > maxDecodedSegmentBytes && ss.lru.Len() > 1 {
+		old := ss.lru.Remove(ss.lru.Back()).(*decodedSegment)
+		delete(ss.byKey, old.key)
+		ss.bytes -= old.bytes
+	}
+	return d, nil
+}
+
+// readFlushed returns flushed log entries from offset on, up to about
+// maxBytes, in offset order.
+func (c *Client) readFlushed(ctx context.Context, st *flushedState, offset int64, maxBytes int) ([]*filer_pb.LogEntry, error) {
+	var out []*filer_pb.LogEntry
+	size := 0
+	next := offset
+	for _, s := range st.listing.segs {
+		if s.maxOffset >= 0 && s.maxOffset < next {
+			continue
+		}
+		d, err := c.decodeSegment(ctx, st.listing.dir, s)
+		if err != nil {
+			return nil, err
+		}
+		i := sort.Search(len(d.entries), func(i int) bool { return d.entries[i].Offset >= next })
+		for ; i < len(d.entries); i++ {
+			e := d.entries[i]
+			if e.Offset != next && len(out) > 0 {
+				return out, nil // a gap: stop at the last dense offset
+			}
+			out = append(out, e)
+			next = e.Offset + 1
+			size += len(e.Key) + len(e.Data) + 16
+			if size >= maxBytes {
+				return out, nil
+			}
+		}
+	}
+	return out, nil
+}
+
+// readCheckpoint returns the broker's saved last assigned offset, or -1.
+func (c *Client) readCheckpoint(ctx context.Context, dir string) (int64, error) {
+	off := int64(-1)
+	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		data, err := filer.ReadInsideFiler(ctx, fc, dir, checkpointFile)
+		if errors.Is(err, filer_pb.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if len(data) == 8 {
+			off = int64(binary.BigEndian.Uint64(data))
+		}
+		return nil
+	})
+	return off, err
+}
+
+// writeCheckpoint sets the broker's saved last assigned offset.
+func (c *Client) writeCheckpoint(ctx context.Context, dir string, last int64) error {
+	return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		return filer.SaveInsideFiler(ctx, fc, dir, checkpointFile, binary.BigEndian.AppendUint64(nil, uint64(last)))
+	})
+}
+
+// filerClient adapts the Client to filer_pb.FilerClient for reading chunks.
+type filerClient struct{ c *Client }
+
+func (f filerClient) WithFilerClient(_ bool, fn func(filer_pb.SeaweedFilerClient) error) error {
+	return f.c.withFiler(context.Background(), fn)
+}
+func (f filerClient) AdjustedUrl(l *filer_pb.Location) string { return l.Url }
+func (f filerClient) GetDataCenter() string                   { return "" }
