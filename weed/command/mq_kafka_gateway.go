@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb"
 	"github.com/seaweedfs/seaweedfs/weed/security"
 	"github.com/seaweedfs/seaweedfs/weed/util"
+	"github.com/seaweedfs/seaweedfs/weed/util/grace"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
@@ -119,13 +121,13 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	util.LoadSecurityConfiguration()
 	masters := *o.master
 
+	var emb *embedded
 	if *o.embeddedDir != "" {
-		emb, err := startEmbedded(*o.embeddedDir, *o.embeddedPorts)
-		if err != nil {
+		var err error
+		if emb, err = startEmbedded(*o.embeddedDir, *o.embeddedPorts); err != nil {
 			glog.Errorf("kafka gateway: embedded SeaweedFS: %v", err)
 			return false
 		}
-		defer emb.stop()
 		masters = emb.master
 	}
 
@@ -134,7 +136,6 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		FilerGroup: *o.filerGroup,
 		DialOption: security.LoadClientTLS(util.GetViper(), "grpc.mq"),
 	})
-	defer backend.Close()
 
 	bind := *o.ipBind
 	if bind == "" {
@@ -153,8 +154,40 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	})
 	if err != nil {
 		glog.Errorf("kafka gateway: %v", err)
+		backend.Close()
+		if emb != nil {
+			emb.stop()
+		}
 		return false
 	}
+
+	// Shutdown, in order: stop taking requests and answer those in flight,
+	// end the publish streams so the brokers flush what they hold, then
+	// stop the embedded SeaweedFS. SeaweedFS's own signal handler runs it
+	// and exits; a second signal exits at once.
+	var shutdownOnce sync.Once
+	shutdown := func() {
+		shutdownOnce.Do(func() {
+			srv.Close()
+			backend.Close()
+			if emb != nil {
+				emb.stop()
+			}
+			glog.V(0).Infof("kafka gateway: stopped")
+			glog.Flush()
+		})
+	}
+	grace.OnInterrupt(shutdown)
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		glog.V(0).Infof("kafka gateway: %v: finishing requests in flight (again to exit at once)", s)
+		<-sig
+		glog.Warningf("kafka gateway: second signal, exiting now")
+		glog.Flush()
+		os.Exit(1)
+	}()
 
 	if *o.pprofPort > 0 {
 		go func() {
@@ -168,26 +201,12 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	glog.V(0).Infof("kafka gateway: listening on %s, advertising %s, serving SeaweedFS at masters %s", srv.Addr(), srv.Advertised(), masters)
 	go watchCluster(backend, masters)
 
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve() }()
-	select {
-	case err := <-served:
-		if err != nil {
-			glog.Errorf("kafka gateway: %v", err)
-			return false
-		}
-	case s := <-sig:
-		glog.V(0).Infof("kafka gateway: %v: finishing requests in flight (again to exit at once)", s)
-		go func() {
-			<-sig
-			glog.Warningf("kafka gateway: second signal, exiting now")
-			os.Exit(1)
-		}()
-		srv.Close()
+	if err := srv.Serve(); err != nil {
+		glog.Errorf("kafka gateway: %v", err)
+		shutdown()
+		return false
 	}
-	return true
+	select {} // closed by the signal handler, which exits when shutdown is done
 }
 
 // watchCluster logs when the SeaweedFS cluster becomes reachable and when

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
@@ -44,8 +45,9 @@ type Server struct {
 	handler *protocol.Handler
 	ln      net.Listener
 
-	ctx    context.Context
-	cancel context.CancelFunc
+	ctx     context.Context
+	cancel  context.CancelFunc
+	closing atomic.Bool
 
 	mu    sync.Mutex
 	conns map[*conn]struct{}
@@ -104,7 +106,7 @@ func (s *Server) Serve() error {
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
-			if s.ctx.Err() != nil {
+			if s.closing.Load() {
 				return nil
 			}
 			var ne net.Error
@@ -116,7 +118,7 @@ func (s *Server) Serve() error {
 		}
 		c := newConn(s, nc)
 		s.mu.Lock()
-		if s.ctx.Err() != nil {
+		if s.closing.Load() {
 			s.mu.Unlock()
 			nc.Close()
 			return nil
@@ -139,7 +141,7 @@ func (s *Server) Serve() error {
 // shutdown timeout, then closes every connection and waits for them.
 func (s *Server) Close() error {
 	s.mu.Lock()
-	if s.ctx.Err() != nil {
+	if s.closing.Swap(true) {
 		s.mu.Unlock()
 		return nil
 	}

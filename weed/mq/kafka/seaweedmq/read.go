@@ -78,12 +78,9 @@ func (c *Client) fetchFromBroker(ctx context.Context, topic string, a *mq_pb.Bro
 	if err != nil {
 		return nil, protocol.Offsets{}, fmt.Errorf("%w: fetch from %s: %v", ErrUnavailable, a.LeaderBroker, err)
 	}
-	offs := protocol.Offsets{LogStart: resp.LogStartOffset, HighWatermark: resp.HighWaterMark}
-	if st.end > st.start || st.end > 0 {
-		offs.LogStart = st.start
-	}
-	offs.HighWatermark = max(offs.HighWatermark, st.end)
-	offs.LogStart = min(offs.LogStart, offs.HighWatermark)
+	// The log starts where the filer's segments start (0 before the first
+	// flush); the broker's own log start is where its memory starts.
+	offs := protocol.Offsets{LogStart: st.start, HighWatermark: max(resp.HighWaterMark, st.end)}
 	switch resp.ErrorCode {
 	case 0:
 	case fetchPartitionNotFound:
@@ -180,12 +177,9 @@ func (c *Client) offsetsOf(ctx context.Context, topic string, a *mq_pb.BrokerPar
 	if err != nil {
 		return protocol.Offsets{}, err
 	}
-	offs := protocol.Offsets{LogStart: broker.LogStart, HighWatermark: max(broker.HighWatermark, st.end)}
-	if len(st.listing.segs) > 0 {
-		offs.LogStart = st.start
-	}
-	offs.LogStart = min(offs.LogStart, offs.HighWatermark)
-	return offs, nil
+	// The log starts where the filer's segments start (0 before the first
+	// flush); the broker's own log start is where its memory starts.
+	return protocol.Offsets{LogStart: st.start, HighWatermark: max(broker.HighWatermark, st.end)}, nil
 }
 
 // brokerOffsets asks the leader broker for a partition's offsets.
