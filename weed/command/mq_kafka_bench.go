@@ -25,6 +25,7 @@ type kafkaBenchOptions struct {
 	acks       *string
 	timeout    *time.Duration
 	backlog    *bool
+	inflight   *int
 }
 
 var kafkaBenchOpts kafkaBenchOptions
@@ -52,6 +53,8 @@ percentiles. The load is bounded by -records and -timeout.
   -acks        all, 1 or 0 (default all)
   -timeout     give up after this long (default 5m)
   -backlog     also read the topic again from offset 0 (default true)
+  -inflight    produce requests in flight per broker (default 5; franz-go's
+               own default is 1)
 
 Example:
   weed mq.kafka.bench -bootstrap=127.0.0.1:9092 -records=500000 -size=100
@@ -70,6 +73,7 @@ func init() {
 	o.acks = f.String("acks", "all", "all, 1 or 0")
 	o.timeout = f.Duration("timeout", 5*time.Minute, "give up after this long")
 	o.backlog = f.Bool("backlog", true, "read the topic again from offset 0 afterwards")
+	o.inflight = f.Int("inflight", 5, "produce requests in flight per broker")
 }
 
 // latencies collects durations and reports percentiles.
@@ -124,7 +128,8 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 		acks = kgo.NoAck()
 	}
 	producer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RequiredAcks(acks), kgo.DisableIdempotentWrite(),
-		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100000), kgo.ProducerBatchMaxBytes(1<<20))
+		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100000), kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.MaxProduceRequestsInflightPerBroker(*o.inflight))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return false

@@ -1,6 +1,6 @@
 package protocol
 
-// ApiVersions, versions 0-4 (kmsg knows 0-5? see register below).
+// ApiVersions, versions 0-5.
 //
 // The response lists exactly the registry's keys and versions. As in Kafka,
 // a request newer than we serve is answered in v0 format with
@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(kmsg.ApiVersions, 0, 4, (*Handler).handleApiVersions) }
+func init() { register(kmsg.ApiVersions, 0, 5, (*Handler).handleApiVersions) }
 
 func (h *Handler) handleApiVersions(_ context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.ApiVersionsRequest)

@@ -84,7 +84,9 @@ func (p *partition) flushAndConfirm(batches []*pendingBatch) error {
 	}
 	p.writeMu.Lock()
 	if p.pub != nil {
-		p.pub.close(closeTimeout)
+		// A clean end leaves the broker's counter and our ts_ns where
+		// they were, so the next stream needs no checks.
+		p.reopenChecked = p.pub.close(closeTimeout)
 		p.pub = nil
 	}
 	p.writeMu.Unlock()

@@ -22,6 +22,9 @@ type partition struct {
 	writeMu  sync.Mutex
 	pub      *publisher
 	lastTsNs int64 // ts_ns of the last record sent; see nextTs
+	// reopenChecked is set when this gateway ended the stream cleanly
+	// itself, so a new one can skip openPublisher's checks.
+	reopenChecked bool
 
 	flush flushState
 

@@ -223,6 +223,11 @@ func (p *partition) nextTs(tsMs int64) (int64, bool) {
 // ts_ns it sends stay increasing and SeaweedMQ keeps them as they are.
 func (c *Client) openPublisher(ctx context.Context, p *partition, a *mq_pb.BrokerPartitionAssignment) (*publisher, error) {
 	dir := partitionDir(p.topic, a)
+	if p.reopenChecked && p.dir == dir {
+		p.reopenChecked = false
+		return c.openStream(ctx, p, a)
+	}
+	p.reopenChecked = false
 	p.dir = dir
 	st, err := c.flushed(ctx, dir, true)
 	if err != nil {
@@ -258,6 +263,11 @@ func (c *Client) openPublisher(ctx context.Context, p *partition, a *mq_pb.Broke
 			p.lastTsNs = tail.tsNs
 		}
 	}
+	return c.openStream(ctx, p, a)
+}
+
+// openStream opens the publish stream itself.
+func (c *Client) openStream(ctx context.Context, p *partition, a *mq_pb.BrokerPartitionAssignment) (*publisher, error) {
 	cc, err := c.conn(ctx, a.LeaderBroker)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,245 @@
+package record
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"testing"
+
+	"github.com/klauspost/compress/snappy"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func sampleRecords() []Record {
+	return []Record{
+		{Key: []byte("k"), Value: []byte("v"), Timestamp: 1700000000000},
+		{Key: nil, Value: []byte("null key"), Timestamp: 1700000000001},
+		{Key: []byte{}, Value: []byte{}, Timestamp: 1700000000001},
+		{Key: []byte("null value"), Value: nil, Timestamp: 1699999999000},
+		{Key: []byte("h"), Value: []byte("x"), Timestamp: 1700000000002, Headers: []kmsg.Header{
+			{Key: "a", Value: []byte("1")}, {Key: "a", Value: nil}, {Key: "", Value: []byte{}}}},
+	}
+}
+
+func sameRecords(t *testing.T, want, got []Record) {
+	t.Helper()
+	if len(want) != len(got) {
+		t.Fatalf("%d records, want %d", len(got), len(want))
+	}
+	eq := func(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equal(a, b) }
+	for i := range want {
+		w, g := want[i], got[i]
+		if !eq(w.Key, g.Key) || !eq(w.Value, g.Value) || w.Timestamp != g.Timestamp || len(w.Headers) != len(g.Headers) {
+			t.Fatalf("record %d: got %+v, want %+v", i, g, w)
+		}
+		for j := range w.Headers {
+			if w.Headers[j].Key != g.Headers[j].Key || !eq(w.Headers[j].Value, g.Headers[j].Value) {
+				t.Fatalf("record %d header %d: got %+v, want %+v", i, j, g.Headers[j], w.Headers[j])
+			}
+		}
+	}
+}
+
+func TestBuilderParseRoundTrip(t *testing.T) {
+	var b Builder
+	b.Reset(42)
+	recs := sampleRecords()
+	for i := range recs {
+		b.Add(&recs[i])
+	}
+	raw := b.AppendTo(nil)
+	batch, err := ParseBatch(raw, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if batch.Header.FirstOffset != 42 || batch.Header.NumRecords != int32(len(recs)) || batch.Header.MaxTimestamp != 1700000000002 {
+		t.Fatalf("header %+v", batch.Header)
+	}
+	sameRecords(t, recs, batch.Records)
+}
+
+// compressedBatch builds a batch whose records are compressed with codec.
+func compressedBatch(t *testing.T, codec Codec, recs []Record) []byte {
+	t.Helper()
+	var b Builder
+	b.Reset(0)
+	for i := range recs {
+		b.Add(&recs[i])
+	}
+	plain := b.AppendTo(nil)
+	var hdr kmsg.RecordBatch
+	if err := hdr.ReadFrom(plain); err != nil {
+		t.Fatal(err)
+	}
+	comp, err := Compress(codec, nil, hdr.Records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr.Records = comp
+	hdr.Attributes = int16(codec)
+	hdr.Length = int32(BatchHeaderLen - batchLengthEnd + len(comp))
+	out := hdr.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[crcOffset:], crc32.Checksum(out[crcStart:], castagnoli))
+	return out
+}
+
+func TestCodecs(t *testing.T) {
+	recs := sampleRecords()
+	for _, c := range []Codec{CodecNone, CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		t.Run(c.String(), func(t *testing.T) {
+			batch, err := ParseBatch(compressedBatch(t, c, recs), 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if batch.Codec() != c {
+				t.Fatalf("codec %v", batch.Codec())
+			}
+			sameRecords(t, recs, batch.Records)
+		})
+	}
+}
+
+// TestXerialSnappy decodes snappy framed the way Java clients frame it:
+// a 16-byte header, then chunks of a big-endian length and a raw block.
+func TestXerialSnappy(t *testing.T) {
+	data := bytes.Repeat([]byte("xerial framing "), 1000)
+	framed := append([]byte{}, xerialHeader...)
+	framed = append(framed, 0, 0, 0, 1, 0, 0, 0, 1) // version, compatible version
+	for _, part := range [][]byte{data[:7000], data[7000:]} {
+		block := snappy.Encode(nil, part)
+		framed = binary.BigEndian.AppendUint32(framed, uint32(len(block)))
+		framed = append(framed, block...)
+	}
+	out, err := Decompress(CodecSnappy, nil, framed, 1<<20)
+	if err != nil || !bytes.Equal(out, data) {
+		t.Fatalf("xerial: %v, %d bytes", err, len(out))
+	}
+	if _, err := Decompress(CodecSnappy, nil, framed[:len(framed)-3], 1<<20); err == nil {
+		t.Fatal("truncated xerial frame decoded")
+	}
+}
+
+// TestDecompressionBomb: a small input that expands past the limit fails
+// instead of exhausting memory.
+func TestDecompressionBomb(t *testing.T) {
+	zeros := make([]byte, 8<<20)
+	for _, c := range []Codec{CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		comp, err := Compress(c, nil, zeros)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Decompress(c, nil, comp, 1<<20); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("%v: %d bytes to 8 MiB with a 1 MiB limit: %v, want ErrTooLarge", c, len(comp), err)
+		}
+	}
+}
+
+func TestParseBatchRejects(t *testing.T) {
+	var b Builder
+	b.Reset(0)
+	b.Add(&Record{Value: []byte("v")})
+	good := b.AppendTo(nil)
+	cases := map[string]func([]byte) []byte{
+		"bad crc":      func(r []byte) []byte { r[len(r)-1] ^= 1; return r },
+		"magic 1":      func(r []byte) []byte { r[magicOffset] = 1; return r },
+		"truncated":    func(r []byte) []byte { return r[:len(r)-2] },
+		"long length":  func(r []byte) []byte { binary.BigEndian.PutUint32(r[8:], uint32(len(r))); return r },
+		"header only":  func(r []byte) []byte { return r[:BatchHeaderLen-1] },
+		"zero records": func(r []byte) []byte { binary.BigEndian.PutUint32(r[57:], 0); return fixCRC(r) },
+		"many records": func(r []byte) []byte { binary.BigEndian.PutUint32(r[57:], 5); return fixCRC(r) },
+	}
+	for name, mangle := range cases {
+		if _, err := ParseBatch(mangle(bytes.Clone(good)), 1<<20); err == nil {
+			t.Errorf("%s: parsed", name)
+		}
+	}
+	if _, err := ParseBatches(append(bytes.Clone(good), 1, 2, 3), 1<<20); err == nil {
+		t.Error("trailing bytes parsed")
+	}
+	batches, err := ParseBatches(append(bytes.Clone(good), good...), 1<<20)
+	if err != nil || len(batches) != 2 {
+		t.Errorf("two batches: %d, %v", len(batches), err)
+	}
+}
+
+func fixCRC(r []byte) []byte {
+	binary.BigEndian.PutUint32(r[crcOffset:], crc32.Checksum(r[crcStart:], castagnoli))
+	return r
+}
+
+func TestEnvelopeRoundTrip(t *testing.T) {
+	recs := append(sampleRecords(),
+		Record{Key: []byte("magic"), Value: append(bytes.Clone(envelopeMagic), 9, 9), Timestamp: 5},
+		Record{Key: nil, Value: nil, Timestamp: -1},
+	)
+	for i := range recs {
+		r := &recs[i]
+		for _, exact := range []bool{true, false} {
+			key, value := r.Key, r.Value
+			plain := Plain(r, exact)
+			if !plain {
+				value = AppendEnvelope(nil, r, !exact)
+			}
+			storedTs := r.Timestamp
+			if !exact {
+				storedTs = 123 // ts_ns carried something else
+			}
+			got, err := FromStored(key, value, storedTs)
+			if err != nil {
+				t.Fatalf("record %d: %v", i, err)
+			}
+			sameRecords(t, []Record{*r}, []Record{got})
+		}
+	}
+	if !Plain(&Record{Key: []byte("k"), Value: []byte("v")}, true) || !Plain(&Record{Value: []byte("v")}, true) {
+		t.Error("plain records are enveloped")
+	}
+}
+
+func FuzzParseBatch(f *testing.F) {
+	var b Builder
+	b.Reset(0)
+	recs := sampleRecords()
+	for i := range recs {
+		b.Add(&recs[i])
+	}
+	f.Add(b.AppendTo(nil))
+	for _, c := range []Codec{CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		t := &testing.T{}
+		f.Add(compressedBatch(t, c, recs))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		batches, err := ParseBatches(data, 1<<20)
+		if err != nil {
+			return
+		}
+		for _, batch := range batches {
+			if len(batch.Records) != int(batch.Header.NumRecords) {
+				t.Fatalf("%d records for %d", len(batch.Records), batch.Header.NumRecords)
+			}
+		}
+	})
+}
+
+func FuzzDecompress(f *testing.F) {
+	for _, c := range []Codec{CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		comp, _ := Compress(c, nil, []byte("some records to compress, some records"))
+		f.Add(int8(c), comp)
+	}
+	f.Fuzz(func(t *testing.T, codec int8, data []byte) {
+		out, err := Decompress(Codec(codec&7), nil, data, 1<<16)
+		if err == nil && len(out) > 1<<16 {
+			t.Fatalf("%d bytes past the limit", len(out))
+		}
+	})
+}
+
+func FuzzFromStored(f *testing.F) {
+	r := sampleRecords()[4]
+	f.Add([]byte("k"), AppendEnvelope(nil, &r, true), int64(7))
+	f.Add([]byte(nil), []byte("plain"), int64(7))
+	f.Fuzz(func(t *testing.T, key, value []byte, ts int64) {
+		FromStored(key, value, ts) //nolint:errcheck // must not panic
+	})
+}
