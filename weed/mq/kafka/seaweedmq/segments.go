@@ -34,8 +34,10 @@ import (
 // before a read looks again.
 const segmentListTTL = time.Second
 
-// maxDecodedSegmentBytes bounds the decoded segments kept in memory.
-const maxDecodedSegmentBytes = 256 << 20
+// maxDecodedSegmentBytes bounds the decoded segments kept in memory,
+// counted as twice their stored size (decoded entries carry their own
+// slices and structs).
+const maxDecodedSegmentBytes = 96 << 20
 
 // checkpointFile is where the broker keeps a partition's last assigned
 // offset, and from which it recovers its counter after a restart.
@@ -176,7 +178,7 @@ func (c *Client) decodeSegment(ctx context.Context, dir string, s segment) (*dec
 	if err != nil {
 		return nil, fmt.Errorf("%w: read segment %s/%s: %v", ErrUnavailable, dir, s.entry.Name, err)
 	}
-	d := &decodedSegment{key: key, bytes: len(data)}
+	d := &decodedSegment{key: key, bytes: 2 * len(data)}
 	next := int64(-1)
 	for pos := 0; pos+4 <= len(data); {
 		size := int(binary.BigEndian.Uint32(data[pos:]))
