@@ -34,6 +34,11 @@ import (
 // before a read looks again.
 const segmentListTTL = time.Second
 
+// segmentRelistEvery is how often a partition's whole directory is listed
+// again; in between only segments from the newest one on are listed, since
+// older ones change only when retention removes them.
+const segmentRelistEvery = time.Minute
+
 // maxDecodedSegmentBytes bounds the decoded segments kept in memory,
 // counted as twice their stored size (decoded entries carry their own
 // slices and structs).
@@ -57,9 +62,10 @@ func (s segment) key(dir string) string {
 
 // segmentListing is a partition's segments as last listed.
 type segmentListing struct {
-	dir    string
-	segs   []segment
-	listed time.Time
+	dir        string
+	segs       []segment
+	listed     time.Time
+	fullListed time.Time
 }
 
 // flushedState is what the filer holds for a partition.
@@ -108,7 +114,15 @@ func (c *Client) flushed(ctx context.Context, dir string, force bool) (*flushedS
 	if st != nil && !force && time.Since(st.listing.listed) < segmentListTTL {
 		return st, nil
 	}
-	listing := &segmentListing{dir: dir, listed: time.Now()}
+	listing := &segmentListing{dir: dir, listed: time.Now(), fullListed: time.Now()}
+	startFrom := ""
+	if st != nil && len(st.listing.segs) > 0 && time.Since(st.listing.fullListed) < segmentRelistEvery {
+		// List from the newest known segment on (it may have grown).
+		old := st.listing.segs
+		listing.segs = append(make([]segment, 0, len(old)+4), old[:len(old)-1]...)
+		listing.fullListed = st.listing.fullListed
+		startFrom = old[len(old)-1].entry.Name
+	}
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		return filer_pb.SeaweedList(ctx, fc, dir, "", func(e *filer_pb.Entry, _ bool) error {
 			if e.IsDirectory || len(e.Chunks) == 0 || strings.HasSuffix(e.Name, ".offset") || strings.HasSuffix(e.Name, ".parquet") {
@@ -120,7 +134,7 @@ func (c *Client) flushed(ctx context.Context, dir string, force bool) (*flushedS
 			}
 			listing.segs = append(listing.segs, s)
 			return nil
-		}, "", false, math.MaxInt32)
+		}, startFrom, true, math.MaxInt32)
 	})
 	if err != nil && !errors.Is(err, filer_pb.ErrNotFound) {
 		return nil, err
