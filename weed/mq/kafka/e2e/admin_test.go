@@ -171,16 +171,7 @@ func TestTopicAdmin(t *testing.T) {
 	if err != nil || del.Error() != nil {
 		t.Fatalf("delete: %v %v", err, del.Error())
 	}
-	eventually(t, 10*time.Second, "deleted topic gone from metadata", func() error {
-		l, err := adm.ListTopics(ctx)
-		if err != nil {
-			return err
-		}
-		if l.Has(topic) {
-			return errors.New("still listed")
-		}
-		return nil
-	})
+	waitTopicGone(t, adm, topic)
 	del, err = adm.DeleteTopics(ctx, topic)
 	if err != nil || !errors.Is(del[topic].Err, kerr.UnknownTopicOrPartition) {
 		t.Errorf("delete again: %v %v, want UNKNOWN_TOPIC_OR_PARTITION", err, del[topic].Err)
@@ -201,12 +192,18 @@ func TestTopicAdmin(t *testing.T) {
 	if err != nil || len(dresp.Topics) != 1 || dresp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("delete by id: %v %+v", err, dresp)
 	}
-	eventually(t, 10*time.Second, "topic deleted by id gone", func() error {
-		l, err := adm.ListTopics(ctx)
+	waitTopicGone(t, adm, byID)
+}
+
+// waitTopicGone waits until Metadata no longer lists topic.
+func waitTopicGone(t *testing.T, adm *kadm.Client, topic string) {
+	t.Helper()
+	eventually(t, 10*time.Second, topic+" gone from metadata", func() error {
+		l, err := adm.ListTopics(ctxT(t))
 		if err != nil {
 			return err
 		}
-		if l.Has(byID) {
+		if l.Has(topic) {
 			return errors.New("still listed")
 		}
 		return nil

@@ -90,8 +90,8 @@ func (c *conn) readLoop() error {
 		if size < 0 || int(size) > c.srv.opts.MaxRequestSize {
 			return fmt.Errorf("request of %d bytes exceeds the limit of %d", size, c.srv.opts.MaxRequestSize)
 		}
-		frame := make([]byte, size)
-		if _, err := io.ReadFull(r, frame); err != nil {
+		frame, err := readFrame(r, int(size))
+		if err != nil {
 			return err
 		}
 		req, err := protocol.Decode(frame)
@@ -105,6 +105,28 @@ func (c *conn) readLoop() error {
 			return c.ctx.Err()
 		}
 	}
+}
+
+// readFrame reads a frame of size bytes, growing its buffer as the bytes
+// arrive, so that a peer announcing a large frame and sending little does
+// not make the gateway allocate it all at once.
+func readFrame(r io.Reader, size int) ([]byte, error) {
+	const step = 1 << 20
+	frame := make([]byte, 0, min(size, step))
+	for len(frame) < size {
+		if len(frame) == cap(frame) {
+			frame = append(frame, make([]byte, min(size-len(frame), max(cap(frame), step)))...)[:len(frame)]
+		}
+		n, err := r.Read(frame[len(frame):min(size, cap(frame))])
+		frame = frame[:len(frame)+n]
+		if err != nil && len(frame) < size {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return frame, nil
 }
 
 func (c *conn) writeLoop() {

@@ -82,6 +82,7 @@ func (p *partition) flushAndConfirm(batches []*pendingBatch) error {
 	for _, b := range batches {
 		last = max(last, b.base+int64(b.n)-1)
 	}
+	start := time.Now()
 	p.writeMu.Lock()
 	if p.pub != nil {
 		// A clean end leaves the broker's counter and our ts_ns where
@@ -97,6 +98,7 @@ func (p *partition) flushAndConfirm(batches []*pendingBatch) error {
 		st, err := p.c.flushed(ctx, p.dir, true)
 		cancel()
 		if err == nil && st.end > last {
+			glog.V(2).Infof("kafka partition %s/%d: flushed %d batches up to offset %d in %v", p.topic, p.index, len(batches), last, time.Since(start))
 			return nil
 		}
 		if time.Now().After(deadline) {
