@@ -2,9 +2,18 @@ package e2e
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/seaweedfs/seaweedfs/weed/filer"
+	"github.com/seaweedfs/seaweedfs/weed/pb"
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -77,6 +86,14 @@ func TestRestarts(t *testing.T) {
 	checkTopic(t, topic, produced)
 	produceBatch(t, topic, 3000, 1000, produced)
 
+	// The broker recovers its offset counter from a checkpoint it saves
+	// every two seconds; make it stale, as a restart right after a burst
+	// does, so the gateway must move the counter past the stored records.
+	// The broker saves its own every two seconds when it changed: let it,
+	// then overwrite it once more.
+	staleCheckpoints(t, topic)
+	time.Sleep(2500 * time.Millisecond)
+	staleCheckpoints(t, topic)
 	if err := cluster.restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -97,4 +114,47 @@ func TestRestarts(t *testing.T) {
 	checkTopic(t, topic, produced)
 	produceBatch(t, topic, 4000, 500, produced)
 	checkTopic(t, topic, produced)
+}
+
+// staleCheckpoints sets every partition's broker checkpoint of topic to
+// offset 10.
+func staleCheckpoints(t *testing.T, topic string) {
+	t.Helper()
+	addr := pb.ServerAddress("127.0.0.1:" + strconv.Itoa(cluster.filerPort))
+	opt := grpc.WithTransportCredentials(insecure.NewCredentials())
+	err := pb.WithGrpcFilerClient(false, 0, addr, opt, func(fc filer_pb.SeaweedFilerClient) error {
+		ctx := ctxT(t)
+		topicDir := "/topics/kafka/" + topic
+		var versions, parts []string
+		if err := filer_pb.SeaweedList(ctx, fc, topicDir, "v", func(e *filer_pb.Entry, _ bool) error {
+			if e.IsDirectory {
+				versions = append(versions, topicDir+"/"+e.Name)
+			}
+			return nil
+		}, "", false, math.MaxInt32); err != nil {
+			return err
+		}
+		for _, v := range versions {
+			if err := filer_pb.SeaweedList(ctx, fc, v, "", func(e *filer_pb.Entry, _ bool) error {
+				if e.IsDirectory {
+					parts = append(parts, v+"/"+e.Name)
+				}
+				return nil
+			}, "", false, math.MaxInt32); err != nil {
+				return err
+			}
+		}
+		if len(parts) == 0 {
+			return fmt.Errorf("no partition directories under %s", topicDir)
+		}
+		for _, dir := range parts {
+			if err := filer.SaveInsideFiler(ctx, fc, dir, "checkpoint.offset", binary.BigEndian.AppendUint64(nil, 10)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

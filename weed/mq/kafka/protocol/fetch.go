@@ -118,10 +118,14 @@ func (h *Handler) fetchOnce(ctx context.Context, version int16, req *kmsg.FetchR
 	return resp, total, watch
 }
 
-// appendBatches encodes records as uncompressed batches.
+// appendBatches encodes records as uncompressed batches; a batch ends at a
+// gap in the offsets, since its records' offsets are relative to its first.
 func appendBatches(b *record.Builder, dst []byte, records []StoredRecord) []byte {
 	for len(records) > 0 {
-		n := min(len(records), recordsPerBatch)
+		n := 1
+		for n < len(records) && n < recordsPerBatch && records[n].Offset == records[0].Offset+int64(n) {
+			n++
+		}
 		b.Reset(records[0].Offset)
 		for i := range records[:n] {
 			b.Add(&records[i].Record)

@@ -3,6 +3,7 @@ package record
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,7 +23,8 @@ import (
 //	magic    4 bytes  0x00 'K' 'G' 'W'
 //	version  1 byte   1
 //	flags    1 byte   bit 0: key is null, bit 1: value is null,
-//	                  bit 2: a timestamp follows
+//	                  bit 2: a timestamp follows, bit 3: a filler, not a
+//	                  record (see AppendFiller)
 //	[timestamp]       zig-zag varint, milliseconds (only with bit 2)
 //	headers           uvarint count, then per header: uvarint key length,
 //	                  key, zig-zag varint value length (-1 for null), value
@@ -35,7 +37,21 @@ const (
 	flagNullKey   = 1 << 0
 	flagNullValue = 1 << 1
 	flagTimestamp = 1 << 2
+	flagFiller    = 1 << 3
 )
+
+// ErrFiller is returned by FromStored for a filler message: an offset the
+// gateway had to use up, which holds no record and which readers skip.
+var ErrFiller = errors.New("filler, not a record")
+
+// AppendFiller appends the stored value of a filler message. After a broker
+// crash its offset counter can restart behind records already stored; the
+// gateway then publishes fillers to move it past them, and since readers
+// keep the first message stored at an offset, the fillers are never read.
+func AppendFiller(dst []byte) []byte {
+	dst = append(dst, envelopeMagic...)
+	return append(dst, envelopeVersion, flagFiller|flagNullKey|flagNullValue, 0)
+}
 
 // Plain reports whether r can be stored without an envelope, given whether
 // its timestamp can be carried by ts_ns alone.
@@ -98,6 +114,9 @@ func FromStored(key, value []byte, tsMillis int64) (Record, error) {
 	}
 	flags := b[1]
 	b = b[2:]
+	if flags&flagFiller != 0 {
+		return r, ErrFiller
+	}
 	if flags&flagNullKey == 0 && r.Key == nil {
 		r.Key = []byte{}
 	}

@@ -85,9 +85,7 @@ func (p *partition) flushAndConfirm(batches []*pendingBatch) error {
 	start := time.Now()
 	p.writeMu.Lock()
 	if p.pub != nil {
-		// A clean end leaves the broker's counter and our ts_ns where
-		// they were, so the next stream needs no checks.
-		p.reopenChecked = p.pub.close(closeTimeout)
+		p.pub.close(closeTimeout)
 		p.pub = nil
 	}
 	p.writeMu.Unlock()

@@ -22,9 +22,9 @@ type partition struct {
 	writeMu  sync.Mutex
 	pub      *publisher
 	lastTsNs int64 // ts_ns of the last record sent; see nextTs
-	// reopenChecked is set when this gateway ended the stream cleanly
-	// itself, so a new one can skip openPublisher's checks.
-	reopenChecked bool
+	// storedEnd is the end of the records in the filer when the current
+	// stream was opened; the broker must assign offsets from there on.
+	storedEnd int64
 
 	flush flushState
 

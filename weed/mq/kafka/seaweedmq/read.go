@@ -2,6 +2,7 @@ package seaweedmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -79,8 +80,11 @@ func (c *Client) fetchFromBroker(ctx context.Context, topic string, a *mq_pb.Bro
 		return nil, protocol.Offsets{}, fmt.Errorf("%w: fetch from %s: %v", ErrUnavailable, a.LeaderBroker, err)
 	}
 	// The log starts where the filer's segments start (0 before the first
-	// flush); the broker's own log start is where its memory starts.
-	offs := protocol.Offsets{LogStart: st.start, HighWatermark: max(resp.HighWaterMark, st.end)}
+	// flush); the broker's own log start is where its memory starts. The
+	// broker's high watermark is not used: it is a second counter that
+	// drifts from the offsets it assigns after a reload; the messages it
+	// returns carry the real ones.
+	offs := protocol.Offsets{LogStart: st.start, HighWatermark: st.end}
 	switch resp.ErrorCode {
 	case 0:
 	case fetchPartitionNotFound:
@@ -132,6 +136,9 @@ func (c *Client) Read(ctx context.Context, topic string, index int32, offset int
 		res.HighWatermark = max(res.HighWatermark, offs.HighWatermark, p.knownHW())
 		for _, m := range msgs {
 			r, err := record.FromStored(m.key, m.value, m.tsNs/int64(time.Millisecond))
+			if errors.Is(err, record.ErrFiller) {
+				continue
+			}
 			if err != nil {
 				return res, fmt.Errorf("%w: %s/%d offset %d: %v", kerr.CorruptMessage, topic, index, m.offset, err)
 			}
@@ -156,49 +163,35 @@ func (c *Client) Offsets(ctx context.Context, topic string, index int32) (protoc
 	if err != nil {
 		return protocol.Offsets{}, err
 	}
-	offs, err := c.offsetsOf(ctx, topic, a, false)
+	p := c.parts.get(c, topic, index)
+	offs, err := c.offsetsOf(ctx, topic, a, p.knownHW())
 	if err != nil {
 		return offs, err
 	}
-	p := c.parts.get(c, topic, index)
-	offs.HighWatermark = max(offs.HighWatermark, p.knownHW())
 	p.advance(offs.HighWatermark)
 	return offs, nil
 }
 
-// offsetsOf returns a partition's log start and high watermark: the higher
-// of what the leader broker reports and what the filer holds.
-func (c *Client) offsetsOf(ctx context.Context, topic string, a *mq_pb.BrokerPartitionAssignment, forceList bool) (protocol.Offsets, error) {
-	st, err := c.flushed(ctx, partitionDir(topic, a), forceList)
+// offsetsOf returns a partition's log start and high watermark: the end of
+// what the filer holds, of what this gateway saw acknowledged, and of what
+// the leader broker still holds in memory past both.
+func (c *Client) offsetsOf(ctx context.Context, topic string, a *mq_pb.BrokerPartitionAssignment, known int64) (protocol.Offsets, error) {
+	st, err := c.flushed(ctx, partitionDir(topic, a), false)
 	if err != nil {
 		return protocol.Offsets{}, err
 	}
-	broker, err := c.brokerOffsets(ctx, topic, a)
-	if err != nil {
-		return protocol.Offsets{}, err
+	end := max(st.end, known)
+	for {
+		msgs, _, err := c.fetchFromBroker(ctx, topic, a, st, end, 1<<20)
+		if err != nil && !errors.Is(err, kerr.OffsetOutOfRange) {
+			return protocol.Offsets{}, err
+		}
+		if len(msgs) == 0 {
+			break
+		}
+		end = msgs[len(msgs)-1].offset + 1
 	}
-	// The log starts where the filer's segments start (0 before the first
-	// flush); the broker's own log start is where its memory starts.
-	return protocol.Offsets{LogStart: st.start, HighWatermark: max(broker.HighWatermark, st.end)}, nil
-}
-
-// brokerOffsets asks the leader broker for a partition's offsets.
-func (c *Client) brokerOffsets(ctx context.Context, topic string, a *mq_pb.BrokerPartitionAssignment) (protocol.Offsets, error) {
-	cc, err := c.conn(ctx, a.LeaderBroker)
-	if err != nil {
-		return protocol.Offsets{}, err
-	}
-	resp, err := mq_pb.NewSeaweedMessagingClient(cc).GetPartitionRangeInfo(ctx, &mq_pb.GetPartitionRangeInfoRequest{
-		Topic:     &schema_pb.Topic{Namespace: Namespace, Name: topic},
-		Partition: a.Partition,
-	})
-	if err != nil {
-		return protocol.Offsets{}, fmt.Errorf("%w: offsets from %s: %v", ErrUnavailable, a.LeaderBroker, err)
-	}
-	if resp.Error != "" {
-		return protocol.Offsets{}, fmt.Errorf("%w: offsets from %s: %s", ErrUnavailable, a.LeaderBroker, resp.Error)
-	}
-	return protocol.Offsets{HighWatermark: resp.OffsetRange.GetHighWaterMark(), LogStart: resp.OffsetRange.GetEarliestOffset()}, nil
+	return protocol.Offsets{LogStart: st.start, HighWatermark: end}, nil
 }
 
 // rawAt returns the stored message at offset, or nil past the end.

@@ -50,6 +50,10 @@ type publisher struct {
 	req  mq_pb.PublishMessageRequest
 	data mq_pb.DataMessage
 	buf  []byte
+
+	// verified is set once the broker's first acknowledged offset on this
+	// stream was checked against the stored records (appendVerifying).
+	verified bool
 }
 
 type pendingBatch struct {
@@ -165,6 +169,14 @@ func (c *Client) Append(ctx context.Context, topic string, index int32, records 
 		p.pub = pub
 	}
 	pub := p.pub
+	if !pub.verified {
+		return c.appendVerifying(ctx, p, pub, records, durable)
+	}
+	return p.send(ctx, pub, records, durable)
+}
+
+// send publishes records as one batch on pub.
+func (p *partition) send(ctx context.Context, pub *publisher, records []record.Record, durable bool) *protocol.Appended {
 	app := protocol.NewAppended()
 	if err := pub.enqueue(ctx, &pendingBatch{n: len(records), app: app, part: p, durable: durable}); err != nil {
 		return protocol.FailedAppend(fmt.Errorf("%w (%v)", kerr.NotLeaderForPartition, err))
@@ -185,6 +197,51 @@ func (c *Client) Append(ctx context.Context, topic string, index int32, records 
 			pub.fail(fmt.Errorf("publish to %s: %w", pub.leader, err))
 			break
 		}
+	}
+	return app
+}
+
+// appendVerifying is the first append on a new stream. The broker's offset
+// counter cannot be read reliably (its reported high watermark also counts
+// the stored data), so the first record goes alone and its acknowledged
+// offset is compared with the end of the stored records. If the broker is
+// behind, that copy sits at an offset already taken, where readers never
+// see it (they keep the first message stored at an offset); fillers then
+// use up the offsets up to the end, and the records are sent again.
+func (c *Client) appendVerifying(ctx context.Context, p *partition, pub *publisher, records []record.Record, durable bool) *protocol.Appended {
+	probe := p.send(ctx, pub, records[:1], false)
+	select {
+	case <-probe.Done:
+	case <-ctx.Done():
+		return protocol.FailedAppend(ctx.Err())
+	}
+	if probe.Err != nil {
+		return protocol.FailedAppend(probe.Err)
+	}
+	base := probe.Base
+	if base < p.storedEnd {
+		if err := c.fillGap(ctx, p, pub, base+1, p.storedEnd); err != nil {
+			pub.fail(err)
+			glog.Errorf("kafka partition %s/%d: broker %s assigned offset %d but records are stored up to offset %d, and moving it past them failed (%v); refusing writes so that no offset is handed out twice",
+				p.topic, p.index, pub.leader, base, p.storedEnd-1, err)
+			return protocol.FailedAppend(fmt.Errorf("%w: broker offset counter behind stored data", kerr.LeaderNotAvailable))
+		}
+		pub.verified = true
+		return p.send(ctx, pub, records, durable)
+	}
+	pub.verified = true
+	app := protocol.NewAppended()
+	switch {
+	case len(records) > 1:
+		rest := p.send(ctx, pub, records[1:], durable)
+		go func() {
+			<-rest.Done
+			app.Finish(base, rest.Err)
+		}()
+	case durable:
+		p.awaitFlush(&pendingBatch{n: 1, base: base, app: app, part: p})
+	default:
+		app.Finish(base, nil)
 	}
 	return app
 }
@@ -223,11 +280,6 @@ func (p *partition) nextTs(tsMs int64) (int64, bool) {
 // ts_ns it sends stay increasing and SeaweedMQ keeps them as they are.
 func (c *Client) openPublisher(ctx context.Context, p *partition, a *mq_pb.BrokerPartitionAssignment) (*publisher, error) {
 	dir := partitionDir(p.topic, a)
-	if p.reopenChecked && p.dir == dir {
-		p.reopenChecked = false
-		return c.openStream(ctx, p, a)
-	}
-	p.reopenChecked = false
 	p.dir = dir
 	st, err := c.flushed(ctx, dir, true)
 	if err != nil {
@@ -239,31 +291,76 @@ func (c *Client) openPublisher(ctx context.Context, p *partition, a *mq_pb.Broke
 			return nil, err
 		}
 		if cp < st.end-1 {
-			glog.V(0).Infof("kafka partition %s/%d: broker checkpoint at offset %d lags the stored records (up to %d); moving it up", p.topic, p.index, cp, st.end-1)
+			glog.V(1).Infof("kafka partition %s/%d: broker checkpoint at offset %d lags the stored records (up to %d); moving it up", p.topic, p.index, cp, st.end-1)
 			if err := c.writeCheckpoint(ctx, dir, st.end-1); err != nil {
 				return nil, err
 			}
 		}
 	}
-	broker, err := c.brokerOffsets(ctx, p.topic, a)
-	if err != nil {
-		return nil, err
-	}
-	if broker.HighWatermark < st.end {
-		glog.Errorf("kafka partition %s/%d: broker %s would assign offset %d but the filer holds records up to offset %d; refusing writes so that no offset is handed out twice (restart the broker to reload its counter)",
-			p.topic, p.index, a.LeaderBroker, broker.HighWatermark, st.end-1)
-		return nil, fmt.Errorf("%w: broker offset counter behind stored data", kerr.LeaderNotAvailable)
-	}
-	if hw := max(broker.HighWatermark, st.end); hw > 0 {
-		tail, err := c.rawAt(ctx, p.topic, a, hw-1)
+	if p.lastTsNs == 0 {
+		offs, err := c.offsetsOf(ctx, p.topic, a, p.knownHW())
 		if err != nil {
 			return nil, err
 		}
-		if tail != nil && tail.tsNs > p.lastTsNs {
-			p.lastTsNs = tail.tsNs
+		if hw := offs.HighWatermark; hw > 0 {
+			tail, err := c.rawAt(ctx, p.topic, a, hw-1)
+			if err != nil {
+				return nil, err
+			}
+			if tail != nil {
+				p.lastTsNs = tail.tsNs
+			}
 		}
 	}
+	p.storedEnd = st.end
 	return c.openStream(ctx, p, a)
+}
+
+// maxFillerGap bounds how far the gateway moves a broker's offset counter
+// with fillers; a larger gap is not a lost checkpoint and is left to an
+// operator.
+const maxFillerGap = 10_000_000
+
+// fillGap moves a broker whose offset counter restarted behind the stored
+// records (it recovers it from a checkpoint saved every two seconds) to the
+// end of them, by publishing fillers for the offsets from..to-1. Readers keep
+// the first message stored at an offset, the real record, so fillers are
+// never read; the broker then assigns new records the offsets after them.
+func (c *Client) fillGap(ctx context.Context, p *partition, pub *publisher, from, to int64) error {
+	n := to - from
+	if n > maxFillerGap {
+		return fmt.Errorf("gap of %d offsets", n)
+	}
+	if n <= 0 {
+		return nil
+	}
+	glog.Warningf("kafka partition %s/%d: broker would assign offset %d but records are stored up to offset %d; using up %d offsets with fillers so that none is handed out twice",
+		p.topic, p.index, from, to-1, n)
+	app := protocol.NewAppended()
+	if err := pub.enqueue(ctx, &pendingBatch{n: int(n), app: app, part: p}); err != nil {
+		return err
+	}
+	pub.data.Key = nil
+	pub.data.Value = record.AppendFiller(pub.buf[:0])
+	for i := int64(0); i < n; i++ {
+		pub.data.TsNs, _ = p.nextTs(-1)
+		if err := pub.stream.Send(&pub.req); err != nil {
+			pub.fail(err)
+			break
+		}
+	}
+	select {
+	case <-app.Done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if app.Err != nil {
+		return app.Err
+	}
+	if app.Base != from {
+		return fmt.Errorf("fillers got offsets from %d, expected %d", app.Base, from)
+	}
+	return nil
 }
 
 // openStream opens the publish stream itself.
