@@ -12,6 +12,8 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/filer"
 	"github.com/seaweedfs/seaweedfs/weed/pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
+	"github.com/seaweedfs/seaweedfs/weed/pb/schema_pb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -93,7 +95,7 @@ func TestRestarts(t *testing.T) {
 	// then overwrite it once more.
 	staleCheckpoints(t, topic)
 	time.Sleep(2500 * time.Millisecond)
-	staleCheckpoints(t, topic)
+	ranges := staleCheckpoints(t, topic)
 	if err := cluster.restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -111,15 +113,44 @@ func TestRestarts(t *testing.T) {
 		}
 		return gw.waitReady(5 * time.Second)
 	})
+	// Another SeaweedMQ client asking for the partitions' offsets makes the
+	// broker load its stale counter before the gateway can correct the
+	// checkpoint; the gateway must then move the counter itself.
+	touchOffsets(t, topic, ranges)
 	checkTopic(t, topic, produced)
 	produceBatch(t, topic, 4000, 500, produced)
 	checkTopic(t, topic, produced)
 }
 
-// staleCheckpoints sets every partition's broker checkpoint of topic to
-// offset 10.
-func staleCheckpoints(t *testing.T, topic string) {
+// touchOffsets asks the broker for the offsets of each partition range.
+func touchOffsets(t *testing.T, topicName string, ranges [][2]int32) {
 	t.Helper()
+	opt := grpc.WithTransportCredentials(insecure.NewCredentials())
+	err := pb.WithBrokerGrpcClient(false, "127.0.0.1:"+strconv.Itoa(cluster.brokerPort), opt, func(mc mq_pb.SeaweedMessagingClient) error {
+		for _, r := range ranges {
+			resp, err := mc.GetPartitionRangeInfo(ctxT(t), &mq_pb.GetPartitionRangeInfoRequest{
+				Topic:     &schema_pb.Topic{Namespace: "kafka", Name: topicName},
+				Partition: &schema_pb.Partition{RingSize: 2520, RangeStart: r[0], RangeStop: r[1]},
+			})
+			if err != nil {
+				return err
+			}
+			if resp.Error != "" {
+				return fmt.Errorf("%s", resp.Error)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// staleCheckpoints sets every partition's broker checkpoint of topic to
+// offset 10, and returns the partitions' ring ranges.
+func staleCheckpoints(t *testing.T, topic string) [][2]int32 {
+	t.Helper()
+	var ranges [][2]int32
 	addr := pb.ServerAddress("127.0.0.1:" + strconv.Itoa(cluster.filerPort))
 	opt := grpc.WithTransportCredentials(insecure.NewCredentials())
 	err := pb.WithGrpcFilerClient(false, 0, addr, opt, func(fc filer_pb.SeaweedFilerClient) error {
@@ -138,6 +169,10 @@ func staleCheckpoints(t *testing.T, topic string) {
 			if err := filer_pb.SeaweedList(ctx, fc, v, "", func(e *filer_pb.Entry, _ bool) error {
 				if e.IsDirectory {
 					parts = append(parts, v+"/"+e.Name)
+					var r [2]int32
+					if _, err := fmt.Sscanf(e.Name, "%d-%d", &r[0], &r[1]); err == nil {
+						ranges = append(ranges, r)
+					}
 				}
 				return nil
 			}, "", false, math.MaxInt32); err != nil {
@@ -157,4 +192,5 @@ func staleCheckpoints(t *testing.T, topic string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ranges
 }
