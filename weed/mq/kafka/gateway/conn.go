@@ -34,6 +34,7 @@ type conn struct {
 type pendingReply struct {
 	correlationID int32
 	reply         protocol.Reply
+	size          int64 // request bytes held until the reply is done
 }
 
 func newConn(srv *Server, nc net.Conn) *conn {
@@ -90,18 +91,26 @@ func (c *conn) readLoop() error {
 		if size < 0 || int(size) > c.srv.opts.MaxRequestSize {
 			return fmt.Errorf("request of %d bytes exceeds the limit of %d", size, c.srv.opts.MaxRequestSize)
 		}
+		// Request bytes held by the whole gateway are bounded; a reader
+		// waits here until answered requests free enough.
+		if err := c.srv.queued.Acquire(c.ctx, int64(size)); err != nil {
+			return err
+		}
 		frame, err := readFrame(r, int(size))
 		if err != nil {
+			c.srv.queued.Release(int64(size))
 			return err
 		}
 		req, err := protocol.Decode(frame)
 		if err != nil {
+			c.srv.queued.Release(int64(size))
 			return err
 		}
 		reply := c.srv.handler.Handle(c.ctx, req)
 		select {
-		case c.replies <- pendingReply{req.CorrelationID, reply}:
+		case c.replies <- pendingReply{req.CorrelationID, reply, int64(size)}:
 		case <-c.ctx.Done():
+			c.srv.queued.Release(int64(size))
 			return c.ctx.Err()
 		}
 	}
@@ -134,6 +143,7 @@ func (c *conn) writeLoop() {
 	var buf []byte
 	for p := range c.replies {
 		resp, err := p.reply()
+		c.srv.queued.Release(p.size)
 		if err != nil {
 			c.close(err)
 			continue // drain so the reader is never stuck

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
@@ -32,6 +34,9 @@ type Options struct {
 	AutoCreateTopics  bool
 	// MaxRequestSize bounds a request frame (socket.request.max.bytes).
 	MaxRequestSize int
+	// MaxQueuedBytes bounds the request bytes read and not yet answered,
+	// over all connections (queued.max.request.bytes).
+	MaxQueuedBytes int64
 	// ShutdownTimeout bounds how long Close waits for requests in flight.
 	ShutdownTimeout time.Duration
 
@@ -44,6 +49,8 @@ type Server struct {
 	opts    Options
 	handler *protocol.Handler
 	ln      net.Listener
+
+	queued *semaphore.Weighted
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -62,6 +69,12 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.MaxRequestSize <= 0 {
 		opts.MaxRequestSize = protocol.DefaultMaxRequestSize
 	}
+	if opts.MaxQueuedBytes <= 0 {
+		opts.MaxQueuedBytes = protocol.DefaultMaxQueuedBytes
+	}
+	if opts.MaxQueuedBytes < int64(opts.MaxRequestSize) {
+		opts.MaxQueuedBytes = int64(opts.MaxRequestSize) // one largest request must fit
+	}
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 10 * time.Second
 	}
@@ -77,9 +90,10 @@ func NewServer(opts Options) (*Server, error) {
 		opts.AdvertisedHost = host
 	}
 	s := &Server{
-		opts:  opts,
-		ln:    ln,
-		conns: map[*conn]struct{}{},
+		opts:   opts,
+		ln:     ln,
+		queued: semaphore.NewWeighted(opts.MaxQueuedBytes),
+		conns:  map[*conn]struct{}{},
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.handler = protocol.New(protocol.Config{

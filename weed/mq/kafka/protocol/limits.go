@@ -8,6 +8,12 @@ const (
 	// socket.request.max.bytes (100 MiB).
 	DefaultMaxRequestSize = 100 << 20
 
+	// DefaultMaxQueuedBytes bounds the request bytes the whole gateway holds
+	// read and not yet answered, like Kafka's queued.max.request.bytes:
+	// readers wait beyond it, so many clients sending large requests at
+	// once cannot exhaust memory.
+	DefaultMaxQueuedBytes = 512 << 20
+
 	// DefaultMaxMessageBytes is the default max.message.bytes of a topic:
 	// the largest record batch accepted, as in Kafka (1 MiB + overhead).
 	DefaultMaxMessageBytes = 1048588
