@@ -130,20 +130,17 @@ var errPublisherClosed = errors.New("publisher closed")
 
 // close ends the stream gracefully: the broker answers every record sent,
 // ends the stream, and (with no other publisher on the partition) flushes
-// the partition to the filer before it does. It reports whether the stream
-// ended that way rather than broken or timed out.
-func (pub *publisher) close(timeout time.Duration) bool {
+// the partition to the filer before it does. After timeout the stream is
+// cancelled.
+func (pub *publisher) close(timeout time.Duration) {
 	pub.stream.CloseSend() //nolint:errcheck // the reader sees the end
-	clean := false
 	select {
 	case <-pub.done:
-		clean = errors.Is(pub.broken(), errPublisherClosed)
 	case <-time.After(timeout):
 	}
 	pub.fail(errPublisherClosed)
 	pub.cancel()
 	<-pub.done
-	return clean
 }
 
 // Append implements protocol.Backend. A durable append is done when its
@@ -267,14 +264,13 @@ func (p *partition) nextTs(tsMs int64) (int64, bool) {
 	return p.lastTsNs, false
 }
 
-// openPublisher opens a partition's publish stream, after checking that the
-// broker will hand out the offsets that follow what is stored.
+// openPublisher opens a partition's publish stream and notes where the
+// stored records end, which appendVerifying checks the broker against.
 //
 // The broker recovers its offset counter after a restart from a checkpoint
 // it writes every two seconds, which can lag what it flushed; the gateway
-// moves the checkpoint up to the flushed data first. If the broker's counter
-// is still behind (it was loaded before), writes are refused with a
-// retriable error rather than let an offset be handed out twice.
+// moves the checkpoint up to the flushed data first, so that a broker that
+// loads the counter afterwards starts at the right place.
 //
 // It also learns the ts_ns of the partition's last record, so that the
 // ts_ns it sends stay increasing and SeaweedMQ keeps them as they are.
