@@ -25,6 +25,8 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/util/grace"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq"
 )
@@ -42,6 +44,9 @@ type kafkaGatewayOptions struct {
 	nodeID            *int
 	embeddedDir       *string
 	embeddedPorts     *string
+	groupInitialDelay *int
+	groupMinSession   *int
+	groupMaxSession   *int
 }
 
 var kafkaGatewayOpts kafkaGatewayOptions
@@ -77,6 +82,12 @@ the filers and MQ brokers there and follows them as they move.
                        socket.request.max.bytes (default 100 MiB)
   -node.id             broker id this gateway has in Metadata (default 1)
   -port.pprof          serve Go profiling on this port (0: off)
+  -group.initial.rebalance.delay.ms
+                       how long a new consumer group waits for more members
+                       before its first rebalance (default 3000, as Kafka)
+  -group.min.session.timeout.ms, -group.max.session.timeout.ms
+                       the session timeouts group members may ask for
+                       (default 6000 and 1800000, as Kafka)
   -embedded.dir        start a single-node SeaweedFS (master, volume, filer,
                        MQ broker) from this same binary with its data in this
                        folder, and serve Kafka on it. Never started unless
@@ -113,6 +124,9 @@ func init() {
 	o.maxRequestBytes = f.Int("max.request.bytes", protocol.DefaultMaxRequestSize, "largest request frame accepted")
 	o.nodeID = f.Int("node.id", 1, "broker id of this gateway in Metadata")
 	o.embeddedDir = f.String("embedded.dir", "", "start a single-node SeaweedFS with its data in this folder and serve Kafka on it")
+	o.groupInitialDelay = f.Int("group.initial.rebalance.delay.ms", int(group.DefaultInitialRebalanceDelay/time.Millisecond), "how long a new group waits for more members before its first rebalance")
+	o.groupMinSession = f.Int("group.min.session.timeout.ms", int(group.DefaultMinSessionTimeout/time.Millisecond), "smallest session timeout a group member may ask for")
+	o.groupMaxSession = f.Int("group.max.session.timeout.ms", int(group.DefaultMaxSessionTimeout/time.Millisecond), "largest session timeout a group member may ask for")
 	o.embeddedPorts = f.String("embedded.ports", "9333,8080,8888,17777", "master,volume,filer,broker ports of the embedded SeaweedFS")
 }
 
@@ -137,6 +151,13 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		DialOption: security.LoadClientTLS(util.GetViper(), "grpc.mq"),
 	})
 
+	groups := group.New(group.Options{
+		Store:                 offset.NewStore(backend),
+		InitialRebalanceDelay: max(time.Millisecond, time.Duration(*o.groupInitialDelay)*time.Millisecond),
+		MinSessionTimeout:     time.Duration(*o.groupMinSession) * time.Millisecond,
+		MaxSessionTimeout:     time.Duration(*o.groupMaxSession) * time.Millisecond,
+	})
+
 	bind := *o.ipBind
 	if bind == "" {
 		bind = *o.ip
@@ -151,9 +172,11 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		AutoCreateTopics:  *o.autoCreate,
 		MaxRequestSize:    *o.maxRequestBytes,
 		Backend:           backend,
+		Groups:            groups,
 	})
 	if err != nil {
 		glog.Errorf("kafka gateway: %v", err)
+		groups.Close()
 		backend.Close()
 		if emb != nil {
 			emb.stop()
@@ -169,6 +192,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	shutdown := func() {
 		shutdownOnce.Do(func() {
 			srv.Close()
+			groups.Close()
 			backend.Close()
 			if emb != nil {
 				emb.stop()
@@ -200,6 +224,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 
 	glog.V(0).Infof("kafka gateway: listening on %s, advertising %s, serving SeaweedFS at masters %s", srv.Addr(), srv.Advertised(), masters)
 	go watchCluster(backend, masters)
+	groups.Start()
 
 	if err := srv.Serve(); err != nil {
 		glog.Errorf("kafka gateway: %v", err)

@@ -222,7 +222,8 @@ func startGateway(master string, port int) (*gatewayProc, error) {
 		}
 	}
 	p, err := startProc("gateway", filepath.Join(work, "gateway.log"), "-v=1", "mq.kafka.gateway",
-		"-ip=127.0.0.1", "-port="+strconv.Itoa(port), "-master="+master, "-default-partitions=1")
+		"-ip=127.0.0.1", "-port="+strconv.Itoa(port), "-master="+master, "-default-partitions=1",
+		"-group.initial.rebalance.delay.ms=300")
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,8 @@ type conn struct {
 	srv    *Server
 	nc     net.Conn
 	remote string
+	// clientHost is the peer's host as Kafka shows it: "/127.0.0.1".
+	clientHost string
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -39,7 +41,12 @@ type pendingReply struct {
 
 func newConn(srv *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(srv.ctx)
+	host := nc.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
 	return &conn{
+		clientHost: "/" + host,
 		srv:     srv,
 		nc:      nc,
 		remote:  nc.RemoteAddr().String(),
@@ -106,6 +113,7 @@ func (c *conn) readLoop() error {
 			c.srv.queued.Release(int64(size))
 			return err
 		}
+		req.ClientHost = c.clientHost
 		reply := c.srv.handler.Handle(c.ctx, req)
 		select {
 		case c.replies <- pendingReply{req.CorrelationID, reply, int64(size)}:

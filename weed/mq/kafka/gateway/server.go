@@ -16,6 +16,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 )
 
@@ -42,6 +43,8 @@ type Options struct {
 
 	// Backend stores topics and records: SeaweedMQ.
 	Backend protocol.Backend
+	// Groups coordinates consumer groups and keeps their offsets.
+	Groups *group.Coordinator
 }
 
 // Server is a running Kafka gateway.
@@ -65,6 +68,9 @@ type Server struct {
 func NewServer(opts Options) (*Server, error) {
 	if opts.Backend == nil {
 		return nil, errors.New("gateway: no backend")
+	}
+	if opts.Groups == nil {
+		return nil, errors.New("gateway: no group coordinator")
 	}
 	if opts.MaxRequestSize <= 0 {
 		opts.MaxRequestSize = protocol.DefaultMaxRequestSize
@@ -103,7 +109,7 @@ func NewServer(opts Options) (*Server, error) {
 		ClusterID:         opts.ClusterID,
 		DefaultPartitions: opts.DefaultPartitions,
 		AutoCreateTopics:  opts.AutoCreateTopics,
-	}, opts.Backend)
+	}, opts.Backend, opts.Groups)
 	return s, nil
 }
 

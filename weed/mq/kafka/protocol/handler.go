@@ -8,6 +8,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 )
 
 // Config is what the handlers know about the gateway and its cluster.
@@ -27,23 +29,27 @@ type Config struct {
 type Handler struct {
 	cfg     Config
 	backend Backend
+	groups  *group.Coordinator
 }
 
-// New returns a Handler serving cfg's cluster from backend.
-func New(cfg Config, backend Backend) *Handler {
+// New returns a Handler serving cfg's cluster from backend, with groups
+// coordinated by groups.
+func New(cfg Config, backend Backend, groups *group.Coordinator) *Handler {
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if cfg.DefaultPartitions <= 0 {
 		cfg.DefaultPartitions = 1
 	}
-	return &Handler{cfg: cfg, backend: backend}
+	return &Handler{cfg: cfg, backend: backend, groups: groups}
 }
 
 // Request is one decoded request.
 type Request struct {
 	Header
 	Body kmsg.Request
+	// ClientHost is the client's address as DescribeGroups shows it.
+	ClientHost string
 	// versionTooNew marks an ApiVersions request newer than we serve: it
 	// is answered in v0 format with UNSUPPORTED_VERSION.
 	versionTooNew bool

@@ -1,0 +1,313 @@
+// Package group is the group coordinator: Kafka's classic consumer group
+// protocol (join, sync, heartbeat, leave, static membership) and the
+// group's committed offsets. Each group is owned by one goroutine; requests
+// and timers change it by sending it functions, so a group's state needs no
+// lock. Offsets and the state needed to carry on after a restart are kept
+// in the filer through package offset.
+package group
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+)
+
+// Options configure a Coordinator. Durations left zero take Kafka's
+// defaults.
+type Options struct {
+	Store *offset.Store
+	// InitialRebalanceDelay is how long a new group waits for more members
+	// before its first generation (group.initial.rebalance.delay.ms).
+	InitialRebalanceDelay time.Duration
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeouts
+	// members may ask for (group.min/max.session.timeout.ms).
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+}
+
+// Kafka's defaults.
+const (
+	DefaultInitialRebalanceDelay = 3 * time.Second
+	DefaultMinSessionTimeout     = 6 * time.Second
+	DefaultMaxSessionTimeout     = 30 * time.Minute
+	// MaxMetadataBytes bounds a committed offset's metadata
+	// (offset.metadata.max.bytes).
+	MaxMetadataBytes = 4096
+)
+
+// Coordinator coordinates every group this gateway serves.
+type Coordinator struct {
+	opts Options
+
+	mu     sync.Mutex
+	groups map[string]*group
+	ready  bool // saved groups are loaded
+	closed bool
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// New returns a coordinator; Start loads the saved groups.
+func New(opts Options) *Coordinator {
+	if opts.InitialRebalanceDelay == 0 {
+		opts.InitialRebalanceDelay = DefaultInitialRebalanceDelay
+	}
+	if opts.MinSessionTimeout == 0 {
+		opts.MinSessionTimeout = DefaultMinSessionTimeout
+	}
+	if opts.MaxSessionTimeout == 0 {
+		opts.MaxSessionTimeout = DefaultMaxSessionTimeout
+	}
+	return &Coordinator{opts: opts, groups: map[string]*group{}, stop: make(chan struct{})}
+}
+
+// loadRetry is how often loading the saved groups is tried again while the
+// filer cannot be reached.
+const loadRetry = 2 * time.Second
+
+// Start loads the saved groups in the background, retrying until the
+// filer answers; until then group requests get COORDINATOR_LOAD_IN_PROGRESS.
+// Groups with members resume where they were: their members' sessions
+// restart now.
+func (c *Coordinator) Start() {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for {
+			err := c.load()
+			if err == nil {
+				return
+			}
+			glog.Warningf("kafka groups: %v; retrying", err)
+			select {
+			case <-c.stop:
+				return
+			case <-time.After(loadRetry):
+			}
+		}
+	}()
+}
+
+func (c *Coordinator) load() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	states, err := c.opts.Store.States(ctx)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	for name, data := range states {
+		g := newGroup(c, name)
+		if err := g.restore(data); err != nil {
+			glog.Errorf("kafka group %s: unreadable saved state, ignored: %v", name, err)
+			continue
+		}
+		c.groups[name] = g
+		c.wg.Add(1)
+		go g.manage()
+	}
+	c.ready = true
+	glog.V(0).Infof("kafka groups: loaded %d saved groups", len(states))
+	return nil
+}
+
+// Close ends every group's goroutine. Requests still waiting on a group get
+// COORDINATOR_NOT_AVAILABLE.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	close(c.stop)
+	for _, g := range c.groups {
+		g.stop()
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
+// lookup returns the group, creating it if create is set; nil if it does
+// not exist. The error is a Kafka error for the whole request.
+func (c *Coordinator) lookup(name string, create bool) (*group, *kerr.Error) {
+	if name == "" {
+		return nil, kerr.InvalidGroupID
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	if !c.ready {
+		return nil, kerr.CoordinatorLoadInProgress
+	}
+	g := c.groups[name]
+	if g == nil && create {
+		g = newGroup(c, name)
+		c.groups[name] = g
+		c.wg.Add(1)
+		go g.manage()
+	}
+	return g, nil
+}
+
+// forget removes a deleted group.
+func (c *Coordinator) forget(g *group) {
+	c.mu.Lock()
+	if c.groups[g.name] == g {
+		delete(c.groups, g.name)
+	}
+	c.mu.Unlock()
+	g.stop()
+}
+
+// call runs fn on the group's goroutine and waits for it.
+func call[T any](ctx context.Context, g *group, fn func() T) (T, error) {
+	done := make(chan T, 1)
+	if err := g.send(ctx, func() { done <- fn() }); err != nil {
+		var zero T
+		return zero, err
+	}
+	select {
+	case v := <-done:
+		return v, nil
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// goneErr is the Kafka error for a request whose group went away under it.
+func goneErr(err error) *kerr.Error {
+	if errors.Is(err, errGroupGone) {
+		return kerr.CoordinatorNotAvailable
+	}
+	return kerr.RequestTimedOut
+}
+
+// JoinGroup answers a JoinGroup; it waits until the join phase ends. A nil
+// response with an error means the connection is gone.
+func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest, cl Client) (*kmsg.JoinGroupResponse, error) {
+	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
+	if session < c.opts.MinSessionTimeout || session > c.opts.MaxSessionTimeout {
+		return joinError(req, kerr.InvalidSessionTimeout), nil
+	}
+	if req.InstanceID != nil && *req.InstanceID == "" {
+		return joinError(req, kerr.InvalidGroupID), nil
+	}
+	g, kerrr := c.lookup(req.Group, true)
+	if kerrr != nil {
+		return joinError(req, kerrr), nil
+	}
+	reply := make(chan *kmsg.JoinGroupResponse, 2)
+	if err := g.send(ctx, func() { g.join(req, cl, reply) }); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return joinError(req, goneErr(err)), nil
+	}
+	select {
+	case resp := <-reply:
+		return resp, nil
+	case <-g.quit:
+		return joinError(req, kerr.CoordinatorNotAvailable), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// SyncGroup answers a SyncGroup; a follower's waits for the leader's.
+func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse, error) {
+	g, kerrr := c.lookup(req.Group, false)
+	if kerrr != nil {
+		return syncError(req, kerrr), nil
+	}
+	if g == nil {
+		return syncError(req, kerr.UnknownMemberID), nil
+	}
+	reply := make(chan *kmsg.SyncGroupResponse, 2)
+	if err := g.send(ctx, func() { g.sync(req, reply) }); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return syncError(req, goneErr(err)), nil
+	}
+	select {
+	case resp := <-reply:
+		return resp, nil
+	case <-g.quit:
+		return syncError(req, kerr.CoordinatorNotAvailable), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Heartbeat answers a Heartbeat with its error code.
+func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) int16 {
+	g, kerrr := c.lookup(req.Group, false)
+	if kerrr != nil {
+		return kerrr.Code
+	}
+	if g == nil {
+		return kerr.UnknownMemberID.Code
+	}
+	code, err := call(ctx, g, func() int16 {
+		if e := g.heartbeat(req); e != nil {
+			return e.Code
+		}
+		return 0
+	})
+	if err != nil {
+		return goneErr(err).Code
+	}
+	return code
+}
+
+// Leaving is one member of a LeaveGroup.
+type Leaving struct {
+	MemberID   string
+	InstanceID *string
+	Reason     *string
+}
+
+// LeaveGroup removes members; it returns a code for the request and one per
+// member.
+func (c *Coordinator) LeaveGroup(ctx context.Context, name string, members []Leaving) (int16, []int16) {
+	codes := make([]int16, len(members))
+	g, kerrr := c.lookup(name, false)
+	if kerrr != nil {
+		return kerrr.Code, codes
+	}
+	if g == nil {
+		for i := range codes {
+			codes[i] = kerr.UnknownMemberID.Code
+		}
+		return 0, codes
+	}
+	_, err := call(ctx, g, func() struct{} {
+		for i, l := range members {
+			if e := g.leave(l.MemberID, l.InstanceID, l.Reason); e != nil {
+				codes[i] = e.Code
+			}
+		}
+		return struct{}{}
+	})
+	if err != nil {
+		return goneErr(err).Code, codes
+	}
+	return 0, codes
+}

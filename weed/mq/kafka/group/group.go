@@ -1,0 +1,254 @@
+package group
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+)
+
+// State is a classic group's state, named as Kafka names it.
+type State string
+
+const (
+	Empty               State = "Empty"
+	PreparingRebalance  State = "PreparingRebalance"
+	CompletingRebalance State = "CompletingRebalance"
+	Stable              State = "Stable"
+	Dead                State = "Dead"
+)
+
+// errGroupGone is returned to requests that reach a group after it was
+// deleted or the coordinator closed.
+var errGroupGone = errors.New("group is gone")
+
+// group is one consumer group. Everything below ctl is owned by the group's
+// goroutine (manage): requests and timers change it by sending a function
+// to ctl.
+type group struct {
+	c    *Coordinator
+	name string
+	ctl  chan func()
+	quit chan struct{} // closed when the group ends (deleted, coordinator closed)
+
+	state        State
+	protocolType string
+	protocol     string // selected for the current generation
+	generation   int32
+	leader       string
+	members      map[string]*member
+	static       map[string]string // group.instance.id -> member id
+	pending      map[string]uint64 // member ids handed out with MEMBER_ID_REQUIRED -> expiry seq
+	saved        bool              // a state file exists
+
+	// The join phase: ends when every member rejoined, or at the deadline.
+	joinSeq      uint64
+	initialJoin  bool
+	initialStart time.Time
+	// The sync phase: members that have not sent SyncGroup for this
+	// generation.
+	syncSeq     uint64
+	pendingSync map[string]bool
+	seq         uint64 // source of timer ids
+}
+
+// member is one member of a group.
+type member struct {
+	id           string
+	instanceID   *string
+	clientID     string
+	clientHost   string
+	session      time.Duration
+	rebalance    time.Duration
+	protocolType string
+	protocols    []kmsg.JoinGroupRequestProtocol
+	assignment   []byte
+
+	joining  *pendingJoin // a JoinGroup waiting for the join phase to end
+	syncing  *pendingSync // a SyncGroup waiting for the leader's assignment
+	sessionT uint64       // id of the live session timer
+}
+
+type pendingJoin struct {
+	req   *kmsg.JoinGroupRequest
+	reply chan *kmsg.JoinGroupResponse
+}
+
+type pendingSync struct {
+	req   *kmsg.SyncGroupRequest
+	reply chan *kmsg.SyncGroupResponse
+}
+
+func newGroup(c *Coordinator, name string) *group {
+	return &group{
+		c:       c,
+		name:    name,
+		ctl:     make(chan func()),
+		quit:    make(chan struct{}),
+		state:   Empty,
+		members: map[string]*member{},
+		static:  map[string]string{},
+		pending: map[string]uint64{},
+	}
+}
+
+// manage runs the group's functions one at a time until the group ends.
+func (g *group) manage() {
+	defer g.c.wg.Done()
+	for {
+		select {
+		case fn := <-g.ctl:
+			fn()
+		case <-g.quit:
+			return
+		}
+	}
+}
+
+// send runs fn on the group's goroutine; it fails if the group is gone.
+func (g *group) send(ctx context.Context, fn func()) error {
+	select {
+	case g.ctl <- fn:
+		return nil
+	case <-g.quit:
+		return errGroupGone
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// after runs fn on the group's goroutine once d has passed.
+func (g *group) after(d time.Duration, fn func()) {
+	time.AfterFunc(d, func() {
+		select {
+		case g.ctl <- fn:
+		case <-g.quit:
+		}
+	})
+}
+
+func (g *group) nextSeq() uint64 { g.seq++; return g.seq }
+
+// stop ends the group's goroutine; requests waiting on it get errGroupGone.
+func (g *group) stop() {
+	select {
+	case <-g.quit:
+	default:
+		close(g.quit)
+	}
+}
+
+// exists reports whether Kafka would know the group: it has members, or
+// state or offsets saved.
+func (g *group) exists() bool { return g.saved || len(g.members) > 0 || g.state != Empty }
+
+// savedState is a group's state file: what is needed to carry on after a
+// restart without a rebalance (generation, protocol, members and their
+// assignments, static members).
+type savedState struct {
+	Group        string        `json:"group"`
+	ProtocolType string        `json:"protocolType"`
+	Protocol     string        `json:"protocol"`
+	Generation   int32         `json:"generation"`
+	Leader       string        `json:"leader"`
+	Stable       bool          `json:"stable"` // every member has its assignment
+	Members      []savedMember `json:"members"`
+}
+
+type savedMember struct {
+	ID              string          `json:"id"`
+	InstanceID      *string         `json:"instanceId,omitempty"`
+	ClientID        string          `json:"clientId"`
+	ClientHost      string          `json:"clientHost"`
+	SessionMillis   int64           `json:"sessionMs"`
+	RebalanceMillis int64           `json:"rebalanceMs"`
+	Protocols       []savedProtocol `json:"protocols"`
+	Assignment      []byte          `json:"assignment,omitempty"`
+}
+
+type savedProtocol struct {
+	Name     string `json:"name"`
+	Metadata []byte `json:"metadata"`
+}
+
+// saveTimeout bounds writing a group's state.
+const saveTimeout = 10 * time.Second
+
+// save writes the group's state to the filer.
+func (g *group) save() error {
+	st := savedState{
+		Group:        g.name,
+		ProtocolType: g.protocolType,
+		Protocol:     g.protocol,
+		Generation:   g.generation,
+		Leader:       g.leader,
+		Stable:       g.state == Stable || g.state == Empty,
+	}
+	for _, m := range g.sortedMembers() {
+		sm := savedMember{
+			ID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost,
+			SessionMillis: m.session.Milliseconds(), RebalanceMillis: m.rebalance.Milliseconds(),
+			Assignment: m.assignment,
+		}
+		for _, p := range m.protocols {
+			sm.Protocols = append(sm.Protocols, savedProtocol{p.Name, p.Metadata})
+		}
+		st.Members = append(st.Members, sm)
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
+	defer cancel()
+	if err := g.c.opts.Store.SaveState(ctx, g.name, data); err != nil {
+		glog.Warningf("kafka group %s: %v", g.name, err)
+		return err
+	}
+	g.saved = true
+	return nil
+}
+
+// restore sets the group from its state file. A group saved with its
+// assignments resumes Stable: its members carry on heartbeating with their
+// generation and need not rebalance. One saved in the middle of a rebalance
+// resumes in a rebalance that its members join again.
+func (g *group) restore(data []byte) error {
+	var st savedState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return err
+	}
+	g.saved = true
+	g.protocolType, g.protocol = st.ProtocolType, st.Protocol
+	g.generation, g.leader = st.Generation, st.Leader
+	for _, sm := range st.Members {
+		m := &member{
+			id: sm.ID, instanceID: sm.InstanceID, clientID: sm.ClientID, clientHost: sm.ClientHost,
+			session:   time.Duration(sm.SessionMillis) * time.Millisecond,
+			rebalance: time.Duration(sm.RebalanceMillis) * time.Millisecond,
+			protocolType: st.ProtocolType, assignment: sm.Assignment,
+		}
+		for _, p := range sm.Protocols {
+			m.protocols = append(m.protocols, kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: p.Metadata})
+		}
+		g.members[m.id] = m
+		if m.instanceID != nil {
+			g.static[*m.instanceID] = m.id
+		}
+		g.touch(m)
+	}
+	switch {
+	case len(g.members) == 0:
+		g.state = Empty
+	case st.Stable:
+		g.state = Stable
+	default:
+		g.state = PreparingRebalance
+		g.startJoinTimer(false)
+	}
+	return nil
+}

@@ -1,0 +1,388 @@
+package group
+
+import (
+	"context"
+	"io/fs"
+	"path"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+)
+
+// memFiles is an in-memory offset.Files for these tests.
+type memFiles struct {
+	mu    sync.Mutex
+	files map[string][]byte // full path -> content
+}
+
+func (m *memFiles) ReadFile(_ context.Context, dir, name string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.files[path.Join(dir, name)]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return d, nil
+}
+
+func (m *memFiles) WriteFile(_ context.Context, dir, name string, data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.files[path.Join(dir, name)] = append([]byte(nil), data...)
+	return nil
+}
+
+func (m *memFiles) ListFiles(_ context.Context, dir string) ([]offset.File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := map[string]bool{}
+	var out []offset.File
+	for p, d := range m.files {
+		rest, ok := strings.CutPrefix(p, dir+"/")
+		if !ok {
+			continue
+		}
+		name, _, isDir := strings.Cut(rest, "/")
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		f := offset.File{Name: name, Dir: isDir}
+		if !isDir {
+			f.Data = d
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func (m *memFiles) Remove(_ context.Context, dir, name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	full := path.Join(dir, name)
+	for p := range m.files {
+		if p == full || strings.HasPrefix(p, full+"/") {
+			delete(m.files, p)
+		}
+	}
+	return nil
+}
+
+func newCoordinator(t *testing.T, files *memFiles) *Coordinator {
+	t.Helper()
+	c := New(Options{
+		Store:                 offset.NewStore(files),
+		InitialRebalanceDelay: 20 * time.Millisecond,
+		MinSessionTimeout:     10 * time.Millisecond,
+	})
+	c.Start()
+	t.Cleanup(c.Close)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		ready := c.ready
+		c.mu.Unlock()
+		if ready {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("coordinator did not load")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+type joiner struct {
+	c        *Coordinator
+	group    string
+	id       string
+	instance *string
+	session  int32
+	meta     string
+}
+
+func (j *joiner) joinAsync(t *testing.T) chan *kmsg.JoinGroupResponse {
+	out := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() {
+		for {
+			req := kmsg.NewPtrJoinGroupRequest()
+			req.Version = 9
+			req.Group, req.MemberID, req.InstanceID = j.group, j.id, j.instance
+			req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = j.session, 2000
+			req.ProtocolType = "consumer"
+			req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte(j.meta)}}
+			resp, err := j.c.JoinGroup(context.Background(), req, Client{ID: "test", Host: "/127.0.0.1"})
+			if err != nil {
+				t.Error(err)
+				close(out)
+				return
+			}
+			if resp.ErrorCode == kerr.MemberIDRequired.Code {
+				j.id = resp.MemberID
+				continue
+			}
+			if resp.ErrorCode == 0 {
+				j.id = resp.MemberID
+			}
+			out <- resp
+			return
+		}
+	}()
+	return out
+}
+
+func (j *joiner) join(t *testing.T) *kmsg.JoinGroupResponse {
+	t.Helper()
+	select {
+	case r := <-j.joinAsync(t):
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("JoinGroup did not return")
+		return nil
+	}
+}
+
+func (j *joiner) sync(t *testing.T, gen int32, assign map[string]string) *kmsg.SyncGroupResponse {
+	t.Helper()
+	req := kmsg.NewPtrSyncGroupRequest()
+	req.Version = 5
+	req.Group, req.Generation, req.MemberID, req.InstanceID = j.group, gen, j.id, j.instance
+	for m, a := range assign {
+		req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: m, MemberAssignment: []byte(a)})
+	}
+	resp, err := j.c.SyncGroup(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func (j *joiner) heartbeat(gen int32) int16 {
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Group, req.Generation, req.MemberID, req.InstanceID = j.group, gen, j.id, j.instance
+	return j.c.Heartbeat(context.Background(), req)
+}
+
+func TestJoinSyncHeartbeat(t *testing.T) {
+	c := newCoordinator(t, &memFiles{files: map[string][]byte{}})
+	a := &joiner{c: c, group: "g", session: 5000, meta: "a"}
+	b := &joiner{c: c, group: "g", session: 5000, meta: "b"}
+	ra, rb := a.joinAsync(t), b.joinAsync(t)
+	ja, jb := <-ra, <-rb
+	if ja.ErrorCode != 0 || jb.ErrorCode != 0 {
+		t.Fatalf("join errors %d %d", ja.ErrorCode, jb.ErrorCode)
+	}
+	if ja.Generation != 1 || jb.Generation != 1 || ja.LeaderID != jb.LeaderID {
+		t.Fatalf("generations %d %d, leaders %s %s", ja.Generation, jb.Generation, ja.LeaderID, jb.LeaderID)
+	}
+	leader, follower := a, b
+	lresp := ja
+	if ja.LeaderID != a.id {
+		leader, follower, lresp = b, a, jb
+	}
+	if len(lresp.Members) != 2 {
+		t.Fatalf("leader got %d members", len(lresp.Members))
+	}
+	// The follower's sync waits for the leader's.
+	fsync := make(chan *kmsg.SyncGroupResponse, 1)
+	go func() { fsync <- follower.sync(t, 1, nil) }()
+	time.Sleep(20 * time.Millisecond)
+	if code := follower.heartbeat(1); code != 0 {
+		t.Fatalf("heartbeat while completing: %v", kerr.ErrorForCode(code))
+	}
+	ls := leader.sync(t, 1, map[string]string{leader.id: "L", follower.id: "F"})
+	fs := <-fsync
+	if ls.ErrorCode != 0 || string(ls.MemberAssignment) != "L" || fs.ErrorCode != 0 || string(fs.MemberAssignment) != "F" {
+		t.Fatalf("sync: leader %d %q, follower %d %q", ls.ErrorCode, ls.MemberAssignment, fs.ErrorCode, fs.MemberAssignment)
+	}
+	if code := leader.heartbeat(0); code != kerr.IllegalGeneration.Code {
+		t.Fatalf("stale generation heartbeat: %v", kerr.ErrorForCode(code))
+	}
+	if code := (&joiner{c: c, group: "g", id: "nobody"}).heartbeat(1); code != kerr.UnknownMemberID.Code {
+		t.Fatalf("unknown member heartbeat: %v", kerr.ErrorForCode(code))
+	}
+
+	// A third member: the others learn of the rebalance by heartbeat.
+	third := &joiner{c: c, group: "g", session: 5000, meta: "c"}
+	r3 := third.joinAsync(t)
+	waitCode(t, func() int16 { return leader.heartbeat(1) }, kerr.RebalanceInProgress.Code)
+	r1, r2 := leader.joinAsync(t), follower.joinAsync(t)
+	j1, j2, j3 := <-r1, <-r2, <-r3
+	if j1.Generation != 2 || j2.Generation != 2 || j3.Generation != 2 {
+		t.Fatalf("generation after third joined: %d %d %d", j1.Generation, j2.Generation, j3.Generation)
+	}
+
+	// A member leaves: the others rebalance without it.
+	code, codes := c.LeaveGroup(context.Background(), "g", []Leaving{{MemberID: third.id}})
+	if code != 0 || codes[0] != 0 {
+		t.Fatalf("leave: %d %v", code, codes)
+	}
+	code, codes = c.LeaveGroup(context.Background(), "g", []Leaving{{MemberID: third.id}})
+	if code != 0 || codes[0] != kerr.UnknownMemberID.Code {
+		t.Fatalf("leaving twice: %d %v", code, codes)
+	}
+}
+
+func waitCode(t *testing.T, f func() int16, want int16) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := f()
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("got %v, want %v", kerr.ErrorForCode(got), kerr.ErrorForCode(want))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stable brings a one-member group to Stable and returns its generation.
+func stable(t *testing.T, j *joiner) int32 {
+	t.Helper()
+	jr := j.join(t)
+	if jr.ErrorCode != 0 {
+		t.Fatalf("join: %v", kerr.ErrorForCode(jr.ErrorCode))
+	}
+	if sr := j.sync(t, jr.Generation, map[string]string{j.id: "assigned"}); sr.ErrorCode != 0 {
+		t.Fatalf("sync: %v", kerr.ErrorForCode(sr.ErrorCode))
+	}
+	return jr.Generation
+}
+
+func TestSessionTimeoutRemovesMember(t *testing.T) {
+	c := newCoordinator(t, &memFiles{files: map[string][]byte{}})
+	j := &joiner{c: c, group: "g", session: 100}
+	gen := stable(t, j)
+	time.Sleep(300 * time.Millisecond)
+	if code := j.heartbeat(gen); code != kerr.UnknownMemberID.Code {
+		t.Fatalf("heartbeat after session expired: %v", kerr.ErrorForCode(code))
+	}
+	d := c.Describe(context.Background(), "g", 5)
+	if d.State != string(Empty) || len(d.Members) != 0 {
+		t.Fatalf("group after expiry: %s with %d members", d.State, len(d.Members))
+	}
+}
+
+func TestStaticMemberRejoinKeepsGeneration(t *testing.T) {
+	c := newCoordinator(t, &memFiles{files: map[string][]byte{}})
+	inst := "instance-1"
+	j := &joiner{c: c, group: "g", session: 5000, instance: &inst}
+	gen := stable(t, j)
+	old := j.id
+
+	again := &joiner{c: c, group: "g", session: 5000, instance: &inst}
+	jr := again.join(t)
+	if jr.ErrorCode != 0 || jr.Generation != gen || again.id == old || !jr.SkipAssignment {
+		t.Fatalf("static rejoin: err %v gen %d (was %d) id changed %v skip %v", kerr.ErrorForCode(jr.ErrorCode), jr.Generation, gen, again.id != old, jr.SkipAssignment)
+	}
+	if sr := again.sync(t, gen, nil); sr.ErrorCode != 0 || string(sr.MemberAssignment) != "assigned" {
+		t.Fatalf("static member's assignment after rejoin: %v %q", kerr.ErrorForCode(sr.ErrorCode), sr.MemberAssignment)
+	}
+	if code := j.heartbeat(gen); code != kerr.FencedInstanceID.Code {
+		t.Fatalf("old incarnation's heartbeat: %v", kerr.ErrorForCode(code))
+	}
+}
+
+func TestCommitsAndStateSurviveRestart(t *testing.T) {
+	files := &memFiles{files: map[string][]byte{}}
+	c := newCoordinator(t, files)
+	j := &joiner{c: c, group: "g/1", session: 5000}
+	gen := stable(t, j)
+	meta := "m"
+	offs := offset.Topics{"t": {0: {Offset: 42, LeaderEpoch: 3, Metadata: &meta}}}
+	if e := c.CommitOffsets(context.Background(), "g/1", Committer{Generation: gen, MemberID: j.id}, offs); e != nil {
+		t.Fatalf("commit: %v", e)
+	}
+	if e := c.CommitOffsets(context.Background(), "g/1", Committer{Generation: gen + 1, MemberID: j.id}, offs); e != kerr.IllegalGeneration {
+		t.Fatalf("commit with a future generation: %v", e)
+	}
+	if e := c.CommitOffsets(context.Background(), "g/1", Committer{Generation: -1}, offs); e != kerr.UnknownMemberID {
+		t.Fatalf("simple commit to a group with members: %v", e)
+	}
+	if e := c.DeleteGroup(context.Background(), "g/1"); e != kerr.NonEmptyGroup {
+		t.Fatalf("deleting a group with members: %v", e)
+	}
+	c.Close()
+
+	// A new coordinator on the same files: the member carries on.
+	c2 := newCoordinator(t, files)
+	j.c = c2
+	if code := j.heartbeat(gen); code != 0 {
+		t.Fatalf("heartbeat after restart: %v", kerr.ErrorForCode(code))
+	}
+	got, e := c2.FetchOffsets(context.Background(), "g/1", nil)
+	if e != nil || got["t"][0].Offset != 42 || got["t"][0].LeaderEpoch != 3 || *got["t"][0].Metadata != "m" {
+		t.Fatalf("offsets after restart: %v %v", got, e)
+	}
+	list, _ := c2.List(context.Background())
+	if len(list) != 1 || list[0].Name != "g/1" || list[0].State != Stable {
+		t.Fatalf("groups after restart: %+v", list)
+	}
+	code, _ := c2.LeaveGroup(context.Background(), "g/1", []Leaving{{MemberID: j.id}})
+	if code != 0 {
+		t.Fatalf("leave: %v", kerr.ErrorForCode(code))
+	}
+	waitCode(t, func() int16 {
+		if e := c2.DeleteGroup(context.Background(), "g/1"); e != nil {
+			return e.Code
+		}
+		return 0
+	}, 0)
+	if len(files.files) != 0 {
+		t.Fatalf("files left after delete: %v", files.files)
+	}
+	if e := c2.DeleteGroup(context.Background(), "g/1"); e != kerr.GroupIDNotFound {
+		t.Fatalf("deleting a deleted group: %v", e)
+	}
+}
+
+func TestSimpleCommits(t *testing.T) {
+	c := newCoordinator(t, &memFiles{files: map[string][]byte{}})
+	if e := c.CommitOffsets(context.Background(), "simple", Committer{Generation: 5, MemberID: "x"}, offset.Topics{"t": {0: {Offset: 1}}}); e != kerr.IllegalGeneration {
+		t.Fatalf("member commit to an unknown group: %v", e)
+	}
+	if e := c.CommitOffsets(context.Background(), "simple", Committer{Generation: -1}, offset.Topics{"t": {0: {Offset: 7}, 1: {Offset: 9}}}); e != nil {
+		t.Fatalf("simple commit: %v", e)
+	}
+	got, _ := c.FetchOffsets(context.Background(), "simple", []string{"t", "u"})
+	if len(got) != 1 || got["t"][0].Offset != 7 || got["t"][1].Offset != 9 {
+		t.Fatalf("fetched %v", got)
+	}
+	d := c.Describe(context.Background(), "simple", 6)
+	if d.ErrorCode != 0 || d.State != string(Empty) {
+		t.Fatalf("describe simple group: %v %s", kerr.ErrorForCode(d.ErrorCode), d.State)
+	}
+	if d := c.Describe(context.Background(), "nothing", 6); d.ErrorCode != kerr.GroupIDNotFound.Code || d.State != string(Dead) {
+		t.Fatalf("describe unknown group: %v %s", kerr.ErrorForCode(d.ErrorCode), d.State)
+	}
+}
+
+func TestJoinValidation(t *testing.T) {
+	c := newCoordinator(t, &memFiles{files: map[string][]byte{}})
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Version = 9
+	req.Group, req.SessionTimeoutMillis, req.ProtocolType = "g", 1, "consumer"
+	req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	resp, _ := c.JoinGroup(context.Background(), req, Client{})
+	if resp.ErrorCode != kerr.InvalidSessionTimeout.Code {
+		t.Fatalf("tiny session timeout: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	req.SessionTimeoutMillis, req.Group = 1000, ""
+	if resp, _ = c.JoinGroup(context.Background(), req, Client{}); resp.ErrorCode != kerr.InvalidGroupID.Code {
+		t.Fatalf("empty group id: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	a := &joiner{c: c, group: "g", session: 5000}
+	stable(t, a)
+	req.Group, req.ProtocolType = "g", "connect"
+	if resp, _ = c.JoinGroup(context.Background(), req, Client{}); resp.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("another protocol type: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+}

@@ -1,0 +1,330 @@
+package group
+
+// Committed offsets (OffsetCommit, OffsetFetch, OffsetDelete) and the
+// group introspection and admin calls (DescribeGroups, ListGroups,
+// DeleteGroups).
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+)
+
+// Committer is who commits: a member of the current generation, or a
+// group-less consumer (generation -1, no member id).
+type Committer struct {
+	Generation int32
+	MemberID   string
+	InstanceID *string
+}
+
+// validateCommit checks a commit as Kafka does for classic groups.
+func (g *group) validateCommit(who Committer) *kerr.Error {
+	if g.state == Dead {
+		return kerr.CoordinatorNotAvailable
+	}
+	if who.Generation < 0 && g.state == Empty {
+		return nil // a simple consumer, storing offsets only
+	}
+	if who.Generation >= 0 || who.MemberID != "" || who.InstanceID != nil {
+		if g.fenced(who.MemberID, who.InstanceID) {
+			return kerr.FencedInstanceID
+		}
+		m := g.members[who.MemberID]
+		if m == nil {
+			return kerr.UnknownMemberID
+		}
+		if who.Generation != g.generation {
+			return kerr.IllegalGeneration
+		}
+		if g.state == CompletingRebalance {
+			return kerr.RebalanceInProgress
+		}
+		g.touch(m)
+		return nil
+	}
+	// Generation -1 with no member, but the group has members: simple
+	// commits would race with theirs.
+	return kerr.UnknownMemberID
+}
+
+// CommitOffsets commits offsets for the group once the committer is
+// validated, and returns when they are in the filer. The error is a Kafka
+// error for every partition of the request.
+func (c *Coordinator) CommitOffsets(ctx context.Context, name string, who Committer, offsets offset.Topics) *kerr.Error {
+	g, kerrr := c.lookup(name, false)
+	if kerrr != nil {
+		return kerrr
+	}
+	if g == nil {
+		if who.Generation >= 0 {
+			return kerr.IllegalGeneration
+		}
+		if g, kerrr = c.lookup(name, true); kerrr != nil {
+			return kerrr
+		}
+	}
+	now := time.Now().UnixMilli()
+	for _, parts := range offsets {
+		for p, o := range parts {
+			o.CommitTime = now
+			parts[p] = o
+		}
+	}
+	done, err := call(ctx, g, func() <-chan error {
+		if e := g.validateCommit(who); e != nil {
+			ch := make(chan error, 1)
+			ch <- e
+			return ch
+		}
+		if !g.saved && g.save() != nil {
+			ch := make(chan error, 1)
+			ch <- kerr.CoordinatorNotAvailable
+			return ch
+		}
+		// Queued in the order validated; written outside the
+		// group's goroutine.
+		return c.opts.Store.Commit(g.name, offsets)
+	})
+	if err != nil {
+		return goneErr(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			return nil
+		}
+		if ke, ok := err.(*kerr.Error); ok {
+			return ke
+		}
+		glog.Warningf("kafka group %s: commit failed: %v", name, err)
+		return kerr.CoordinatorNotAvailable
+	case <-ctx.Done():
+		return kerr.RequestTimedOut
+	}
+}
+
+// FetchOffsets returns the group's committed offsets of topics (all topics
+// if nil). A group that does not exist has none.
+func (c *Coordinator) FetchOffsets(ctx context.Context, name string, topics []string) (offset.Topics, *kerr.Error) {
+	g, kerrr := c.lookup(name, false)
+	if kerrr != nil {
+		return nil, kerrr
+	}
+	if g == nil {
+		return offset.Topics{}, nil
+	}
+	offs, err := c.opts.Store.Fetch(ctx, name, topics)
+	if err != nil {
+		glog.Warningf("kafka group %s: %v", name, err)
+		return nil, kerr.CoordinatorLoadInProgress
+	}
+	return offs, nil
+}
+
+// DeleteOffsets answers an OffsetDelete: the group's commits of partitions
+// are removed, unless members of the group are subscribed to the topic.
+// It returns the request's error, or one per partition.
+func (c *Coordinator) DeleteOffsets(ctx context.Context, name string, partitions map[string][]int32) (*kerr.Error, map[string]*kerr.Error) {
+	g, kerrr := c.lookup(name, false)
+	if kerrr != nil {
+		return kerrr, nil
+	}
+	if g == nil {
+		return kerr.GroupIDNotFound, nil
+	}
+	type result struct {
+		group  *kerr.Error
+		topics map[string]*kerr.Error
+		done   <-chan error
+	}
+	r, err := call(ctx, g, func() result {
+		if !g.exists() {
+			return result{group: kerr.GroupIDNotFound}
+		}
+		if g.state == Dead {
+			return result{group: kerr.CoordinatorNotAvailable}
+		}
+		if g.state != Empty && g.protocolType != "consumer" {
+			return result{group: kerr.NonEmptyGroup}
+		}
+		subscribed := g.subscribedTopics()
+		res := result{topics: map[string]*kerr.Error{}}
+		drop := map[string][]int32{}
+		for t, parts := range partitions {
+			if g.state != Empty && slices.Contains(subscribed, t) {
+				res.topics[t] = kerr.GroupSubscribedToTopic
+				continue
+			}
+			drop[t] = parts
+		}
+		res.done = c.opts.Store.Delete(g.name, drop)
+		return res
+	})
+	if err != nil {
+		return goneErr(err), nil
+	}
+	if r.done != nil {
+		select {
+		case err := <-r.done:
+			if err != nil {
+				glog.Warningf("kafka group %s: deleting offsets: %v", name, err)
+				return kerr.CoordinatorNotAvailable, nil
+			}
+		case <-ctx.Done():
+			return kerr.RequestTimedOut, nil
+		}
+	}
+	return r.group, r.topics
+}
+
+// subscribedTopics are the topics the members of a consumer group are
+// subscribed to, from their protocol metadata.
+func (g *group) subscribedTopics() []string {
+	var topics []string
+	for _, m := range g.members {
+		var meta kmsg.ConsumerMemberMetadata
+		if err := meta.ReadFrom(m.metadataFor(g.protocol)); err != nil {
+			continue
+		}
+		topics = append(topics, meta.Topics...)
+	}
+	return topics
+}
+
+// Describe answers DescribeGroups for one group.
+func (c *Coordinator) Describe(ctx context.Context, name string, version int16) kmsg.DescribeGroupsResponseGroup {
+	d := kmsg.NewDescribeGroupsResponseGroup()
+	d.Group = name
+	d.State = string(Dead)
+	g, kerrr := c.lookup(name, false)
+	if kerrr != nil {
+		d.ErrorCode = kerrr.Code
+		return d
+	}
+	notFound := func() {
+		if version >= 6 {
+			d.ErrorCode = kerr.GroupIDNotFound.Code
+		}
+	}
+	if g == nil {
+		notFound()
+		return d
+	}
+	found, err := call(ctx, g, func() bool {
+		if !g.exists() {
+			return false
+		}
+		d.State = string(g.state)
+		d.ProtocolType = g.protocolType
+		if g.state == Stable {
+			d.Protocol = g.protocol
+		}
+		for _, m := range g.sortedMembers() {
+			dm := kmsg.NewDescribeGroupsResponseGroupMember()
+			dm.MemberID, dm.InstanceID = m.id, m.instanceID
+			dm.ClientID, dm.ClientHost = m.clientID, m.clientHost
+			if g.state == Stable {
+				dm.ProtocolMetadata = m.metadataFor(g.protocol)
+				dm.MemberAssignment = m.assignment
+			}
+			d.Members = append(d.Members, dm)
+		}
+		return true
+	})
+	if err != nil {
+		d.ErrorCode = goneErr(err).Code
+		return d
+	}
+	if !found {
+		notFound()
+	}
+	return d
+}
+
+// Listed is one group of ListGroups.
+type Listed struct {
+	Name         string
+	ProtocolType string
+	State        State
+}
+
+// List answers ListGroups: every group this coordinator knows.
+func (c *Coordinator) List(ctx context.Context) ([]Listed, *kerr.Error) {
+	c.mu.Lock()
+	if !c.ready {
+		c.mu.Unlock()
+		return nil, kerr.CoordinatorLoadInProgress
+	}
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.mu.Unlock()
+	var out []Listed
+	for _, g := range groups {
+		l, err := call(ctx, g, func() *Listed {
+			if !g.exists() || g.state == Dead {
+				return nil
+			}
+			return &Listed{Name: g.name, ProtocolType: g.protocolType, State: g.state}
+		})
+		if err == nil && l != nil {
+			out = append(out, *l)
+		}
+	}
+	slices.SortFunc(out, func(a, b Listed) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// DeleteGroup answers DeleteGroups for one group: an empty group is
+// removed with its offsets; one with members is refused.
+func (c *Coordinator) DeleteGroup(ctx context.Context, name string) *kerr.Error {
+	g, kerrr := c.lookup(name, false)
+	if kerrr != nil {
+		return kerrr
+	}
+	if g == nil {
+		return kerr.GroupIDNotFound
+	}
+	res, err := call(ctx, g, func() *kerr.Error {
+		if !g.exists() {
+			return kerr.GroupIDNotFound
+		}
+		if g.state != Empty {
+			return kerr.NonEmptyGroup
+		}
+		// Commits accepted before are written first; none can come in
+		// meanwhile, as they pass through this goroutine.
+		<-c.opts.Store.Delete(g.name, nil)
+		dctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
+		defer cancel()
+		if err := c.opts.Store.DeleteGroup(dctx, g.name); err != nil {
+			glog.Warningf("kafka group %s: %v", g.name, err)
+			return kerr.CoordinatorNotAvailable
+		}
+		g.state = Dead
+		glog.V(0).Infof("kafka group %s: deleted", g.name)
+		c.forget(g)
+		return nil
+	})
+	if err != nil {
+		return goneErr(err)
+	}
+	return res
+}

@@ -1,0 +1,371 @@
+// Package offset keeps consumer groups' committed offsets, and the group
+// state Kafka keeps beside them in __consumer_offsets, durably in the
+// SeaweedFS filer.
+//
+// Layout, under Dir:
+//
+//	<group>.group         the group's state (members, generation), written by package group
+//	<group>/<topic>       the group's committed offsets of one topic, JSON
+//
+// A group's name is escaped to a file name (see escape). A commit is written
+// to the filer before it is acknowledged; commits of one group are written in
+// the order they were accepted, and those waiting together are written
+// together (one filer write per topic touched).
+package offset
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Dir is where the filer keeps the groups' files.
+const Dir = "/etc/kafka-gateway/groups"
+
+// groupSuffix names a group's state file.
+const groupSuffix = ".group"
+
+// File is one entry of a directory listing.
+type File struct {
+	Name string
+	Dir  bool
+	Data []byte
+}
+
+// Files is the small-file storage the store keeps its state in: the
+// SeaweedFS filer. A missing file reads as fs.ErrNotExist.
+type Files interface {
+	ReadFile(ctx context.Context, dir, name string) ([]byte, error)
+	WriteFile(ctx context.Context, dir, name string, data []byte) error
+	ListFiles(ctx context.Context, dir string) ([]File, error)
+	Remove(ctx context.Context, dir, name string) error
+}
+
+// Committed is one partition's committed offset.
+type Committed struct {
+	Offset      int64   `json:"offset"`
+	LeaderEpoch int32   `json:"leaderEpoch"`
+	Metadata    *string `json:"metadata,omitempty"`
+	// CommitTime is when the commit was accepted, in Unix milliseconds.
+	CommitTime int64 `json:"commitTime"`
+}
+
+// Topics maps topic → partition → committed offset.
+type Topics map[string]map[int32]Committed
+
+// Store is the filer-backed store of every group's offsets and state.
+type Store struct {
+	files Files
+	dir   string
+
+	mu     sync.Mutex
+	groups map[string]*groupOffsets
+}
+
+// NewStore returns a store keeping its files under Dir in files.
+func NewStore(files Files) *Store {
+	return &Store{files: files, dir: Dir, groups: map[string]*groupOffsets{}}
+}
+
+// groupOffsets is one group's committed offsets, loaded once from the filer
+// and from then on changed only through this store.
+type groupOffsets struct {
+	name string
+
+	loadMu sync.Mutex
+	loaded bool
+
+	mu      sync.Mutex
+	durable Topics   // what the filer holds
+	queue   []*write // accepted, not yet written
+	writing bool
+}
+
+// write is one accepted change: offsets to set and partitions to drop.
+type write struct {
+	set  Topics
+	drop map[string][]int32
+	done chan error
+}
+
+func (s *Store) group(name string) *groupOffsets {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.groups[name]
+	if g == nil {
+		g = &groupOffsets{name: name}
+		s.groups[name] = g
+	}
+	return g
+}
+
+// load reads the group's offsets from the filer the first time they are
+// needed.
+func (s *Store) load(ctx context.Context, g *groupOffsets) error {
+	g.loadMu.Lock()
+	defer g.loadMu.Unlock()
+	if g.loaded {
+		return nil
+	}
+	files, err := s.files.ListFiles(ctx, s.dir+"/"+escape(g.name))
+	if err != nil {
+		return fmt.Errorf("loading offsets of group %q: %w", g.name, err)
+	}
+	durable := Topics{}
+	for _, f := range files {
+		if f.Dir {
+			continue
+		}
+		topic, ok := unescape(f.Name)
+		if !ok {
+			continue
+		}
+		var parts map[int32]Committed
+		if err := json.Unmarshal(f.Data, &parts); err != nil {
+			return fmt.Errorf("offsets of group %q topic %q: %w", g.name, topic, err)
+		}
+		durable[topic] = parts
+	}
+	g.mu.Lock()
+	g.durable = durable
+	g.mu.Unlock()
+	g.loaded = true
+	return nil
+}
+
+// Fetch returns the group's committed offsets of topics (all topics if nil).
+func (s *Store) Fetch(ctx context.Context, group string, topics []string) (Topics, error) {
+	g := s.group(group)
+	if err := s.load(ctx, g); err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := Topics{}
+	if topics == nil {
+		for t, parts := range g.durable {
+			out[t] = maps.Clone(parts)
+		}
+		return out, nil
+	}
+	for _, t := range topics {
+		if parts, ok := g.durable[t]; ok {
+			out[t] = maps.Clone(parts)
+		}
+	}
+	return out, nil
+}
+
+// HasOffsets reports whether the group has any committed offset.
+func (s *Store) HasOffsets(ctx context.Context, group string) (bool, error) {
+	g := s.group(group)
+	if err := s.load(ctx, g); err != nil {
+		return false, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, parts := range g.durable {
+		if len(parts) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Commit accepts offsets for the group and returns a channel that yields
+// nil once they are in the filer, or the error that kept them out. Commits
+// are written in the order Commit is called.
+func (s *Store) Commit(group string, offsets Topics) <-chan error {
+	return s.enqueue(group, &write{set: offsets, done: make(chan error, 1)})
+}
+
+// Delete drops the committed offsets of some partitions (OffsetDelete), in
+// order with the group's commits.
+func (s *Store) Delete(group string, partitions map[string][]int32) <-chan error {
+	return s.enqueue(group, &write{drop: partitions, done: make(chan error, 1)})
+}
+
+func (s *Store) enqueue(group string, w *write) <-chan error {
+	g := s.group(group)
+	g.mu.Lock()
+	g.queue = append(g.queue, w)
+	start := !g.writing
+	g.writing = true
+	g.mu.Unlock()
+	if start {
+		go s.drain(g)
+	}
+	return w.done
+}
+
+// writeTimeout bounds one round of filer writes; a commit that cannot be
+// written in it fails and the client retries.
+const writeTimeout = 30 * time.Second
+
+// drain writes the group's queued changes until none are left. Those queued
+// together are merged in order and written with one filer write per topic.
+func (s *Store) drain(g *groupOffsets) {
+	for {
+		g.mu.Lock()
+		batch := g.queue
+		g.queue = nil
+		if len(batch) == 0 {
+			g.writing = false
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		err := s.writeBatch(ctx, g, batch)
+		cancel()
+		for _, w := range batch {
+			w.done <- err
+		}
+	}
+}
+
+func (s *Store) writeBatch(ctx context.Context, g *groupOffsets, batch []*write) error {
+	if err := s.load(ctx, g); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	next := Topics{}
+	touch := func(topic string) map[int32]Committed {
+		parts, ok := next[topic]
+		if !ok {
+			parts = maps.Clone(g.durable[topic])
+			if parts == nil {
+				parts = map[int32]Committed{}
+			}
+			next[topic] = parts
+		}
+		return parts
+	}
+	for _, w := range batch {
+		for topic, offs := range w.set {
+			parts := touch(topic)
+			maps.Copy(parts, offs)
+		}
+		for topic, drop := range w.drop {
+			parts := touch(topic)
+			for _, p := range drop {
+				delete(parts, p)
+			}
+		}
+	}
+	g.mu.Unlock()
+
+	dir := s.dir + "/" + escape(g.name)
+	var firstErr error
+	for _, topic := range slices.Sorted(maps.Keys(next)) {
+		parts := next[topic]
+		var err error
+		if len(parts) == 0 {
+			err = s.files.Remove(ctx, dir, escape(topic))
+		} else {
+			var data []byte
+			data, err = json.Marshal(parts)
+			if err == nil {
+				err = s.files.WriteFile(ctx, dir, escape(topic), data)
+			}
+		}
+		if err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("writing offsets of group %q topic %q: %w", g.name, topic, err)
+			}
+			continue
+		}
+		g.mu.Lock()
+		if len(parts) == 0 {
+			delete(g.durable, topic)
+		} else {
+			g.durable[topic] = parts
+		}
+		g.mu.Unlock()
+	}
+	return firstErr
+}
+
+// LoadState returns the group's saved state, or nil if it has none.
+func (s *Store) LoadState(ctx context.Context, group string) ([]byte, error) {
+	data, err := s.files.ReadFile(ctx, s.dir, escape(group)+groupSuffix)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading state of group %q: %w", group, err)
+	}
+	return data, nil
+}
+
+// SaveState writes the group's state, replacing what was saved. The state
+// is JSON with the group's name in a "group" field.
+func (s *Store) SaveState(ctx context.Context, group string, state []byte) error {
+	if err := s.files.WriteFile(ctx, s.dir, escape(group)+groupSuffix, state); err != nil {
+		return fmt.Errorf("saving state of group %q: %w", group, err)
+	}
+	return nil
+}
+
+// States lists every saved group with its state.
+func (s *Store) States(ctx context.Context) (map[string][]byte, error) {
+	files, err := s.files.ListFiles(ctx, s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("listing groups: %w", err)
+	}
+	out := map[string][]byte{}
+	for _, f := range files {
+		if f.Dir || !strings.HasSuffix(f.Name, groupSuffix) {
+			continue
+		}
+		name, ok := unescape(strings.TrimSuffix(f.Name, groupSuffix))
+		if !ok {
+			// A hashed name: the state names its group.
+			var named struct {
+				Group *string `json:"group"`
+			}
+			if json.Unmarshal(f.Data, &named) != nil || named.Group == nil {
+				continue
+			}
+			name = *named.Group
+		}
+		out[name] = f.Data
+	}
+	return out, nil
+}
+
+// DeleteGroup removes the group's state and offsets. The caller makes sure
+// nothing else writes to the group meanwhile.
+func (s *Store) DeleteGroup(ctx context.Context, group string) error {
+	if err := s.files.Remove(ctx, s.dir, escape(group)); err != nil {
+		return fmt.Errorf("deleting offsets of group %q: %w", group, err)
+	}
+	if err := s.files.Remove(ctx, s.dir, escape(group)+groupSuffix); err != nil {
+		return fmt.Errorf("deleting group %q: %w", group, err)
+	}
+	s.Forget(group)
+	return nil
+}
+
+// Forget drops what the store holds in memory for the group, so that it is
+// read again from the filer next time (another gateway may have written it).
+func (s *Store) Forget(group string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g := s.groups[group]; g != nil {
+		g.mu.Lock()
+		busy := g.writing
+		g.mu.Unlock()
+		if !busy {
+			delete(s.groups, group)
+		}
+	}
+}

@@ -1,0 +1,44 @@
+package protocol
+
+// LeaveGroup, versions 0-5. v3+ removes a batch of members, each by member
+// id or by group.instance.id (static members), with an error per member.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
+)
+
+func init() { register(kmsg.LeaveGroup, 0, 5, (*Handler).handleLeaveGroup) }
+
+func (h *Handler) handleLeaveGroup(ctx context.Context, r *Request) Reply {
+	req := r.Body.(*kmsg.LeaveGroupRequest)
+	return func() (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+		if r.Version < 3 {
+			code, codes := h.groups.LeaveGroup(ctx, req.Group, []group.Leaving{{MemberID: req.MemberID}})
+			resp.ErrorCode = code
+			if code == 0 {
+				resp.ErrorCode = codes[0]
+			}
+			return resp, nil
+		}
+		leaving := make([]group.Leaving, len(req.Members))
+		for i, m := range req.Members {
+			leaving[i] = group.Leaving{MemberID: m.MemberID, InstanceID: m.InstanceID, Reason: m.Reason}
+		}
+		code, codes := h.groups.LeaveGroup(ctx, req.Group, leaving)
+		resp.ErrorCode = code
+		if code != 0 {
+			return resp, nil
+		}
+		for i, m := range req.Members {
+			rm := kmsg.NewLeaveGroupResponseMember()
+			rm.MemberID, rm.InstanceID, rm.ErrorCode = m.MemberID, m.InstanceID, codes[i]
+			resp.Members = append(resp.Members, rm)
+		}
+		return resp, nil
+	}
+}

@@ -1,0 +1,40 @@
+package protocol
+
+// ListGroups, versions 0-5: every group with its protocol type; v4+ with
+// its state and a filter on states, v5+ with its type ("classic": the new
+// consumer protocol of KIP-848 is not served) and a filter on types.
+// Filters match regardless of case, as Kafka's do.
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.ListGroups, 0, 5, (*Handler).handleListGroups) }
+
+func (h *Handler) handleListGroups(ctx context.Context, r *Request) Reply {
+	req := r.Body.(*kmsg.ListGroupsRequest)
+	matches := func(filter []string, v string) bool {
+		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
+	}
+	return func() (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+		groups, kerrr := h.groups.List(ctx)
+		if kerrr != nil {
+			resp.ErrorCode = kerrr.Code
+			return resp, nil
+		}
+		for _, g := range groups {
+			if !matches(req.StatesFilter, string(g.State)) || !matches(req.TypesFilter, "classic") {
+				continue
+			}
+			lg := kmsg.NewListGroupsResponseGroup()
+			lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.Name, g.ProtocolType, string(g.State), "classic"
+			resp.Groups = append(resp.Groups, lg)
+		}
+		return resp, nil
+	}
+}

@@ -1,0 +1,101 @@
+package protocol
+
+// OffsetCommit, versions 0-10. A commit is acknowledged only once it is in
+// the filer. Members commit with their generation; a group-less consumer
+// commits with generation -1 and no member id (v0 has neither), which
+// Kafka allows while the group has no members. Partitions of unknown
+// topics get UNKNOWN_TOPIC_OR_PARTITION, metadata over 4096 bytes
+// OFFSET_METADATA_TOO_LARGE. v1's commit timestamp and v2-4's retention
+// time are accepted and not used: offsets are kept until the group is
+// deleted. v10 names topics by id.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+)
+
+func init() { register(kmsg.OffsetCommit, 0, 10, (*Handler).handleOffsetCommit) }
+
+func (h *Handler) handleOffsetCommit(ctx context.Context, r *Request) Reply {
+	req := r.Body.(*kmsg.OffsetCommitRequest)
+	return func() (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		who := group.Committer{Generation: req.Generation, MemberID: req.MemberID, InstanceID: req.InstanceID}
+		if r.Version == 0 {
+			who.Generation = -1
+		}
+		// Codes set before the commit (unknown topics, metadata too
+		// large); the rest take the commit's result.
+		codes := make([][]int16, len(req.Topics))
+		offsets := offset.Topics{}
+		for i, rt := range req.Topics {
+			codes[i] = make([]int16, len(rt.Partitions))
+			name := rt.Topic
+			info, err := h.lookupTopic(ctx, r.Version >= 10, rt.Topic, rt.TopicID)
+			if err != nil {
+				for j := range codes[i] {
+					codes[i][j] = err.Code
+				}
+				continue
+			}
+			name = info.Name
+			for j, rp := range rt.Partitions {
+				switch {
+				case rp.Partition < 0 || rp.Partition >= info.Partitions:
+					codes[i][j] = kerr.UnknownTopicOrPartition.Code
+				case rp.Metadata != nil && len(*rp.Metadata) > group.MaxMetadataBytes:
+					codes[i][j] = kerr.OffsetMetadataTooLarge.Code
+				default:
+					if offsets[name] == nil {
+						offsets[name] = map[int32]offset.Committed{}
+					}
+					offsets[name][rp.Partition] = offset.Committed{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, Metadata: rp.Metadata}
+				}
+			}
+		}
+		var commitErr int16
+		if len(offsets) > 0 {
+			if e := h.groups.CommitOffsets(ctx, req.Group, who, offsets); e != nil {
+				commitErr = e.Code
+			}
+		} else if req.Group == "" {
+			commitErr = kerr.InvalidGroupID.Code
+		}
+		for i, rt := range req.Topics {
+			st := kmsg.NewOffsetCommitResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for j, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetCommitResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = codes[i][j]
+				if sp.ErrorCode == 0 {
+					sp.ErrorCode = commitErr
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	}
+}
+
+// lookupTopic finds a topic by id (byID) or by name, with the Kafka error
+// for one that does not exist or cannot be looked up.
+func (h *Handler) lookupTopic(ctx context.Context, byID bool, name string, id [16]byte) (TopicInfo, *kerr.Error) {
+	var info TopicInfo
+	var err error
+	if byID {
+		info, err = h.backend.TopicByID(ctx, id)
+	} else {
+		info, err = h.backend.DescribeTopic(ctx, name)
+	}
+	if err != nil {
+		return info, kafkaErr(err, kerr.KafkaStorageError)
+	}
+	return info, nil
+}

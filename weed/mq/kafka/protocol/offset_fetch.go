@@ -1,0 +1,149 @@
+package protocol
+
+// OffsetFetch, versions 0-10. v2+ fetches every committed topic when no
+// topics are named; v8+ fetches for several groups at once; v10 names
+// topics by id. A partition without a commit has offset -1. RequireStable
+// (v7+) has nothing to wait for: no transactional offsets are pending. The
+// member id and epoch of v9+ belong to the new consumer protocol (KIP-848),
+// which is not served; classic groups ignore them, as Kafka does.
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+)
+
+func init() { register(kmsg.OffsetFetch, 0, 10, (*Handler).handleOffsetFetch) }
+
+// fetchedTopic is one topic of an answer, in the shape of the v8+ response.
+type fetchedTopic = kmsg.OffsetFetchResponseGroupTopic
+
+func (h *Handler) handleOffsetFetch(ctx context.Context, r *Request) Reply {
+	req := r.Body.(*kmsg.OffsetFetchRequest)
+	return func() (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		if r.Version >= 8 {
+			for _, rg := range req.Groups {
+				g := kmsg.NewOffsetFetchResponseGroup()
+				g.Group = rg.Group
+				var topics []kmsg.OffsetFetchRequestTopic // nil: all
+				if rg.Topics != nil {
+					topics = []kmsg.OffsetFetchRequestTopic{}
+					for _, t := range rg.Topics {
+						name := t.Topic
+						if r.Version >= 10 {
+							// An unknown id is answered as a topic
+							// with no commits.
+							info, _ := h.lookupTopic(ctx, true, "", t.TopicID)
+							name = info.Name
+						}
+						topics = append(topics, kmsg.OffsetFetchRequestTopic{Topic: name, Partitions: t.Partitions})
+					}
+				}
+				var code int16
+				g.Topics, code = h.fetchOffsets(ctx, rg.Group, topics, r.Version >= 10)
+				g.ErrorCode = code
+				if r.Version >= 10 && rg.Topics != nil {
+					for i := range g.Topics {
+						g.Topics[i].TopicID = rg.Topics[i].TopicID
+					}
+				}
+				resp.Groups = append(resp.Groups, g)
+			}
+			return resp, nil
+		}
+		topics := req.Topics
+		if r.Version < 2 && topics == nil {
+			topics = []kmsg.OffsetFetchRequestTopic{}
+		}
+		fetched, code := h.fetchOffsets(ctx, req.Group, topics, false)
+		if r.Version >= 2 {
+			resp.ErrorCode = code
+		}
+		for _, ft := range fetched {
+			t := kmsg.NewOffsetFetchResponseTopic()
+			t.Topic = ft.Topic
+			for _, fp := range ft.Partitions {
+				p := kmsg.NewOffsetFetchResponseTopicPartition()
+				p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = fp.Partition, fp.Offset, fp.LeaderEpoch, fp.Metadata, fp.ErrorCode
+				if r.Version < 2 && code != 0 {
+					p.ErrorCode = code
+				}
+				t.Partitions = append(t.Partitions, p)
+			}
+			resp.Topics = append(resp.Topics, t)
+		}
+		return resp, nil
+	}
+}
+
+// fetchOffsets answers one group's fetch: the partitions asked for (every
+// committed one if topics is nil), and the group's error code. withIDs
+// fills in topic ids.
+func (h *Handler) fetchOffsets(ctx context.Context, groupName string, topics []kmsg.OffsetFetchRequestTopic, withIDs bool) ([]fetchedTopic, int16) {
+	var names []string
+	if topics != nil {
+		names = []string{}
+		for _, t := range topics {
+			names = append(names, t.Topic)
+		}
+	}
+	committed, kerrr := h.groups.FetchOffsets(ctx, groupName, names)
+	code := int16(0)
+	if kerrr != nil {
+		code = kerrr.Code
+		committed = offset.Topics{}
+	}
+	partition := func(topic string, p int32) kmsg.OffsetFetchResponseGroupTopicPartition {
+		fp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+		fp.Partition, fp.Offset, fp.LeaderEpoch = p, -1, -1
+		empty := ""
+		fp.Metadata = &empty
+		if c, ok := committed[topic][p]; ok {
+			fp.Offset, fp.LeaderEpoch = c.Offset, c.LeaderEpoch
+			if c.Metadata != nil {
+				fp.Metadata = c.Metadata
+			}
+		}
+		return fp
+	}
+	var out []fetchedTopic
+	if topics == nil {
+		if code != 0 {
+			return nil, code
+		}
+		for _, name := range slices.Sorted(maps.Keys(committed)) {
+			t := kmsg.NewOffsetFetchResponseGroupTopic()
+			t.Topic = name
+			if withIDs {
+				info, err := h.lookupTopic(ctx, false, name, [16]byte{})
+				if err != nil {
+					continue // deleted since: no id to name it by
+				}
+				t.TopicID = info.ID
+			}
+			for _, p := range slices.Sorted(maps.Keys(committed[name])) {
+				t.Partitions = append(t.Partitions, partition(name, p))
+			}
+			out = append(out, t)
+		}
+		return out, 0
+	}
+	for _, rt := range topics {
+		t := kmsg.NewOffsetFetchResponseGroupTopic()
+		t.Topic = rt.Topic
+		for _, p := range rt.Partitions {
+			fp := partition(rt.Topic, p)
+			if code != 0 {
+				fp.ErrorCode = code
+			}
+			t.Partitions = append(t.Partitions, fp)
+		}
+		out = append(out, t)
+	}
+	return out, code
+}

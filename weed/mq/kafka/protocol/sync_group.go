@@ -1,0 +1,24 @@
+package protocol
+
+// SyncGroup, versions 0-5. The leader's request brings every member's
+// assignment; a follower's answer waits for it. v5+ checks the protocol
+// type and name against the group's (INCONSISTENT_GROUP_PROTOCOL).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.SyncGroup, 0, 5, (*Handler).handleSyncGroup) }
+
+func (h *Handler) handleSyncGroup(ctx context.Context, r *Request) Reply {
+	req := r.Body.(*kmsg.SyncGroupRequest)
+	return func() (kmsg.Response, error) {
+		resp, err := h.groups.SyncGroup(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return resp, nil
+	}
+}
