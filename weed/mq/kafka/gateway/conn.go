@@ -47,12 +47,12 @@ func newConn(srv *Server, nc net.Conn) *conn {
 	}
 	return &conn{
 		clientHost: "/" + host,
-		srv:     srv,
-		nc:      nc,
-		remote:  nc.RemoteAddr().String(),
-		ctx:     ctx,
-		cancel:  cancel,
-		replies: make(chan pendingReply, protocol.MaxInFlightPerConn),
+		srv:        srv,
+		nc:         nc,
+		remote:     nc.RemoteAddr().String(),
+		ctx:        ctx,
+		cancel:     cancel,
+		replies:    make(chan pendingReply, protocol.MaxInFlightPerConn),
 	}
 }
 

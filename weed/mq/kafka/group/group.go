@@ -228,8 +228,8 @@ func (g *group) restore(data []byte) error {
 	for _, sm := range st.Members {
 		m := &member{
 			id: sm.ID, instanceID: sm.InstanceID, clientID: sm.ClientID, clientHost: sm.ClientHost,
-			session:   time.Duration(sm.SessionMillis) * time.Millisecond,
-			rebalance: time.Duration(sm.RebalanceMillis) * time.Millisecond,
+			session:      time.Duration(sm.SessionMillis) * time.Millisecond,
+			rebalance:    time.Duration(sm.RebalanceMillis) * time.Millisecond,
 			protocolType: st.ProtocolType, assignment: sm.Assignment,
 		}
 		for _, p := range sm.Protocols {
