@@ -166,7 +166,9 @@ func TestTopicNames(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	f.Add(goldenMetadataV1)
 	for _, req := range []kmsg.Request{kmsg.NewPtrProduceRequest(), kmsg.NewPtrFetchRequest(), kmsg.NewPtrApiVersionsRequest(),
-		kmsg.NewPtrCreateTopicsRequest(), kmsg.NewPtrListOffsetsRequest(), kmsg.NewPtrDescribeConfigsRequest()} {
+		kmsg.NewPtrCreateTopicsRequest(), kmsg.NewPtrListOffsetsRequest(), kmsg.NewPtrDescribeConfigsRequest(),
+		kmsg.NewPtrJoinGroupRequest(), kmsg.NewPtrSyncGroupRequest(), kmsg.NewPtrOffsetCommitRequest(), kmsg.NewPtrOffsetFetchRequest(),
+		kmsg.NewPtrLeaveGroupRequest(), kmsg.NewPtrFindCoordinatorRequest()} {
 		for _, v := range []int16{0, 4, 9, 12, req.MaxVersion()} {
 			if v <= req.MaxVersion() {
 				req.SetVersion(v)

@@ -1,0 +1,98 @@
+package group
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs/seaweedfs/weed/util/fla9"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+)
+
+// FuzzGroupRequests feeds the coordinator group requests decoded from
+// arbitrary bytes, as a client could send them: every one must be answered
+// (or time out waiting for a rebalance) without a crash.
+func FuzzGroupRequests(f *testing.F) {
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Version, join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 9, "g", 50, 50
+	join.ProtocolType = "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 1}}}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Version, sync.Group, sync.Generation = 5, "g", 1
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version, commit.Group, commit.Generation = 9, "g", -1
+	for i, req := range []kmsg.Request{join, sync, commit} {
+		f.Add(uint8(i), req.AppendTo(nil))
+	}
+	// Only errors reach stderr: the fuzzing engine stops reading a
+	// worker's output, and a worker blocked writing logs looks hung.
+	fla9.Set("alsologtostderr", "false") //nolint:errcheck // a known flag
+	c := New(Options{
+		Store:                 offset.NewStore(&memFiles{files: map[string][]byte{}}),
+		InitialRebalanceDelay: time.Millisecond,
+		MinSessionTimeout:     time.Millisecond,
+	})
+	c.Start()
+	defer c.Close()
+	f.Fuzz(func(t *testing.T, kind uint8, body []byte) {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		cl := Client{ID: "fuzz", Host: "/127.0.0.1"}
+		switch kind % 6 {
+		case 0:
+			req := kmsg.NewPtrJoinGroupRequest()
+			req.Version = 9
+			if req.ReadFrom(body) == nil {
+				c.JoinGroup(ctx, req, cl) //nolint:errcheck // a timeout is fine
+			}
+		case 1:
+			req := kmsg.NewPtrSyncGroupRequest()
+			req.Version = 5
+			if req.ReadFrom(body) == nil {
+				c.SyncGroup(ctx, req) //nolint:errcheck // a timeout is fine
+			}
+		case 2:
+			req := kmsg.NewPtrHeartbeatRequest()
+			req.Version = 4
+			if req.ReadFrom(body) == nil {
+				c.Heartbeat(ctx, req)
+			}
+		case 3:
+			req := kmsg.NewPtrLeaveGroupRequest()
+			req.Version = 5
+			if req.ReadFrom(body) == nil {
+				var ls []Leaving
+				for _, m := range req.Members {
+					ls = append(ls, Leaving{m.MemberID, m.InstanceID, m.Reason})
+				}
+				c.LeaveGroup(ctx, req.Group, ls)
+			}
+		case 4:
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.Version = 9
+			if req.ReadFrom(body) == nil {
+				offs := offset.Topics{}
+				for _, t := range req.Topics {
+					offs[t.Topic] = map[int32]offset.Committed{}
+					for _, p := range t.Partitions {
+						offs[t.Topic][p.Partition] = offset.Committed{Offset: p.Offset, Metadata: p.Metadata}
+					}
+				}
+				c.CommitOffsets(ctx, req.Group, Committer{req.Generation, req.MemberID, req.InstanceID}, offs)
+			}
+		case 5:
+			if len(body) > 0 {
+				name := string(body[1:])
+				c.Describe(ctx, name, 6)
+				c.FetchOffsets(ctx, name, nil) //nolint:errcheck // any answer is fine
+				if body[0]%2 == 0 {
+					c.DeleteGroup(ctx, name)
+				}
+				c.List(ctx) //nolint:errcheck // any answer is fine
+			}
+		}
+	})
+}

@@ -1,0 +1,160 @@
+package offset
+
+import (
+	"context"
+	"encoding/json"
+	"io/fs"
+	"path"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// memFiles is an in-memory Files that counts writes.
+type memFiles struct {
+	mu     sync.Mutex
+	files  map[string][]byte
+	writes int
+	gate   chan struct{} // if set, each write waits for it
+}
+
+func (m *memFiles) ReadFile(_ context.Context, dir, name string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.files[path.Join(dir, name)]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return d, nil
+}
+
+func (m *memFiles) WriteFile(_ context.Context, dir, name string, data []byte) error {
+	if m.gate != nil {
+		<-m.gate
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.writes++
+	m.files[path.Join(dir, name)] = append([]byte(nil), data...)
+	return nil
+}
+
+func (m *memFiles) ListFiles(_ context.Context, dir string) ([]File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := map[string]bool{}
+	var out []File
+	for p, d := range m.files {
+		rest, ok := strings.CutPrefix(p, dir+"/")
+		if !ok {
+			continue
+		}
+		name, _, isDir := strings.Cut(rest, "/")
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, File{Name: name, Dir: isDir, Data: map[bool][]byte{false: d}[isDir]})
+		}
+	}
+	return out, nil
+}
+
+func (m *memFiles) Remove(_ context.Context, dir, name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	full := path.Join(dir, name)
+	for p := range m.files {
+		if p == full || strings.HasPrefix(p, full+"/") {
+			delete(m.files, p)
+		}
+	}
+	return nil
+}
+
+func TestEscape(t *testing.T) {
+	for _, name := range []string{"group", "my.group-1_x", "a/b", "..", ".", ".hidden", "100%", "ü", " ", strings.Repeat("x", 200)} {
+		e := escape(name)
+		if strings.ContainsAny(e, "/ ") || e == "." || e == ".." || strings.HasPrefix(e, ".") {
+			t.Errorf("escape(%q) = %q is not a safe file name", name, e)
+		}
+		if back, ok := unescape(e); !ok || back != name {
+			t.Errorf("unescape(escape(%q)) = %q, %v", name, back, ok)
+		}
+	}
+	long := strings.Repeat("/", 100)
+	if e := escape(long); len(e) > maxEscaped || e[0] != '~' {
+		t.Errorf("a long name escapes to %q", e)
+	}
+	if _, ok := unescape(escape(long)); ok {
+		t.Error("a hashed name reads back")
+	}
+}
+
+func FuzzEscape(f *testing.F) {
+	f.Add("group")
+	f.Add("../x")
+	f.Fuzz(func(t *testing.T, name string) {
+		e := escape(name)
+		if len(e) > maxEscaped+1 || strings.Contains(e, "/") || e == "." || e == ".." || e == "" {
+			t.Fatalf("escape(%q) = %q", name, e)
+		}
+		if back, ok := unescape(e); ok && back != name {
+			t.Fatalf("unescape(escape(%q)) = %q", name, back)
+		}
+	})
+}
+
+func TestCommitsInOrderAndDurable(t *testing.T) {
+	// The first write waits until every commit is queued.
+	files := &memFiles{files: map[string][]byte{}, gate: make(chan struct{})}
+	s := NewStore(files)
+	var waits []<-chan error
+	for i := int64(0); i < 100; i++ {
+		waits = append(waits, s.Commit("g", Topics{"t": {int32(i % 3): {Offset: i}}}))
+	}
+	close(files.gate)
+	for _, w := range waits {
+		if err := <-w; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if files.writes > 2 {
+		t.Errorf("%d writes for 100 commits, want at most 2: the first, then those queued behind it together", files.writes)
+	}
+	// A fresh store reads what the filer holds: the last commit of each
+	// partition.
+	got, err := NewStore(files).Fetch(context.Background(), "g", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["t"][0].Offset != 99 || got["t"][1].Offset != 97 || got["t"][2].Offset != 98 {
+		t.Fatalf("offsets read back: %v", got)
+	}
+	if err := <-s.Delete("g", map[string][]int32{"t": {0, 1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := NewStore(files).Fetch(context.Background(), "g", nil); len(got) != 0 {
+		t.Fatalf("offsets after delete: %v", got)
+	}
+}
+
+func TestStatesByName(t *testing.T) {
+	files := &memFiles{files: map[string][]byte{}}
+	s := NewStore(files)
+	long := strings.Repeat("g", 300)
+	for _, name := range []string{"a/b", long} {
+		data, _ := json.Marshal(map[string]string{"group": name})
+		if err := s.SaveState(context.Background(), name, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	states, err := s.States(context.Background())
+	if err != nil || len(states) != 2 || states["a/b"] == nil || states[long] == nil {
+		t.Fatalf("states: %v %v", states, err)
+	}
+	if err := s.DeleteGroup(context.Background(), long); err != nil {
+		t.Fatal(err)
+	}
+	if states, _ := s.States(context.Background()); len(states) != 1 {
+		t.Fatalf("states after delete: %d", len(states))
+	}
+}
