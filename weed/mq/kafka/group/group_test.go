@@ -386,3 +386,21 @@ func TestJoinValidation(t *testing.T) {
 		t.Fatalf("another protocol type: %v", kerr.ErrorForCode(resp.ErrorCode))
 	}
 }
+
+// TestRebalanceEndsWhenAllRejoin: a rebalance of an existing group ends as
+// soon as every member is back, not at the rebalance timeout.
+func TestRebalanceEndsWhenAllRejoin(t *testing.T) {
+	c := newCoordinator(t, &memFiles{files: map[string][]byte{}})
+	a := &joiner{c: c, group: "g", session: 5000}
+	gen := stable(t, a)
+	b := &joiner{c: c, group: "g", session: 5000}
+	rb := b.joinAsync(t)
+	waitCode(t, func() int16 { return a.heartbeat(gen) }, kerr.RebalanceInProgress.Code)
+	start := time.Now()
+	ja := a.join(t)
+	jb := <-rb
+	// The joiners' rebalance timeout is 2 s.
+	if took := time.Since(start); took > time.Second || ja.Generation != gen+1 || jb.Generation != gen+1 {
+		t.Fatalf("rebalance took %v, generations %d %d", took, ja.Generation, jb.Generation)
+	}
+}

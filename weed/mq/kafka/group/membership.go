@@ -193,13 +193,17 @@ func (g *group) join(req *kmsg.JoinGroupRequest, cl Client, reply chan *kmsg.Joi
 		if m.id == g.leader || !sameProtocols(m.protocols, req.Protocols) {
 			g.updateMember(m, req, cl, reply)
 			g.prepareRebalance("member " + m.id + " rejoined")
-			return
+			break
 		}
 		g.touch(m)
 		reply <- g.joinResponse(req, m)
+		return
 	default:
 		answer(kerr.UnknownMemberID)
+		return
 	}
+	// The rebalance ends as soon as everyone is back.
+	g.maybeCompleteJoin()
 }
 
 // joinNew handles a JoinGroup without a member id.
@@ -325,8 +329,8 @@ func (g *group) replaceStatic(old *member, id string, req *kmsg.JoinGroupRequest
 		g.prepareRebalance("static member " + *req.InstanceID + " rejoined")
 	default:
 		g.updateMember(m, req, cl, reply)
-		g.maybeCompleteJoin()
 	}
+	g.maybeCompleteJoin()
 }
 
 // prepareRebalance starts a join phase unless one is running.
