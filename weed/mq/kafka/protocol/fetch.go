@@ -77,6 +77,9 @@ func (h *Handler) fetchOnce(ctx context.Context, version int16, req *kmsg.FetchR
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			// Empty, not null, as Kafka sends it: librdkafka takes a
+			// null record set for a corrupt response.
+			sp.RecordBatches = []byte{}
 			switch {
 			case terr != nil:
 				sp.ErrorCode = terr.Code
