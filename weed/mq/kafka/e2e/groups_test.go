@@ -286,6 +286,16 @@ func (d *cutDialer) dial(ctx context.Context, network, host string) (net.Conn, e
 	return c, nil
 }
 
+// cutConns closes the connections open now; new ones may be dialed.
+func (d *cutDialer) cutConns() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.conns {
+		c.Close()
+	}
+	d.conns = nil
+}
+
 func (d *cutDialer) cutOff() {
 	d.mu.Lock()
 	defer d.mu.Unlock()

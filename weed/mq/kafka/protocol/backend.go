@@ -24,7 +24,10 @@ type Backend interface {
 	DeleteTopic(ctx context.Context, name string) error
 
 	// Append writes a batch's records to a partition, after the records of
-	// every earlier Append to it. It returns at once; the result says when
+	// every earlier Append to it. If the first record names an idempotent
+	// producer's batch (record.ProducerBatch), its sequence numbers are
+	// checked as Kafka does: a retry of a batch written is answered with
+	// its first write's offset, a gap with OUT_OF_ORDER_SEQUENCE_NUMBER. It returns at once; the result says when
 	// the records are stored and at which offset the first one is. Durable
 	// records (acks=all) are stored once they would survive a restart of
 	// the backend; others once the backend holds them.
@@ -43,6 +46,10 @@ type Backend interface {
 	// Changed returns a channel closed when the partition's high watermark
 	// moves past hw, or that is closed already if it has.
 	Changed(topic string, partition int32, hw int64) <-chan struct{}
+
+	// NewProducerID returns a producer id no producer had before, on any
+	// gateway of the cluster.
+	NewProducerID(ctx context.Context) (int64, error)
 }
 
 // TopicInfo describes a topic as Kafka clients see it.

@@ -132,14 +132,46 @@ func decodeProduced(raw []byte) ([]record.Record, *kerr.Error) {
 	case err != nil:
 		return nil, kerr.CorruptMessage
 	}
+	for i := range batches {
+		h := &batches[i].Header
+		switch {
+		case h.Attributes&attrControl != 0:
+			return nil, kerr.InvalidRecord // control records are the coordinator's
+		case h.Attributes&attrTransactional != 0:
+			return nil, kerr.InvalidTxnState // no transaction was begun here
+		case h.ProducerID >= 0 && len(batches) > 1:
+			// Kafka takes one batch per partition from an idempotent
+			// producer: its sequence numbers are checked as one.
+			return nil, kerr.InvalidRecord
+		}
+	}
 	if len(batches) == 1 {
-		return batches[0].Records, nil
+		b := &batches[0]
+		if h := &b.Header; h.ProducerID >= 0 && len(b.Records) > 0 {
+			b.Records[0].Producer = &record.ProducerBatch{
+				ID: h.ProducerID, Epoch: h.ProducerEpoch,
+				FirstSeq: h.FirstSequence, LastSeq: lastSequence(h.FirstSequence, h.LastOffsetDelta),
+			}
+		}
+		return b.Records, nil
 	}
 	var records []record.Record
 	for _, b := range batches {
 		records = append(records, b.Records...)
 	}
 	return records, nil
+}
+
+// Record batch attributes.
+const (
+	attrTransactional = 1 << 4
+	attrControl       = 1 << 5
+)
+
+// lastSequence is the sequence number of a batch's last record: sequence
+// numbers wrap from MaxInt32 to 0.
+func lastSequence(first, lastOffsetDelta int32) int32 {
+	return int32((int64(first) + int64(lastOffsetDelta)) % (1 << 31))
 }
 
 // topicMaxMessageBytes is the topic's max.message.bytes, or def.

@@ -46,6 +46,9 @@ type Record struct {
 	Value     []byte
 	Headers   []kmsg.Header
 	Timestamp int64 // milliseconds since the epoch
+	// Producer is set on the first record of an idempotent producer's
+	// batch: it is stored with it (see ProducerBatch).
+	Producer *ProducerBatch
 }
 
 // Batch is a decoded record batch.

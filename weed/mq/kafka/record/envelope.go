@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -24,8 +25,11 @@ import (
 //	version  1 byte   1
 //	flags    1 byte   bit 0: key is null, bit 1: value is null,
 //	                  bit 2: a timestamp follows, bit 3: a filler, not a
-//	                  record (see AppendFiller)
+//	                  record (see AppendFiller), bit 4: the first record
+//	                  of an idempotent producer's batch
 //	[timestamp]       zig-zag varint, milliseconds (only with bit 2)
+//	[producer]        zig-zag varints: producer id, epoch, first and last
+//	                  sequence number of the batch (only with bit 4)
 //	headers           uvarint count, then per header: uvarint key length,
 //	                  key, zig-zag varint value length (-1 for null), value
 //	value             the remaining bytes
@@ -38,7 +42,18 @@ const (
 	flagNullValue = 1 << 1
 	flagTimestamp = 1 << 2
 	flagFiller    = 1 << 3
+	flagProducer  = 1 << 4
 )
+
+// ProducerBatch names an idempotent producer's batch. It is stored with the
+// batch's first record, so that the sequence numbers already written can be
+// read back after a restart.
+type ProducerBatch struct {
+	ID       int64
+	Epoch    int16
+	FirstSeq int32
+	LastSeq  int32
+}
 
 // ErrFiller is returned by FromStored for a filler message: an offset the
 // gateway had to use up, which holds no record and which readers skip.
@@ -56,7 +71,7 @@ func AppendFiller(dst []byte) []byte {
 // Plain reports whether r can be stored without an envelope, given whether
 // its timestamp can be carried by ts_ns alone.
 func Plain(r *Record, exactTime bool) bool {
-	return exactTime && len(r.Headers) == 0 && r.Value != nil &&
+	return exactTime && r.Producer == nil && len(r.Headers) == 0 && r.Value != nil &&
 		(r.Key == nil || len(r.Key) > 0) && !bytes.HasPrefix(r.Value, envelopeMagic)
 }
 
@@ -75,9 +90,18 @@ func AppendEnvelope(dst []byte, r *Record, explicitTime bool) []byte {
 	if explicitTime {
 		flags |= flagTimestamp
 	}
+	if r.Producer != nil {
+		flags |= flagProducer
+	}
 	dst = append(dst, flags)
 	if explicitTime {
 		dst = binary.AppendVarint(dst, r.Timestamp)
+	}
+	if pb := r.Producer; pb != nil {
+		dst = binary.AppendVarint(dst, pb.ID)
+		dst = binary.AppendVarint(dst, int64(pb.Epoch))
+		dst = binary.AppendVarint(dst, int64(pb.FirstSeq))
+		dst = binary.AppendVarint(dst, int64(pb.LastSeq))
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(r.Headers)))
 	for i := range r.Headers {
@@ -127,6 +151,21 @@ func FromStored(key, value []byte, tsMillis int64) (Record, error) {
 		}
 		r.Timestamp = ts
 		b = b[n:]
+	}
+	if flags&flagProducer != 0 {
+		var v [4]int64
+		for i := range v {
+			x, n := binary.Varint(b)
+			if n <= 0 {
+				return r, fmt.Errorf("record envelope: bad producer batch")
+			}
+			v[i] = x
+			b = b[n:]
+		}
+		if v[1] < math.MinInt16 || v[1] > math.MaxInt16 || v[2] < math.MinInt32 || v[2] > math.MaxInt32 || v[3] < math.MinInt32 || v[3] > math.MaxInt32 {
+			return r, fmt.Errorf("record envelope: bad producer batch")
+		}
+		r.Producer = &ProducerBatch{ID: v[0], Epoch: int16(v[1]), FirstSeq: int32(v[2]), LastSeq: int32(v[3])}
 	}
 	count, n := binary.Uvarint(b)
 	if n <= 0 || count > uint64(len(b)) {

@@ -195,6 +195,17 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 	if !Plain(&Record{Key: []byte("k"), Value: []byte("v")}, true) || !Plain(&Record{Value: []byte("v")}, true) {
 		t.Error("plain records are enveloped")
 	}
+
+	// The first record of an idempotent batch carries the batch's producer.
+	pb := &ProducerBatch{ID: 1 << 40, Epoch: 3, FirstSeq: 2147483600, LastSeq: 10}
+	r := Record{Key: []byte("k"), Value: []byte("v"), Timestamp: 9, Producer: pb}
+	if Plain(&r, true) {
+		t.Fatal("a record with a producer batch is plain")
+	}
+	got, err := FromStored(r.Key, AppendEnvelope(nil, &r, false), 9)
+	if err != nil || got.Producer == nil || *got.Producer != *pb || string(got.Value) != "v" || got.Timestamp != 9 {
+		t.Fatalf("producer batch read back as %+v, %v", got.Producer, err)
+	}
 }
 
 func FuzzParseBatch(f *testing.F) {
@@ -239,6 +250,8 @@ func FuzzFromStored(f *testing.F) {
 	r := sampleRecords()[4]
 	f.Add([]byte("k"), AppendEnvelope(nil, &r, true), int64(7))
 	f.Add([]byte(nil), []byte("plain"), int64(7))
+	r.Producer = &ProducerBatch{ID: 7, Epoch: 1, FirstSeq: 0, LastSeq: 4}
+	f.Add([]byte("k"), AppendEnvelope(nil, &r, false), int64(7))
 	f.Fuzz(func(t *testing.T, key, value []byte, ts int64) {
 		FromStored(key, value, ts) //nolint:errcheck // must not panic
 	})

@@ -55,6 +55,11 @@ type Client struct {
 	topics topicCache
 	parts  partitions
 	segs   segmentStore
+	pids   producerIDs
+
+	stop      chan struct{} // ends saveLoop
+	stopped   chan struct{}
+	closeOnce sync.Once
 }
 
 // New returns a client of the cluster at opts.Masters. It connects lazily.
@@ -62,15 +67,42 @@ func New(opts Options) *Client {
 	if opts.TopicCacheTTL <= 0 {
 		opts.TopicCacheTTL = 2 * time.Second
 	}
-	c := &Client{opts: opts, conns: map[string]*grpc.ClientConn{}}
+	c := &Client{opts: opts, conns: map[string]*grpc.ClientConn{}, stop: make(chan struct{}), stopped: make(chan struct{})}
 	c.topics.init()
 	c.parts.init()
 	c.segs.init()
+	go c.saveLoop()
 	return c
 }
 
-// Close ends every publish stream and connection.
+// saveLoop saves the partitions' changed producer states now and then.
+func (c *Client) saveLoop() {
+	defer close(c.stopped)
+	t := time.NewTicker(saveProducersEvery / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			c.parts.mu.Lock()
+			all := make([]*partition, 0, len(c.parts.m))
+			for _, p := range c.parts.m {
+				all = append(all, p)
+			}
+			c.parts.mu.Unlock()
+			for _, p := range all {
+				c.saveProducers(p, false)
+			}
+		}
+	}
+}
+
+// Close ends every publish stream and connection, saving what the
+// partitions know of their producers.
 func (c *Client) Close() {
+	c.closeOnce.Do(func() { close(c.stop) })
+	<-c.stopped
 	c.parts.closeAll()
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -28,6 +28,8 @@ type partition struct {
 
 	flush flushState
 
+	producers producerState // idempotent producers; under writeMu
+
 	notifyMu sync.Mutex
 	hw       int64         // highest high watermark seen, -1 if unknown
 	changed  chan struct{} // closed when hw moves; nil until someone waits
@@ -81,6 +83,7 @@ func (ps *partitions) closeAll() {
 	ps.mu.Unlock()
 	for _, p := range all {
 		p.closePublisher()
+		p.c.saveProducers(p, true)
 	}
 }
 

@@ -166,10 +166,16 @@ func (c *Client) Append(ctx context.Context, topic string, index int32, records 
 		p.pub = pub
 	}
 	pub := p.pub
-	if !pub.verified {
-		return c.appendVerifying(ctx, p, pub, records, durable)
+	write := func() *protocol.Appended {
+		if !pub.verified {
+			return c.appendVerifying(ctx, p, pub, records, durable)
+		}
+		return p.send(ctx, pub, records, durable)
 	}
-	return p.send(ctx, pub, records, durable)
+	if records[0].Producer != nil {
+		return c.appendIdempotent(ctx, p, records, write)
+	}
+	return write()
 }
 
 // send publishes records as one batch on pub.

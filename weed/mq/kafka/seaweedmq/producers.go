@@ -1,0 +1,378 @@
+package seaweedmq
+
+// Idempotent producers: for each partition, the last batches each producer
+// wrote, so that a retried batch is answered with its first offset instead
+// of being written again, and a gap in the sequence numbers is refused, as
+// Kafka does.
+//
+// The state survives a restart: the first record of each idempotent batch
+// carries the batch's producer id, epoch and sequence numbers (see
+// record.ProducerBatch), and the state is saved now and then to the filer
+// together with the offset it covers; a gateway that opens the partition
+// again reads the saved state and the records written after that offset.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+)
+
+// ProducersDir is where the filer keeps the partitions' producer states.
+const ProducersDir = "/etc/kafka-gateway/producers"
+
+// keptBatches is how many of a producer's last stored batches a partition
+// remembers to answer retries (Kafka's too).
+const keptBatches = 5
+
+// producerIdle is how long a producer's state is kept after its last
+// write (Kafka's producer.id.expiration.ms).
+const producerIdle = 24 * time.Hour
+
+// saveProducersEvery is how often a partition's changed producer state is
+// saved; a restarted gateway reads the records written since.
+const saveProducersEvery = 10 * time.Second
+
+type producerBatch struct {
+	firstSeq, lastSeq int32
+	base              int64              // first offset, once stored
+	app               *protocol.Appended // while being written; nil once stored
+	lowBound          int64              // the batch's offsets are at least this
+}
+
+type producerEntry struct {
+	epoch int16
+	// batches are the last keptBatches stored batches, oldest first,
+	// then those still being written.
+	batches []producerBatch
+	lastSeq int32 // of the newest stored batch; -1 if none
+	used    time.Time
+}
+
+// producerState is a partition's idempotent producers; guarded by the
+// partition's writeMu.
+type producerState struct {
+	loaded bool
+	m      map[int64]*producerEntry
+	dirty  bool
+	saved  time.Time
+}
+
+// settle takes the batches whose writes ended out of the pending ones:
+// stored ones are kept, failed ones dropped with every batch after them
+// (they went on the same stream and failed too, or must be sent again
+// after them).
+func (e *producerEntry) settle() {
+	for i := range e.batches {
+		b := &e.batches[i]
+		if b.app == nil {
+			continue
+		}
+		select {
+		case <-b.app.Done:
+		default:
+			return
+		}
+		if b.app.Err != nil {
+			e.batches = e.batches[:i]
+			break
+		}
+		b.base, b.app = b.app.Base, nil
+		e.lastSeq = b.lastSeq
+	}
+	stored := 0
+	for _, b := range e.batches {
+		if b.app == nil {
+			stored++
+		}
+	}
+	if drop := stored - keptBatches; drop > 0 {
+		e.batches = e.batches[drop:]
+	}
+}
+
+func nextSeq(s int32) int32 {
+	if s == 1<<31-1 {
+		return 0
+	}
+	return s + 1
+}
+
+// check decides about an idempotent batch: a duplicate of a batch written
+// or being written (returned), or an error, or nil and nil to write it.
+func (ps *producerState) check(pb *record.ProducerBatch) (*producerBatch, *kerr.Error) {
+	e := ps.m[pb.ID]
+	if e == nil {
+		if pb.FirstSeq != 0 {
+			return nil, kerr.UnknownProducerID
+		}
+		return nil, nil
+	}
+	e.settle()
+	switch {
+	case pb.Epoch < e.epoch:
+		return nil, kerr.InvalidProducerEpoch
+	case pb.Epoch > e.epoch:
+		if pb.FirstSeq != 0 {
+			return nil, kerr.OutOfOrderSequenceNumber
+		}
+		return nil, nil
+	}
+	for i := range e.batches {
+		if b := &e.batches[i]; b.firstSeq == pb.FirstSeq && b.lastSeq == pb.LastSeq {
+			return b, nil
+		}
+	}
+	want := nextSeq(e.lastSeq)
+	if n := len(e.batches); n > 0 {
+		want = nextSeq(e.batches[n-1].lastSeq)
+	}
+	if pb.FirstSeq != want {
+		return nil, kerr.OutOfOrderSequenceNumber
+	}
+	return nil, nil
+}
+
+// add records a batch being written (app) or stored at base (app nil).
+func (ps *producerState) add(pb *record.ProducerBatch, app *protocol.Appended, base, lowBound int64) {
+	e := ps.m[pb.ID]
+	if e == nil || pb.Epoch > e.epoch {
+		e = &producerEntry{epoch: pb.Epoch, lastSeq: -1}
+		ps.m[pb.ID] = e
+	}
+	b := producerBatch{firstSeq: pb.FirstSeq, lastSeq: pb.LastSeq, base: base, app: app, lowBound: lowBound}
+	if app == nil {
+		// Stored: it goes before any pending batch.
+		i := 0
+		for i < len(e.batches) && e.batches[i].app == nil {
+			i++
+		}
+		e.batches = append(e.batches[:i], append([]producerBatch{b}, e.batches[i:]...)...)
+		e.lastSeq = pb.LastSeq
+	} else {
+		e.batches = append(e.batches, b)
+	}
+	e.settle()
+	e.used = time.Now()
+	ps.dirty = true
+}
+
+// duplicate answers a retried batch with the outcome of its first write.
+func duplicate(b *producerBatch) *protocol.Appended {
+	if b.app == nil {
+		app := protocol.NewAppended()
+		app.Finish(b.base, nil)
+		return app
+	}
+	orig := b.app
+	app := protocol.NewAppended()
+	go func() {
+		<-orig.Done
+		app.Finish(orig.Base, orig.Err)
+	}()
+	return app
+}
+
+// savedProducers is a partition's producer state file.
+type savedProducers struct {
+	// Offset: the state holds every idempotent batch stored below it.
+	Offset    int64                    `json:"offset"`
+	Producers map[string]savedProducer `json:"producers"`
+}
+
+type savedProducer struct {
+	Epoch   int16        `json:"epoch"`
+	LastSeq int32        `json:"lastSeq"`
+	Used    int64        `json:"used"` // unix ms
+	Batches []savedBatch `json:"batches"`
+}
+
+type savedBatch struct {
+	FirstSeq int32 `json:"firstSeq"`
+	LastSeq  int32 `json:"lastSeq"`
+	Base     int64 `json:"base"`
+}
+
+func (p *partition) producersFile() (string, string) {
+	return ProducersDir + "/" + p.topic, strconv.Itoa(int(p.index))
+}
+
+// loadProducers reads the partition's producer state: the saved one, then
+// the idempotent batches stored after the offset it covers. Called with
+// writeMu held, before the first idempotent write.
+func (c *Client) loadProducers(ctx context.Context, p *partition) error {
+	ps := &p.producers
+	ps.m = map[int64]*producerEntry{}
+	dir, name := p.producersFile()
+	data, err := c.ReadFile(ctx, dir, name)
+	var saved savedProducers
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// No idempotent producer wrote here yet: the state starts at
+		// the end of the partition, saved before the first write.
+		offs, err := c.Offsets(ctx, p.topic, p.index)
+		if err != nil {
+			return err
+		}
+		saved.Offset = offs.HighWatermark
+		if err := c.saveProducerState(ctx, p, saved); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		if err := json.Unmarshal(data, &saved); err != nil {
+			return fmt.Errorf("producer state of %s/%d: %w", p.topic, p.index, err)
+		}
+	}
+	for id, sp := range saved.Producers {
+		pid, err := strconv.ParseInt(id, 10, 64)
+		if err != nil {
+			continue
+		}
+		e := &producerEntry{epoch: sp.Epoch, lastSeq: sp.LastSeq, used: time.UnixMilli(sp.Used)}
+		for _, b := range sp.Batches {
+			e.batches = append(e.batches, producerBatch{firstSeq: b.FirstSeq, lastSeq: b.LastSeq, base: b.Base})
+		}
+		ps.m[pid] = e
+	}
+	// The batches stored after the saved offset.
+	scanned := 0
+	for off := saved.Offset; ; {
+		res, err := c.Read(ctx, p.topic, p.index, off, 4<<20)
+		if err != nil {
+			return err
+		}
+		for _, r := range res.Records {
+			if pb := r.Record.Producer; pb != nil {
+				if e := ps.m[pb.ID]; e == nil || pb.Epoch > e.epoch || (pb.Epoch == e.epoch && !e.has(pb)) {
+					ps.add(pb, nil, r.Offset, r.Offset)
+					scanned++
+				}
+			}
+			off = r.Offset + 1
+		}
+		if len(res.Records) == 0 || off >= res.HighWatermark {
+			break
+		}
+	}
+	ps.loaded = true
+	ps.saved = time.Now()
+	glog.V(1).Infof("kafka partition %s/%d: %d idempotent producers known, %d batches read since offset %d", p.topic, p.index, len(ps.m), scanned, saved.Offset)
+	return nil
+}
+
+func (e *producerEntry) has(pb *record.ProducerBatch) bool {
+	for _, b := range e.batches {
+		if b.firstSeq == pb.FirstSeq && b.lastSeq == pb.LastSeq {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Client) saveProducerState(ctx context.Context, p *partition, s savedProducers) error {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	dir, name := p.producersFile()
+	return c.WriteFile(ctx, dir, name, data)
+}
+
+// snapshotProducers returns the partition's producer state to save, if it
+// changed: the stored batches, and the offset below which every
+// idempotent batch is among them. Called with writeMu held.
+func (p *partition) snapshotProducers() (savedProducers, bool) {
+	ps := &p.producers
+	if !ps.loaded || !ps.dirty {
+		return savedProducers{}, false
+	}
+	// Every batch still being written has its offsets above its lowBound;
+	// everything below the high watermark is acknowledged.
+	covered := p.knownHW()
+	s := savedProducers{Producers: map[string]savedProducer{}}
+	for id, e := range ps.m {
+		e.settle()
+		if time.Since(e.used) > producerIdle {
+			delete(ps.m, id)
+			continue
+		}
+		sp := savedProducer{Epoch: e.epoch, LastSeq: e.lastSeq, Used: e.used.UnixMilli()}
+		for _, b := range e.batches {
+			if b.app != nil {
+				covered = min(covered, b.lowBound)
+				continue
+			}
+			sp.Batches = append(sp.Batches, savedBatch{b.firstSeq, b.lastSeq, b.base})
+		}
+		s.Producers[strconv.FormatInt(id, 10)] = sp
+	}
+	if covered < 0 {
+		return savedProducers{}, false
+	}
+	s.Offset = covered
+	ps.dirty = false
+	return s, true
+}
+
+// saveProducers saves the partition's producer state if it changed and was
+// not saved for a while (always if force).
+func (c *Client) saveProducers(p *partition, force bool) {
+	p.writeMu.Lock()
+	if !force && time.Since(p.producers.saved) < saveProducersEvery {
+		p.writeMu.Unlock()
+		return
+	}
+	s, ok := p.snapshotProducers()
+	if ok {
+		p.producers.saved = time.Now()
+	}
+	p.writeMu.Unlock()
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.saveProducerState(ctx, p, s); err != nil {
+		p.writeMu.Lock()
+		p.producers.dirty = true
+		p.writeMu.Unlock()
+		glog.Warningf("kafka partition %s/%d: saving producer state: %v", p.topic, p.index, err)
+	}
+}
+
+// appendIdempotent checks an idempotent producer's batch against what the
+// partition's producers wrote: a retry is answered with its first write's
+// outcome, a gap or an old epoch refused; otherwise the batch is written
+// by write. Called with writeMu held.
+func (c *Client) appendIdempotent(ctx context.Context, p *partition, records []record.Record, write func() *protocol.Appended) *protocol.Appended {
+	if !p.producers.loaded {
+		if err := c.loadProducers(ctx, p); err != nil {
+			glog.Warningf("kafka partition %s/%d: loading producer state: %v", p.topic, p.index, err)
+			return protocol.FailedAppend(fmt.Errorf("%w: loading producer state: %v", kerr.NotLeaderForPartition, err))
+		}
+	}
+	pb := records[0].Producer
+	dup, kerrr := p.producers.check(pb)
+	if kerrr != nil {
+		return protocol.FailedAppend(kerrr)
+	}
+	if dup != nil {
+		return duplicate(dup)
+	}
+	lowBound := max(p.knownHW(), 0)
+	app := write()
+	p.producers.add(pb, app, -1, lowBound)
+	return app
+}

@@ -1,0 +1,93 @@
+package seaweedmq
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+)
+
+func TestProducerSequences(t *testing.T) {
+	ps := &producerState{m: map[int64]*producerEntry{}}
+	batch := func(epoch int16, first, last int32) *record.ProducerBatch {
+		return &record.ProducerBatch{ID: 7, Epoch: epoch, FirstSeq: first, LastSeq: last}
+	}
+	write := func(pb *record.ProducerBatch, base int64, err error) *protocol.Appended {
+		t.Helper()
+		dup, kerrr := ps.check(pb)
+		if dup != nil || kerrr != nil {
+			t.Fatalf("batch %+v: duplicate %v, error %v", *pb, dup != nil, kerrr)
+		}
+		app := protocol.NewAppended()
+		ps.add(pb, app, -1, 0)
+		if base >= 0 || err != nil {
+			app.Finish(base, err)
+		}
+		return app
+	}
+	expect := func(pb *record.ProducerBatch, want *kerr.Error) {
+		t.Helper()
+		if _, got := ps.check(pb); got != want {
+			t.Fatalf("batch %+v: %v, want %v", *pb, got, want)
+		}
+	}
+
+	expect(batch(0, 5, 9), kerr.UnknownProducerID)
+	write(batch(0, 0, 4), 100, nil)
+	pending := write(batch(0, 5, 9), -1, nil) // still being written
+	write(batch(0, 10, 10), -1, nil)
+
+	// Retries get the first write's outcome, stored or not yet.
+	dup, _ := ps.check(batch(0, 0, 4))
+	if dup == nil || duplicate(dup).Base != 100 {
+		t.Fatal("a retry of a stored batch is not answered with its offset")
+	}
+	dup, _ = ps.check(batch(0, 5, 9))
+	if dup == nil {
+		t.Fatal("a retry of a batch being written is written again")
+	}
+	retry := duplicate(dup)
+	pending.Finish(105, nil)
+	<-retry.Done
+	if retry.Base != 105 || retry.Err != nil {
+		t.Fatalf("the retry got %d, %v", retry.Base, retry.Err)
+	}
+
+	expect(batch(0, 12, 12), kerr.OutOfOrderSequenceNumber)
+	expect(batch(0, 3, 7), kerr.OutOfOrderSequenceNumber) // overlaps
+	expect(batch(1, 3, 3), kerr.OutOfOrderSequenceNumber) // a new epoch starts at 0
+
+	// A failed write is forgotten with everything after it: the producer
+	// sends it again, and then it is written.
+	failed := ps.m[7].batches[len(ps.m[7].batches)-1].app
+	failed.Finish(-1, errors.New("stream broke"))
+	if dup, kerrr := ps.check(batch(0, 10, 10)); dup != nil || kerrr != nil {
+		t.Fatalf("the failed batch again: duplicate %v, error %v", dup != nil, kerrr)
+	}
+
+	// A new epoch fences the old one.
+	write(batch(1, 0, 0), 200, nil)
+	expect(batch(0, 10, 10), kerr.InvalidProducerEpoch)
+
+	// Only the last five stored batches are remembered.
+	for i := int32(1); i <= 6; i++ {
+		write(batch(1, i, i), 200+int64(i), nil)
+	}
+	ps.m[7].settle()
+	if n := len(ps.m[7].batches); n != keptBatches {
+		t.Fatalf("%d batches kept", n)
+	}
+	expect(batch(1, 1, 1), kerr.OutOfOrderSequenceNumber)
+	if dup, _ := ps.check(batch(1, 6, 6)); dup == nil || duplicate(dup).Base != 206 {
+		t.Fatal("the last batch is not remembered")
+	}
+}
+
+func TestLastSequenceWraps(t *testing.T) {
+	if nextSeq(1<<31-1) != 0 || nextSeq(4) != 5 {
+		t.Fatal("sequence numbers do not wrap at MaxInt32")
+	}
+}
