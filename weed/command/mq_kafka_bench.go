@@ -26,6 +26,7 @@ type kafkaBenchOptions struct {
 	timeout    *time.Duration
 	backlog    *bool
 	inflight   *int
+	idempotent *bool
 }
 
 var kafkaBenchOpts kafkaBenchOptions
@@ -55,6 +56,8 @@ percentiles. The load is bounded by -records and -timeout.
   -backlog     also read the topic again from offset 0 (default true)
   -inflight    produce requests in flight per broker (default 5; franz-go's
                own default is 1)
+  -idempotent  produce as an idempotent producer (acks=all; franz-go then
+               sends one request per broker at a time, -inflight is ignored)
 
 Example:
   weed mq.kafka.bench -bootstrap=127.0.0.1:9092 -records=500000 -size=100
@@ -74,6 +77,7 @@ func init() {
 	o.timeout = f.Duration("timeout", 5*time.Minute, "give up after this long")
 	o.backlog = f.Bool("backlog", true, "read the topic again from offset 0 afterwards")
 	o.inflight = f.Int("inflight", 5, "produce requests in flight per broker")
+	o.idempotent = f.Bool("idempotent", false, "produce as an idempotent producer")
 }
 
 // latencies collects durations and reports percentiles.
@@ -127,9 +131,14 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 	case "0":
 		acks = kgo.NoAck()
 	}
-	producer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RequiredAcks(acks), kgo.DisableIdempotentWrite(),
-		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100000), kgo.ProducerBatchMaxBytes(1<<20),
-		kgo.MaxProduceRequestsInflightPerBroker(*o.inflight))
+	popts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RequiredAcks(acks),
+		kgo.ProducerLinger(5 * time.Millisecond), kgo.MaxBufferedRecords(100000), kgo.ProducerBatchMaxBytes(1 << 20)}
+	if *o.idempotent {
+		popts = append(popts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	} else {
+		popts = append(popts, kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(*o.inflight))
+	}
+	producer, err := kgo.NewClient(popts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return false
