@@ -29,6 +29,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
 
 type kafkaGatewayOptions struct {
@@ -158,6 +159,8 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		MaxSessionTimeout:     time.Duration(*o.groupMaxSession) * time.Millisecond,
 	})
 
+	txns := txn.New(txn.Options{Files: backend, Log: backend, Groups: groups})
+
 	bind := *o.ipBind
 	if bind == "" {
 		bind = *o.ip
@@ -173,9 +176,11 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		MaxRequestSize:    *o.maxRequestBytes,
 		Backend:           backend,
 		Groups:            groups,
+		Txns:              txns,
 	})
 	if err != nil {
 		glog.Errorf("kafka gateway: %v", err)
+		txns.Close()
 		groups.Close()
 		backend.Close()
 		if emb != nil {
@@ -192,6 +197,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	shutdown := func() {
 		shutdownOnce.Do(func() {
 			srv.Close()
+			txns.Close()
 			groups.Close()
 			backend.Close()
 			if emb != nil {
@@ -225,6 +231,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	glog.V(0).Infof("kafka gateway: listening on %s, advertising %s, serving SeaweedFS at masters %s", srv.Addr(), srv.Advertised(), masters)
 	go watchCluster(backend, masters)
 	groups.Start()
+	txns.Start()
 
 	if err := srv.Serve(); err != nil {
 		glog.Errorf("kafka gateway: %v", err)

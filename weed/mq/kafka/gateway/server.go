@@ -18,6 +18,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
 
 // Options configure a Server.
@@ -45,6 +46,8 @@ type Options struct {
 	Backend protocol.Backend
 	// Groups coordinates consumer groups and keeps their offsets.
 	Groups *group.Coordinator
+	// Txns coordinates transactions.
+	Txns *txn.Coordinator
 }
 
 // Server is a running Kafka gateway.
@@ -69,8 +72,8 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.Backend == nil {
 		return nil, errors.New("gateway: no backend")
 	}
-	if opts.Groups == nil {
-		return nil, errors.New("gateway: no group coordinator")
+	if opts.Groups == nil || opts.Txns == nil {
+		return nil, errors.New("gateway: no group or transaction coordinator")
 	}
 	if opts.MaxRequestSize <= 0 {
 		opts.MaxRequestSize = protocol.DefaultMaxRequestSize
@@ -109,7 +112,7 @@ func NewServer(opts Options) (*Server, error) {
 		ClusterID:         opts.ClusterID,
 		DefaultPartitions: opts.DefaultPartitions,
 		AutoCreateTopics:  opts.AutoCreateTopics,
-	}, opts.Backend, opts.Groups)
+	}, opts.Backend, opts.Groups, opts.Txns)
 	return s, nil
 }
 

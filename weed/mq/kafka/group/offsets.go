@@ -111,6 +111,65 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, name string, who Commit
 	}
 }
 
+// ValidateTxnCommit checks the member that commits offsets in a
+// transaction (TxnOffsetCommit v3+); generation -1 and no member id, as
+// older producers send, are not checked.
+func (c *Coordinator) ValidateTxnCommit(ctx context.Context, name string, who Committer) *kerr.Error {
+	if who.Generation < 0 && who.MemberID == "" && who.InstanceID == nil {
+		return nil
+	}
+	g, kerrr := c.lookup(name, false)
+	if kerrr != nil {
+		return kerrr
+	}
+	if g == nil {
+		return kerr.IllegalGeneration
+	}
+	e, err := call(ctx, g, func() *kerr.Error {
+		if g.fenced(who.MemberID, who.InstanceID) {
+			return kerr.FencedInstanceID
+		}
+		if g.members[who.MemberID] == nil {
+			return kerr.UnknownMemberID
+		}
+		if who.Generation != g.generation {
+			return kerr.IllegalGeneration
+		}
+		return nil
+	})
+	if err != nil {
+		return goneErr(err)
+	}
+	return e
+}
+
+// CommitTxnOffsets commits a committed transaction's offsets for the group,
+// whatever its members do now (they were checked when the transaction
+// recorded them); it returns when they are in the filer.
+func (c *Coordinator) CommitTxnOffsets(ctx context.Context, name string, offsets offset.Topics) error {
+	g, kerrr := c.lookup(name, true)
+	if kerrr != nil {
+		return kerrr
+	}
+	done, err := call(ctx, g, func() <-chan error {
+		if !g.saved && g.save() != nil {
+			ch := make(chan error, 1)
+			ch <- kerr.CoordinatorNotAvailable
+			return ch
+		}
+		return c.opts.Store.Commit(g.name, offsets)
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // FetchOffsets returns the group's committed offsets of topics (all topics
 // if nil). A group that does not exist has none.
 func (c *Coordinator) FetchOffsets(ctx context.Context, name string, topics []string) (offset.Topics, *kerr.Error) {

@@ -10,12 +10,12 @@ import (
 // bytes, and a group's state file adds a suffix.
 const maxEscaped = 200
 
-// escape turns a group or topic name into a file name that reads back the
-// same: ASCII letters, digits, '_', '-' and '.' (not first) stay, every other
-// byte becomes %XX. A name that would grow past maxEscaped becomes '~' and a
-// hash of it; such names are not read back from the file name (a group's
-// state file carries its name).
-func escape(name string) string {
+// Escape turns a group, topic or transactional id into a file name that
+// reads back the same: ASCII letters, digits, '_', '-' and '.' (not first)
+// stay, every other byte becomes %XX. A name that would grow past
+// maxEscaped becomes '~' and a hash of it; such names are not read back from
+// the file name (a group's state file carries its name).
+func Escape(name string) string {
 	var b strings.Builder
 	for i := 0; i < len(name); i++ {
 		c := name[i]
@@ -36,7 +36,7 @@ func escape(name string) string {
 	return b.String()
 }
 
-// unescape reverses escape; it reports false for hashed and foreign names.
+// unescape reverses Escape; it reports false for hashed and foreign names.
 func unescape(file string) (string, bool) {
 	if file == "" || file[0] == '~' {
 		return "", false

@@ -7,7 +7,7 @@
 //	<group>.group         the group's state (members, generation), written by package group
 //	<group>/<topic>       the group's committed offsets of one topic, JSON
 //
-// A group's name is escaped to a file name (see escape). A commit is written
+// A group's name is escaped to a file name (see Escape). A commit is written
 // to the filer before it is acknowledged; commits of one group are written in
 // the order they were accepted, and those waiting together are written
 // together (one filer write per topic touched).
@@ -114,7 +114,7 @@ func (s *Store) load(ctx context.Context, g *groupOffsets) error {
 	if g.loaded {
 		return nil
 	}
-	files, err := s.files.ListFiles(ctx, s.dir+"/"+escape(g.name))
+	files, err := s.files.ListFiles(ctx, s.dir+"/"+Escape(g.name))
 	if err != nil {
 		return fmt.Errorf("loading offsets of group %q: %w", g.name, err)
 	}
@@ -263,18 +263,18 @@ func (s *Store) writeBatch(ctx context.Context, g *groupOffsets, batch []*write)
 	}
 	g.mu.Unlock()
 
-	dir := s.dir + "/" + escape(g.name)
+	dir := s.dir + "/" + Escape(g.name)
 	var firstErr error
 	for _, topic := range slices.Sorted(maps.Keys(next)) {
 		parts := next[topic]
 		var err error
 		if len(parts) == 0 {
-			err = s.files.Remove(ctx, dir, escape(topic))
+			err = s.files.Remove(ctx, dir, Escape(topic))
 		} else {
 			var data []byte
 			data, err = json.Marshal(parts)
 			if err == nil {
-				err = s.files.WriteFile(ctx, dir, escape(topic), data)
+				err = s.files.WriteFile(ctx, dir, Escape(topic), data)
 			}
 		}
 		if err != nil {
@@ -296,7 +296,7 @@ func (s *Store) writeBatch(ctx context.Context, g *groupOffsets, batch []*write)
 
 // LoadState returns the group's saved state, or nil if it has none.
 func (s *Store) LoadState(ctx context.Context, group string) ([]byte, error) {
-	data, err := s.files.ReadFile(ctx, s.dir, escape(group)+groupSuffix)
+	data, err := s.files.ReadFile(ctx, s.dir, Escape(group)+groupSuffix)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -309,7 +309,7 @@ func (s *Store) LoadState(ctx context.Context, group string) ([]byte, error) {
 // SaveState writes the group's state, replacing what was saved. The state
 // is JSON with the group's name in a "group" field.
 func (s *Store) SaveState(ctx context.Context, group string, state []byte) error {
-	if err := s.files.WriteFile(ctx, s.dir, escape(group)+groupSuffix, state); err != nil {
+	if err := s.files.WriteFile(ctx, s.dir, Escape(group)+groupSuffix, state); err != nil {
 		return fmt.Errorf("saving state of group %q: %w", group, err)
 	}
 	return nil
@@ -345,10 +345,10 @@ func (s *Store) States(ctx context.Context) (map[string][]byte, error) {
 // DeleteGroup removes the group's state and offsets. The caller makes sure
 // nothing else writes to the group meanwhile.
 func (s *Store) DeleteGroup(ctx context.Context, group string) error {
-	if err := s.files.Remove(ctx, s.dir, escape(group)); err != nil {
+	if err := s.files.Remove(ctx, s.dir, Escape(group)); err != nil {
 		return fmt.Errorf("deleting offsets of group %q: %w", group, err)
 	}
-	if err := s.files.Remove(ctx, s.dir, escape(group)+groupSuffix); err != nil {
+	if err := s.files.Remove(ctx, s.dir, Escape(group)+groupSuffix); err != nil {
 		return fmt.Errorf("deleting group %q: %w", group, err)
 	}
 	s.Forget(group)

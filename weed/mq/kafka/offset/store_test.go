@@ -72,19 +72,19 @@ func (m *memFiles) Remove(_ context.Context, dir, name string) error {
 
 func TestEscape(t *testing.T) {
 	for _, name := range []string{"group", "my.group-1_x", "a/b", "..", ".", ".hidden", "100%", "ü", " ", strings.Repeat("x", 200)} {
-		e := escape(name)
+		e := Escape(name)
 		if strings.ContainsAny(e, "/ ") || e == "." || e == ".." || strings.HasPrefix(e, ".") {
-			t.Errorf("escape(%q) = %q is not a safe file name", name, e)
+			t.Errorf("Escape(%q) = %q is not a safe file name", name, e)
 		}
 		if back, ok := unescape(e); !ok || back != name {
-			t.Errorf("unescape(escape(%q)) = %q, %v", name, back, ok)
+			t.Errorf("unescape(Escape(%q)) = %q, %v", name, back, ok)
 		}
 	}
 	long := strings.Repeat("/", 100)
-	if e := escape(long); len(e) > maxEscaped || e[0] != '~' {
+	if e := Escape(long); len(e) > maxEscaped || e[0] != '~' {
 		t.Errorf("a long name escapes to %q", e)
 	}
-	if _, ok := unescape(escape(long)); ok {
+	if _, ok := unescape(Escape(long)); ok {
 		t.Error("a hashed name reads back")
 	}
 }
@@ -93,12 +93,12 @@ func FuzzEscape(f *testing.F) {
 	f.Add("group")
 	f.Add("../x")
 	f.Fuzz(func(t *testing.T, name string) {
-		e := escape(name)
+		e := Escape(name)
 		if len(e) > maxEscaped+1 || strings.Contains(e, "/") || e == "." || e == ".." || e == "" {
-			t.Fatalf("escape(%q) = %q", name, e)
+			t.Fatalf("Escape(%q) = %q", name, e)
 		}
 		if back, ok := unescape(e); ok && back != name {
-			t.Fatalf("unescape(escape(%q)) = %q", name, back)
+			t.Fatalf("unescape(Escape(%q)) = %q", name, back)
 		}
 	})
 }

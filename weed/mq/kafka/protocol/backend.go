@@ -50,6 +50,41 @@ type Backend interface {
 	// NewProducerID returns a producer id no producer had before, on any
 	// gateway of the cluster.
 	NewProducerID(ctx context.Context) (int64, error)
+
+	// WriteMarker ends the producer's transaction in the partition with a
+	// commit or abort marker; it returns once the marker is durable.
+	WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool) error
+	// Transactions returns the partition's open and aborted transactions.
+	Transactions(ctx context.Context, topic string, partition int32) (PartitionTxns, error)
+	// Producers returns the partition's idempotent and transactional
+	// producers.
+	Producers(ctx context.Context, topic string, partition int32) ([]ProducerInfo, error)
+}
+
+// PartitionTxns is what read_committed readers of a partition need.
+type PartitionTxns struct {
+	// FirstUnstable is the first offset of the earliest open transaction,
+	// -1 if none: the last stable offset is the high watermark or this.
+	FirstUnstable int64
+	// Aborted are the aborted transactions, in the order they ended.
+	Aborted []AbortedTxn
+}
+
+// AbortedTxn is an aborted transaction in a partition: its records are
+// between FirstOffset and its abort marker at LastOffset.
+type AbortedTxn struct {
+	ProducerID  int64 `json:"producerId"`
+	FirstOffset int64 `json:"first"`
+	LastOffset  int64 `json:"last"`
+}
+
+// ProducerInfo is a producer as DescribeProducers shows it.
+type ProducerInfo struct {
+	ProducerID     int64
+	Epoch          int16
+	LastSequence   int32
+	LastTimestamp  int64
+	TxnStartOffset int64 // -1 without an open transaction
 }
 
 // TopicInfo describes a topic as Kafka clients see it.

@@ -8,8 +8,10 @@ package protocol
 // partition it asked for, and looks again every ExternalWriteRecheck for
 // records written around the gateway. Fetch sessions (KIP-227) are not kept:
 // the response's session id is 0, which tells clients to send full requests.
-// Versions 13+ address topics by id. read_committed sees the high watermark
-// as the last stable offset until transactions exist.
+// Versions 13+ address topics by id. Transactions' records come in
+// transactional batches with their producer, markers as control batches;
+// read_committed gets records up to the last stable offset (before the
+// earliest open transaction) and the aborted transactions among them.
 
 import (
 	"context"
@@ -107,6 +109,12 @@ func (h *Handler) fetchOnce(ctx context.Context, version int16, req *kmsg.FetchR
 					sp.ErrorCode = kerr.OffsetOutOfRange.Code
 					break
 				}
+				if req.IsolationLevel == 1 {
+					if err := h.readCommitted(ctx, info.Name, &sp, &res); err != nil {
+						sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
+						break
+					}
+				}
 				if len(res.Records) == 0 {
 					watch = append(watch, h.backend.Changed(info.Name, rp.Partition, res.HighWatermark))
 					break
@@ -121,15 +129,59 @@ func (h *Handler) fetchOnce(ctx context.Context, version int16, req *kmsg.FetchR
 	return resp, total, watch
 }
 
+// readCommitted keeps the records below the partition's last stable offset
+// and names the aborted transactions among them.
+func (h *Handler) readCommitted(ctx context.Context, topic string, sp *kmsg.FetchResponseTopicPartition, res *ReadResult) error {
+	txns, err := h.backend.Transactions(ctx, topic, sp.Partition)
+	if err != nil {
+		return err
+	}
+	lso := res.HighWatermark
+	if txns.FirstUnstable >= 0 && txns.FirstUnstable < lso {
+		lso = txns.FirstUnstable
+	}
+	sp.LastStableOffset = lso
+	n := 0
+	for n < len(res.Records) && res.Records[n].Offset < lso {
+		n++
+	}
+	res.Records = res.Records[:n]
+	sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+	if n == 0 {
+		return nil
+	}
+	from, to := res.Records[0].Offset, res.Records[n-1].Offset
+	for _, a := range txns.Aborted {
+		if a.LastOffset >= from && a.FirstOffset <= to {
+			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+			at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+			sp.AbortedTransactions = append(sp.AbortedTransactions, at)
+		}
+	}
+	return nil
+}
+
+// sameBatch reports whether two records may share a batch: both ordinary,
+// or both records of the same producer's transaction; a marker is a batch
+// of its own.
+func sameBatch(a, b *record.TxnMark) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Control == record.NotControl && b.Control == record.NotControl && a.ProducerID == b.ProducerID && a.Epoch == b.Epoch
+}
+
 // appendBatches encodes records as uncompressed batches; a batch ends at a
-// gap in the offsets, since its records' offsets are relative to its first.
+// gap in the offsets, since its records' offsets are relative to its first,
+// and where transactions begin or end.
 func appendBatches(b *record.Builder, dst []byte, records []StoredRecord) []byte {
 	for len(records) > 0 {
 		n := 1
-		for n < len(records) && n < recordsPerBatch && records[n].Offset == records[0].Offset+int64(n) {
+		for n < len(records) && n < recordsPerBatch && records[n].Offset == records[0].Offset+int64(n) &&
+			sameBatch(records[0].Record.Txn, records[n].Record.Txn) {
 			n++
 		}
-		b.Reset(records[0].Offset)
+		b.ResetTxn(records[0].Offset, records[0].Record.Txn)
 		for i := range records[:n] {
 			b.Add(&records[i].Record)
 		}

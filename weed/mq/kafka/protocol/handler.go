@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
 
 // Config is what the handlers know about the gateway and its cluster.
@@ -30,18 +31,19 @@ type Handler struct {
 	cfg     Config
 	backend Backend
 	groups  *group.Coordinator
+	txns    *txn.Coordinator
 }
 
 // New returns a Handler serving cfg's cluster from backend, with groups
-// coordinated by groups.
-func New(cfg Config, backend Backend, groups *group.Coordinator) *Handler {
+// coordinated by groups and transactions by txns.
+func New(cfg Config, backend Backend, groups *group.Coordinator, txns *txn.Coordinator) *Handler {
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if cfg.DefaultPartitions <= 0 {
 		cfg.DefaultPartitions = 1
 	}
-	return &Handler{cfg: cfg, backend: backend, groups: groups}
+	return &Handler{cfg: cfg, backend: backend, groups: groups, txns: txns}
 }
 
 // Request is one decoded request.

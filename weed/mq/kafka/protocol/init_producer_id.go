@@ -1,15 +1,16 @@
 package protocol
 
-// InitProducerId, versions 0-5, for idempotent producers: each gets a
-// producer id no producer had before on any gateway of the cluster (ids
-// are reserved in blocks through the filer), with epoch 0. As in Kafka, an
-// idempotent producer asking again (v3+, after UNKNOWN_PRODUCER_ID or a
-// sequence error) gets a new id. Transactional producers (a
-// transactional.id) are not served yet: they get
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients report as fatal.
+// InitProducerId, versions 0-5. An idempotent producer gets a producer id no
+// producer had before on any gateway of the cluster (ids are reserved in
+// blocks through the filer), with epoch 0; as in Kafka, one asking again
+// gets a new id. A transactional producer gets its transactional.id's
+// producer id with the next epoch, which fences older producers of the id;
+// the id's open transaction is aborted first. The transaction timeout may
+// be up to 15 minutes (INVALID_TRANSACTION_TIMEOUT).
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,7 +26,13 @@ func (h *Handler) handleInitProducerID(ctx context.Context, r *Request) Reply {
 		resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
 		if req.TransactionalID != nil {
-			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			timeout := time.Duration(req.TransactionTimeoutMillis) * time.Millisecond
+			pid, epoch, kerrr := h.txns.InitProducerID(ctx, *req.TransactionalID, timeout, req.ProducerID, req.ProducerEpoch)
+			if kerrr != nil {
+				resp.ErrorCode = kerrr.Code
+				return resp, nil
+			}
+			resp.ProducerID, resp.ProducerEpoch = pid, epoch
 			return resp, nil
 		}
 		id, err := h.backend.NewProducerID(ctx)

@@ -3,7 +3,8 @@ package protocol
 // ListOffsets, versions 1-11 (v0 was removed in Kafka 4 as well).
 //
 // Timestamps -2 (earliest) and -4 (earliest local) give the log start
-// offset, -1 (latest) the high watermark, -3 the record with the largest
+// offset, -1 (latest) the high watermark (read_committed: the last stable
+// offset), -3 the record with the largest
 // timestamp, -5 (latest tiered) offset -1 as on a broker without tiered
 // storage; any other timestamp finds the first record at or after it.
 
@@ -42,7 +43,7 @@ func (h *Handler) handleListOffsets(ctx context.Context, r *Request) Reply {
 			case rp.Partition < 0 || rp.Partition >= info.Partitions:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				if err := h.listOffset(ctx, info.Name, rp.Partition, rp.Timestamp, &sp); err != nil {
+				if err := h.listOffset(ctx, info.Name, rp.Partition, rp.Timestamp, req.IsolationLevel == 1, &sp); err != nil {
 					sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
 				}
 			}
@@ -53,7 +54,7 @@ func (h *Handler) handleListOffsets(ctx context.Context, r *Request) Reply {
 	return now(resp)
 }
 
-func (h *Handler) listOffset(ctx context.Context, topic string, partition int32, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) error {
+func (h *Handler) listOffset(ctx context.Context, topic string, partition int32, ts int64, readCommitted bool, sp *kmsg.ListOffsetsResponseTopicPartition) error {
 	switch ts {
 	case timestampLatest, timestampEarliest, timestampEarliestLocal:
 		offs, err := h.backend.Offsets(ctx, topic, partition)
@@ -63,6 +64,16 @@ func (h *Handler) listOffset(ctx context.Context, topic string, partition int32,
 		sp.Offset = offs.HighWatermark
 		if ts != timestampLatest {
 			sp.Offset = offs.LogStart
+		} else if readCommitted {
+			// The last stable offset: before the earliest open
+			// transaction.
+			txns, err := h.backend.Transactions(ctx, topic, partition)
+			if err != nil {
+				return err
+			}
+			if txns.FirstUnstable >= 0 && txns.FirstUnstable < sp.Offset {
+				sp.Offset = txns.FirstUnstable
+			}
 		}
 	case timestampLatestTiered:
 	case timestampMax:

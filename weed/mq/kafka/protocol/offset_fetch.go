@@ -2,8 +2,9 @@ package protocol
 
 // OffsetFetch, versions 0-10. v2+ fetches every committed topic when no
 // topics are named; v8+ fetches for several groups at once; v10 names
-// topics by id. A partition without a commit has offset -1. RequireStable
-// (v7+) has nothing to wait for: no transactional offsets are pending. The
+// topics by id. A partition without a commit has offset -1. With
+// RequireStable (v7+), a partition whose offset an open transaction commits
+// gets UNSTABLE_OFFSET_COMMIT, which clients retry. The
 // member id and epoch of v9+ belong to the new consumer protocol (KIP-848),
 // which is not served; classic groups ignore them, as Kafka does.
 
@@ -12,6 +13,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
@@ -45,7 +47,7 @@ func (h *Handler) handleOffsetFetch(ctx context.Context, r *Request) Reply {
 					}
 				}
 				var code int16
-				g.Topics, code = h.fetchOffsets(ctx, rg.Group, topics, r.Version >= 10)
+				g.Topics, code = h.fetchOffsets(ctx, rg.Group, topics, r.Version >= 10, req.RequireStable)
 				g.ErrorCode = code
 				if r.Version >= 10 && rg.Topics != nil {
 					for i := range g.Topics {
@@ -60,7 +62,7 @@ func (h *Handler) handleOffsetFetch(ctx context.Context, r *Request) Reply {
 		if r.Version < 2 && topics == nil {
 			topics = []kmsg.OffsetFetchRequestTopic{}
 		}
-		fetched, code := h.fetchOffsets(ctx, req.Group, topics, false)
+		fetched, code := h.fetchOffsets(ctx, req.Group, topics, false, req.RequireStable)
 		if r.Version >= 2 {
 			resp.ErrorCode = code
 		}
@@ -84,7 +86,7 @@ func (h *Handler) handleOffsetFetch(ctx context.Context, r *Request) Reply {
 // fetchOffsets answers one group's fetch: the partitions asked for (every
 // committed one if topics is nil), and the group's error code. withIDs
 // fills in topic ids.
-func (h *Handler) fetchOffsets(ctx context.Context, groupName string, topics []kmsg.OffsetFetchRequestTopic, withIDs bool) ([]fetchedTopic, int16) {
+func (h *Handler) fetchOffsets(ctx context.Context, groupName string, topics []kmsg.OffsetFetchRequestTopic, withIDs, requireStable bool) ([]fetchedTopic, int16) {
 	var names []string
 	if topics != nil {
 		names = []string{}
@@ -108,6 +110,10 @@ func (h *Handler) fetchOffsets(ctx context.Context, groupName string, topics []k
 			if c.Metadata != nil {
 				fp.Metadata = c.Metadata
 			}
+		}
+		if requireStable && h.txns.PendingOffsets(groupName, topic, p) {
+			// An open transaction commits this partition's offset.
+			fp.ErrorCode = kerr.UnstableOffsetCommit.Code
 		}
 		return fp
 	}

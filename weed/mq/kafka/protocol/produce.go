@@ -11,7 +11,11 @@ package protocol
 // written in order with contiguous offsets. With acks=1 the response goes out
 // when the SeaweedMQ broker holds the records; with acks=all, when they are
 // flushed to the filer and survive a restart of SeaweedFS. acks=0 gets no
-// response at all. v13 addresses topics by id.
+// response at all. v13 addresses topics by id. An idempotent producer's
+// batch has its sequence numbers checked (see the README); a transactional
+// one goes only to a partition of the producer's open transaction
+// (INVALID_TXN_STATE otherwise, INVALID_PRODUCER_EPOCH from a fenced
+// producer).
 
 import (
 	"context"
@@ -85,6 +89,20 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				}
 				continue
 			}
+			if mark := records[0].Txn; mark != nil {
+				// A transaction's records: its partition must be in
+				// the producer's open transaction, which cannot end
+				// while they are handed to the log.
+				var app *Appended
+				if e := h.txns.Verify(mark.ProducerID, mark.Epoch, info.Name, rp.Partition, func() {
+					app = h.backend.Append(ctx, info.Name, rp.Partition, records, req.Acks == -1)
+				}); e != nil {
+					p.ErrorCode = e.Code
+					continue
+				}
+				pending = append(pending, pendingAppend{p, app})
+				continue
+			}
 			pending = append(pending, pendingAppend{p, h.backend.Append(ctx, info.Name, rp.Partition, records, req.Acks == -1)})
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -135,10 +153,10 @@ func decodeProduced(raw []byte) ([]record.Record, *kerr.Error) {
 	for i := range batches {
 		h := &batches[i].Header
 		switch {
-		case h.Attributes&attrControl != 0:
+		case h.Attributes&record.AttrControl != 0:
 			return nil, kerr.InvalidRecord // control records are the coordinator's
-		case h.Attributes&attrTransactional != 0:
-			return nil, kerr.InvalidTxnState // no transaction was begun here
+		case h.Attributes&record.AttrTransactional != 0 && h.ProducerID < 0:
+			return nil, kerr.InvalidRecord
 		case h.ProducerID >= 0 && len(batches) > 1:
 			// Kafka takes one batch per partition from an idempotent
 			// producer: its sequence numbers are checked as one.
@@ -152,6 +170,12 @@ func decodeProduced(raw []byte) ([]record.Record, *kerr.Error) {
 				ID: h.ProducerID, Epoch: h.ProducerEpoch,
 				FirstSeq: h.FirstSequence, LastSeq: lastSequence(h.FirstSequence, h.LastOffsetDelta),
 			}
+			if h.Attributes&record.AttrTransactional != 0 {
+				mark := &record.TxnMark{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, Control: record.NotControl}
+				for i := range b.Records {
+					b.Records[i].Txn = mark
+				}
+			}
 		}
 		return b.Records, nil
 	}
@@ -161,12 +185,6 @@ func decodeProduced(raw []byte) ([]record.Record, *kerr.Error) {
 	}
 	return records, nil
 }
-
-// Record batch attributes.
-const (
-	attrTransactional = 1 << 4
-	attrControl       = 1 << 5
-)
 
 // lastSequence is the sequence number of a batch's last record: sequence
 // numbers wrap from MaxInt32 to 0.

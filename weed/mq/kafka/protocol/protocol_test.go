@@ -53,7 +53,7 @@ func TestApiVersionsIsTheRegistry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp, err := New(Config{}, nil, nil).Handle(context.Background(), r)()
+		resp, err := New(Config{}, nil, nil, nil).Handle(context.Background(), r)()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestApiVersionsTooNewAnswersV0(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, _ := New(Config{}, nil, nil).Handle(context.Background(), r)()
+	resp, _ := New(Config{}, nil, nil, nil).Handle(context.Background(), r)()
 	av := resp.(*kmsg.ApiVersionsResponse)
 	if av.Version != 0 || av.ErrorCode != kerr.UnsupportedVersion.Code || len(av.ApiKeys) == 0 {
 		t.Fatalf("version %d error %d keys %d", av.Version, av.ErrorCode, len(av.ApiKeys))

@@ -49,7 +49,26 @@ type Record struct {
 	// Producer is set on the first record of an idempotent producer's
 	// batch: it is stored with it (see ProducerBatch).
 	Producer *ProducerBatch
+	// Txn is set on the records of a transaction and on the markers that
+	// end one; it is stored with each of them.
+	Txn *TxnMark
 }
+
+// TxnMark ties a stored record to a transaction: a record written in it
+// (Control -1), or the marker (control record) that committed (1) or
+// aborted (0) the producer's transaction in the partition.
+type TxnMark struct {
+	ProducerID int64
+	Epoch      int16
+	Control    int8
+}
+
+// Control record types, as Kafka writes them in a marker's key.
+const (
+	ControlAbort  = 0
+	ControlCommit = 1
+	NotControl    = -1
+)
 
 // Batch is a decoded record batch.
 type Batch struct {
@@ -160,14 +179,28 @@ type Builder struct {
 	firstTs int64
 	maxTs   int64
 	n       int32
+	txn     *TxnMark
 }
 
 // Reset starts a new batch whose first record has baseOffset.
-func (w *Builder) Reset(baseOffset int64) {
+func (w *Builder) Reset(baseOffset int64) { w.ResetTxn(baseOffset, nil) }
+
+// ResetTxn starts a new batch of a transaction's records, or of one marker
+// (a control batch), as txn says; nil is an ordinary batch.
+func (w *Builder) ResetTxn(baseOffset int64, txn *TxnMark) {
 	w.records = w.records[:0]
 	w.first = baseOffset
 	w.n = 0
+	w.txn = txn
 }
+
+// ControlKey and ControlValue are a marker's key and value as Kafka writes
+// them: version 0 and the control type; version 0 and the coordinator
+// epoch.
+func ControlKey(control int8) []byte { return []byte{0, 0, 0, byte(control)} }
+
+// ControlValue is a marker's value (see ControlKey).
+func ControlValue() []byte { return []byte{0, 0, 0, 0, 0, 0} }
 
 // Len is the number of records added since Reset.
 func (w *Builder) Len() int { return int(w.n) }
@@ -215,6 +248,13 @@ func (w *Builder) AppendTo(dst []byte) []byte {
 		FirstSequence:        -1,
 		NumRecords:           w.n,
 		Records:              w.records,
+	}
+	if t := w.txn; t != nil {
+		hdr.ProducerID, hdr.ProducerEpoch = t.ProducerID, t.Epoch
+		hdr.Attributes = AttrTransactional
+		if t.Control != NotControl {
+			hdr.Attributes |= AttrControl
+		}
 	}
 	dst = hdr.AppendTo(dst)
 	binary.BigEndian.PutUint32(dst[start+crcOffset:], crc32.Checksum(dst[start+crcStart:], castagnoli))

@@ -26,10 +26,14 @@ import (
 //	flags    1 byte   bit 0: key is null, bit 1: value is null,
 //	                  bit 2: a timestamp follows, bit 3: a filler, not a
 //	                  record (see AppendFiller), bit 4: the first record
-//	                  of an idempotent producer's batch
+//	                  of an idempotent producer's batch, bit 5: a record
+//	                  of a transaction or a transaction marker
 //	[timestamp]       zig-zag varint, milliseconds (only with bit 2)
 //	[producer]        zig-zag varints: producer id, epoch, first and last
 //	                  sequence number of the batch (only with bit 4)
+//	[transaction]     zig-zag varints: producer id, epoch, control type
+//	                  (-1: a record, 0: abort marker, 1: commit marker)
+//	                  (only with bit 5)
 //	headers           uvarint count, then per header: uvarint key length,
 //	                  key, zig-zag varint value length (-1 for null), value
 //	value             the remaining bytes
@@ -43,6 +47,7 @@ const (
 	flagTimestamp = 1 << 2
 	flagFiller    = 1 << 3
 	flagProducer  = 1 << 4
+	flagTxn       = 1 << 5
 )
 
 // ProducerBatch names an idempotent producer's batch. It is stored with the
@@ -71,7 +76,7 @@ func AppendFiller(dst []byte) []byte {
 // Plain reports whether r can be stored without an envelope, given whether
 // its timestamp can be carried by ts_ns alone.
 func Plain(r *Record, exactTime bool) bool {
-	return exactTime && r.Producer == nil && len(r.Headers) == 0 && r.Value != nil &&
+	return exactTime && r.Producer == nil && r.Txn == nil && len(r.Headers) == 0 && r.Value != nil &&
 		(r.Key == nil || len(r.Key) > 0) && !bytes.HasPrefix(r.Value, envelopeMagic)
 }
 
@@ -93,6 +98,9 @@ func AppendEnvelope(dst []byte, r *Record, explicitTime bool) []byte {
 	if r.Producer != nil {
 		flags |= flagProducer
 	}
+	if r.Txn != nil {
+		flags |= flagTxn
+	}
 	dst = append(dst, flags)
 	if explicitTime {
 		dst = binary.AppendVarint(dst, r.Timestamp)
@@ -102,6 +110,11 @@ func AppendEnvelope(dst []byte, r *Record, explicitTime bool) []byte {
 		dst = binary.AppendVarint(dst, int64(pb.Epoch))
 		dst = binary.AppendVarint(dst, int64(pb.FirstSeq))
 		dst = binary.AppendVarint(dst, int64(pb.LastSeq))
+	}
+	if t := r.Txn; t != nil {
+		dst = binary.AppendVarint(dst, t.ProducerID)
+		dst = binary.AppendVarint(dst, int64(t.Epoch))
+		dst = binary.AppendVarint(dst, int64(t.Control))
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(r.Headers)))
 	for i := range r.Headers {
@@ -166,6 +179,21 @@ func FromStored(key, value []byte, tsMillis int64) (Record, error) {
 			return r, fmt.Errorf("record envelope: bad producer batch")
 		}
 		r.Producer = &ProducerBatch{ID: v[0], Epoch: int16(v[1]), FirstSeq: int32(v[2]), LastSeq: int32(v[3])}
+	}
+	if flags&flagTxn != 0 {
+		var v [3]int64
+		for i := range v {
+			x, n := binary.Varint(b)
+			if n <= 0 {
+				return r, fmt.Errorf("record envelope: bad transaction mark")
+			}
+			v[i] = x
+			b = b[n:]
+		}
+		if v[1] < math.MinInt16 || v[1] > math.MaxInt16 || v[2] < NotControl || v[2] > ControlCommit {
+			return r, fmt.Errorf("record envelope: bad transaction mark")
+		}
+		r.Txn = &TxnMark{ProducerID: v[0], Epoch: int16(v[1]), Control: int8(v[2])}
 	}
 	count, n := binary.Uvarint(b)
 	if n <= 0 || count > uint64(len(b)) {

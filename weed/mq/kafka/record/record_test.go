@@ -206,6 +206,15 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 	if err != nil || got.Producer == nil || *got.Producer != *pb || string(got.Value) != "v" || got.Timestamp != 9 {
 		t.Fatalf("producer batch read back as %+v, %v", got.Producer, err)
 	}
+
+	// Records of a transaction and its markers carry their mark.
+	for _, mark := range []TxnMark{{5, 2, NotControl}, {5, 2, ControlAbort}, {1 << 50, 0, ControlCommit}} {
+		r := Record{Value: []byte("x"), Timestamp: 1, Txn: &mark}
+		got, err := FromStored(nil, AppendEnvelope(nil, &r, false), 1)
+		if err != nil || got.Txn == nil || *got.Txn != mark {
+			t.Fatalf("transaction mark %+v read back as %+v, %v", mark, got.Txn, err)
+		}
+	}
 }
 
 func FuzzParseBatch(f *testing.F) {
@@ -251,6 +260,7 @@ func FuzzFromStored(f *testing.F) {
 	f.Add([]byte("k"), AppendEnvelope(nil, &r, true), int64(7))
 	f.Add([]byte(nil), []byte("plain"), int64(7))
 	r.Producer = &ProducerBatch{ID: 7, Epoch: 1, FirstSeq: 0, LastSeq: 4}
+	r.Txn = &TxnMark{ProducerID: 7, Epoch: 1, Control: NotControl}
 	f.Add([]byte("k"), AppendEnvelope(nil, &r, false), int64(7))
 	f.Fuzz(func(t *testing.T, key, value []byte, ts int64) {
 		FromStored(key, value, ts) //nolint:errcheck // must not panic

@@ -17,7 +17,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -64,8 +67,16 @@ type producerEntry struct {
 type producerState struct {
 	loaded bool
 	m      map[int64]*producerEntry
-	dirty  bool
+	dirty  atomic.Bool // changed since saved
 	saved  time.Time
+
+	// Transactions, under txnMu (fetches read them without writeMu).
+	txnMu   sync.Mutex
+	ongoing map[int64]int64 // producer id -> first offset (at least) of its open transaction here
+	aborted []protocol.AbortedTxn
+	// pending markers being written -> the offset they are at least at.
+	pendingMarks map[int64]int64
+	markSeq      int64
 }
 
 // settle takes the batches whose writes ended out of the pending ones:
@@ -164,7 +175,7 @@ func (ps *producerState) add(pb *record.ProducerBatch, app *protocol.Appended, b
 	}
 	e.settle()
 	e.used = time.Now()
-	ps.dirty = true
+	ps.dirty.Store(true)
 }
 
 // duplicate answers a retried batch with the outcome of its first write.
@@ -185,9 +196,13 @@ func duplicate(b *producerBatch) *protocol.Appended {
 
 // savedProducers is a partition's producer state file.
 type savedProducers struct {
-	// Offset: the state holds every idempotent batch stored below it.
+	// Offset: the state holds every idempotent batch, transaction record
+	// and marker stored below it.
 	Offset    int64                    `json:"offset"`
 	Producers map[string]savedProducer `json:"producers"`
+	// Ongoing: producer id -> first offset of its open transaction.
+	Ongoing map[string]int64      `json:"ongoing,omitempty"`
+	Aborted []protocol.AbortedTxn `json:"aborted,omitempty"`
 }
 
 type savedProducer struct {
@@ -213,6 +228,9 @@ func (p *partition) producersFile() (string, string) {
 func (c *Client) loadProducers(ctx context.Context, p *partition) error {
 	ps := &p.producers
 	ps.m = map[int64]*producerEntry{}
+	ps.txnMu.Lock()
+	ps.ongoing, ps.aborted, ps.pendingMarks = map[int64]int64{}, nil, map[int64]int64{}
+	ps.txnMu.Unlock()
 	dir, name := p.producersFile()
 	data, err := c.ReadFile(ctx, dir, name)
 	var saved savedProducers
@@ -246,7 +264,16 @@ func (c *Client) loadProducers(ctx context.Context, p *partition) error {
 		}
 		ps.m[pid] = e
 	}
-	// The batches stored after the saved offset.
+	ps.txnMu.Lock()
+	for id, first := range saved.Ongoing {
+		if pid, err := strconv.ParseInt(id, 10, 64); err == nil {
+			ps.ongoing[pid] = first
+		}
+	}
+	ps.aborted = saved.Aborted
+	ps.txnMu.Unlock()
+	// The batches, transaction records and markers stored after the saved
+	// offset.
 	scanned := 0
 	for off := saved.Offset; ; {
 		res, err := c.Read(ctx, p.topic, p.index, off, 4<<20)
@@ -259,6 +286,11 @@ func (c *Client) loadProducers(ctx context.Context, p *partition) error {
 					ps.add(pb, nil, r.Offset, r.Offset)
 					scanned++
 				}
+			}
+			if t := r.Record.Txn; t != nil {
+				ps.txnMu.Lock()
+				ps.applyTxnMark(t, r.Offset)
+				ps.txnMu.Unlock()
 			}
 			off = r.Offset + 1
 		}
@@ -295,7 +327,7 @@ func (c *Client) saveProducerState(ctx context.Context, p *partition, s savedPro
 // idempotent batch is among them. Called with writeMu held.
 func (p *partition) snapshotProducers() (savedProducers, bool) {
 	ps := &p.producers
-	if !ps.loaded || !ps.dirty {
+	if !ps.loaded || !ps.dirty.Load() {
 		return savedProducers{}, false
 	}
 	// Every batch still being written has its offsets above its lowBound;
@@ -318,11 +350,23 @@ func (p *partition) snapshotProducers() (savedProducers, bool) {
 		}
 		s.Producers[strconv.FormatInt(id, 10)] = sp
 	}
+	ps.txnMu.Lock()
+	for _, low := range ps.pendingMarks {
+		covered = min(covered, low)
+	}
+	if len(ps.ongoing) > 0 {
+		s.Ongoing = map[string]int64{}
+		for pid, first := range ps.ongoing {
+			s.Ongoing[strconv.FormatInt(pid, 10)] = first
+		}
+	}
+	s.Aborted = slices.Clone(ps.aborted)
+	ps.txnMu.Unlock()
 	if covered < 0 {
 		return savedProducers{}, false
 	}
 	s.Offset = covered
-	ps.dirty = false
+	ps.dirty.Store(false)
 	return s, true
 }
 
@@ -346,7 +390,7 @@ func (c *Client) saveProducers(p *partition, force bool) {
 	defer cancel()
 	if err := c.saveProducerState(ctx, p, s); err != nil {
 		p.writeMu.Lock()
-		p.producers.dirty = true
+		p.producers.dirty.Store(true)
 		p.writeMu.Unlock()
 		glog.Warningf("kafka partition %s/%d: saving producer state: %v", p.topic, p.index, err)
 	}
@@ -372,6 +416,17 @@ func (c *Client) appendIdempotent(ctx context.Context, p *partition, records []r
 		return duplicate(dup)
 	}
 	lowBound := max(p.knownHW(), 0)
+	if t := records[0].Txn; t != nil {
+		// The producer's transaction is open here from this batch on
+		// (or from an earlier one): the last stable offset stays below.
+		ps := &p.producers
+		ps.txnMu.Lock()
+		if _, open := ps.ongoing[t.ProducerID]; !open {
+			ps.ongoing[t.ProducerID] = lowBound
+			ps.dirty.Store(true)
+		}
+		ps.txnMu.Unlock()
+	}
 	app := write()
 	p.producers.add(pb, app, -1, lowBound)
 	return app

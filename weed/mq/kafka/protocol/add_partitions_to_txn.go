@@ -1,0 +1,134 @@
+package protocol
+
+// AddPartitionsToTxn, versions 0-5: adds partitions to a producer's
+// transaction before it writes to them. v4+ (sent by brokers in Kafka)
+// carries several transactions; VerifyOnly checks without adding. A
+// partition of an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION and the
+// others OPERATION_NOT_ATTEMPTED; otherwise every partition gets the
+// coordinator's answer (INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED,
+// CONCURRENT_TRANSACTIONS while the last one ends, ...).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.AddPartitionsToTxn, 0, 5, (*Handler).handleAddPartitionsToTxn) }
+
+type txnTopic struct {
+	topic      string
+	partitions []int32
+}
+
+// addPartitions answers one transaction's partitions: a code per topic and
+// partition, in request order.
+func (h *Handler) addPartitions(ctx context.Context, id string, pid int64, epoch int16, verifyOnly bool, topics []txnTopic) [][]int16 {
+	codes := make([][]int16, len(topics))
+	want := map[string][]int32{}
+	var unknown bool
+	for i, t := range topics {
+		codes[i] = make([]int16, len(t.partitions))
+		info, err := h.backend.DescribeTopic(ctx, t.topic)
+		for j, p := range t.partitions {
+			if err != nil || p < 0 || p >= info.Partitions {
+				codes[i][j] = kerr.UnknownTopicOrPartition.Code
+				unknown = true
+				continue
+			}
+			want[t.topic] = append(want[t.topic], p)
+		}
+	}
+	var code int16
+	switch {
+	case unknown:
+		code = kerr.OperationNotAttempted.Code
+	case verifyOnly:
+		d, ok, kerrr := h.txns.Describe(id)
+		switch {
+		case kerrr != nil:
+			code = kerrr.Code
+		case !ok || d.ProducerID != pid:
+			code = kerr.InvalidProducerIDMapping.Code
+		case d.Epoch != epoch:
+			code = kerr.ProducerFenced.Code
+		default:
+			for i, t := range topics {
+				for j, p := range t.partitions {
+					if d.State != "Ongoing" || !containsPartition(d.Partitions[t.topic], p) {
+						codes[i][j] = kerr.InvalidTxnState.Code
+					}
+				}
+			}
+			return codes
+		}
+	default:
+		if e := h.txns.AddPartitions(ctx, id, pid, epoch, want); e != nil {
+			code = e.Code
+		}
+	}
+	for i := range codes {
+		for j := range codes[i] {
+			if codes[i][j] == 0 {
+				codes[i][j] = code
+			}
+		}
+	}
+	return codes
+}
+
+func containsPartition(s []int32, p int32) bool {
+	for _, x := range s {
+		if x == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *Handler) handleAddPartitionsToTxn(ctx context.Context, r *Request) Reply {
+	req := r.Body.(*kmsg.AddPartitionsToTxnRequest)
+	return func() (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+		if r.Version < 4 {
+			topics := make([]txnTopic, len(req.Topics))
+			for i, t := range req.Topics {
+				topics[i] = txnTopic{t.Topic, t.Partitions}
+			}
+			codes := h.addPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, topics)
+			for i, t := range req.Topics {
+				rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+				rt.Topic = t.Topic
+				for j, p := range t.Partitions {
+					rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p, codes[i][j]
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+			return resp, nil
+		}
+		for _, tx := range req.Transactions {
+			topics := make([]txnTopic, len(tx.Topics))
+			for i, t := range tx.Topics {
+				topics[i] = txnTopic{t.Topic, t.Partitions}
+			}
+			codes := h.addPartitions(ctx, tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly, topics)
+			rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
+			rtx.TransactionalID = tx.TransactionalID
+			for i, t := range tx.Topics {
+				rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+				rt.Topic = t.Topic
+				for j, p := range t.Partitions {
+					rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+					rp.Partition, rp.ErrorCode = p, codes[i][j]
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rtx.Topics = append(rtx.Topics, rt)
+			}
+			resp.Transactions = append(resp.Transactions, rtx)
+		}
+		return resp, nil
+	}
+}

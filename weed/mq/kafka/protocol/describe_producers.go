@@ -1,0 +1,43 @@
+package protocol
+
+// DescribeProducers, version 0: a partition's idempotent and transactional
+// producers: id, epoch, last sequence number, when it last wrote, and the
+// first offset of its open transaction (-1 if none). The coordinator epoch
+// is not kept (-1).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.DescribeProducers, 0, 0, (*Handler).handleDescribeProducers) }
+
+func (h *Handler) handleDescribeProducers(ctx context.Context, r *Request) Reply {
+	req := r.Body.(*kmsg.DescribeProducersRequest)
+	return func() (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewDescribeProducersResponseTopic()
+			st.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				sp := kmsg.NewDescribeProducersResponseTopicPartition()
+				sp.Partition = p
+				producers, err := h.backend.Producers(ctx, rt.Topic, p)
+				if err != nil {
+					sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
+				}
+				for _, pi := range producers {
+					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+					ap.ProducerID, ap.ProducerEpoch, ap.LastSequence = pi.ProducerID, int32(pi.Epoch), pi.LastSequence
+					ap.LastTimestamp, ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = pi.LastTimestamp, -1, pi.TxnStartOffset
+					sp.ActiveProducers = append(sp.ActiveProducers, ap)
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	}
+}

@@ -1,0 +1,30 @@
+package protocol
+
+// EndTxn, versions 0-5: commits or aborts the producer's transaction. The
+// decision is saved, a marker is written to each of its partitions, its
+// offsets are committed to their groups, then the end is saved; the answer
+// comes after all of it. A retried EndTxn of a transaction that ended the
+// same way succeeds again. v5 answers with the producer id and epoch; the
+// epoch is not bumped (transaction.version 2, KIP-890, is not
+// advertised, so clients keep the classic protocol).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.EndTxn, 0, 5, (*Handler).handleEndTxn) }
+
+func (h *Handler) handleEndTxn(ctx context.Context, r *Request) Reply {
+	req := r.Body.(*kmsg.EndTxnRequest)
+	return func() (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch
+		if e := h.txns.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit); e != nil {
+			resp.ErrorCode = e.Code
+			resp.ProducerID, resp.ProducerEpoch = -1, -1
+		}
+		return resp, nil
+	}
+}

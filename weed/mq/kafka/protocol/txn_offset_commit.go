@@ -1,0 +1,76 @@
+package protocol
+
+// TxnOffsetCommit, versions 0-6: offsets a transaction commits for a group
+// it added with AddOffsetsToTxn; they become the group's committed offsets
+// when the transaction commits, and are dropped if it aborts. v3+ names the
+// committing member, checked like an OffsetCommit's (ILLEGAL_GENERATION,
+// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID). v6 may name topics by id.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+)
+
+func init() { register(kmsg.TxnOffsetCommit, 0, 6, (*Handler).handleTxnOffsetCommit) }
+
+func (h *Handler) handleTxnOffsetCommit(ctx context.Context, r *Request) Reply {
+	req := r.Body.(*kmsg.TxnOffsetCommitRequest)
+	return func() (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		codes := make([][]int16, len(req.Topics))
+		offsets := offset.Topics{}
+		for i, rt := range req.Topics {
+			codes[i] = make([]int16, len(rt.Partitions))
+			info, e := h.lookupTopic(ctx, rt.Topic == "" && rt.TopicID != [16]byte{}, rt.Topic, rt.TopicID)
+			for j, rp := range rt.Partitions {
+				switch {
+				case e != nil:
+					codes[i][j] = e.Code
+				case rp.Partition < 0 || rp.Partition >= info.Partitions:
+					codes[i][j] = kerr.UnknownTopicOrPartition.Code
+				case rp.Metadata != nil && len(*rp.Metadata) > group.MaxMetadataBytes:
+					codes[i][j] = kerr.OffsetMetadataTooLarge.Code
+				default:
+					if offsets[info.Name] == nil {
+						offsets[info.Name] = map[int32]offset.Committed{}
+					}
+					offsets[info.Name][rp.Partition] = offset.Committed{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, Metadata: rp.Metadata}
+				}
+			}
+		}
+		var code int16
+		if req.Group == "" {
+			code = kerr.InvalidGroupID.Code
+		} else if len(offsets) > 0 {
+			who := group.Committer{Generation: req.Generation, MemberID: req.MemberID, InstanceID: req.InstanceID}
+			if r.Version < 3 {
+				who = group.Committer{Generation: -1}
+			}
+			if e := h.groups.ValidateTxnCommit(ctx, req.Group, who); e != nil {
+				code = e.Code
+			} else if e := h.txns.CommitOffsets(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group, offsets); e != nil {
+				code = e.Code
+			}
+		}
+		for i, rt := range req.Topics {
+			st := kmsg.NewTxnOffsetCommitResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for j, rp := range rt.Partitions {
+				sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = codes[i][j]
+				if sp.ErrorCode == 0 {
+					sp.ErrorCode = code
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	}
+}

@@ -1,0 +1,143 @@
+package seaweedmq
+
+// Transactions in a partition: the records of a transaction carry their
+// producer (record.TxnMark); a marker (control record) ends the producer's
+// transaction there. The partition knows each open transaction's first
+// offset (the last stable offset stays below the first of them) and every
+// aborted transaction's range, which read_committed fetches get.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+)
+
+// applyTxnMark follows a transaction record or marker stored at offset.
+// Called with txnMu held.
+func (ps *producerState) applyTxnMark(t *record.TxnMark, offset int64) {
+	switch t.Control {
+	case record.NotControl:
+		if _, open := ps.ongoing[t.ProducerID]; !open {
+			ps.ongoing[t.ProducerID] = offset
+		}
+	default:
+		first, open := ps.ongoing[t.ProducerID]
+		delete(ps.ongoing, t.ProducerID)
+		if t.Control == record.ControlAbort && open {
+			for _, a := range ps.aborted {
+				if a.LastOffset == offset {
+					return // read again after a restart
+				}
+			}
+			ps.aborted = append(ps.aborted, protocol.AbortedTxn{ProducerID: t.ProducerID, FirstOffset: first, LastOffset: offset})
+		}
+	}
+	ps.dirty.Store(true)
+}
+
+// ensureProducers loads the partition's producer state if it is not yet.
+func (c *Client) ensureProducers(ctx context.Context, p *partition) error {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	if p.producers.loaded {
+		return nil
+	}
+	return c.loadProducers(ctx, p)
+}
+
+// WriteMarker implements protocol.Backend: it ends the producer's
+// transaction in the partition with a commit or abort marker, durably.
+func (c *Client) WriteMarker(ctx context.Context, topic string, index int32, producerID int64, epoch int16, commit bool) error {
+	p := c.parts.get(c, topic, index)
+	if err := c.ensureProducers(ctx, p); err != nil {
+		return err
+	}
+	control := int8(record.ControlAbort)
+	if commit {
+		control = record.ControlCommit
+	}
+	mark := &record.TxnMark{ProducerID: producerID, Epoch: epoch, Control: control}
+	ps := &p.producers
+	ps.txnMu.Lock()
+	ps.markSeq++
+	id := ps.markSeq
+	ps.pendingMarks[id] = max(p.knownHW(), 0)
+	ps.txnMu.Unlock()
+	defer func() {
+		ps.txnMu.Lock()
+		delete(ps.pendingMarks, id)
+		ps.txnMu.Unlock()
+	}()
+	rec := record.Record{Key: record.ControlKey(control), Value: record.ControlValue(), Timestamp: time.Now().UnixMilli(), Txn: mark}
+	app := c.Append(ctx, topic, index, []record.Record{rec}, true)
+	select {
+	case <-app.Done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if app.Err != nil {
+		return fmt.Errorf("writing the transaction marker to %s/%d: %w", topic, index, app.Err)
+	}
+	ps.txnMu.Lock()
+	ps.applyTxnMark(mark, app.Base)
+	ps.txnMu.Unlock()
+	return nil
+}
+
+// Transactions implements protocol.Backend.
+func (c *Client) Transactions(ctx context.Context, topic string, index int32) (protocol.PartitionTxns, error) {
+	if _, err := c.assignment(ctx, topic, index); err != nil {
+		return protocol.PartitionTxns{}, err
+	}
+	p := c.parts.get(c, topic, index)
+	if err := c.ensureProducers(ctx, p); err != nil {
+		return protocol.PartitionTxns{}, err
+	}
+	ps := &p.producers
+	ps.txnMu.Lock()
+	defer ps.txnMu.Unlock()
+	out := protocol.PartitionTxns{FirstUnstable: -1, Aborted: slices.Clone(ps.aborted)}
+	for _, first := range ps.ongoing {
+		if out.FirstUnstable < 0 || first < out.FirstUnstable {
+			out.FirstUnstable = first
+		}
+	}
+	return out, nil
+}
+
+// Producers implements protocol.Backend: the partition's idempotent and
+// transactional producers (DescribeProducers).
+func (c *Client) Producers(ctx context.Context, topic string, index int32) ([]protocol.ProducerInfo, error) {
+	if _, err := c.assignment(ctx, topic, index); err != nil {
+		return nil, err
+	}
+	p := c.parts.get(c, topic, index)
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	if !p.producers.loaded {
+		if err := c.loadProducers(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	ps := &p.producers
+	ps.txnMu.Lock()
+	defer ps.txnMu.Unlock()
+	var out []protocol.ProducerInfo
+	for pid, e := range ps.m {
+		e.settle()
+		info := protocol.ProducerInfo{ProducerID: pid, Epoch: e.epoch, LastSequence: e.lastSeq, LastTimestamp: e.used.UnixMilli(), TxnStartOffset: -1}
+		if n := len(e.batches); n > 0 {
+			info.LastSequence = e.batches[n-1].lastSeq
+		}
+		if first, open := ps.ongoing[pid]; open {
+			info.TxnStartOffset = first
+		}
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b protocol.ProducerInfo) int { return int(a.ProducerID - b.ProducerID) })
+	return out, nil
+}
