@@ -85,13 +85,13 @@ type txn struct {
 
 // saved is a transactional id's state file.
 type saved struct {
-	ID         string           `json:"transactionalId"`
-	ProducerID int64            `json:"producerId"`
-	Epoch      int16            `json:"epoch"`
-	TimeoutMs  int32            `json:"timeoutMs"`
-	State      State            `json:"state"`
+	ID         string             `json:"transactionalId"`
+	ProducerID int64              `json:"producerId"`
+	Epoch      int16              `json:"epoch"`
+	TimeoutMs  int32              `json:"timeoutMs"`
+	State      State              `json:"state"`
 	Partitions map[string][]int32 `json:"partitions,omitempty"`
-	Groups     []string         `json:"groups,omitempty"`
+	Groups     []string           `json:"groups,omitempty"`
 	// Offsets are the transaction's offsets per group, committed with it.
 	Offsets   map[string]offset.Topics `json:"offsets,omitempty"`
 	StartMs   int64                    `json:"startMs"`
@@ -671,4 +671,3 @@ func (c *Coordinator) List() ([]Described, *kerr.Error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
-
