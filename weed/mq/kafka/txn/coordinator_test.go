@@ -1,0 +1,232 @@
+package txn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"path"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+)
+
+// fakes: files in memory, a log that records markers, groups that record
+// commits.
+type memFiles struct {
+	mu    sync.Mutex
+	files map[string][]byte
+}
+
+func (m *memFiles) ReadFile(_ context.Context, dir, name string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.files[path.Join(dir, name)]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return d, nil
+}
+
+func (m *memFiles) WriteFile(_ context.Context, dir, name string, data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.files[path.Join(dir, name)] = append([]byte(nil), data...)
+	return nil
+}
+
+func (m *memFiles) ListFiles(_ context.Context, dir string) ([]offset.File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []offset.File
+	for p, d := range m.files {
+		if name, ok := strings.CutPrefix(p, dir+"/"); ok && !strings.Contains(name, "/") {
+			out = append(out, offset.File{Name: name, Data: d})
+		}
+	}
+	return out, nil
+}
+
+func (m *memFiles) Remove(_ context.Context, dir, name string) error { return nil }
+
+type marker struct {
+	topic  string
+	part   int32
+	pid    int64
+	epoch  int16
+	commit bool
+}
+
+type fakeLog struct {
+	mu      sync.Mutex
+	next    int64
+	markers []marker
+	fail    bool
+}
+
+func (l *fakeLog) NewProducerID(context.Context) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.next++
+	return l.next, nil
+}
+
+func (l *fakeLog) WriteMarker(_ context.Context, topic string, part int32, pid int64, epoch int16, commit bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fail {
+		return errors.New("broker down")
+	}
+	l.markers = append(l.markers, marker{topic, part, pid, epoch, commit})
+	return nil
+}
+
+type fakeGroups struct {
+	mu      sync.Mutex
+	commits map[string]offset.Topics
+}
+
+func (g *fakeGroups) CommitTxnOffsets(_ context.Context, group string, offs offset.Topics) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.commits[group] = offs
+	return nil
+}
+
+func start(t *testing.T, files *memFiles, log *fakeLog, groups *fakeGroups) *Coordinator {
+	t.Helper()
+	c := New(Options{Files: files, Log: log, Groups: groups})
+	c.Start()
+	t.Cleanup(c.Close)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, kerrr := c.List(); kerrr == nil {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not loaded")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestCommitWritesMarkersAndOffsets(t *testing.T) {
+	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{commits: map[string]offset.Topics{}}
+	c := start(t, files, log, groups)
+	ctx := context.Background()
+	pid, epoch, e := c.InitProducerID(ctx, "tx", time.Minute, -1, -1)
+	if e != nil || epoch != 0 {
+		t.Fatalf("init: %d %d %v", pid, epoch, e)
+	}
+	if e := c.EndTxn(ctx, "tx", pid, epoch, true); e != kerr.InvalidTxnState {
+		t.Fatalf("end without a transaction: %v", e)
+	}
+	if e := c.AddPartitions(ctx, "tx", pid, epoch, map[string][]int32{"a": {0, 1}}); e != nil {
+		t.Fatal(e)
+	}
+	if e := c.AddGroup(ctx, "tx", pid, epoch, "g"); e != nil {
+		t.Fatal(e)
+	}
+	if e := c.CommitOffsets(ctx, "tx", pid, epoch, "g", offset.Topics{"in": {0: {Offset: 9}}}); e != nil {
+		t.Fatal(e)
+	}
+	if !c.PendingOffsets("g", "in", 0) || c.PendingOffsets("g", "in", 1) {
+		t.Fatal("pending offsets not reported")
+	}
+	if e := c.EndTxn(ctx, "tx", pid, epoch, true); e != nil {
+		t.Fatal(e)
+	}
+	if len(log.markers) != 2 || !log.markers[0].commit || groups.commits["g"]["in"][0].Offset != 9 {
+		t.Fatalf("markers %+v, commits %+v", log.markers, groups.commits)
+	}
+	if e := c.EndTxn(ctx, "tx", pid, epoch, true); e != nil {
+		t.Fatalf("a retried commit: %v", e)
+	}
+	if e := c.EndTxn(ctx, "tx", pid, epoch, false); e != kerr.InvalidTxnState {
+		t.Fatalf("an abort after the commit: %v", e)
+	}
+	if c.PendingOffsets("g", "in", 0) {
+		t.Fatal("offsets pending after the commit")
+	}
+}
+
+func TestFencingAndTimeouts(t *testing.T) {
+	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{commits: map[string]offset.Topics{}}
+	c := start(t, files, log, groups)
+	ctx := context.Background()
+	if _, _, e := c.InitProducerID(ctx, "tx", 16*time.Minute, -1, -1); e != kerr.InvalidTransactionTimeout {
+		t.Fatalf("a 16 minute timeout: %v", e)
+	}
+	pid, e0, _ := c.InitProducerID(ctx, "tx", time.Minute, -1, -1)
+	c.AddPartitions(ctx, "tx", pid, e0, map[string][]int32{"a": {0}})
+	// A second producer of the id fences the first and aborts its
+	// transaction.
+	pid2, e1, e := c.InitProducerID(ctx, "tx", 100*time.Millisecond, -1, -1)
+	if e != nil || pid2 != pid || e1 <= e0 {
+		t.Fatalf("second init: %d %d %v", pid2, e1, e)
+	}
+	if len(log.markers) != 1 || log.markers[0].commit {
+		t.Fatalf("the open transaction was not aborted: %+v", log.markers)
+	}
+	if e := c.AddPartitions(ctx, "tx", pid, e0, map[string][]int32{"a": {0}}); e != kerr.ProducerFenced {
+		t.Fatalf("the fenced producer: %v", e)
+	}
+	// An abandoned transaction is aborted after its timeout, and its
+	// producer fenced.
+	if e := c.AddPartitions(ctx, "tx", pid, e1, map[string][]int32{"a": {1}}); e != nil {
+		t.Fatal(e)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d, _, _ := c.Describe("tx")
+		if d.State == CompleteAbort {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not aborted after its timeout: %s", d.State)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if e := c.EndTxn(ctx, "tx", pid, e1, true); e != kerr.ProducerFenced {
+		t.Fatalf("commit after the timeout: %v", e)
+	}
+}
+
+func TestRestartFinishesDecidedTransactions(t *testing.T) {
+	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{commits: map[string]offset.Topics{}}
+	c := start(t, files, log, groups)
+	ctx := context.Background()
+	pid, epoch, _ := c.InitProducerID(ctx, "tx", time.Minute, -1, -1)
+	c.AddPartitions(ctx, "tx", pid, epoch, map[string][]int32{"a": {0, 1}})
+	log.fail = true // the markers cannot be written: the decision is saved only
+	if e := c.EndTxn(ctx, "tx", pid, epoch, true); e != kerr.CoordinatorNotAvailable {
+		t.Fatalf("end with the log down: %v", e)
+	}
+	var st saved
+	json.Unmarshal(files.files[Dir+"/tx"], &st) //nolint:errcheck // checked below
+	if st.State != PrepareCommit {
+		t.Fatalf("saved state %s", st.State)
+	}
+	c.Close()
+	log.fail = false
+	c2 := start(t, files, log, groups)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d, _, _ := c2.Describe("tx")
+		if d.State == CompleteCommit {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not finished after the restart: %s", d.State)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(log.markers) != 2 || !log.markers[0].commit || !log.markers[1].commit {
+		t.Fatalf("markers after the restart: %+v", log.markers)
+	}
+}
