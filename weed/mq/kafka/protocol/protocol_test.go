@@ -168,7 +168,9 @@ func FuzzDecode(f *testing.F) {
 	for _, req := range []kmsg.Request{kmsg.NewPtrProduceRequest(), kmsg.NewPtrFetchRequest(), kmsg.NewPtrApiVersionsRequest(),
 		kmsg.NewPtrCreateTopicsRequest(), kmsg.NewPtrListOffsetsRequest(), kmsg.NewPtrDescribeConfigsRequest(),
 		kmsg.NewPtrJoinGroupRequest(), kmsg.NewPtrSyncGroupRequest(), kmsg.NewPtrOffsetCommitRequest(), kmsg.NewPtrOffsetFetchRequest(),
-		kmsg.NewPtrLeaveGroupRequest(), kmsg.NewPtrFindCoordinatorRequest()} {
+		kmsg.NewPtrLeaveGroupRequest(), kmsg.NewPtrFindCoordinatorRequest(), kmsg.NewPtrInitProducerIDRequest(),
+		kmsg.NewPtrAddPartitionsToTxnRequest(), kmsg.NewPtrEndTxnRequest(), kmsg.NewPtrTxnOffsetCommitRequest(),
+		kmsg.NewPtrListTransactionsRequest()} {
 		for _, v := range []int16{0, 4, 9, 12, req.MaxVersion()} {
 			if v <= req.MaxVersion() {
 				req.SetVersion(v)
