@@ -306,6 +306,12 @@ func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 		if err != nil && !errors.Is(err, filer_pb.ErrNotFound) {
 			glog.V(1).Infof("kafka topic %s: removing settings: %v", name, err)
 		}
+		// Its partitions' producer states go with it: a topic created
+		// again under the name starts without them.
+		err = filer_pb.DoRemove(ctx, fc, ProducersDir, name, true, true, true, false, nil)
+		if err != nil && !errors.Is(err, filer_pb.ErrNotFound) {
+			glog.V(1).Infof("kafka topic %s: removing producer states: %v", name, err)
+		}
 		return nil
 	})
 	c.topics.forget(name)
