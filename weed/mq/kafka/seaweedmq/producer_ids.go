@@ -14,11 +14,12 @@ import (
 )
 
 // Producer ids are handed out from blocks reserved in the filer: the file
-// ProducersDir/next-id holds the first id no gateway has reserved, and is
+// producerIDDir/next holds the first id no gateway has reserved, and is
 // changed under a filer lock, so ids are unique across gateways and
 // restarts. A block not used up when a gateway stops is skipped.
 const (
-	producerIDFile  = "next-id"
+	producerIDDir   = "/etc/kafka-gateway/producer-ids"
+	producerIDFile  = "next"
 	producerIDLock  = "kafka-gateway/producer-ids"
 	producerIDBlock = 1000
 )
@@ -56,17 +57,17 @@ func (c *Client) reserveProducerIDs(ctx context.Context, n int64) (int64, error)
 	}
 	defer lock.StopShortLivedLock() //nolint:errcheck // it expires anyway
 	var first int64
-	data, err := c.ReadFile(ctx, ProducersDir, producerIDFile)
+	data, err := c.ReadFile(ctx, producerIDDir, producerIDFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return -1, err
 	default:
 		if first, err = strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err != nil || first < 0 {
-			return -1, fmt.Errorf("%s/%s holds %q, not a producer id", ProducersDir, producerIDFile, data)
+			return -1, fmt.Errorf("%s/%s holds %q, not a producer id", producerIDDir, producerIDFile, data)
 		}
 	}
-	if err := c.WriteFile(ctx, ProducersDir, producerIDFile, []byte(strconv.FormatInt(first+n, 10))); err != nil {
+	if err := c.WriteFile(ctx, producerIDDir, producerIDFile, []byte(strconv.FormatInt(first+n, 10))); err != nil {
 		return -1, err
 	}
 	return first, nil
