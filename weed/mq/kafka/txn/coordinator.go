@@ -541,14 +541,16 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) error {
 			}
 		}
 	}
+	topics := len(t.st.Partitions)
 	t.st.State = CompleteAbort
 	if commit {
 		t.st.State = CompleteCommit
 	}
+	t.st.Partitions, t.st.Groups, t.st.Offsets = nil, nil, nil
 	if err := c.save(ctx, t); err != nil {
 		return err
 	}
-	glog.V(1).Infof("kafka transaction %s: %s (producer %d epoch %d, %d topics)", t.st.ID, t.st.State, t.st.ProducerID, t.st.Epoch, len(t.st.Partitions))
+	glog.V(1).Infof("kafka transaction %s: %s (producer %d epoch %d, %d topics)", t.st.ID, t.st.State, t.st.ProducerID, t.st.Epoch, topics)
 	return nil
 }
 
