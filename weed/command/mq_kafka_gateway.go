@@ -26,6 +26,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq"
@@ -48,6 +49,8 @@ type kafkaGatewayOptions struct {
 	groupInitialDelay *int
 	groupMinSession   *int
 	groupMaxSession   *int
+	metricsIP         *string
+	metricsPort       *int
 }
 
 var kafkaGatewayOpts kafkaGatewayOptions
@@ -83,6 +86,9 @@ the filers and MQ brokers there and follows them as they move.
                        socket.request.max.bytes (default 100 MiB)
   -node.id             broker id this gateway has in Metadata (default 1)
   -port.pprof          serve Go profiling on this port (0: off)
+  -metricsPort         serve /metrics (Prometheus), /health and /ready on
+                       this HTTP port (0: off), like SeaweedFS's servers
+  -metricsIp           address of that port (default: -ip.bind, or -ip)
   -group.initial.rebalance.delay.ms
                        how long a new consumer group waits for more members
                        before its first rebalance (default 3000, as Kafka)
@@ -128,6 +134,8 @@ func init() {
 	o.groupInitialDelay = f.Int("group.initial.rebalance.delay.ms", int(group.DefaultInitialRebalanceDelay/time.Millisecond), "how long a new group waits for more members before its first rebalance")
 	o.groupMinSession = f.Int("group.min.session.timeout.ms", int(group.DefaultMinSessionTimeout/time.Millisecond), "smallest session timeout a group member may ask for")
 	o.groupMaxSession = f.Int("group.max.session.timeout.ms", int(group.DefaultMaxSessionTimeout/time.Millisecond), "largest session timeout a group member may ask for")
+	o.metricsPort = f.Int("metricsPort", 0, "Prometheus /metrics, /health and /ready HTTP port (0: off)")
+	o.metricsIP = f.String("metricsIp", "", "address of the metrics port (default: -ip.bind, or -ip)")
 	o.embeddedPorts = f.String("embedded.ports", "9333,8080,8888,17777", "master,volume,filer,broker ports of the embedded SeaweedFS")
 }
 
@@ -146,20 +154,28 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		masters = emb.master
 	}
 
-	backend := seaweedmq.New(seaweedmq.Options{
+	client := seaweedmq.New(seaweedmq.Options{
 		Masters:    pb.ServerAddresses(masters).ToAddresses(),
 		FilerGroup: *o.filerGroup,
 		DialOption: security.LoadClientTLS(util.GetViper(), "grpc.mq"),
 	})
+	// The handlers, groups and transactions reach SeaweedFS through
+	// wrappers that time every call for the metrics.
+	backend := gateway.Instrument(client)
+	files := gateway.InstrumentFiles(client)
 
 	groups := group.New(group.Options{
-		Store:                 offset.NewStore(backend),
+		Store:                 offset.NewStore(files),
 		InitialRebalanceDelay: max(time.Millisecond, time.Duration(*o.groupInitialDelay)*time.Millisecond),
 		MinSessionTimeout:     time.Duration(*o.groupMinSession) * time.Millisecond,
 		MaxSessionTimeout:     time.Duration(*o.groupMaxSession) * time.Millisecond,
 	})
 
-	txns := txn.New(txn.Options{Files: backend, Log: backend, Groups: groups})
+	txns := txn.New(txn.Options{Files: files, Log: backend, Groups: groups})
+	metrics.RegisterGroups(groups, func(ctx context.Context, topic string, partition int32) (int64, error) {
+		offs, err := backend.Offsets(ctx, topic, partition)
+		return offs.HighWatermark, err
+	})
 
 	bind := *o.ipBind
 	if bind == "" {
@@ -177,12 +193,13 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		Backend:           backend,
 		Groups:            groups,
 		Txns:              txns,
+		ClusterReady:      client.Ready,
 	})
 	if err != nil {
 		glog.Errorf("kafka gateway: %v", err)
 		txns.Close()
 		groups.Close()
-		backend.Close()
+		client.Close()
 		if emb != nil {
 			emb.stop()
 		}
@@ -199,7 +216,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 			srv.Close()
 			txns.Close()
 			groups.Close()
-			backend.Close()
+			client.Close()
 			if emb != nil {
 				emb.stop()
 			}
@@ -219,6 +236,21 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		os.Exit(1)
 	}()
 
+	if *o.metricsPort > 0 {
+		ip := *o.metricsIP
+		if ip == "" {
+			ip = bind
+		}
+		addr := net.JoinHostPort(ip, strconv.Itoa(*o.metricsPort))
+		mon := &http.Server{Addr: addr, Handler: srv.MonitorHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := mon.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+				glog.Errorf("kafka gateway: metrics on %s: %v", addr, err)
+			}
+		}()
+		glog.V(0).Infof("kafka gateway: metrics, health and readiness on http://%s (/metrics, /health, /ready)", addr)
+	}
+
 	if *o.pprofPort > 0 {
 		go func() {
 			addr := net.JoinHostPort(bind, strconv.Itoa(*o.pprofPort))
@@ -229,7 +261,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	}
 
 	glog.V(0).Infof("kafka gateway: listening on %s, advertising %s, serving SeaweedFS at masters %s", srv.Addr(), srv.Advertised(), masters)
-	go watchCluster(backend, masters)
+	go watchCluster(client, masters)
 	groups.Start()
 	txns.Start()
 

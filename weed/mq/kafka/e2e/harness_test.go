@@ -208,8 +208,9 @@ func (c *seaweedCluster) restart() error {
 
 type gatewayProc struct {
 	*proc
-	addr string
-	port int
+	addr    string
+	port    int
+	monitor string // base URL of /metrics, /health, /ready
 }
 
 // startGateway starts a gateway on the cluster (port 0: a free one) and waits
@@ -221,13 +222,18 @@ func startGateway(master string, port int) (*gatewayProc, error) {
 			return nil, err
 		}
 	}
-	p, err := startProc("gateway", filepath.Join(work, "gateway.log"), "-v=1", "mq.kafka.gateway",
-		"-ip=127.0.0.1", "-port="+strconv.Itoa(port), "-master="+master, "-default-partitions=1",
-		"-group.initial.rebalance.delay.ms=300")
+	metricsPort, err := freePort(false)
 	if err != nil {
 		return nil, err
 	}
-	g := &gatewayProc{proc: p, addr: "127.0.0.1:" + strconv.Itoa(port), port: port}
+	p, err := startProc("gateway", filepath.Join(work, "gateway.log"), "-v=1", "mq.kafka.gateway",
+		"-ip=127.0.0.1", "-port="+strconv.Itoa(port), "-master="+master, "-default-partitions=1",
+		"-group.initial.rebalance.delay.ms=300", "-metricsPort="+strconv.Itoa(metricsPort))
+	if err != nil {
+		return nil, err
+	}
+	g := &gatewayProc{proc: p, addr: "127.0.0.1:" + strconv.Itoa(port), port: port,
+		monitor: "http://127.0.0.1:" + strconv.Itoa(metricsPort)}
 	if err := g.waitReady(120 * time.Second); err != nil {
 		g.stop()
 		return nil, err

@@ -8,11 +8,15 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 )
 
@@ -37,6 +41,8 @@ type pendingReply struct {
 	correlationID int32
 	reply         protocol.Reply
 	size          int64 // request bytes held until the reply is done
+	api           string
+	read          time.Time // when the request was read
 }
 
 func newConn(srv *Server, nc net.Conn) *conn {
@@ -68,6 +74,9 @@ func (c *conn) close(reason error) {
 }
 
 func (c *conn) serve() {
+	metrics.Connections.Inc()
+	metrics.ConnectionsTotal.Inc()
+	defer metrics.Connections.Dec()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -114,9 +123,12 @@ func (c *conn) readLoop() error {
 			return err
 		}
 		req.ClientHost = c.clientHost
+		api := kmsg.NameForKey(req.Key)
+		metrics.Requests.WithLabelValues(api, strconv.Itoa(int(req.Version))).Inc()
+		read := time.Now()
 		reply := c.srv.handler.Handle(c.ctx, req)
 		select {
-		case c.replies <- pendingReply{req.CorrelationID, reply, int64(size)}:
+		case c.replies <- pendingReply{req.CorrelationID, reply, int64(size), api, read}:
 		case <-c.ctx.Done():
 			c.srv.queued.Release(int64(size))
 			return c.ctx.Err()
@@ -157,8 +169,10 @@ func (c *conn) writeLoop() {
 			continue // drain so the reader is never stuck
 		}
 		if resp == nil {
+			metrics.RequestSeconds.WithLabelValues(p.api).Observe(time.Since(p.read).Seconds())
 			continue
 		}
+		metrics.CountErrors(p.api, resp)
 		buf = protocol.AppendResponse(buf[:0], p.correlationID, resp)
 		if _, err := w.Write(buf); err != nil {
 			c.close(err)
@@ -169,6 +183,7 @@ func (c *conn) writeLoop() {
 				c.close(err)
 			}
 		}
+		metrics.RequestSeconds.WithLabelValues(p.api).Observe(time.Since(p.read).Seconds())
 		if cap(buf) > 1<<20 {
 			buf = nil // do not keep a large fetch's buffer per connection
 		}

@@ -48,6 +48,9 @@ type Options struct {
 	Groups *group.Coordinator
 	// Txns coordinates transactions.
 	Txns *txn.Coordinator
+	// ClusterReady reports whether the SeaweedFS cluster answers (for
+	// /ready); nil means always.
+	ClusterReady func(ctx context.Context) error
 }
 
 // Server is a running Kafka gateway.

@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
 // Client is who sent a request: for member ids and DescribeGroups.
@@ -428,6 +430,7 @@ func (g *group) completeJoin() {
 		g.pendingSync[m.id] = true
 	}
 	glog.V(0).Infof("kafka group %s: generation %d with %d members, protocol %s, leader %s", g.name, g.generation, len(g.members), g.protocol, g.leader)
+	metrics.Rebalances.WithLabelValues(metrics.Group(g.name)).Inc()
 	saveErr := g.save()
 	for _, m := range g.members {
 		if m.joining == nil {

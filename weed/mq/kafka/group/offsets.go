@@ -14,6 +14,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
@@ -386,4 +387,32 @@ func (c *Coordinator) DeleteGroup(ctx context.Context, name string) *kerr.Error 
 		return goneErr(err)
 	}
 	return res
+}
+
+// GroupStats implements metrics.GroupSource: every group with its members
+// and committed offsets.
+func (c *Coordinator) GroupStats(ctx context.Context) ([]metrics.GroupStat, error) {
+	listed, kerrr := c.List(ctx)
+	if kerrr != nil {
+		return nil, kerrr
+	}
+	out := make([]metrics.GroupStat, 0, len(listed))
+	for _, l := range listed {
+		st := metrics.GroupStat{Name: l.Name, Committed: map[string]map[int32]int64{}}
+		if g, _ := c.lookup(l.Name, false); g != nil {
+			st.Members, _ = call(ctx, g, func() int { return len(g.members) })
+		}
+		offs, err := c.opts.Store.Fetch(ctx, l.Name, nil)
+		if err != nil {
+			return nil, err
+		}
+		for topic, parts := range offs {
+			st.Committed[topic] = map[int32]int64{}
+			for p, o := range parts {
+				st.Committed[topic][p] = o.Offset
+			}
+		}
+		out = append(out, st)
+	}
+	return out, nil
 }

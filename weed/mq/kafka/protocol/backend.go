@@ -157,3 +157,10 @@ func kafkaErr(err error, fallback *kerr.Error) *kerr.Error {
 	}
 	return fallback
 }
+
+// IsKafkaError reports whether err carries a Kafka error for the client,
+// rather than an outage of the backend.
+func IsKafkaError(err error) bool {
+	var ke *kerr.Error
+	return errors.As(err, &ke)
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
 
@@ -121,6 +122,10 @@ func (h *Handler) fetchOnce(ctx context.Context, version int16, req *kmsg.FetchR
 				}
 				sp.RecordBatches = appendBatches(&b, sp.RecordBatches, res.Records)
 				total += len(sp.RecordBatches)
+				topicLabel := metrics.Topic(info.Name)
+				metrics.MessagesOut.WithLabelValues(topicLabel).Add(float64(len(res.Records)))
+				metrics.BytesOut.WithLabelValues(topicLabel).Add(float64(len(sp.RecordBatches)))
+				metrics.FetchRecords.Observe(float64(len(res.Records)))
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

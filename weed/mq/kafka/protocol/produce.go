@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
 
@@ -89,6 +90,10 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				}
 				continue
 			}
+			topicLabel := metrics.Topic(info.Name)
+			metrics.MessagesIn.WithLabelValues(topicLabel).Add(float64(len(records)))
+			metrics.BytesIn.WithLabelValues(topicLabel).Add(float64(len(rp.Records)))
+			metrics.ProduceBatchRecords.Observe(float64(len(records)))
 			if mark := records[0].Txn; mark != nil {
 				// A transaction's records: its partition must be in
 				// the producer's open transaction, which cannot end

@@ -1,0 +1,188 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"time"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+)
+
+// observe records a call to SeaweedFS that started at start.
+func observe(call string, start time.Time, err error) {
+	metrics.BackendSeconds.WithLabelValues(call).Observe(time.Since(start).Seconds())
+	if err != nil {
+		metrics.BackendErrors.WithLabelValues(call).Inc()
+	}
+}
+
+// Instrument wraps a backend so that the time each call waits on SeaweedFS,
+// and its failures, are in the metrics.
+func Instrument(b protocol.Backend) protocol.Backend { return instrumented{b} }
+
+type instrumented struct{ b protocol.Backend }
+
+func (i instrumented) ListTopics(ctx context.Context) ([]protocol.TopicInfo, error) {
+	start := time.Now()
+	t, err := i.b.ListTopics(ctx)
+	observe("ListTopics", start, err)
+	return t, err
+}
+
+func (i instrumented) DescribeTopic(ctx context.Context, name string) (protocol.TopicInfo, error) {
+	start := time.Now()
+	t, err := i.b.DescribeTopic(ctx, name)
+	observe("DescribeTopic", start, ignoreKafka(err))
+	return t, err
+}
+
+func (i instrumented) TopicByID(ctx context.Context, id [16]byte) (protocol.TopicInfo, error) {
+	start := time.Now()
+	t, err := i.b.TopicByID(ctx, id)
+	observe("TopicByID", start, ignoreKafka(err))
+	return t, err
+}
+
+func (i instrumented) CreateTopic(ctx context.Context, spec protocol.TopicSpec) (protocol.TopicInfo, error) {
+	start := time.Now()
+	t, err := i.b.CreateTopic(ctx, spec)
+	observe("CreateTopic", start, ignoreKafka(err))
+	return t, err
+}
+
+func (i instrumented) DeleteTopic(ctx context.Context, name string) error {
+	start := time.Now()
+	err := i.b.DeleteTopic(ctx, name)
+	observe("DeleteTopic", start, ignoreKafka(err))
+	return err
+}
+
+// Append is timed until the records are stored (acknowledged, or flushed
+// for acks=all).
+func (i instrumented) Append(ctx context.Context, topic string, partition int32, records []record.Record, durable bool) *protocol.Appended {
+	start := time.Now()
+	app := i.b.Append(ctx, topic, partition, records, durable)
+	go func() {
+		<-app.Done
+		call := "Append"
+		if durable {
+			call = "AppendDurable"
+		}
+		observe(call, start, ignoreKafka(app.Err))
+	}()
+	return app
+}
+
+func (i instrumented) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (protocol.ReadResult, error) {
+	start := time.Now()
+	r, err := i.b.Read(ctx, topic, partition, offset, maxBytes)
+	observe("Read", start, ignoreKafka(err))
+	return r, err
+}
+
+func (i instrumented) Offsets(ctx context.Context, topic string, partition int32) (protocol.Offsets, error) {
+	start := time.Now()
+	o, err := i.b.Offsets(ctx, topic, partition)
+	observe("Offsets", start, ignoreKafka(err))
+	return o, err
+}
+
+func (i instrumented) OffsetForTime(ctx context.Context, topic string, partition int32, ts int64) (int64, int64, error) {
+	start := time.Now()
+	o, t, err := i.b.OffsetForTime(ctx, topic, partition, ts)
+	observe("OffsetForTime", start, ignoreKafka(err))
+	return o, t, err
+}
+
+func (i instrumented) MaxTimestamp(ctx context.Context, topic string, partition int32) (int64, int64, error) {
+	start := time.Now()
+	o, t, err := i.b.MaxTimestamp(ctx, topic, partition)
+	observe("MaxTimestamp", start, ignoreKafka(err))
+	return o, t, err
+}
+
+func (i instrumented) Changed(topic string, partition int32, hw int64) <-chan struct{} {
+	return i.b.Changed(topic, partition, hw)
+}
+
+func (i instrumented) NewProducerID(ctx context.Context) (int64, error) {
+	start := time.Now()
+	id, err := i.b.NewProducerID(ctx)
+	observe("NewProducerID", start, err)
+	return id, err
+}
+
+func (i instrumented) WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool) error {
+	start := time.Now()
+	err := i.b.WriteMarker(ctx, topic, partition, producerID, epoch, commit)
+	observe("WriteMarker", start, err)
+	return err
+}
+
+func (i instrumented) Transactions(ctx context.Context, topic string, partition int32) (protocol.PartitionTxns, error) {
+	start := time.Now()
+	t, err := i.b.Transactions(ctx, topic, partition)
+	observe("Transactions", start, ignoreKafka(err))
+	return t, err
+}
+
+func (i instrumented) Producers(ctx context.Context, topic string, partition int32) ([]protocol.ProducerInfo, error) {
+	start := time.Now()
+	p, err := i.b.Producers(ctx, topic, partition)
+	observe("Producers", start, ignoreKafka(err))
+	return p, err
+}
+
+// ignoreKafka keeps the failures of SeaweedFS: a Kafka error the client is
+// told about (an unknown topic, a sequence gap) is not one.
+func ignoreKafka(err error) error {
+	if protocol.IsKafkaError(err) {
+		return nil
+	}
+	return err
+}
+
+// InstrumentFiles wraps the filer's small files (offsets, group and
+// transaction states) the same way.
+func InstrumentFiles(f offset.Files) offset.Files { return instrumentedFiles{f} }
+
+type instrumentedFiles struct{ f offset.Files }
+
+func (i instrumentedFiles) ReadFile(ctx context.Context, dir, name string) ([]byte, error) {
+	start := time.Now()
+	d, err := i.f.ReadFile(ctx, dir, name)
+	observe("FilerRead", start, ignoreMissing(err))
+	return d, err
+}
+
+func (i instrumentedFiles) WriteFile(ctx context.Context, dir, name string, data []byte) error {
+	start := time.Now()
+	err := i.f.WriteFile(ctx, dir, name, data)
+	observe("FilerWrite", start, err)
+	return err
+}
+
+func (i instrumentedFiles) ListFiles(ctx context.Context, dir string) ([]offset.File, error) {
+	start := time.Now()
+	l, err := i.f.ListFiles(ctx, dir)
+	observe("FilerList", start, err)
+	return l, err
+}
+
+func (i instrumentedFiles) Remove(ctx context.Context, dir, name string) error {
+	start := time.Now()
+	err := i.f.Remove(ctx, dir, name)
+	observe("FilerRemove", start, err)
+	return err
+}
+
+func ignoreMissing(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,230 @@
+// Package metrics declares the gateway's Prometheus metrics, in one place,
+// registered like SeaweedFS's own (in its stats.Gather registry, so the
+// gateway's /metrics also carries SeaweedFS's build info and Go runtime
+// metrics), named SeaweedFS_kafka_* after Kafka's own broker metrics, and
+// the consumer group metrics under the names kafka_exporter gives them, so
+// that existing lag dashboards and alerts work unchanged.
+//
+// Labels stay bounded: topics and groups beyond MaxLabelValues distinct
+// ones are counted under "other".
+package metrics
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seaweedfs/seaweedfs/weed/stats"
+)
+
+const namespace, subsystem = "SeaweedFS", "kafka"
+
+// MaxLabelValues bounds the distinct topics (and groups) that get their own
+// label value.
+const MaxLabelValues = 1000
+
+// latencyBuckets span 0.5 ms to about 33 s.
+var latencyBuckets = prometheus.ExponentialBuckets(0.0005, 2, 17)
+
+var (
+	// Requests counts requests by API and version, as Kafka's
+	// kafka.network:type=RequestMetrics,name=RequestsPerSec.
+	Requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "requests_total",
+		Help: "Kafka requests received, by API and version.",
+	}, []string{"api", "version"})
+
+	// RequestSeconds is the time from a request read to its response
+	// written (Kafka's TotalTimeMs).
+	RequestSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "request_duration_seconds",
+		Help: "Time from a request read to its response written, by API.", Buckets: latencyBuckets,
+	}, []string{"api"})
+
+	// Errors counts error codes in responses, by API and code name.
+	Errors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "errors_total",
+		Help: "Error codes in Kafka responses (per partition, group or member), by API and code.",
+	}, []string{"api", "error"})
+
+	// BackendSeconds is the time spent waiting on SeaweedFS (MQ brokers and
+	// filers), by call: the part of request latency that is not the
+	// gateway's.
+	BackendSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "backend_duration_seconds",
+		Help: "Time spent waiting on SeaweedFS (MQ brokers, filers), by call.", Buckets: latencyBuckets,
+	}, []string{"call"})
+
+	// BackendErrors counts failed calls to SeaweedFS.
+	BackendErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "backend_errors_total",
+		Help: "Calls to SeaweedFS that failed, by call.",
+	}, []string{"call"})
+
+	// MessagesIn, BytesIn, MessagesOut and BytesOut are Kafka's
+	// BrokerTopicMetrics, by topic.
+	MessagesIn = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "messages_in_total",
+		Help: "Records produced, by topic.",
+	}, []string{"topic"})
+	BytesIn = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "bytes_in_total",
+		Help: "Record batch bytes produced, by topic.",
+	}, []string{"topic"})
+	MessagesOut = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "messages_out_total",
+		Help: "Records fetched, by topic.",
+	}, []string{"topic"})
+	BytesOut = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "bytes_out_total",
+		Help: "Record batch bytes fetched, by topic.",
+	}, []string{"topic"})
+
+	// ProduceBatchRecords and FetchRecords are the records per produced
+	// partition batch and per fetched partition.
+	ProduceBatchRecords = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "produce_batch_records",
+		Help: "Records per produced partition batch.", Buckets: prometheus.ExponentialBuckets(1, 4, 9),
+	})
+	FetchRecords = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "fetch_partition_records",
+		Help: "Records per partition in fetch responses that carried records.", Buckets: prometheus.ExponentialBuckets(1, 4, 9),
+	})
+
+	// Connections is the open client connections; ConnectionsTotal counts
+	// accepted ones (its rate is Kafka's connection-creation-rate).
+	Connections = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "connections",
+		Help: "Open Kafka client connections.",
+	})
+	ConnectionsTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "connections_total",
+		Help: "Kafka client connections accepted.",
+	})
+
+	// Rebalances counts completed rebalances (new generations), by group.
+	Rebalances = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "group_rebalances_total",
+		Help: "Consumer group rebalances (new generations), by group.",
+	}, []string{"consumergroup"})
+)
+
+func init() {
+	stats.Gather.MustRegister(Requests, RequestSeconds, Errors, BackendSeconds, BackendErrors,
+		MessagesIn, BytesIn, MessagesOut, BytesOut, ProduceBatchRecords, FetchRecords,
+		Connections, ConnectionsTotal, Rebalances)
+}
+
+// labels admits the first MaxLabelValues distinct values of a label.
+type labels struct {
+	mu   sync.Mutex
+	seen map[string]struct{}
+}
+
+func (l *labels) value(v string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.seen[v]; ok {
+		return v
+	}
+	if len(l.seen) >= MaxLabelValues {
+		return "other"
+	}
+	if l.seen == nil {
+		l.seen = map[string]struct{}{}
+	}
+	l.seen[v] = struct{}{}
+	return v
+}
+
+var topics, groups labels
+
+// Topic is the label value for a topic.
+func Topic(name string) string { return topics.value(name) }
+
+// Group is the label value for a consumer group.
+func Group(name string) string { return groups.value(name) }
+
+// GroupStat is one consumer group as the group metrics show it.
+type GroupStat struct {
+	Name      string
+	Members   int
+	Committed map[string]map[int32]int64 // topic -> partition -> committed offset
+}
+
+// GroupSource lists the groups for the group metrics: the coordinator.
+type GroupSource interface {
+	GroupStats(ctx context.Context) ([]GroupStat, error)
+}
+
+// HighWatermark returns a partition's high watermark.
+type HighWatermark func(ctx context.Context, topic string, partition int32) (int64, error)
+
+// groupCollector reports, at each scrape, the groups with their members,
+// committed offsets and lag, under kafka_exporter's names.
+type groupCollector struct {
+	groups GroupSource
+	hw     HighWatermark
+}
+
+var (
+	groupsDesc  = prometheus.NewDesc(namespace+"_"+subsystem+"_groups", "Consumer groups this gateway coordinates.", nil, nil)
+	membersDesc = prometheus.NewDesc("kafka_consumergroup_members", "Members of a consumer group.", []string{"consumergroup"}, nil)
+	currentDesc = prometheus.NewDesc("kafka_consumergroup_current_offset", "Committed offset of a consumer group in a partition.",
+		[]string{"consumergroup", "topic", "partition"}, nil)
+	lagDesc = prometheus.NewDesc("kafka_consumergroup_lag", "High watermark minus committed offset of a consumer group in a partition.",
+		[]string{"consumergroup", "topic", "partition"}, nil)
+)
+
+// scrapeTimeout bounds the backend calls of one scrape.
+const scrapeTimeout = 5 * time.Second
+
+// RegisterGroups adds the consumer group metrics, read from groups with
+// high watermarks from hw at each scrape.
+func RegisterGroups(groups GroupSource, hw HighWatermark) {
+	stats.Gather.MustRegister(&groupCollector{groups: groups, hw: hw})
+}
+
+func (c *groupCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- groupsDesc
+	ch <- membersDesc
+	ch <- currentDesc
+	ch <- lagDesc
+}
+
+func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	gs, err := c.groups.GroupStats(ctx)
+	if err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(groupsDesc, prometheus.GaugeValue, float64(len(gs)))
+	hws := map[string]map[int32]int64{}
+	for _, g := range gs {
+		name := Group(g.Name)
+		ch <- prometheus.MustNewConstMetric(membersDesc, prometheus.GaugeValue, float64(g.Members), name)
+		for topic, parts := range g.Committed {
+			for p, off := range parts {
+				part := strconv.Itoa(int(p))
+				ch <- prometheus.MustNewConstMetric(currentDesc, prometheus.GaugeValue, float64(off), name, topic, part)
+				if hws[topic] == nil {
+					hws[topic] = map[int32]int64{}
+				}
+				hw, ok := hws[topic][p]
+				if !ok {
+					if hw, err = c.hw(ctx, topic, p); err != nil {
+						hw = -1
+					}
+					hws[topic][p] = hw
+				}
+				if hw >= 0 {
+					ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(max(hw-off, 0)), name, topic, part)
+				}
+			}
+		}
+	}
+}
