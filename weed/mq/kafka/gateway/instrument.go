@@ -61,6 +61,13 @@ func (i instrumented) DeleteTopic(ctx context.Context, name string) error {
 	return err
 }
 
+func (i instrumented) AlterTopicConfigs(ctx context.Context, name string, configs map[string]string) error {
+	start := time.Now()
+	err := i.b.AlterTopicConfigs(ctx, name, configs)
+	observe("AlterTopicConfigs", start, ignoreKafka(err))
+	return err
+}
+
 // Append is timed until the records are stored (acknowledged, or flushed
 // for acks=all).
 func (i instrumented) Append(ctx context.Context, topic string, partition int32, records []record.Record, durable bool) *protocol.Appended {

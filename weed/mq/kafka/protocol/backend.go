@@ -22,6 +22,8 @@ type Backend interface {
 	// CreateTopic returns kerr.TopicAlreadyExists for an existing topic.
 	CreateTopic(ctx context.Context, spec TopicSpec) (TopicInfo, error)
 	DeleteTopic(ctx context.Context, name string) error
+	// AlterTopicConfigs replaces the settings made for a topic.
+	AlterTopicConfigs(ctx context.Context, name string, configs map[string]string) error
 
 	// Append writes a batch's records to a partition, after the records of
 	// every earlier Append to it. If the first record names an idempotent

@@ -274,6 +274,36 @@ func (c *Client) saveTopicConfigs(ctx context.Context, name string, configs map[
 	})
 }
 
+// AlterTopicConfigs implements protocol.Backend: the topic's settings become
+// configs, saved with it; a change of retention.ms becomes SeaweedMQ's
+// retention of the topic (its partitions stay where they are).
+func (c *Client) AlterTopicConfigs(ctx context.Context, name string, configs map[string]string) error {
+	c.topics.forget(name)
+	e, err := c.readTopic(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := c.saveTopicConfigs(ctx, name, configs); err != nil {
+		return err
+	}
+	defer c.topics.forget(name)
+	if e.info.Configs["retention.ms"] == configs["retention.ms"] {
+		return nil
+	}
+	ret := retention(configs)
+	if ret == nil {
+		ret = &mq_pb.TopicRetention{Enabled: false}
+	}
+	return c.withBalancer(ctx, func(mc mq_pb.SeaweedMessagingClient) error {
+		_, err := mc.ConfigureTopic(ctx, &mq_pb.ConfigureTopicRequest{
+			Topic:          &schema_pb.Topic{Namespace: Namespace, Name: name},
+			PartitionCount: e.info.Partitions,
+			Retention:      ret,
+		})
+		return err
+	})
+}
+
 // retention maps retention.ms to SeaweedMQ's retention, nil when unset.
 func retention(configs map[string]string) *mq_pb.TopicRetention {
 	v, ok := configs["retention.ms"]

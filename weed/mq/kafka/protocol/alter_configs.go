@@ -1,0 +1,161 @@
+package protocol
+
+// AlterConfigs (versions 0-2) and IncrementalAlterConfigs (versions 0-1)
+// for topics: the settings of topic_config.go, checked as CreateTopics
+// checks them (INVALID_CONFIG, with the reason, for what SeaweedMQ cannot
+// honour: compaction, size-based retention, log-append time) and saved with
+// the topic, so they survive restarts and every gateway sees them;
+// retention.ms becomes SeaweedMQ's retention of the topic. AlterConfigs
+// replaces all of a topic's settings, IncrementalAlterConfigs sets, deletes
+// (back to the default), appends to or subtracts from single ones.
+// ValidateOnly checks without saving. Broker settings are this gateway's
+// flags: altering them gets INVALID_REQUEST.
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(kmsg.AlterConfigs, 0, 2, (*Handler).handleAlterConfigs)
+	register(kmsg.IncrementalAlterConfigs, 0, 1, (*Handler).handleIncrementalAlterConfigs)
+}
+
+// alterTopic computes a topic's new settings from its current ones with
+// change, checks and (unless validateOnly) saves them. It returns the
+// Kafka error and a message for the client.
+func (h *Handler) alterTopic(ctx context.Context, typ kmsg.ConfigResourceType, name string, validateOnly bool, change func(map[string]string) error) (*kerr.Error, string) {
+	if typ != kmsg.ConfigResourceTypeTopic {
+		return kerr.InvalidRequest, "only topic settings can be altered: broker settings are the gateway's flags"
+	}
+	info, err := h.backend.DescribeTopic(ctx, name)
+	if err != nil {
+		return kafkaErr(err, kerr.KafkaStorageError), ""
+	}
+	configs := maps.Clone(info.Configs)
+	if configs == nil {
+		configs = map[string]string{}
+	}
+	if err := change(configs); err != nil {
+		return kerr.InvalidConfig, err.Error()
+	}
+	if err := validateTopicConfigs(configs); err != nil {
+		return kerr.InvalidConfig, err.Error()
+	}
+	if validateOnly {
+		return nil, ""
+	}
+	if err := h.backend.AlterTopicConfigs(ctx, info.Name, configs); err != nil {
+		return kafkaErr(err, kerr.KafkaStorageError), err.Error()
+	}
+	return nil, ""
+}
+
+func (h *Handler) handleAlterConfigs(ctx context.Context, r *Request) Reply {
+	req := r.Body.(*kmsg.AlterConfigsRequest)
+	return func() (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+		for _, rr := range req.Resources {
+			sr := kmsg.NewAlterConfigsResponseResource()
+			sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+			e, msg := h.alterTopic(ctx, rr.ResourceType, rr.ResourceName, req.ValidateOnly, func(configs map[string]string) error {
+				clear(configs) // AlterConfigs replaces every setting
+				for _, c := range rr.Configs {
+					if c.Value != nil {
+						configs[c.Name] = *c.Value
+					}
+				}
+				return nil
+			})
+			if e != nil {
+				sr.ErrorCode = e.Code
+				if msg != "" {
+					sr.ErrorMessage = &msg
+				}
+			}
+			resp.Resources = append(resp.Resources, sr)
+		}
+		return resp, nil
+	}
+}
+
+func (h *Handler) handleIncrementalAlterConfigs(ctx context.Context, r *Request) Reply {
+	req := r.Body.(*kmsg.IncrementalAlterConfigsRequest)
+	return func() (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+		for _, rr := range req.Resources {
+			sr := kmsg.NewIncrementalAlterConfigsResponseResource()
+			sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+			e, msg := h.alterTopic(ctx, rr.ResourceType, rr.ResourceName, req.ValidateOnly, func(configs map[string]string) error {
+				for _, c := range rr.Configs {
+					if err := applyConfigOp(configs, c); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if e != nil {
+				sr.ErrorCode = e.Code
+				if msg != "" {
+					sr.ErrorMessage = &msg
+				}
+			}
+			resp.Resources = append(resp.Resources, sr)
+		}
+		return resp, nil
+	}
+}
+
+type configError string
+
+func (e configError) Error() string { return string(e) }
+
+// applyConfigOp applies one IncrementalAlterConfigs operation.
+func applyConfigOp(configs map[string]string, c kmsg.IncrementalAlterConfigsRequestResourceConfig) error {
+	tc := topicConfigNamed(c.Name)
+	if tc == nil {
+		return configError("unknown topic config " + c.Name)
+	}
+	value := ""
+	if c.Value != nil {
+		value = *c.Value
+	}
+	switch c.Op {
+	case kmsg.IncrementalAlterConfigOpSet:
+		if c.Value == nil {
+			return configError(c.Name + ": SET needs a value")
+		}
+		configs[c.Name] = value
+	case kmsg.IncrementalAlterConfigOpDelete:
+		delete(configs, c.Name)
+	case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+		if tc.typ != kmsg.ConfigTypeList {
+			return configError(c.Name + " is not a list: only SET and DELETE apply")
+		}
+		current, ok := configs[c.Name]
+		if !ok {
+			current = tc.def
+		}
+		var items []string
+		if current != "" {
+			items = strings.Split(current, ",")
+		}
+		for _, v := range strings.Split(value, ",") {
+			if c.Op == kmsg.IncrementalAlterConfigOpAppend && !slices.Contains(items, v) {
+				items = append(items, v)
+			}
+			if c.Op == kmsg.IncrementalAlterConfigOpSubtract {
+				items = slices.DeleteFunc(items, func(s string) bool { return s == v })
+			}
+		}
+		configs[c.Name] = strings.Join(items, ",")
+	default:
+		return configError("unknown operation")
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package protocol
+
+// OffsetForLeaderEpoch, versions 0-4. Every partition has had one leader
+// epoch, 0 (the gateway writing it is its only leader), as Metadata says:
+// epoch 0 ends at the partition's end; a later epoch is unknown (-1, -1),
+// as Kafka answers for an epoch it never had. A client that believes in a
+// newer current epoch (v2+) gets UNKNOWN_LEADER_EPOCH, an older one
+// FENCED_LEADER_EPOCH.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.OffsetForLeaderEpoch, 0, 4, (*Handler).handleOffsetForLeaderEpoch) }
+
+func (h *Handler) handleOffsetForLeaderEpoch(ctx context.Context, r *Request) Reply {
+	req := r.Body.(*kmsg.OffsetForLeaderEpochRequest)
+	return func() (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+			st.Topic = rt.Topic
+			info, err := h.backend.DescribeTopic(ctx, rt.Topic)
+			terr := kafkaErr(err, kerr.KafkaStorageError)
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+				sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1
+				switch {
+				case terr != nil:
+					sp.ErrorCode = terr.Code
+				case rp.Partition < 0 || rp.Partition >= info.Partitions:
+					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				case r.Version >= 2 && rp.CurrentLeaderEpoch > 0:
+					sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+				case r.Version >= 2 && rp.CurrentLeaderEpoch < -1:
+					sp.ErrorCode = kerr.FencedLeaderEpoch.Code
+				case rp.LeaderEpoch == 0:
+					offs, err := h.backend.Offsets(ctx, info.Name, rp.Partition)
+					if err != nil {
+						sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
+						break
+					}
+					sp.LeaderEpoch, sp.EndOffset = 0, offs.HighWatermark
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	}
+}
