@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -142,5 +144,71 @@ func TestPartitionAdmin(t *testing.T) {
 		if r := er[topic][p]; !errors.Is(r.Err, kerr.ElectionNotNeeded) {
 			t.Errorf("ElectLeaders partition %d: %v", p, r.Err)
 		}
+	}
+}
+
+// TestDeleteRecords: DeleteRecords moves the log start offset up: earlier
+// offsets are out of range, a consumer from the start begins there, and
+// producing carries on at the end; it survives a gateway restart.
+func TestDeleteRecords(t *testing.T) {
+	topic := newTopic(t)
+	createTopic(t, topic, 1, nil)
+	cl := newClient(t)
+	var recs []*kgo.Record
+	for i := 0; i < 10; i++ {
+		recs = append(recs, &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("r%d", i))})
+	}
+	produceSync(t, cl, recs...)
+	adm := kadm.NewClient(cl)
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: 4})
+	res, err := adm.DeleteRecords(ctxT(t), offs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := res.Lookup(topic, 0); r.Err != nil || r.LowWatermark != 4 {
+		t.Fatalf("DeleteRecords: %+v", r)
+	}
+	restartGateway(t)
+	cl = newClient(t)
+	adm = kadm.NewClient(cl)
+	starts, err := adm.ListStartOffsets(ctxT(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := starts.Lookup(topic, 0); o.Offset != 4 {
+		t.Errorf("log start after a restart: %+v", o)
+	}
+	got := consumeN(t, topic, 6)
+	if got[0].Offset != 4 || string(got[0].Value) != "r4" {
+		t.Errorf("a consumer from the start begins at %d (%q)", got[0].Offset, got[0].Value)
+	}
+	// An offset below the log start is out of range.
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxWaitMillis, req.MaxBytes = 10, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = topic, topicID(t, cl, topic)
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = 0, 2, 1<<20
+	ft.Partitions = append(ft.Partitions, fp)
+	req.Topics = append(req.Topics, ft)
+	fr, err := req.RequestWith(ctxT(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := fr.Topics[0].Partitions[0]; p.ErrorCode != kerr.OffsetOutOfRange.Code {
+		t.Errorf("fetch at 2: %v", kerr.ErrorForCode(p.ErrorCode))
+	}
+	// Past the high watermark: out of range; producing goes on at 10.
+	offs = kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: 11})
+	if res, err := adm.DeleteRecords(ctxT(t), offs); err == nil {
+		if r, _ := res.Lookup(topic, 0); !errors.Is(r.Err, kerr.OffsetOutOfRange) {
+			t.Errorf("DeleteRecords past the end: %+v", r)
+		}
+	}
+	produceSync(t, cl, &kgo.Record{Topic: topic, Value: []byte("r10")})
+	if got := consumeN(t, topic, 7); got[6].Offset != 10 {
+		t.Errorf("the next record is at %d", got[6].Offset)
 	}
 }

@@ -68,6 +68,13 @@ func (i instrumented) AlterTopicConfigs(ctx context.Context, name string, config
 	return err
 }
 
+func (i instrumented) DeleteRecords(ctx context.Context, topic string, partition int32, before int64) (int64, error) {
+	start := time.Now()
+	low, err := i.b.DeleteRecords(ctx, topic, partition, before)
+	observe("DeleteRecords", start, ignoreKafka(err))
+	return low, err
+}
+
 // Append is timed until the records are stored (acknowledged, or flushed
 // for acks=all).
 func (i instrumented) Append(ctx context.Context, topic string, partition int32, records []record.Record, durable bool) *protocol.Appended {

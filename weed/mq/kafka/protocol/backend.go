@@ -24,6 +24,9 @@ type Backend interface {
 	DeleteTopic(ctx context.Context, name string) error
 	// AlterTopicConfigs replaces the settings made for a topic.
 	AlterTopicConfigs(ctx context.Context, name string, configs map[string]string) error
+	// DeleteRecords moves a partition's log start offset up to before (-1:
+	// the high watermark) and returns the new log start.
+	DeleteRecords(ctx context.Context, topic string, partition int32, before int64) (int64, error)
 
 	// Append writes a batch's records to a partition, after the records of
 	// every earlier Append to it. If the first record names an idempotent

@@ -275,7 +275,8 @@ func (c *Client) loadProducers(ctx context.Context, p *partition) error {
 	// The batches, transaction records and markers stored after the saved
 	// offset.
 	scanned := 0
-	for off := saved.Offset; ; {
+	// Records below the log start (DeleteRecords) are not read.
+	for off := max(saved.Offset, c.logStartOf(ctx, p.topic, p.index)); ; {
 		res, err := c.Read(ctx, p.topic, p.index, off, 4<<20)
 		if err != nil {
 			return err

@@ -120,6 +120,14 @@ func (c *Client) Read(ctx context.Context, topic string, index int32, offset int
 	}
 	p := c.parts.get(c, topic, index)
 	var res protocol.ReadResult
+	if start := c.logStartOf(ctx, topic, index); offset < start {
+		offs, err := c.Offsets(ctx, topic, index)
+		res.Offsets = offs
+		if err != nil {
+			return res, err
+		}
+		return res, kerr.OffsetOutOfRange
+	}
 	size := 0
 	for {
 		msgs, offs, err := c.readRaw(ctx, topic, a, offset, maxBytes-size)
@@ -132,6 +140,7 @@ func (c *Client) Read(ctx context.Context, topic string, index int32, offset int
 		}
 		if res.Records == nil {
 			res.Offsets = offs
+			res.LogStart = max(res.LogStart, c.logStartOf(ctx, topic, index))
 		}
 		res.HighWatermark = max(res.HighWatermark, offs.HighWatermark, p.knownHW())
 		for _, m := range msgs {
@@ -168,6 +177,7 @@ func (c *Client) Offsets(ctx context.Context, topic string, index int32) (protoc
 	if err != nil {
 		return offs, err
 	}
+	offs.LogStart = min(max(offs.LogStart, c.logStartOf(ctx, topic, index)), offs.HighWatermark)
 	p.advance(offs.HighWatermark)
 	return offs, nil
 }

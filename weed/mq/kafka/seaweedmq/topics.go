@@ -2,6 +2,7 @@ package seaweedmq
 
 import (
 	"context"
+	"maps"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,9 @@ const ConfigDir = "/etc/kafka-gateway/topics"
 // topicConfigFile is the content of a topic's file in ConfigDir.
 type topicConfigFile struct {
 	Configs map[string]string `json:"configs"`
+	// LogStart holds the log start offsets DeleteRecords moved up, by
+	// partition: records below are gone for Kafka clients.
+	LogStart map[int32]int64 `json:"logStart,omitempty"`
 }
 
 // topicEntry is a topic as last read from the filer.
@@ -43,6 +47,8 @@ type topicEntry struct {
 	// range start), with their leader brokers.
 	parts []*mq_pb.BrokerPartitionAssignment
 	read  time.Time
+	// logStart: log start offsets moved up by DeleteRecords.
+	logStart map[int32]int64
 }
 
 type topicCache struct {
@@ -105,7 +111,7 @@ func (c *Client) readTopic(ctx context.Context, name string) (*topicEntry, error
 		return nil, kerr.UnknownTopicOrPartition
 	}
 	sort.Slice(parts, func(i, j int) bool { return parts[i].Partition.RangeStart < parts[j].Partition.RangeStart })
-	e := &topicEntry{parts: parts, read: time.Now()}
+	e := &topicEntry{parts: parts, read: time.Now(), logStart: kconf.LogStart}
 	e.info = protocol.TopicInfo{
 		Name:       name,
 		ID:         topicID(name, parts[0].Partition.UnixTimeNs),
@@ -265,7 +271,11 @@ func (c *Client) CreateTopic(ctx context.Context, spec protocol.TopicSpec) (prot
 }
 
 func (c *Client) saveTopicConfigs(ctx context.Context, name string, configs map[string]string) error {
-	data, err := json.Marshal(topicConfigFile{Configs: configs})
+	return c.saveTopicFile(ctx, name, topicConfigFile{Configs: configs})
+}
+
+func (c *Client) saveTopicFile(ctx context.Context, name string, file topicConfigFile) error {
+	data, err := json.Marshal(file)
 	if err != nil {
 		return err
 	}
@@ -283,7 +293,7 @@ func (c *Client) AlterTopicConfigs(ctx context.Context, name string, configs map
 	if err != nil {
 		return err
 	}
-	if err := c.saveTopicConfigs(ctx, name, configs); err != nil {
+	if err := c.saveTopicFile(ctx, name, topicConfigFile{Configs: configs, LogStart: e.logStart}); err != nil {
 		return err
 	}
 	defer c.topics.forget(name)
@@ -302,6 +312,54 @@ func (c *Client) AlterTopicConfigs(ctx context.Context, name string, configs map
 		})
 		return err
 	})
+}
+
+// DeleteRecords implements protocol.Backend: the partition's log start
+// offset moves up to before (the high watermark if -1), saved with the
+// topic's settings so that every gateway and restart honours it. The
+// records below are not read any more; SeaweedMQ's retention frees their
+// space.
+func (c *Client) DeleteRecords(ctx context.Context, name string, index int32, before int64) (int64, error) {
+	c.topics.forget(name)
+	e, err := c.readTopic(ctx, name)
+	if err != nil {
+		return -1, err
+	}
+	if index < 0 || index >= e.info.Partitions {
+		return -1, kerr.UnknownTopicOrPartition
+	}
+	offs, err := c.Offsets(ctx, name, index)
+	if err != nil {
+		return -1, err
+	}
+	if before == -1 {
+		before = offs.HighWatermark
+	}
+	if before < 0 || before > offs.HighWatermark {
+		return -1, kerr.OffsetOutOfRange
+	}
+	if before <= offs.LogStart {
+		return offs.LogStart, nil
+	}
+	starts := map[int32]int64{}
+	maps.Copy(starts, e.logStart)
+	starts[index] = before
+	if err := c.saveTopicFile(ctx, name, topicConfigFile{Configs: e.info.Configs, LogStart: starts}); err != nil {
+		return -1, err
+	}
+	c.topics.forget(name)
+	glog.V(0).Infof("kafka partition %s/%d: records before offset %d deleted (log start moved up)", name, index, before)
+	return before, nil
+}
+
+// logStartOf is the log start offset DeleteRecords set for a partition, 0
+// if none.
+func (c *Client) logStartOf(ctx context.Context, name string, index int32) int64 {
+	e, err := c.topic(ctx, name)
+	if err != nil {
+		return 0
+	}
+	return e.logStart[index]
 }
 
 // retention maps retention.ms to SeaweedMQ's retention, nil when unset.
