@@ -2,11 +2,11 @@ package seaweedmq
 
 import (
 	"context"
-	"maps"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strconv"
