@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -211,4 +212,39 @@ func TestDeleteRecords(t *testing.T) {
 	if got := consumeN(t, topic, 7); got[6].Offset != 10 {
 		t.Errorf("the next record is at %d", got[6].Offset)
 	}
+}
+
+// TestDescribeLogDirs: one log directory with every partition of a topic
+// and its size, which grows once records are flushed.
+func TestDescribeLogDirs(t *testing.T) {
+	topic := newTopic(t)
+	createTopic(t, topic, 2, nil)
+	cl := newClient(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceSync(t, cl, &kgo.Record{Topic: topic, Partition: 0, Value: make([]byte, 5000)})
+	adm := kadm.NewClient(cl)
+	var set kadm.TopicsSet
+	set.Add(topic, 0, 1)
+	eventually(t, 30*time.Second, "partition 0 has a size", func() error {
+		all, err := adm.DescribeAllLogDirs(ctxT(t), set)
+		if err != nil {
+			return err
+		}
+		if len(all) != 1 {
+			return fmt.Errorf("%d brokers", len(all))
+		}
+		for _, dirs := range all {
+			d, ok := dirs["/topics/kafka"]
+			if !ok || d.Err != nil || len(dirs) != 1 {
+				return fmt.Errorf("dirs %+v", dirs)
+			}
+			ps := d.Topics[topic]
+			if len(ps) != 2 {
+				return fmt.Errorf("%d partitions listed", len(ps))
+			}
+			if ps[0].Size < 5000 || ps[1].Size != 0 {
+				return fmt.Errorf("sizes %d and %d", ps[0].Size, ps[1].Size)
+			}
+		}
+		return nil
+	})
 }

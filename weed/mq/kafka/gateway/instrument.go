@@ -75,6 +75,13 @@ func (i instrumented) DeleteRecords(ctx context.Context, topic string, partition
 	return low, err
 }
 
+func (i instrumented) PartitionSize(ctx context.Context, topic string, partition int32) (int64, error) {
+	start := time.Now()
+	n, err := i.b.PartitionSize(ctx, topic, partition)
+	observe("PartitionSize", start, ignoreKafka(err))
+	return n, err
+}
+
 // Append is timed until the records are stored (acknowledged, or flushed
 // for acks=all).
 func (i instrumented) Append(ctx context.Context, topic string, partition int32, records []record.Record, durable bool) *protocol.Appended {

@@ -27,6 +27,8 @@ type Backend interface {
 	// DeleteRecords moves a partition's log start offset up to before (-1:
 	// the high watermark) and returns the new log start.
 	DeleteRecords(ctx context.Context, topic string, partition int32, before int64) (int64, error)
+	// PartitionSize returns the bytes a partition's stored records take.
+	PartitionSize(ctx context.Context, topic string, partition int32) (int64, error)
 
 	// Append writes a batch's records to a partition, after the records of
 	// every earlier Append to it. If the first record names an idempotent
