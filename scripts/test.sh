@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need and runs them all.
 #
-# Needs Go (the version in go.mod) and a C compiler (confluent-kafka-go links
-# librdkafka through cgo); everything else comes from the Go module proxy.
+# Needs Go (the version in go.mod), a C compiler (confluent-kafka-go links
+# librdkafka through cgo) and kcat, both installed with apt-get when missing;
+# everything else comes from the Go module proxy.
 # The end-to-end tests build the weed binary once, start a real single-node
 # SeaweedFS and a gateway from it on free 127.0.0.1 ports, and stop them.
 set -euo pipefail
@@ -13,6 +14,17 @@ if ! command -v gcc >/dev/null 2>&1; then
 		apt-get update -qq && apt-get install -y -qq gcc libc6-dev >/dev/null
 	else
 		echo "a C compiler (gcc) is needed for the librdkafka tests" >&2
+		exit 1
+	fi
+fi
+
+# kcat, the command-line Kafka client operators use, is driven by the
+# end-to-end tests.
+if ! command -v kcat >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		(apt-get install -y -qq kcat >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq kcat >/dev/null))
+	else
+		echo "kcat is needed for the end-to-end tests (Debian/Ubuntu: apt-get install kcat)" >&2
 		exit 1
 	fi
 fi
