@@ -209,7 +209,7 @@ func (c *Coordinator) save(ctx context.Context, t *txn) error {
 // check validates a producer's id and epoch against the transactional id's.
 func (t *txn) check(producerID int64, epoch int16) *kerr.Error {
 	switch {
-	case t == nil || producerID != t.st.ProducerID:
+	case producerID != t.st.ProducerID:
 		return kerr.InvalidProducerIDMapping
 	case epoch < t.st.Epoch:
 		return kerr.ProducerFenced
@@ -217,6 +217,24 @@ func (t *txn) check(producerID int64, epoch int16) *kerr.Error {
 		return kerr.InvalidProducerEpoch
 	}
 	return nil
+}
+
+// producerTxn returns the transactional id's state, locked, once the
+// producer's id and epoch are checked against it; the caller unlocks.
+func (c *Coordinator) producerTxn(id string, producerID int64, epoch int16) (*txn, *kerr.Error) {
+	t, kerrr := c.get(id)
+	if kerrr != nil {
+		return nil, kerrr
+	}
+	if t == nil {
+		return nil, kerr.InvalidProducerIDMapping
+	}
+	t.mu.Lock()
+	if e := t.check(producerID, epoch); e != nil {
+		t.mu.Unlock()
+		return nil, e
+	}
+	return t, nil
 }
 
 // storageErr is the Kafka error for a failure to save or write: retriable.
@@ -309,18 +327,11 @@ func (c *Coordinator) begin(t *txn) *kerr.Error {
 
 // AddPartitions adds partitions to the producer's transaction.
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, producerID int64, epoch int16, partitions map[string][]int32) *kerr.Error {
-	t, kerrr := c.get(id)
+	t, kerrr := c.producerTxn(id, producerID, epoch)
 	if kerrr != nil {
 		return kerrr
 	}
-	if t == nil {
-		return kerr.InvalidProducerIDMapping
-	}
-	t.mu.Lock()
 	defer t.mu.Unlock()
-	if e := t.check(producerID, epoch); e != nil {
-		return e
-	}
 	wasOngoing := t.st.State == Ongoing
 	if e := c.begin(t); e != nil {
 		return e
@@ -359,18 +370,11 @@ func contains(s []int32, v int32) bool {
 
 // AddGroup adds a group's offsets to the producer's transaction.
 func (c *Coordinator) AddGroup(ctx context.Context, id string, producerID int64, epoch int16, group string) *kerr.Error {
-	t, kerrr := c.get(id)
+	t, kerrr := c.producerTxn(id, producerID, epoch)
 	if kerrr != nil {
 		return kerrr
 	}
-	if t == nil {
-		return kerr.InvalidProducerIDMapping
-	}
-	t.mu.Lock()
 	defer t.mu.Unlock()
-	if e := t.check(producerID, epoch); e != nil {
-		return e
-	}
 	wasOngoing := t.st.State == Ongoing
 	if e := c.begin(t); e != nil {
 		return e
@@ -393,18 +397,11 @@ func (c *Coordinator) AddGroup(ctx context.Context, id string, producerID int64,
 // CommitOffsets records offsets the transaction commits for a group it
 // added; they are committed when the transaction commits.
 func (c *Coordinator) CommitOffsets(ctx context.Context, id string, producerID int64, epoch int16, group string, offsets offset.Topics) *kerr.Error {
-	t, kerrr := c.get(id)
+	t, kerrr := c.producerTxn(id, producerID, epoch)
 	if kerrr != nil {
 		return kerrr
 	}
-	if t == nil {
-		return kerr.InvalidProducerIDMapping
-	}
-	t.mu.Lock()
 	defer t.mu.Unlock()
-	if e := t.check(producerID, epoch); e != nil {
-		return e
-	}
 	added := false
 	for _, g := range t.st.Groups {
 		added = added || g == group
@@ -460,18 +457,11 @@ func (c *Coordinator) PendingOffsets(group, topic string, partition int32) bool 
 // EndTxn commits or aborts the producer's transaction. A retry of an end
 // that completed succeeds again.
 func (c *Coordinator) EndTxn(ctx context.Context, id string, producerID int64, epoch int16, commit bool) *kerr.Error {
-	t, kerrr := c.get(id)
+	t, kerrr := c.producerTxn(id, producerID, epoch)
 	if kerrr != nil {
 		return kerrr
 	}
-	if t == nil {
-		return kerr.InvalidProducerIDMapping
-	}
-	t.mu.Lock()
 	defer t.mu.Unlock()
-	if e := t.check(producerID, epoch); e != nil {
-		return e
-	}
 	switch t.st.State {
 	case Ongoing:
 		if t.timer != nil {
