@@ -35,7 +35,6 @@ func (h *Handler) handleOffsetCommit(ctx context.Context, r *Request) Reply {
 		offsets := offset.Topics{}
 		for i, rt := range req.Topics {
 			codes[i] = make([]int16, len(rt.Partitions))
-			name := rt.Topic
 			info, err := h.lookupTopic(ctx, r.Version >= 10, rt.Topic, rt.TopicID)
 			if err != nil {
 				for j := range codes[i] {
@@ -43,19 +42,8 @@ func (h *Handler) handleOffsetCommit(ctx context.Context, r *Request) Reply {
 				}
 				continue
 			}
-			name = info.Name
 			for j, rp := range rt.Partitions {
-				switch {
-				case rp.Partition < 0 || rp.Partition >= info.Partitions:
-					codes[i][j] = kerr.UnknownTopicOrPartition.Code
-				case rp.Metadata != nil && len(*rp.Metadata) > group.MaxMetadataBytes:
-					codes[i][j] = kerr.OffsetMetadataTooLarge.Code
-				default:
-					if offsets[name] == nil {
-						offsets[name] = map[int32]offset.Committed{}
-					}
-					offsets[name][rp.Partition] = offset.Committed{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, Metadata: rp.Metadata}
-				}
+				codes[i][j] = addCommit(offsets, info, rp.Partition, offset.Committed{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, Metadata: rp.Metadata})
 			}
 		}
 		var commitErr int16
@@ -82,6 +70,23 @@ func (h *Handler) handleOffsetCommit(ctx context.Context, r *Request) Reply {
 		}
 		return resp, nil
 	}
+}
+
+// addCommit adds a partition's commit to offsets, or returns the Kafka
+// error that refuses it: a partition the topic does not have, or metadata
+// over offset.metadata.max.bytes.
+func addCommit(offsets offset.Topics, info TopicInfo, partition int32, c offset.Committed) int16 {
+	switch {
+	case partition < 0 || partition >= info.Partitions:
+		return kerr.UnknownTopicOrPartition.Code
+	case c.Metadata != nil && len(*c.Metadata) > group.MaxMetadataBytes:
+		return kerr.OffsetMetadataTooLarge.Code
+	}
+	if offsets[info.Name] == nil {
+		offsets[info.Name] = map[int32]offset.Committed{}
+	}
+	offsets[info.Name][partition] = c
+	return 0
 }
 
 // lookupTopic finds a topic by id (byID) or by name, with the Kafka error

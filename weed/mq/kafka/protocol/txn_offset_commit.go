@@ -28,19 +28,11 @@ func (h *Handler) handleTxnOffsetCommit(ctx context.Context, r *Request) Reply {
 			codes[i] = make([]int16, len(rt.Partitions))
 			info, e := h.lookupTopic(ctx, rt.Topic == "" && rt.TopicID != [16]byte{}, rt.Topic, rt.TopicID)
 			for j, rp := range rt.Partitions {
-				switch {
-				case e != nil:
+				if e != nil {
 					codes[i][j] = e.Code
-				case rp.Partition < 0 || rp.Partition >= info.Partitions:
-					codes[i][j] = kerr.UnknownTopicOrPartition.Code
-				case rp.Metadata != nil && len(*rp.Metadata) > group.MaxMetadataBytes:
-					codes[i][j] = kerr.OffsetMetadataTooLarge.Code
-				default:
-					if offsets[info.Name] == nil {
-						offsets[info.Name] = map[int32]offset.Committed{}
-					}
-					offsets[info.Name][rp.Partition] = offset.Committed{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, Metadata: rp.Metadata}
+					continue
 				}
+				codes[i][j] = addCommit(offsets, info, rp.Partition, offset.Committed{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, Metadata: rp.Metadata})
 			}
 		}
 		var code int16
