@@ -1,0 +1,377 @@
+package membership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+)
+
+// fakeFiler keeps files and locks in memory, with locks expiring on the
+// test's clock; down makes every call fail, as a filer cut off.
+type fakeFiler struct {
+	mu    sync.Mutex
+	now   func() time.Time
+	files map[string][]byte
+	locks map[string]fakeLock
+	seq   int
+	down  map[string]bool // by lock owner prefix (gateway address)
+}
+
+type fakeLock struct {
+	owner, token string
+	until        time.Time
+}
+
+func newFakeFiler(now func() time.Time) *fakeFiler {
+	return &fakeFiler{now: now, files: map[string][]byte{}, locks: map[string]fakeLock{}, down: map[string]bool{}}
+}
+
+var errDown = errors.New("filer unreachable")
+
+// filerFor is the filer as the gateway at addr reaches it.
+type filerFor struct {
+	*fakeFiler
+	addr string
+}
+
+func (f filerFor) cut() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.down[f.addr]
+}
+
+func (f filerFor) ReadFile(_ context.Context, dir, name string) ([]byte, error) {
+	if f.cut() {
+		return nil, errDown
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, ok := f.files[dir+"/"+name]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return d, nil
+}
+
+func (f filerFor) WriteFile(_ context.Context, dir, name string, data []byte) error {
+	if f.cut() {
+		return errDown
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.files[dir+"/"+name] = append([]byte(nil), data...)
+	return nil
+}
+
+func (f filerFor) ListFiles(_ context.Context, dir string) ([]offset.File, error) {
+	if f.cut() {
+		return nil, errDown
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []offset.File
+	for k, v := range f.files {
+		if name, ok := strings.CutPrefix(k, dir+"/"); ok && !strings.Contains(name, "/") {
+			out = append(out, offset.File{Name: name, Data: v})
+		}
+	}
+	return out, nil
+}
+
+func (f filerFor) Remove(_ context.Context, dir, name string) error {
+	if f.cut() {
+		return errDown
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.files, dir+"/"+name)
+	return nil
+}
+
+func (f filerFor) Lock(_ context.Context, name, owner, token string, ttl time.Duration) (string, error) {
+	if f.cut() {
+		return "", errDown
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, held := f.locks[name]
+	if held && f.now().Before(l.until) && l.token != token {
+		return "", fmt.Errorf("lock %s held by %s", name, l.owner)
+	}
+	f.seq++
+	l = fakeLock{owner: owner, token: fmt.Sprint(f.seq), until: f.now().Add(ttl)}
+	f.locks[name] = l
+	return l.token, nil
+}
+
+func (f filerFor) Unlock(_ context.Context, name, token string) error {
+	if f.cut() {
+		return errDown
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.locks[name].token == token {
+		delete(f.locks, name)
+	}
+	return nil
+}
+
+func (f filerFor) LockOwner(_ context.Context, name string) (string, error) {
+	if f.cut() {
+		return "", errDown
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, held := f.locks[name]
+	if !held || !f.now().Before(l.until) {
+		return "", nil
+	}
+	return l.owner, nil
+}
+
+type cluster struct {
+	t     *testing.T
+	clock time.Time
+	filer *fakeFiler
+	gws   []*Membership
+}
+
+func newCluster(t *testing.T, n int) *cluster {
+	c := &cluster{t: t, clock: time.Unix(1_000_000, 0)}
+	c.filer = newFakeFiler(func() time.Time { return c.clock })
+	for i := 0; i < n; i++ {
+		c.add(i)
+	}
+	return c
+}
+
+func (c *cluster) add(i int) *Membership {
+	self := Member{NodeID: int32(i + 1), Host: "127.0.0.1", Port: int32(9092 + i)}
+	m := New(Options{Self: self, Filer: filerFor{c.filer, self.Addr()}, now: func() time.Time { return c.clock }})
+	if i < len(c.gws) {
+		c.gws[i] = m
+	} else {
+		c.gws = append(c.gws, m)
+	}
+	return m
+}
+
+// step advances the clock by a poll and polls every live gateway.
+func (c *cluster) step(dead ...int) {
+	c.clock = c.clock.Add(DefaultPoll)
+	for i, m := range c.gws {
+		if contains(dead, i) {
+			continue
+		}
+		m.poll(context.Background())
+	}
+}
+
+func contains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// servers returns which gateways serve key now.
+func (c *cluster) servers(key string, dead ...int) []int {
+	var out []int
+	for i, m := range c.gws {
+		if contains(dead, i) {
+			continue
+		}
+		if _, ok := m.Serving(key); ok {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+var keys = func() []string {
+	var ks []string
+	for p := int32(0); p < 64; p++ {
+		ks = append(ks, PartitionKey("t", p))
+	}
+	return append(ks, GroupKey("g1"), GroupKey("g2"), TxnKey("tx"))
+}()
+
+// checkOneServer fails if a key is served by more than one gateway, and
+// returns how many keys are served by none.
+func (c *cluster) checkOneServer(dead ...int) (unserved int) {
+	c.t.Helper()
+	for _, k := range keys {
+		s := c.servers(k, dead...)
+		if len(s) > 1 {
+			c.t.Fatalf("at %v key %q served by gateways %v", c.clock, k, s)
+		}
+		if len(s) == 0 {
+			unserved++
+		}
+	}
+	return unserved
+}
+
+func TestJoinSettleAndAgree(t *testing.T) {
+	c := newCluster(t, 3)
+	for i := 0; i < 3; i++ {
+		c.step()
+		c.checkOneServer()
+	}
+	// All three in the view; after Settle every key has one server.
+	for i := 0; i < 4; i++ {
+		c.step()
+		c.checkOneServer()
+	}
+	if n := c.checkOneServer(); n != 0 {
+		t.Fatalf("%d keys unserved after settling", n)
+	}
+	for _, m := range c.gws {
+		if err := m.Ready(); err != nil {
+			t.Fatalf("node %d not ready: %v", m.opts.Self.NodeID, err)
+		}
+		if got := len(m.Members()); got != 3 {
+			t.Fatalf("node %d sees %d members", m.opts.Self.NodeID, got)
+		}
+	}
+	// Every gateway names the same owner for every key.
+	owners := map[int]int{}
+	for _, k := range keys {
+		want, _, _ := c.gws[0].Owner(k)
+		for _, m := range c.gws[1:] {
+			if got, _, _ := m.Owner(k); got != want {
+				t.Fatalf("key %q: owner %v and %v", k, want, got)
+			}
+		}
+		owners[int(want.NodeID)]++
+	}
+	if len(owners) != 3 {
+		t.Fatalf("keys spread over %d gateways: %v", len(owners), owners)
+	}
+}
+
+func TestDeathMovesKeysWithoutOverlap(t *testing.T) {
+	c := newCluster(t, 3)
+	for i := 0; i < 8; i++ {
+		c.step()
+	}
+	epoch := c.gws[0].Epoch()
+	before := map[string]int32{}
+	for _, k := range keys {
+		o, _, _ := c.gws[0].Owner(k)
+		before[k] = o.NodeID
+	}
+	// Gateway 1 (the controller, lowest id) dies without a goodbye.
+	dead := 0
+	for i := 0; i < 15; i++ {
+		c.step(dead)
+		c.checkOneServer(dead)
+	}
+	if n := c.checkOneServer(dead); n != 0 {
+		t.Fatalf("%d keys unserved after failover", n)
+	}
+	if c.gws[1].Epoch() <= epoch {
+		t.Fatalf("epoch %d did not grow past %d", c.gws[1].Epoch(), epoch)
+	}
+	// Only the dead gateway's keys moved.
+	for _, k := range keys {
+		o, _, _ := c.gws[1].Owner(k)
+		if before[k] != 1 && o.NodeID != before[k] {
+			t.Fatalf("key %q moved from live node %d to %d", k, before[k], o.NodeID)
+		}
+		if o.NodeID == 1 {
+			t.Fatalf("key %q still owned by the dead node", k)
+		}
+	}
+	// It comes back at the same address: it waits for its old lock, then
+	// takes its keys back, never overlapping.
+	c.add(dead)
+	for i := 0; i < 15; i++ {
+		c.step()
+		c.checkOneServer()
+	}
+	if n := c.checkOneServer(); n != 0 {
+		t.Fatalf("%d keys unserved after the return", n)
+	}
+	for _, k := range keys {
+		if o, _, _ := c.gws[2].Owner(k); o.NodeID != before[k] {
+			t.Fatalf("key %q owned by %d after the return, %d before", k, o.NodeID, before[k])
+		}
+	}
+}
+
+func TestCutOffGatewayStopsBeforeTakeover(t *testing.T) {
+	c := newCluster(t, 3)
+	for i := 0; i < 8; i++ {
+		c.step()
+	}
+	// Gateway 3 loses the filer but keeps running and answering.
+	c.filer.mu.Lock()
+	c.filer.down[c.gws[2].opts.Self.Addr()] = true
+	c.filer.mu.Unlock()
+	for i := 0; i < 15; i++ {
+		c.step()
+		c.checkOneServer()
+	}
+	if err := c.gws[2].Ready(); err == nil {
+		t.Fatal("a gateway cut off from the filer says it is ready")
+	}
+	if n := c.checkOneServer(); n != 0 {
+		t.Fatalf("%d keys unserved after the others took over", n)
+	}
+}
+
+func TestTermChangesWhenOwnershipBreaks(t *testing.T) {
+	c := newCluster(t, 2)
+	for i := 0; i < 8; i++ {
+		c.step()
+	}
+	// A key that gateway 1 owns with two gateways and keeps with three.
+	var key string
+	var term int64
+	for _, k := range keys {
+		if tm, ok := c.gws[0].Serving(k); ok {
+			key, term = k, tm
+			break
+		}
+	}
+	if key == "" {
+		t.Fatal("gateway 1 serves nothing")
+	}
+	// Gateway 2 leaves for good: gateway 1's key keeps its term.
+	c.gws[1].Close()
+	for i := 0; i < 8; i++ {
+		c.step(1)
+	}
+	if tm, ok := c.gws[0].Serving(key); !ok || tm != term {
+		t.Fatalf("key %q: serving %v term %d, want term %d kept", key, ok, tm, term)
+	}
+	// A gateway that reads views with a gap cannot know who served the key
+	// in between: its term starts again after the gap.
+	m := c.gws[0]
+	m.mu.Lock()
+	last := m.history[len(m.history)-1]
+	last.view.Epoch += 2
+	last.seen = c.clock
+	m.history = append(m.history, last)
+	m.mu.Unlock()
+	if _, ok := m.Serving(key); ok {
+		t.Fatal("served right after a gap in the views")
+	}
+	c.clock = c.clock.Add(DefaultSettle)
+	m.mu.Lock()
+	m.readAt, m.leaseEnd = c.clock, c.clock.Add(time.Second)
+	m.mu.Unlock()
+	if tm, ok := m.Serving(key); !ok || tm != last.view.Epoch {
+		t.Fatalf("after the gap and Settle: serving %v term %d, want term %d", ok, tm, last.view.Epoch)
+	}
+}

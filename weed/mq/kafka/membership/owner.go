@@ -1,0 +1,91 @@
+package membership
+
+import (
+	"hash/fnv"
+	"strconv"
+)
+
+// Member is one gateway as Kafka clients see it: a broker.
+type Member struct {
+	NodeID int32  `json:"nodeId"`
+	Host   string `json:"host"`
+	Port   int32  `json:"port"`
+}
+
+// Addr is the member's advertised host:port.
+func (m Member) Addr() string { return m.Host + ":" + strconv.Itoa(int(m.Port)) }
+
+// View is the cluster's agreed list of live gateways. Its epoch grows with
+// every change; it is the leader epoch of every partition, so a client that
+// saw a later view ignores metadata from an earlier one.
+type View struct {
+	Epoch   int64    `json:"epoch"`
+	Members []Member `json:"members"` // by node id
+}
+
+// owner returns the member that owns key under the view, by rendezvous
+// hashing: the member with the highest score for the key. A change of
+// members moves only the keys of the members that came or went.
+func (v *View) owner(key string) (Member, bool) {
+	var best Member
+	var bestScore uint64
+	found := false
+	for _, m := range v.Members {
+		s := score(m.NodeID, key)
+		if !found || s > bestScore || s == bestScore && m.NodeID < best.NodeID {
+			best, bestScore, found = m, s, true
+		}
+	}
+	return best, found
+}
+
+func score(node int32, key string) uint64 {
+	h := fnv.New64a()
+	var b [4]byte
+	b[0], b[1], b[2], b[3] = byte(node>>24), byte(node>>16), byte(node>>8), byte(node)
+	h.Write(b[:])
+	h.Write([]byte(key))
+	// fnv's low bits mix poorly for short keys; splitmix64's finalizer
+	// spreads them.
+	x := h.Sum64()
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+func (v *View) has(node int32) bool {
+	for _, m := range v.Members {
+		if m.NodeID == node {
+			return true
+		}
+	}
+	return false
+}
+
+func sameMembers(a, b []Member) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Keys of what gateways own.
+
+// PartitionKey names a partition for ownership.
+func PartitionKey(topic string, partition int32) string {
+	return "p\x00" + topic + "\x00" + strconv.Itoa(int(partition))
+}
+
+// GroupKey names a consumer group for ownership.
+func GroupKey(group string) string { return "g\x00" + group }
+
+// TxnKey names a transactional id for ownership.
+func TxnKey(id string) string { return "t\x00" + id }
