@@ -26,6 +26,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
@@ -84,7 +85,9 @@ the filers and MQ brokers there and follows them as they move.
                        Kafka's auto.create.topics.enable (default true)
   -max.request.bytes   largest request frame accepted, like Kafka's
                        socket.request.max.bytes (default 100 MiB)
-  -node.id             broker id this gateway has in Metadata (default 1)
+  -node.id             broker id this gateway has in Metadata (default:
+                       derived from -ip and -port, so it stays the same
+                       across restarts); unique among the cluster's gateways
   -port.pprof          serve Go profiling on this port (0: off)
   -metricsPort         serve /metrics (Prometheus), /health and /ready on
                        this HTTP port (0: off), like SeaweedFS's servers
@@ -129,7 +132,7 @@ func init() {
 	o.defaultPartitions = f.Int("default-partitions", 4, "partitions of auto-created topics")
 	o.autoCreate = f.Bool("auto.create.topics", true, "create unknown topics on Metadata requests")
 	o.maxRequestBytes = f.Int("max.request.bytes", protocol.DefaultMaxRequestSize, "largest request frame accepted")
-	o.nodeID = f.Int("node.id", 1, "broker id of this gateway in Metadata")
+	o.nodeID = f.Int("node.id", -1, "broker id of this gateway in Metadata (default: derived from -ip and -port)")
 	o.embeddedDir = f.String("embedded.dir", "", "start a single-node SeaweedFS with its data in this folder and serve Kafka on it")
 	o.groupInitialDelay = f.Int("group.initial.rebalance.delay.ms", int(group.DefaultInitialRebalanceDelay/time.Millisecond), "how long a new group waits for more members before its first rebalance")
 	o.groupMinSession = f.Int("group.min.session.timeout.ms", int(group.DefaultMinSessionTimeout/time.Millisecond), "smallest session timeout a group member may ask for")
@@ -164,14 +167,31 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	backend := gateway.Instrument(client)
 	files := gateway.InstrumentFiles(client)
 
+	// The gateways of the cluster share its partitions, groups and
+	// transactional ids: this one serves only what it owns.
+	self := membership.Member{NodeID: int32(*o.nodeID), Host: *o.ip, Port: int32(*o.port)}
+	if self.NodeID < 0 {
+		self.NodeID = membership.NodeID(self.Host, self.Port)
+	}
+	members := membership.New(membership.Options{Self: self, Filer: client})
+	owned := gateway.NewOwned(backend, client, members.Serving)
+	owner := func(key func(string) string) func(string) (int64, bool) {
+		return func(name string) (int64, bool) { return members.Serving(key(name)) }
+	}
+
 	groups := group.New(group.Options{
 		Store:                 offset.NewStore(files),
 		InitialRebalanceDelay: max(time.Millisecond, time.Duration(*o.groupInitialDelay)*time.Millisecond),
 		MinSessionTimeout:     time.Duration(*o.groupMinSession) * time.Millisecond,
 		MaxSessionTimeout:     time.Duration(*o.groupMaxSession) * time.Millisecond,
+		Owner:                 owner(membership.GroupKey),
 	})
 
-	txns := txn.New(txn.Options{Files: files, Log: backend, Groups: groups})
+	// Transactions reach the partitions and groups they span on whichever
+	// gateway leads or coordinates them.
+	peers := gateway.NewPeers()
+	markers := &gateway.Markers{Log: owned, Groups: groups, Members: members, Peers: peers}
+	txns := txn.New(txn.Options{Files: files, Log: markers, Groups: markers, Owner: owner(membership.TxnKey)})
 	metrics.RegisterGroups(groups, func(ctx context.Context, topic string, partition int32) (int64, error) {
 		offs, err := backend.Offsets(ctx, topic, partition)
 		return offs.HighWatermark, err
@@ -185,18 +205,26 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		Listen:            net.JoinHostPort(bind, strconv.Itoa(*o.port)),
 		AdvertisedHost:    *o.ip,
 		AdvertisedPort:    *o.port,
-		NodeID:            int32(*o.nodeID),
+		NodeID:            self.NodeID,
 		ClusterID:         clusterID(masters, *o.filerGroup),
 		DefaultPartitions: int32(*o.defaultPartitions),
 		AutoCreateTopics:  *o.autoCreate,
 		MaxRequestSize:    *o.maxRequestBytes,
-		Backend:           backend,
+		Backend:           owned,
 		Groups:            groups,
 		Txns:              txns,
-		ClusterReady:      client.Ready,
+		Cluster:           members,
+		Peers:             peers,
+		ClusterReady: func(ctx context.Context) error {
+			if err := client.Ready(ctx); err != nil {
+				return err
+			}
+			return members.Ready()
+		},
 	})
 	if err != nil {
 		glog.Errorf("kafka gateway: %v", err)
+		owned.Close()
 		txns.Close()
 		groups.Close()
 		client.Close()
@@ -214,7 +242,10 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	shutdown := func() {
 		shutdownOnce.Do(func() {
 			srv.Close()
+			members.Close() // the others take over without waiting for the lock to expire
+			owned.Close()
 			txns.Close()
+			peers.Close()
 			groups.Close()
 			client.Close()
 			if emb != nil {
@@ -260,8 +291,9 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		}()
 	}
 
-	glog.V(0).Infof("kafka gateway: listening on %s, advertising %s, serving SeaweedFS at masters %s", srv.Addr(), srv.Advertised(), masters)
+	glog.V(0).Infof("kafka gateway: node %d listening on %s, advertising %s, serving SeaweedFS at masters %s", self.NodeID, srv.Addr(), srv.Advertised(), masters)
 	go watchCluster(client, masters)
+	members.Start()
 	groups.Start()
 	txns.Start()
 

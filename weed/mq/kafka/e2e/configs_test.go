@@ -114,25 +114,45 @@ func TestPartitionAdmin(t *testing.T) {
 	}
 
 	produceRaw(t, cl, topic, 0, batchOf([]byte("a"), []byte("b"), []byte("c")))
-	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
-	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-	rt.Topic = topic
-	for _, epoch := range []int32{0, 1} {
-		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		rp.Partition, rp.LeaderEpoch, rp.CurrentLeaderEpoch = 0, epoch, 0
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctxT(t), cl)
+	// The current leader epoch, as Metadata gives it.
+	md, err := adm.Metadata(ctxT(t), topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := resp.Topics[0].Partitions
+	cur := md.Topics[topic].Partitions[0].LeaderEpoch
+	if cur < 0 {
+		t.Fatalf("leader epoch %d in metadata", cur)
+	}
+	ask := func(current int32, epochs ...int32) []kmsg.OffsetForLeaderEpochResponseTopicPartition {
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		rt.Topic = topic
+		for _, epoch := range epochs {
+			rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+			rp.Partition, rp.LeaderEpoch, rp.CurrentLeaderEpoch = 0, epoch, current
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctxT(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions
+	}
+	// Nothing is ever truncated: every epoch up to the current one ends at
+	// the partition's end; a later one is unknown.
+	ps := ask(cur, 0, cur, cur+1)
 	if ps[0].ErrorCode != 0 || ps[0].LeaderEpoch != 0 || ps[0].EndOffset != 3 {
 		t.Errorf("epoch 0: %+v, want epoch 0 ending at 3", ps[0])
 	}
-	if ps[1].ErrorCode != 0 || ps[1].LeaderEpoch != -1 || ps[1].EndOffset != -1 {
-		t.Errorf("epoch 1: %+v, want unknown (-1, -1)", ps[1])
+	if ps[1].ErrorCode != 0 || ps[1].LeaderEpoch != cur || ps[1].EndOffset != 3 {
+		t.Errorf("epoch %d: %+v, want it ending at 3", cur, ps[1])
+	}
+	if ps[2].ErrorCode != 0 || ps[2].LeaderEpoch != -1 || ps[2].EndOffset != -1 {
+		t.Errorf("epoch %d: %+v, want unknown (-1, -1)", cur+1, ps[2])
+	}
+	if ps := ask(cur+1, 0); ps[0].ErrorCode != kerr.UnknownLeaderEpoch.Code {
+		t.Errorf("a client ahead of the current epoch: %v, want UNKNOWN_LEADER_EPOCH", kerr.ErrorForCode(ps[0].ErrorCode))
 	}
 
 	var set kadm.TopicsSet

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -213,9 +215,14 @@ type gatewayProc struct {
 	monitor string // base URL of /metrics, /health, /ready
 }
 
-// startGateway starts a gateway on the cluster (port 0: a free one) and waits
-// until it serves Kafka with the cluster ready behind it.
+// startGateway starts the package's gateway on the cluster (port 0: a free
+// one) and waits until it serves Kafka with the cluster ready behind it.
 func startGateway(master string, port int) (*gatewayProc, error) {
+	return startNamedGateway("gateway", master, port)
+}
+
+// startNamedGateway starts a gateway logging to <name>.log.
+func startNamedGateway(name, master string, port int) (*gatewayProc, error) {
 	if port == 0 {
 		var err error
 		if port, err = freePort(false); err != nil {
@@ -226,7 +233,7 @@ func startGateway(master string, port int) (*gatewayProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := startProc("gateway", filepath.Join(work, "gateway.log"), "-v=1", "mq.kafka.gateway",
+	p, err := startProc(name, filepath.Join(work, name+".log"), "-v=1", "mq.kafka.gateway",
 		"-ip=127.0.0.1", "-port="+strconv.Itoa(port), "-master="+master, "-default-partitions=1",
 		"-group.initial.rebalance.delay.ms=300", "-metricsPort="+strconv.Itoa(metricsPort))
 	if err != nil {
@@ -265,7 +272,13 @@ func (g *gatewayProc) waitReady(timeout time.Duration) error {
 			if err == nil {
 				code := resp.Topics[0].ErrorCode
 				if code == 0 || code == 36 { // created, or already exists
-					return nil
+					// and it has joined the gateways of the cluster
+					if err = g.ready(); err == nil {
+						return nil
+					}
+					last = err
+					time.Sleep(200 * time.Millisecond)
+					continue
 				}
 				err = fmt.Errorf("create topic: error code %d", code)
 			}
@@ -274,6 +287,20 @@ func (g *gatewayProc) waitReady(timeout time.Duration) error {
 		time.Sleep(time.Second)
 	}
 	return fmt.Errorf("gateway at %s not ready after %v: %v", g.addr, timeout, last)
+}
+
+// ready returns nil when the gateway's /ready answers 200.
+func (g *gatewayProc) ready() error {
+	resp, err := http.Get(g.monitor + "/ready")
+	if err != nil {
+		return err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/ready: %s: %s", resp.Status, body)
+	}
+	return nil
 }
 
 // restartGateway stops the gateway gracefully and starts it on the same port.
@@ -288,7 +315,7 @@ func restartGateway(t *testing.T) {
 }
 
 func dumpLogs() {
-	for _, name := range []string{"gateway.log", "seaweedfs.log"} {
+	for _, name := range []string{"gateway.log", "gateway2.log", "gateway3.log", "seaweedfs.log"} {
 		data, err := os.ReadFile(filepath.Join(work, name))
 		if err != nil {
 			continue

@@ -25,18 +25,26 @@ import (
 // read_uncommitted one gets the aborted copies too, and the group's
 // commits are the input's high watermarks.
 func TestTransactionsGroupTransactSession(t *testing.T) {
-	const n = 300
 	in := newTopic(t)
-	out := in + "-out"
-	group := in + "-group"
 	createTopic(t, in, 4, nil)
-	createTopic(t, out, 3, nil)
+	createTopic(t, in+"-out", 3, nil)
+	transactSession(t, in, in+"-group", in+"-txn", nil, func() { restartGateway(t) })
+}
+
+// transactSession consumes 300 records of topic in (4 partitions) in group
+// and writes each to in+"-out" (3 partitions) in transactions of txnID,
+// every third aborted, with disturb run after the second commit; every
+// input's output is read once read_committed and the group's commits reach
+// the input's end.
+func transactSession(t *testing.T, in, group, txnID string, opts []kgo.Opt, disturb func()) {
+	const n = 300
+	out := in + "-out"
 	produced := map[int32][]string{}
 	produceBatch(t, in, 0, n, produced)
 
-	sess, err := kgo.NewGroupTransactSession(append(memberOpts("eos", group, in),
-		kgo.TransactionalID(in+"-txn"), kgo.TransactionTimeout(10*time.Second),
-		txnReadCommitted(), kgo.RetryTimeout(time.Minute))...)
+	sess, err := kgo.NewGroupTransactSession(append(append(memberOpts("eos", group, in),
+		kgo.TransactionalID(txnID), kgo.TransactionTimeout(10*time.Second),
+		txnReadCommitted(), kgo.RetryTimeout(time.Minute)), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +143,7 @@ func TestTransactionsGroupTransactSession(t *testing.T) {
 		}
 		if commits == 2 && !restarted {
 			restarted = true
-			restartGateway(t)
+			disturb()
 		}
 	}
 	t.Logf("%d transactions: %d committed, %d aborted (%d deliberately)", txns, commits, aborts, deliberate)

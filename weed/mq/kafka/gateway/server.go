@@ -48,6 +48,11 @@ type Options struct {
 	Groups *group.Coordinator
 	// Txns coordinates transactions.
 	Txns *txn.Coordinator
+	// Cluster tells which gateway leads each partition and coordinates
+	// each group and transactional id; nil: this one, all of them.
+	Cluster protocol.Cluster
+	// Peers reaches the other gateways.
+	Peers protocol.Peers
 	// ClusterReady reports whether the SeaweedFS cluster answers (for
 	// /ready); nil means always.
 	ClusterReady func(ctx context.Context) error
@@ -115,6 +120,8 @@ func NewServer(opts Options) (*Server, error) {
 		ClusterID:         opts.ClusterID,
 		DefaultPartitions: opts.DefaultPartitions,
 		AutoCreateTopics:  opts.AutoCreateTopics,
+		Cluster:           opts.Cluster,
+		Peers:             opts.Peers,
 	}, opts.Backend, opts.Groups, opts.Txns)
 	return s, nil
 }

@@ -31,6 +31,10 @@ type Options struct {
 	// members may ask for (group.min/max.session.timeout.ms).
 	MinSessionTimeout time.Duration
 	MaxSessionTimeout time.Duration
+	// Owner reports whether this gateway coordinates a group, and since
+	// which term (a group loaded in an earlier term is stale); nil: every
+	// group, always.
+	Owner func(group string) (term int64, ok bool)
 }
 
 // Kafka's defaults.
@@ -48,8 +52,7 @@ type Coordinator struct {
 	opts Options
 
 	mu     sync.Mutex
-	groups map[string]*group
-	ready  bool // saved groups are loaded
+	groups map[string]*group // the groups loaded
 	closed bool
 
 	stop chan struct{}
@@ -70,58 +73,61 @@ func New(opts Options) *Coordinator {
 	return &Coordinator{opts: opts, groups: map[string]*group{}, stop: make(chan struct{})}
 }
 
-// loadRetry is how often loading the saved groups is tried again while the
-// filer cannot be reached.
-const loadRetry = 2 * time.Second
+// sweepEvery is how often groups this gateway no longer coordinates are
+// dropped from memory.
+const sweepEvery = 500 * time.Millisecond
 
-// Start loads the saved groups in the background, retrying until the
-// filer answers; until then group requests get COORDINATOR_LOAD_IN_PROGRESS.
-// Groups with members resume where they were: their members' sessions
-// restart now.
+// Start begins dropping the groups this gateway stops coordinating. Groups
+// are loaded from the filer when first asked for, so a gateway that takes a
+// group over (or restarts) carries on from its saved state: members keep
+// heartbeating with their generation and need not rebalance.
 func (c *Coordinator) Start() {
+	if c.opts.Owner == nil {
+		return
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		t := time.NewTicker(sweepEvery)
+		defer t.Stop()
 		for {
-			err := c.load()
-			if err == nil {
-				return
-			}
-			glog.Warningf("kafka groups: %v; retrying", err)
 			select {
 			case <-c.stop:
 				return
-			case <-time.After(loadRetry):
+			case <-t.C:
+				c.sweep()
 			}
 		}
 	}()
 }
 
-func (c *Coordinator) load() error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	states, err := c.opts.Store.States(ctx)
-	if err != nil {
-		return err
-	}
+// sweep drops the groups whose ownership ended or broke since they were
+// loaded: another gateway may have changed them meanwhile.
+func (c *Coordinator) sweep() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return nil
-	}
-	for name, data := range states {
-		g := newGroup(c, name)
-		if err := g.restore(data); err != nil {
-			glog.Errorf("kafka group %s: unreadable saved state, ignored: %v", name, err)
-			continue
+	for name, g := range c.groups {
+		if term, ok := c.owner(name); !ok || term != g.term {
+			glog.V(1).Infof("kafka group %s: no longer coordinated here", name)
+			c.unloadLocked(g)
 		}
-		c.groups[name] = g
-		c.wg.Add(1)
-		go g.manage()
 	}
-	c.ready = true
-	glog.V(0).Infof("kafka groups: loaded %d saved groups", len(states))
-	return nil
+}
+
+func (c *Coordinator) unloadLocked(g *group) {
+	if c.groups[g.name] == g {
+		delete(c.groups, g.name)
+	}
+	g.stop()
+	c.opts.Store.Forget(g.name)
+}
+
+// owner returns the term of this gateway's ownership of the group.
+func (c *Coordinator) owner(name string) (int64, bool) {
+	if c.opts.Owner == nil {
+		return 0, true
+	}
+	return c.opts.Owner(name)
 }
 
 // Close ends every group's goroutine. Requests still waiting on a group get
@@ -141,27 +147,59 @@ func (c *Coordinator) Close() {
 	c.wg.Wait()
 }
 
-// lookup returns the group, creating it if create is set; nil if it does
-// not exist. The error is a Kafka error for the whole request.
-func (c *Coordinator) lookup(name string, create bool) (*group, *kerr.Error) {
+// lookup returns the group, loading it from its saved state, or creating it
+// if create is set; nil if it does not exist. The error is a Kafka error for
+// the whole request.
+func (c *Coordinator) lookup(ctx context.Context, name string, create bool) (*group, *kerr.Error) {
 	if name == "" {
 		return nil, kerr.InvalidGroupID
+	}
+	term, owned := c.owner(name)
+	if !owned {
+		return nil, kerr.NotCoordinator
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	g := c.groups[name]
+	if g != nil && g.term != term {
+		c.unloadLocked(g)
+		g = nil
+	}
+	c.mu.Unlock()
+	if g != nil {
+		return g, nil
+	}
+	data, err := c.opts.Store.LoadState(ctx, name)
+	if err != nil {
+		glog.Warningf("kafka group %s: %v", name, err)
+		return nil, kerr.CoordinatorLoadInProgress
+	}
+	if data == nil && !create {
+		return nil, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, kerr.CoordinatorNotAvailable
 	}
-	if !c.ready {
-		return nil, kerr.CoordinatorLoadInProgress
+	if g := c.groups[name]; g != nil && g.term == term { // loaded meanwhile
+		return g, nil
 	}
-	g := c.groups[name]
-	if g == nil && create {
-		g = newGroup(c, name)
-		c.groups[name] = g
-		c.wg.Add(1)
-		go g.manage()
+	g = newGroup(c, name)
+	g.term = term
+	if data != nil {
+		if err := g.restore(data); err != nil {
+			glog.Errorf("kafka group %s: unreadable saved state, starting afresh: %v", name, err)
+			g = newGroup(c, name)
+			g.term = term
+		}
 	}
+	c.groups[name] = g
+	c.wg.Add(1)
+	go g.manage()
 	return g, nil
 }
 
@@ -209,7 +247,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest,
 	if req.InstanceID != nil && *req.InstanceID == "" {
 		return joinError(req, kerr.InvalidGroupID), nil
 	}
-	g, kerrr := c.lookup(req.Group, true)
+	g, kerrr := c.lookup(ctx, req.Group, true)
 	if kerrr != nil {
 		return joinError(req, kerrr), nil
 	}
@@ -232,7 +270,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest,
 
 // SyncGroup answers a SyncGroup; a follower's waits for the leader's.
 func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse, error) {
-	g, kerrr := c.lookup(req.Group, false)
+	g, kerrr := c.lookup(ctx, req.Group, false)
 	if kerrr != nil {
 		return syncError(req, kerrr), nil
 	}
@@ -258,7 +296,7 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 
 // Heartbeat answers a Heartbeat with its error code.
 func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) int16 {
-	g, kerrr := c.lookup(req.Group, false)
+	g, kerrr := c.lookup(ctx, req.Group, false)
 	if kerrr != nil {
 		return kerrr.Code
 	}
@@ -288,7 +326,7 @@ type Leaving struct {
 // member.
 func (c *Coordinator) LeaveGroup(ctx context.Context, name string, members []Leaving) (int16, []int16) {
 	codes := make([]int16, len(members))
-	g, kerrr := c.lookup(name, false)
+	g, kerrr := c.lookup(ctx, name, false)
 	if kerrr != nil {
 		return kerrr.Code, codes
 	}

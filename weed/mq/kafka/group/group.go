@@ -4,11 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
 // State is a classic group's state, named as Kafka names it.
@@ -32,6 +37,7 @@ var errGroupGone = errors.New("group is gone")
 type group struct {
 	c    *Coordinator
 	name string
+	term int64 // of this gateway's ownership when the group was loaded
 	ctl  chan func()
 	quit chan struct{} // closed when the group ends (deleted, coordinator closed)
 
@@ -44,6 +50,10 @@ type group struct {
 	static       map[string]string // group.instance.id -> member id
 	pending      map[string]uint64 // member ids handed out with MEMBER_ID_REQUIRED -> expiry seq
 	saved        bool              // a state file exists
+	// txnOffsets are offsets open transactions commit, by producer id:
+	// committed when the transaction's coordinator sends its commit
+	// marker, dropped at its abort marker.
+	txnOffsets map[int64]*txnOffsets
 
 	// The join phase: ends when every member rejoined, or at the deadline.
 	joinSeq      uint64
@@ -93,6 +103,8 @@ func newGroup(c *Coordinator, name string) *group {
 		members: map[string]*member{},
 		static:  map[string]string{},
 		pending: map[string]uint64{},
+
+		txnOffsets: map[int64]*txnOffsets{},
 	}
 }
 
@@ -144,7 +156,9 @@ func (g *group) stop() {
 
 // exists reports whether Kafka would know the group: it has members, or
 // state or offsets saved.
-func (g *group) exists() bool { return g.saved || len(g.members) > 0 || g.state != Empty }
+func (g *group) exists() bool {
+	return g.saved || len(g.members) > 0 || g.state != Empty || len(g.txnOffsets) > 0
+}
 
 // savedState is a group's state file: what is needed to carry on after a
 // restart without a rebalance (generation, protocol, members and their
@@ -157,6 +171,16 @@ type savedState struct {
 	Leader       string        `json:"leader"`
 	Stable       bool          `json:"stable"` // every member has its assignment
 	Members      []savedMember `json:"members"`
+	// TxnOffsets are the pending offsets of open transactions.
+	TxnOffsets []*txnOffsets `json:"txnOffsets,omitempty"`
+}
+
+// txnOffsets are the offsets a producer's open transaction commits for the
+// group.
+type txnOffsets struct {
+	ProducerID int64         `json:"producerId"`
+	Epoch      int16         `json:"epoch"`
+	Offsets    offset.Topics `json:"offsets"`
 }
 
 type savedMember struct {
@@ -180,6 +204,11 @@ const saveTimeout = 10 * time.Second
 
 // save writes the group's state to the filer.
 func (g *group) save() error {
+	if term, ok := g.c.owner(g.name); !ok || term != g.term {
+		// Another gateway coordinates the group now; this copy is
+		// about to be dropped and must not overwrite its state.
+		return kerr.NotCoordinator
+	}
 	st := savedState{
 		Group:        g.name,
 		ProtocolType: g.protocolType,
@@ -187,6 +216,9 @@ func (g *group) save() error {
 		Generation:   g.generation,
 		Leader:       g.leader,
 		Stable:       g.state == Stable || g.state == Empty,
+	}
+	for _, pid := range slices.Sorted(maps.Keys(g.txnOffsets)) {
+		st.TxnOffsets = append(st.TxnOffsets, g.txnOffsets[pid])
 	}
 	for _, m := range g.sortedMembers() {
 		sm := savedMember{
@@ -225,6 +257,9 @@ func (g *group) restore(data []byte) error {
 	g.saved = true
 	g.protocolType, g.protocol = st.ProtocolType, st.Protocol
 	g.generation, g.leader = st.Generation, st.Leader
+	for _, t := range st.TxnOffsets {
+		g.txnOffsets[t.ProducerID] = t
+	}
 	for _, sm := range st.Members {
 		m := &member{
 			id: sm.ID, instanceID: sm.InstanceID, clientID: sm.ClientID, clientHost: sm.ClientHost,

@@ -83,19 +83,7 @@ func newCoordinator(t *testing.T, files *memFiles) *Coordinator {
 	})
 	c.Start()
 	t.Cleanup(c.Close)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c.mu.Lock()
-		ready := c.ready
-		c.mu.Unlock()
-		if ready {
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("coordinator did not load")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return c
 }
 
 type joiner struct {
@@ -402,5 +390,132 @@ func TestRebalanceEndsWhenAllRejoin(t *testing.T) {
 	// The joiners' rebalance timeout is 2 s.
 	if took := time.Since(start); took > time.Second || ja.Generation != gen+1 || jb.Generation != gen+1 {
 		t.Fatalf("rebalance took %v, generations %d %d", took, ja.Generation, jb.Generation)
+	}
+}
+
+// owners stands in for the gateways' membership: which of two coordinators
+// owns every group, and the term of its ownership.
+type owners struct {
+	mu    sync.Mutex
+	owner int
+	term  int64
+}
+
+func (o *owners) of(i int) func(string) (int64, bool) {
+	return func(string) (int64, bool) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.term, o.owner == i
+	}
+}
+
+func (o *owners) move(to int) {
+	o.mu.Lock()
+	o.owner, o.term = to, o.term+1
+	o.mu.Unlock()
+}
+
+func TestOwnershipMovesBetweenCoordinators(t *testing.T) {
+	files := &memFiles{files: map[string][]byte{}}
+	own := &owners{owner: 0, term: 1}
+	var cs []*Coordinator
+	for i := 0; i < 2; i++ {
+		c := New(Options{Store: offset.NewStore(files), InitialRebalanceDelay: 20 * time.Millisecond,
+			MinSessionTimeout: 10 * time.Millisecond, Owner: own.of(i)})
+		c.Start()
+		t.Cleanup(c.Close)
+		cs = append(cs, c)
+	}
+	ctx := context.Background()
+	j := &joiner{c: cs[0], group: "moving", session: 5000}
+	gen := stable(t, j)
+	offs := offset.Topics{"t": {0: {Offset: 7}}}
+	if e := cs[0].CommitOffsets(ctx, "moving", Committer{Generation: gen, MemberID: j.id}, offs); e != nil {
+		t.Fatalf("commit: %v", e)
+	}
+	// The gateway that does not own the group sends clients away.
+	if code := (&joiner{c: cs[1], group: "moving", id: j.id}).heartbeat(gen); code != kerr.NotCoordinator.Code {
+		t.Fatalf("heartbeat at the other gateway: %v", kerr.ErrorForCode(code))
+	}
+
+	// The group moves: the old owner refuses and drops it; the new one
+	// loads it from the filer and the member carries on without a
+	// rebalance, its commits intact.
+	own.move(1)
+	if code := j.heartbeat(gen); code != kerr.NotCoordinator.Code {
+		t.Fatalf("heartbeat at the old owner: %v", kerr.ErrorForCode(code))
+	}
+	waitCode(t, func() int16 {
+		cs[0].mu.Lock()
+		defer cs[0].mu.Unlock()
+		return int16(len(cs[0].groups))
+	}, 0)
+	j.c = cs[1]
+	if code := j.heartbeat(gen); code != 0 {
+		t.Fatalf("heartbeat at the new owner: %v", kerr.ErrorForCode(code))
+	}
+	if e := cs[1].CommitOffsets(ctx, "moving", Committer{Generation: gen, MemberID: j.id}, offset.Topics{"t": {0: {Offset: 9}}}); e != nil {
+		t.Fatalf("commit at the new owner: %v", e)
+	}
+
+	// And back: the first gateway must not use what it held before.
+	own.move(0)
+	j.c = cs[0]
+	if code := j.heartbeat(gen); code != 0 {
+		t.Fatalf("heartbeat back at the first owner: %v", kerr.ErrorForCode(code))
+	}
+	got, e := cs[0].FetchOffsets(ctx, "moving", nil)
+	if e != nil || got["t"][0].Offset != 9 {
+		t.Fatalf("offsets back at the first owner: %v %v (want the commit made at the second)", got, e)
+	}
+	if l, e := cs[1].List(ctx); e != nil || len(l) != 0 {
+		t.Fatalf("the gateway that lost the group lists %v %v", l, e)
+	}
+}
+
+func TestTxnOffsetsWaitForTheirMarker(t *testing.T) {
+	files := &memFiles{files: map[string][]byte{}}
+	c := newCoordinator(t, files)
+	ctx := context.Background()
+	j := &joiner{c: c, group: "txg", session: 5000}
+	gen := stable(t, j)
+	who := Committer{Generation: gen, MemberID: j.id}
+	if e := c.AddTxnOffsets(ctx, "txg", Committer{Generation: gen + 1, MemberID: j.id}, 7, 0, offset.Topics{"t": {0: {Offset: 5}}}); e != kerr.IllegalGeneration {
+		t.Fatalf("txn offsets of a wrong generation: %v", e)
+	}
+	if e := c.AddTxnOffsets(ctx, "txg", who, 7, 0, offset.Topics{"t": {0: {Offset: 5}}}); e != nil {
+		t.Fatal(e)
+	}
+	if e := c.AddTxnOffsets(ctx, "txg", who, 8, 0, offset.Topics{"t": {1: {Offset: 3}}}); e != nil {
+		t.Fatal(e)
+	}
+	if !c.PendingTxnOffsets(ctx, "txg", "t", 0) || !c.PendingTxnOffsets(ctx, "txg", "t", 1) || c.PendingTxnOffsets(ctx, "txg", "t", 2) {
+		t.Fatal("pending offsets not reported")
+	}
+	if got, _ := c.FetchOffsets(ctx, "txg", nil); len(got["t"]) != 0 {
+		t.Fatalf("offsets of open transactions visible: %v", got)
+	}
+	// The pending offsets are saved with the group: a gateway taking it
+	// over holds them too.
+	c.Close()
+	c = newCoordinator(t, files)
+	if !c.PendingTxnOffsets(ctx, "txg", "t", 0) {
+		t.Fatal("pending offsets lost with the restart")
+	}
+	if err := c.EndTxnOffsets(ctx, "txg", 7, 0, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EndTxnOffsets(ctx, "txg", 8, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EndTxnOffsets(ctx, "txg", 7, 0, true); err != nil {
+		t.Fatalf("a repeated marker: %v", err)
+	}
+	got, e := c.FetchOffsets(ctx, "txg", nil)
+	if e != nil || got["t"][0].Offset != 5 || len(got["t"]) != 1 {
+		t.Fatalf("after commit of producer 7 and abort of 8: %v %v", got, e)
+	}
+	if c.PendingTxnOffsets(ctx, "txg", "t", 0) || c.PendingTxnOffsets(ctx, "txg", "t", 1) {
+		t.Fatal("offsets still pending after their markers")
 	}
 }

@@ -60,7 +60,7 @@ func (g *group) validateCommit(who Committer) *kerr.Error {
 // validated, and returns when they are in the filer. The error is a Kafka
 // error for every partition of the request.
 func (c *Coordinator) CommitOffsets(ctx context.Context, name string, who Committer, offsets offset.Topics) *kerr.Error {
-	g, kerrr := c.lookup(name, false)
+	g, kerrr := c.lookup(ctx, name, false)
 	if kerrr != nil {
 		return kerrr
 	}
@@ -68,7 +68,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, name string, who Commit
 		if who.Generation >= 0 {
 			return kerr.IllegalGeneration
 		}
-		if g, kerrr = c.lookup(name, true); kerrr != nil {
+		if g, kerrr = c.lookup(ctx, name, true); kerrr != nil {
 			return kerrr
 		}
 	}
@@ -112,29 +112,63 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, name string, who Commit
 	}
 }
 
-// ValidateTxnCommit checks the member that commits offsets in a
-// transaction (TxnOffsetCommit v3+); generation -1 and no member id, as
-// older producers send, are not checked.
-func (c *Coordinator) ValidateTxnCommit(ctx context.Context, name string, who Committer) *kerr.Error {
-	if who.Generation < 0 && who.MemberID == "" && who.InstanceID == nil {
-		return nil
-	}
-	g, kerrr := c.lookup(name, false)
+// AddTxnOffsets answers a TxnOffsetCommit: offsets the producer's open
+// transaction commits for the group, held until the transaction's
+// coordinator ends it (EndTxnOffsets) and saved with the group's state
+// before the answer. v3+ requests name the committing member, checked like
+// an OffsetCommit's; generation -1 and no member id, as older producers
+// send, are not checked.
+func (c *Coordinator) AddTxnOffsets(ctx context.Context, name string, who Committer, producerID int64, epoch int16, offsets offset.Topics) *kerr.Error {
+	checked := who.Generation >= 0 || who.MemberID != "" || who.InstanceID != nil
+	g, kerrr := c.lookup(ctx, name, !checked)
 	if kerrr != nil {
 		return kerrr
 	}
 	if g == nil {
 		return kerr.IllegalGeneration
 	}
+	now := time.Now().UnixMilli()
 	e, err := call(ctx, g, func() *kerr.Error {
-		if g.fenced(who.MemberID, who.InstanceID) {
-			return kerr.FencedInstanceID
+		if checked {
+			switch {
+			case g.fenced(who.MemberID, who.InstanceID):
+				return kerr.FencedInstanceID
+			case g.members[who.MemberID] == nil:
+				return kerr.UnknownMemberID
+			case who.Generation != g.generation:
+				return kerr.IllegalGeneration
+			}
 		}
-		if g.members[who.MemberID] == nil {
-			return kerr.UnknownMemberID
+		t := g.txnOffsets[producerID]
+		switch {
+		case t != nil && epoch < t.Epoch:
+			return kerr.ProducerFenced
+		case t == nil || epoch > t.Epoch:
+			t = &txnOffsets{ProducerID: producerID, Epoch: epoch, Offsets: offset.Topics{}}
+		default:
+			t = &txnOffsets{ProducerID: producerID, Epoch: epoch, Offsets: t.Offsets.Clone()}
 		}
-		if who.Generation != g.generation {
-			return kerr.IllegalGeneration
+		for topic, parts := range offsets {
+			if t.Offsets[topic] == nil {
+				t.Offsets[topic] = map[int32]offset.Committed{}
+			}
+			for p, o := range parts {
+				o.CommitTime = now
+				t.Offsets[topic][p] = o
+			}
+		}
+		old := g.txnOffsets[producerID]
+		g.txnOffsets[producerID] = t
+		if err := g.save(); err != nil {
+			if old == nil {
+				delete(g.txnOffsets, producerID)
+			} else {
+				g.txnOffsets[producerID] = old
+			}
+			if ke, ok := err.(*kerr.Error); ok {
+				return ke
+			}
+			return kerr.CoordinatorNotAvailable
 		}
 		return nil
 	})
@@ -144,37 +178,65 @@ func (c *Coordinator) ValidateTxnCommit(ctx context.Context, name string, who Co
 	return e
 }
 
-// CommitTxnOffsets commits a committed transaction's offsets for the group,
-// whatever its members do now (they were checked when the transaction
-// recorded them); it returns when they are in the filer.
-func (c *Coordinator) CommitTxnOffsets(ctx context.Context, name string, offsets offset.Topics) error {
-	g, kerrr := c.lookup(name, true)
+// EndTxnOffsets carries out a transaction's marker for the group: the
+// producer's pending offsets become the group's committed offsets if it
+// committed, and are dropped if it aborted. It returns once that is in the
+// filer; a repeated marker does nothing.
+func (c *Coordinator) EndTxnOffsets(ctx context.Context, name string, producerID int64, epoch int16, commit bool) error {
+	g, kerrr := c.lookup(ctx, name, false)
 	if kerrr != nil {
 		return kerrr
 	}
-	done, err := call(ctx, g, func() <-chan error {
-		if !g.saved && g.save() != nil {
-			ch := make(chan error, 1)
-			ch <- kerr.CoordinatorNotAvailable
-			return ch
+	if g == nil {
+		return nil // nothing pending: the group was deleted, or ended before
+	}
+	res, err := call(ctx, g, func() error {
+		t := g.txnOffsets[producerID]
+		if t == nil || t.Epoch > epoch {
+			return nil
 		}
-		return c.opts.Store.Commit(g.name, offsets)
+		if commit {
+			// Committed before the pending copy goes: a marker
+			// repeated after a failure commits them again.
+			if err := <-c.opts.Store.Commit(g.name, t.Offsets); err != nil {
+				return err
+			}
+		}
+		delete(g.txnOffsets, producerID)
+		if err := g.save(); err != nil {
+			g.txnOffsets[producerID] = t
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
+	return res
+}
+
+// PendingTxnOffsets reports whether an open transaction will commit an
+// offset of the group's partition (OffsetFetch with require_stable).
+func (c *Coordinator) PendingTxnOffsets(ctx context.Context, name, topic string, partition int32) bool {
+	g, kerrr := c.lookup(ctx, name, false)
+	if kerrr != nil || g == nil {
+		return false
 	}
+	pending, err := call(ctx, g, func() bool {
+		for _, t := range g.txnOffsets {
+			if _, ok := t.Offsets[topic][partition]; ok {
+				return true
+			}
+		}
+		return false
+	})
+	return err != nil || pending
 }
 
 // FetchOffsets returns the group's committed offsets of topics (all topics
 // if nil). A group that does not exist has none.
 func (c *Coordinator) FetchOffsets(ctx context.Context, name string, topics []string) (offset.Topics, *kerr.Error) {
-	g, kerrr := c.lookup(name, false)
+	g, kerrr := c.lookup(ctx, name, false)
 	if kerrr != nil {
 		return nil, kerrr
 	}
@@ -193,7 +255,7 @@ func (c *Coordinator) FetchOffsets(ctx context.Context, name string, topics []st
 // are removed, unless members of the group are subscribed to the topic.
 // It returns the request's error, or one per partition.
 func (c *Coordinator) DeleteOffsets(ctx context.Context, name string, partitions map[string][]int32) (*kerr.Error, map[string]*kerr.Error) {
-	g, kerrr := c.lookup(name, false)
+	g, kerrr := c.lookup(ctx, name, false)
 	if kerrr != nil {
 		return kerrr, nil
 	}
@@ -264,7 +326,7 @@ func (c *Coordinator) Describe(ctx context.Context, name string, version int16) 
 	d := kmsg.NewDescribeGroupsResponseGroup()
 	d.Group = name
 	d.State = string(Dead)
-	g, kerrr := c.lookup(name, false)
+	g, kerrr := c.lookup(ctx, name, false)
 	if kerrr != nil {
 		d.ErrorCode = kerrr.Code
 		return d
@@ -316,18 +378,28 @@ type Listed struct {
 	State        State
 }
 
-// List answers ListGroups: every group this coordinator knows.
+// List answers ListGroups: every group this gateway coordinates, those
+// saved in the filer and not yet asked for included.
 func (c *Coordinator) List(ctx context.Context) ([]Listed, *kerr.Error) {
-	c.mu.Lock()
-	if !c.ready {
-		c.mu.Unlock()
+	saved, err := c.opts.Store.States(ctx)
+	if err != nil {
+		glog.Warningf("kafka groups: %v", err)
 		return nil, kerr.CoordinatorLoadInProgress
 	}
-	groups := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
-		groups = append(groups, g)
+	c.mu.Lock()
+	for name := range c.groups {
+		saved[name] = nil
 	}
 	c.mu.Unlock()
+	groups := make([]*group, 0, len(saved))
+	for name := range saved {
+		if _, owned := c.owner(name); !owned {
+			continue
+		}
+		if g, _ := c.lookup(ctx, name, false); g != nil {
+			groups = append(groups, g)
+		}
+	}
 	var out []Listed
 	for _, g := range groups {
 		l, err := call(ctx, g, func() *Listed {
@@ -355,7 +427,7 @@ func (c *Coordinator) List(ctx context.Context) ([]Listed, *kerr.Error) {
 // DeleteGroup answers DeleteGroups for one group: an empty group is
 // removed with its offsets; one with members is refused.
 func (c *Coordinator) DeleteGroup(ctx context.Context, name string) *kerr.Error {
-	g, kerrr := c.lookup(name, false)
+	g, kerrr := c.lookup(ctx, name, false)
 	if kerrr != nil {
 		return kerrr
 	}
@@ -399,7 +471,7 @@ func (c *Coordinator) GroupStats(ctx context.Context) ([]metrics.GroupStat, erro
 	out := make([]metrics.GroupStat, 0, len(listed))
 	for _, l := range listed {
 		st := metrics.GroupStat{Name: l.Name, Committed: map[string]map[int32]int64{}}
-		if g, _ := c.lookup(l.Name, false); g != nil {
+		if g, _ := c.lookup(ctx, l.Name, false); g != nil {
 			st.Members, _ = call(ctx, g, func() int { return len(g.members) })
 		}
 		offs, err := c.opts.Store.Fetch(ctx, l.Name, nil)

@@ -60,6 +60,15 @@ type Committed struct {
 // Topics maps topic → partition → committed offset.
 type Topics map[string]map[int32]Committed
 
+// Clone returns a copy of the offsets.
+func (t Topics) Clone() Topics {
+	out := make(Topics, len(t))
+	for topic, parts := range t {
+		out[topic] = maps.Clone(parts)
+	}
+	return out
+}
+
 // Store is the filer-backed store of every group's offsets and state.
 type Store struct {
 	files Files

@@ -1,7 +1,7 @@
 package protocol
 
-// DescribeCluster, versions 0-2. The cluster is this gateway; it is also the
-// controller. Only the broker endpoint type (1) is served.
+// DescribeCluster, versions 0-2: the live gateways, and the one Metadata
+// names as controller. Only the broker endpoint type (1) is served.
 
 import (
 	"context"
@@ -21,10 +21,12 @@ func (h *Handler) handleDescribeCluster(_ context.Context, r *Request) Reply {
 	}
 	resp.EndpointType = 1
 	resp.ClusterID = h.cfg.ClusterID
-	resp.ControllerID = h.cfg.NodeID
-	b := kmsg.NewDescribeClusterResponseBroker()
-	b.NodeID, b.Host, b.Port = h.cfg.NodeID, h.cfg.Host, h.cfg.Port
-	resp.Brokers = append(resp.Brokers, b)
+	resp.ControllerID = h.cluster.Controller()
+	for _, m := range h.brokers() {
+		b := kmsg.NewDescribeClusterResponseBroker()
+		b.NodeID, b.Host, b.Port = m.NodeID, m.Host, m.Port
+		resp.Brokers = append(resp.Brokers, b)
+	}
 	resp.ClusterAuthorizedOperations = -2147483648
 	return now(resp)
 }

@@ -4,13 +4,17 @@ package protocol
 // /topics/kafka in the filer, with each partition's size (its log segments
 // in the filer; records the broker holds unflushed are not counted). Its
 // total and usable bytes are SeaweedFS's, not known here (-1, as Kafka
-// answers for an unknown volume); it is never cordoned (v5).
+// answers for an unknown volume); it is never cordoned (v5). A gateway
+// reports the partitions it leads, as a Kafka broker reports the replicas
+// it holds, so that a tool asking every broker counts each partition once.
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 )
 
 func init() { register(kmsg.DescribeLogDirs, 0, 5, (*Handler).handleDescribeLogDirs) }
@@ -50,6 +54,9 @@ func (h *Handler) handleDescribeLogDirs(ctx context.Context, r *Request) Reply {
 			dt.Topic = info.Name
 			for _, p := range rt.Partitions {
 				if p < 0 || p >= info.Partitions {
+					continue
+				}
+				if leader, _, ok := h.cluster.Owner(membership.PartitionKey(info.Name, p)); !ok || leader.NodeID != h.cfg.NodeID {
 					continue
 				}
 				size, err := h.backend.PartitionSize(ctx, info.Name, p)

@@ -1,7 +1,8 @@
 package protocol
 
-// FindCoordinator, versions 0-6. This gateway coordinates every group and
-// transaction it is asked about; v4+ answers each of a batch of keys.
+// FindCoordinator, versions 0-6: the gateway that owns the group or
+// transactional id (COORDINATOR_NOT_AVAILABLE while none is known); v4+
+// answers each of a batch of keys.
 // Share-group keys (type 2) are refused with INVALID_REQUEST: share groups
 // are not served.
 
@@ -10,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 )
 
 func init() { register(kmsg.FindCoordinator, 0, 6, (*Handler).handleFindCoordinator) }
@@ -17,27 +20,30 @@ func init() { register(kmsg.FindCoordinator, 0, 6, (*Handler).handleFindCoordina
 func (h *Handler) handleFindCoordinator(_ context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	code := int16(0)
-	if req.CoordinatorType != 0 && req.CoordinatorType != 1 {
-		code = kerr.InvalidRequest.Code
+	find := func(key string) (membership.Member, int16) {
+		switch req.CoordinatorType {
+		case 0:
+			key = membership.GroupKey(key)
+		case 1:
+			key = membership.TxnKey(key)
+		default:
+			return membership.Member{NodeID: -1}, kerr.InvalidRequest.Code
+		}
+		m, _, ok := h.cluster.Owner(key)
+		if !ok {
+			return membership.Member{NodeID: -1}, kerr.CoordinatorNotAvailable.Code
+		}
+		return m, 0
 	}
 	if r.Version < 4 {
-		resp.ErrorCode = code
-		if code == 0 {
-			resp.NodeID, resp.Host, resp.Port = h.cfg.NodeID, h.cfg.Host, h.cfg.Port
-		} else {
-			resp.NodeID = -1
-		}
+		m, code := find(req.CoordinatorKey)
+		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = code, m.NodeID, m.Host, m.Port
 		return now(resp)
 	}
 	for _, key := range req.CoordinatorKeys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
-		c.Key, c.ErrorCode = key, code
-		if code == 0 {
-			c.NodeID, c.Host, c.Port = h.cfg.NodeID, h.cfg.Host, h.cfg.Port
-		} else {
-			c.NodeID = -1
-		}
+		m, code := find(key)
+		c.Key, c.ErrorCode, c.NodeID, c.Host, c.Port = key, code, m.NodeID, m.Host, m.Port
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
 	return now(resp)

@@ -24,11 +24,21 @@ type Config struct {
 	// MaxMessageBytes is the default max.message.bytes of topics: the
 	// largest record batch a producer may send.
 	MaxMessageBytes int32
+	// Cluster tells which gateway owns what; nil: this one owns all.
+	Cluster Cluster
+	// Peers reaches the other gateways (nil with Cluster nil).
+	Peers Peers
+}
+
+// Peers sends a request to another gateway of the cluster.
+type Peers interface {
+	Request(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error)
 }
 
 // Handler answers decoded requests.
 type Handler struct {
 	cfg     Config
+	cluster Cluster
 	backend Backend
 	groups  *group.Coordinator
 	txns    *txn.Coordinator
@@ -43,7 +53,11 @@ func New(cfg Config, backend Backend, groups *group.Coordinator, txns *txn.Coord
 	if cfg.DefaultPartitions <= 0 {
 		cfg.DefaultPartitions = 1
 	}
-	return &Handler{cfg: cfg, backend: backend, groups: groups, txns: txns}
+	h := &Handler{cfg: cfg, cluster: cfg.Cluster, backend: backend, groups: groups, txns: txns}
+	if h.cluster == nil {
+		h.cluster = alone{h.self()}
+	}
+	return h
 }
 
 // Request is one decoded request.

@@ -2,8 +2,9 @@ package protocol
 
 // Metadata, versions 0-13.
 //
-// This gateway is the one broker in the cluster it describes and leads every
-// partition; leader epochs are 0. An absent topic list (v1+) or an empty one
+// The brokers are the cluster's live gateways; each partition's leader is
+// the gateway that owns it, with the membership view's epoch as its leader
+// epoch, so every gateway gives the same answer. An absent topic list (v1+) or an empty one
 // (v0) means every topic, which is what segmentio/kafka-go's Writer sends.
 // Topics are auto-created with -default-partitions when the request allows it
 // (always before v4) and the gateway is configured to.
@@ -13,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 )
 
 func init() { register(kmsg.Metadata, 0, 13, (*Handler).handleMetadata) }
@@ -22,11 +25,13 @@ func (h *Handler) handleMetadata(ctx context.Context, r *Request) Reply {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.SetVersion(r.Version)
 
-	b := kmsg.NewMetadataResponseBroker()
-	b.NodeID, b.Host, b.Port = h.cfg.NodeID, h.cfg.Host, h.cfg.Port
-	resp.Brokers = append(resp.Brokers, b)
+	for _, m := range h.brokers() {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = m.NodeID, m.Host, m.Port
+		resp.Brokers = append(resp.Brokers, b)
+	}
 	resp.ClusterID = &h.cfg.ClusterID
-	resp.ControllerID = h.cfg.NodeID
+	resp.ControllerID = h.cluster.Controller()
 
 	all := req.Topics == nil || (r.Version == 0 && len(req.Topics) == 0)
 	if all {
@@ -101,10 +106,17 @@ func (h *Handler) topicMetadata(t TopicInfo) kmsg.MetadataResponseTopic {
 	for p := int32(0); p < t.Partitions; p++ {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p
-		mp.Leader = h.cfg.NodeID
-		mp.LeaderEpoch = 0
-		mp.Replicas = []int32{h.cfg.NodeID}
-		mp.ISR = []int32{h.cfg.NodeID}
+		leader, epoch, ok := h.cluster.Owner(membership.PartitionKey(t.Name, p))
+		if !ok {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			mp.Leader, mp.LeaderEpoch = -1, -1
+			mt.Partitions = append(mt.Partitions, mp)
+			continue
+		}
+		mp.Leader = leader.NodeID
+		mp.LeaderEpoch = int32(epoch)
+		mp.Replicas = []int32{leader.NodeID}
+		mp.ISR = []int32{leader.NodeID}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt

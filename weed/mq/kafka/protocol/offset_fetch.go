@@ -111,7 +111,7 @@ func (h *Handler) fetchOffsets(ctx context.Context, groupName string, topics []k
 				fp.Metadata = c.Metadata
 			}
 		}
-		if requireStable && h.txns.PendingOffsets(groupName, topic, p) {
+		if requireStable && h.groups.PendingTxnOffsets(ctx, groupName, topic, p) {
 			// An open transaction commits this partition's offset.
 			fp.ErrorCode = kerr.UnstableOffsetCommit.Code
 		}

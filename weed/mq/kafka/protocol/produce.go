@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
@@ -99,7 +100,7 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				// the producer's open transaction, which cannot end
 				// while they are handed to the log.
 				var app *Appended
-				if e := h.txns.Verify(mark.ProducerID, mark.Epoch, info.Name, rp.Partition, func() {
+				if e := h.verifyTxn(ctx, req.TransactionID, mark, info.Name, rp.Partition, func() {
 					app = h.backend.Append(ctx, info.Name, rp.Partition, records, req.Acks == -1)
 				}); e != nil {
 					p.ErrorCode = e.Code
@@ -205,4 +206,58 @@ func topicMaxMessageBytes(t TopicInfo, def int32) int {
 		}
 	}
 	return int(def)
+}
+
+// verifyTxn checks that the transaction of a transactional batch is open
+// and has the partition, then runs write. The transactional id's
+// coordinator knows: this gateway's (write runs while the transaction
+// cannot end), or another gateway asked as Kafka's partition leaders ask
+// (AddPartitionsToTxn with VerifyOnly, KIP-890). A client ends a
+// transaction only after its writes were answered, so a transaction cannot
+// end between that answer and the write.
+func (h *Handler) verifyTxn(ctx context.Context, id *string, mark *record.TxnMark, topic string, partition int32, write func()) *kerr.Error {
+	if id == nil || h.cfg.Peers == nil {
+		return h.txns.Verify(mark.ProducerID, mark.Epoch, topic, partition, write)
+	}
+	owner, _, ok := h.cluster.Owner(membership.TxnKey(*id))
+	if !ok {
+		return kerr.NotEnoughReplicas // retriable: no coordinator known yet
+	}
+	if owner.NodeID == h.cfg.NodeID {
+		return h.txns.Verify(mark.ProducerID, mark.Epoch, topic, partition, write)
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 4
+	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = *id, mark.ProducerID, mark.Epoch, true
+	tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+	tt.Topic, tt.Partitions = topic, []int32{partition}
+	tx.Topics = append(tx.Topics, tt)
+	req.Transactions = append(req.Transactions, tx)
+	resp, err := h.cfg.Peers.Request(ctx, owner.Addr(), req)
+	if err != nil {
+		return kerr.NotEnoughReplicas
+	}
+	r := resp.(*kmsg.AddPartitionsToTxnResponse)
+	code := r.ErrorCode
+	for _, t := range r.Transactions {
+		for _, rt := range t.Topics {
+			for _, rp := range rt.Partitions {
+				if code == 0 {
+					code = rp.ErrorCode
+				}
+			}
+		}
+	}
+	switch e := kerr.ErrorForCode(code); {
+	case code == 0:
+		write()
+		return nil
+	case e == kerr.NotCoordinator || e == kerr.CoordinatorLoadInProgress || e == kerr.CoordinatorNotAvailable:
+		return kerr.NotEnoughReplicas // retriable for a producer; the coordinator is moving
+	case e == kerr.ProducerFenced:
+		return kerr.InvalidProducerEpoch
+	default:
+		return e.(*kerr.Error)
+	}
 }

@@ -170,7 +170,7 @@ func FuzzDecode(f *testing.F) {
 		kmsg.NewPtrJoinGroupRequest(), kmsg.NewPtrSyncGroupRequest(), kmsg.NewPtrOffsetCommitRequest(), kmsg.NewPtrOffsetFetchRequest(),
 		kmsg.NewPtrLeaveGroupRequest(), kmsg.NewPtrFindCoordinatorRequest(), kmsg.NewPtrInitProducerIDRequest(),
 		kmsg.NewPtrAddPartitionsToTxnRequest(), kmsg.NewPtrEndTxnRequest(), kmsg.NewPtrTxnOffsetCommitRequest(),
-		kmsg.NewPtrListTransactionsRequest()} {
+		kmsg.NewPtrListTransactionsRequest(), kmsg.NewPtrWriteTxnMarkersRequest()} {
 		for _, v := range []int16{0, 4, 9, 12, req.MaxVersion()} {
 			if v <= req.MaxVersion() {
 				req.SetVersion(v)

@@ -1,8 +1,10 @@
 package protocol
 
-// TxnOffsetCommit, versions 0-6: offsets a transaction commits for a group
-// it added with AddOffsetsToTxn; they become the group's committed offsets
-// when the transaction commits, and are dropped if it aborts. v3+ names the
+// TxnOffsetCommit, versions 0-6, sent to the group's coordinator: offsets a
+// transaction commits for a group it added with AddOffsetsToTxn. The group
+// holds them (saved with its state) until the transaction's coordinator
+// sends its marker: they become the group's committed offsets when the
+// transaction commits, and are dropped if it aborts. v3+ names the
 // committing member, checked like an OffsetCommit's (ILLEGAL_GENERATION,
 // UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID). v6 may name topics by id.
 
@@ -43,9 +45,7 @@ func (h *Handler) handleTxnOffsetCommit(ctx context.Context, r *Request) Reply {
 			if r.Version < 3 {
 				who = group.Committer{Generation: -1}
 			}
-			if e := h.groups.ValidateTxnCommit(ctx, req.Group, who); e != nil {
-				code = e.Code
-			} else if e := h.txns.CommitOffsets(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group, offsets); e != nil {
+			if e := h.groups.AddTxnOffsets(ctx, req.Group, who, req.ProducerID, req.ProducerEpoch, offsets); e != nil {
 				code = e.Code
 			}
 		}

@@ -76,6 +76,29 @@ func (ps *partitions) closeTopic(topic string) {
 	}
 }
 
+// Release implements gateway.Releaser: the partition's stream ends (the
+// broker flushes what it holds), its producers' state is saved, and the
+// partition is forgotten, to be read afresh if this gateway leads it again.
+// Fetches waiting on it wake up.
+func (c *Client) Release(topic string, index int32) {
+	k := partKey{topic, index}
+	c.parts.mu.Lock()
+	p := c.parts.m[k]
+	delete(c.parts.m, k)
+	c.parts.mu.Unlock()
+	if p == nil {
+		return
+	}
+	p.closePublisher()
+	c.saveProducers(p, true)
+	p.notifyMu.Lock()
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
+	p.notifyMu.Unlock()
+}
+
 func (ps *partitions) closeAll() {
 	ps.mu.Lock()
 	all := ps.m

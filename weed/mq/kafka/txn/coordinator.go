@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"sort"
 	"sync"
@@ -50,9 +51,11 @@ type Log interface {
 	WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool) error
 }
 
-// Groups commits a transaction's offsets when it commits.
+// Groups end a transaction's offsets in the groups it added: the groups'
+// coordinators hold the offsets (TxnOffsetCommit) and commit or drop them
+// at the transaction's end.
 type Groups interface {
-	CommitTxnOffsets(ctx context.Context, group string, offsets offset.Topics) error
+	EndTxnOffsets(ctx context.Context, group string, producerID int64, epoch int16, commit bool) error
 }
 
 // Options configure a Coordinator.
@@ -60,6 +63,10 @@ type Options struct {
 	Files  offset.Files
 	Log    Log
 	Groups Groups
+	// Owner reports whether this gateway coordinates a transactional id,
+	// and since which term (state loaded in an earlier term is stale);
+	// nil: every id, always.
+	Owner func(id string) (term int64, ok bool)
 }
 
 // Coordinator coordinates every transactional id.
@@ -78,6 +85,7 @@ type Coordinator struct {
 // txn is one transactional id. mu is held for a whole operation, including
 // the writes of its markers, so operations on one id happen one at a time.
 type txn struct {
+	term  int64 // of this gateway's ownership when loaded
 	mu    sync.Mutex
 	st    saved
 	timer *time.Timer
@@ -92,10 +100,8 @@ type saved struct {
 	State      State              `json:"state"`
 	Partitions map[string][]int32 `json:"partitions,omitempty"`
 	Groups     []string           `json:"groups,omitempty"`
-	// Offsets are the transaction's offsets per group, committed with it.
-	Offsets   map[string]offset.Topics `json:"offsets,omitempty"`
-	StartMs   int64                    `json:"startMs"`
-	UpdatedMs int64                    `json:"updatedMs"`
+	StartMs    int64              `json:"startMs"`
+	UpdatedMs  int64              `json:"updatedMs"`
 }
 
 // New returns a coordinator; Start loads the saved transactions.
@@ -103,10 +109,12 @@ func New(opts Options) *Coordinator {
 	return &Coordinator{opts: opts, txns: map[string]*txn{}, byPID: map[int64]*txn{}, stop: make(chan struct{})}
 }
 
-// Start loads the saved transactional ids in the background, retrying until
-// the filer answers, and finishes the transactions a stopped gateway left
-// between their two phases. Until then requests get
-// COORDINATOR_LOAD_IN_PROGRESS.
+// Start loads the saved transactional ids this gateway coordinates in the
+// background, retrying until the filer answers, and finishes the
+// transactions a stopped gateway left between their two phases. Until then
+// requests get COORDINATOR_LOAD_IN_PROGRESS. With several gateways it goes
+// on dropping the ids that moved away and loading those that came, so that
+// their open transactions time out and decided ones finish.
 func (c *Coordinator) Start() {
 	c.wg.Add(1)
 	go func() {
@@ -114,7 +122,7 @@ func (c *Coordinator) Start() {
 		for {
 			err := c.load()
 			if err == nil {
-				return
+				break
 			}
 			glog.Warningf("kafka transactions: %v; retrying", err)
 			select {
@@ -123,7 +131,61 @@ func (c *Coordinator) Start() {
 			case <-time.After(2 * time.Second):
 			}
 		}
+		if c.opts.Owner == nil {
+			return
+		}
+		sweep := time.NewTicker(500 * time.Millisecond)
+		defer sweep.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-c.stop:
+				return
+			case <-sweep.C:
+			}
+			c.sweep()
+			if n%reloadEvery == 0 {
+				if err := c.load(); err != nil {
+					glog.Warningf("kafka transactions: %v", err)
+				}
+				c.retryUnfinished()
+			}
+		}
 	}()
+}
+
+// reloadEvery is how many sweeps pass between listings of the saved ids.
+const reloadEvery = 6
+
+// owner returns the term of this gateway's ownership of the id.
+func (c *Coordinator) owner(id string) (int64, bool) {
+	if c.opts.Owner == nil {
+		return 0, true
+	}
+	return c.opts.Owner(id)
+}
+
+// sweep drops the ids whose ownership ended or broke since they were
+// loaded.
+func (c *Coordinator) sweep() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, t := range c.txns {
+		if term, ok := c.owner(id); !ok || term != t.term {
+			c.unloadLocked(t)
+		}
+	}
+}
+
+func (c *Coordinator) unloadLocked(t *txn) {
+	if c.txns[t.st.ID] == t {
+		delete(c.txns, t.st.ID)
+	}
+	if c.byPID[t.st.ProducerID] == t {
+		delete(c.byPID, t.st.ProducerID)
+	}
+	if t.timer != nil {
+		t.timer.Stop()
+	}
 }
 
 func (c *Coordinator) load() error {
@@ -134,36 +196,94 @@ func (c *Coordinator) load() error {
 		return fmt.Errorf("listing transactions: %w", err)
 	}
 	var unfinished []*txn
+	loaded := 0
 	c.mu.Lock()
 	for _, f := range files {
 		if f.Dir {
 			continue
 		}
-		t := &txn{}
-		if err := json.Unmarshal(f.Data, &t.st); err != nil {
-			glog.Errorf("kafka transactions: unreadable state %s, ignored: %v", f.Name, err)
-			continue
-		}
-		c.txns[t.st.ID] = t
-		c.byPID[t.st.ProducerID] = t
-		switch t.st.State {
-		case PrepareCommit, PrepareAbort:
-			unfinished = append(unfinished, t)
-		case Ongoing:
-			c.armTimeout(t)
+		if t := c.adoptLocked(f.Name, f.Data); t != nil {
+			loaded++
+			if t.st.State == PrepareCommit || t.st.State == PrepareAbort {
+				unfinished = append(unfinished, t)
+			}
 		}
 	}
+	first := !c.ready
 	c.ready = true
 	c.mu.Unlock()
-	glog.V(0).Infof("kafka transactions: loaded %d transactional ids, %d to finish", len(files), len(unfinished))
+	if first || loaded > 0 {
+		glog.V(0).Infof("kafka transactions: loaded %d transactional ids, %d to finish", loaded, len(unfinished))
+	}
 	for _, t := range unfinished {
-		t.mu.Lock()
-		if err := c.finish(ctx, t); err != nil {
-			glog.Warningf("kafka transaction %s: finishing after a restart: %v (the producer's retry or the next start finishes it)", t.st.ID, err)
+		c.finishLoaded(ctx, t)
+	}
+	return nil
+}
+
+// adoptLocked takes a saved state in if this gateway coordinates its id and
+// does not hold it already; it returns the new state, or nil.
+func (c *Coordinator) adoptLocked(file string, data []byte) *txn {
+	t := &txn{}
+	if err := json.Unmarshal(data, &t.st); err != nil {
+		glog.Errorf("kafka transactions: unreadable state %s, ignored: %v", file, err)
+		return nil
+	}
+	term, ok := c.owner(t.st.ID)
+	if !ok {
+		return nil
+	}
+	if old := c.txns[t.st.ID]; old != nil {
+		if old.term == term {
+			return nil
+		}
+		c.unloadLocked(old)
+	}
+	t.term = term
+	c.txns[t.st.ID] = t
+	c.byPID[t.st.ProducerID] = t
+	if t.st.State == Ongoing {
+		c.armTimeout(t)
+	}
+	return t
+}
+
+// retryUnfinished finishes again the decided transactions whose markers
+// could not all be written (a partition's or group's gateway was moving),
+// those no request is busy with.
+func (c *Coordinator) retryUnfinished() {
+	c.mu.Lock()
+	var todo []*txn
+	for _, t := range c.txns {
+		todo = append(todo, t)
+	}
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, t := range todo {
+		if !t.mu.TryLock() {
+			continue
+		}
+		if t.st.State == PrepareCommit || t.st.State == PrepareAbort {
+			if err := c.finish(ctx, t); err != nil {
+				glog.V(1).Infof("kafka transaction %s: finishing: %v (tried again later)", t.st.ID, err)
+			}
 		}
 		t.mu.Unlock()
 	}
-	return nil
+}
+
+// finishLoaded carries out a transaction that was decided before it was
+// loaded.
+func (c *Coordinator) finishLoaded(ctx context.Context, t *txn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.st.State != PrepareCommit && t.st.State != PrepareAbort {
+		return
+	}
+	if err := c.finish(ctx, t); err != nil {
+		glog.Warningf("kafka transaction %s: finishing a transaction decided before: %v (the producer's retry or the next load finishes it)", t.st.ID, err)
+	}
 }
 
 // Close stops the timers.
@@ -183,18 +303,54 @@ func (c *Coordinator) Close() {
 	c.wg.Wait()
 }
 
-// get returns the transactional id's state (nil if unknown), or the error
-// for a request that comes before the states are loaded.
-func (c *Coordinator) get(id string) (*txn, *kerr.Error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.ready {
-		return nil, kerr.CoordinatorLoadInProgress
+// get returns the transactional id's state (nil if unknown) and the term
+// of this gateway's ownership, or the error for a request that comes before
+// the states are loaded or to a gateway that does not coordinate the id.
+func (c *Coordinator) get(ctx context.Context, id string) (*txn, int64, *kerr.Error) {
+	term, owned := c.owner(id)
+	if !owned {
+		return nil, 0, kerr.NotCoordinator
 	}
-	return c.txns[id], nil
+	c.mu.Lock()
+	if !c.ready {
+		c.mu.Unlock()
+		return nil, 0, kerr.CoordinatorLoadInProgress
+	}
+	t := c.txns[id]
+	if t != nil && t.term != term {
+		c.unloadLocked(t)
+		t = nil
+	}
+	c.mu.Unlock()
+	if t != nil || c.opts.Owner == nil {
+		return t, term, nil
+	}
+	// Perhaps just taken over from another gateway: the filer has it.
+	data, err := c.opts.Files.ReadFile(ctx, Dir, offset.Escape(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, term, nil
+	}
+	if err != nil {
+		glog.Warningf("kafka transaction %s: %v", id, err)
+		return nil, 0, kerr.CoordinatorLoadInProgress
+	}
+	c.mu.Lock()
+	t = c.adoptLocked(offset.Escape(id), data)
+	if t == nil {
+		t = c.txns[id]
+	}
+	c.mu.Unlock()
+	if t != nil && (t.st.State == PrepareCommit || t.st.State == PrepareAbort) {
+		c.finishLoaded(ctx, t)
+	}
+	return t, term, nil
 }
 
 func (c *Coordinator) save(ctx context.Context, t *txn) error {
+	if term, ok := c.owner(t.st.ID); !ok || term != t.term {
+		// Another gateway coordinates the id now: this copy is stale.
+		return fmt.Errorf("transaction %s: %w", t.st.ID, kerr.NotCoordinator)
+	}
 	t.st.UpdatedMs = time.Now().UnixMilli()
 	data, err := json.Marshal(&t.st)
 	if err != nil {
@@ -221,8 +377,8 @@ func (t *txn) check(producerID int64, epoch int16) *kerr.Error {
 
 // producerTxn returns the transactional id's state, locked, once the
 // producer's id and epoch are checked against it; the caller unlocks.
-func (c *Coordinator) producerTxn(id string, producerID int64, epoch int16) (*txn, *kerr.Error) {
-	t, kerrr := c.get(id)
+func (c *Coordinator) producerTxn(ctx context.Context, id string, producerID int64, epoch int16) (*txn, *kerr.Error) {
+	t, _, kerrr := c.get(ctx, id)
 	if kerrr != nil {
 		return nil, kerrr
 	}
@@ -250,7 +406,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	if timeout <= 0 || timeout > MaxTimeout {
 		return -1, -1, kerr.InvalidTransactionTimeout
 	}
-	t, kerrr := c.get(id)
+	t, term, kerrr := c.get(ctx, id)
 	if kerrr != nil {
 		return -1, -1, kerrr
 	}
@@ -261,7 +417,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 		}
 		c.mu.Lock()
 		if t = c.txns[id]; t == nil {
-			t = &txn{st: saved{ID: id, ProducerID: pid, Epoch: -1, State: Empty}}
+			t = &txn{term: term, st: saved{ID: id, ProducerID: pid, Epoch: -1, State: Empty}}
 			c.txns[id] = t
 			c.byPID[pid] = t
 		}
@@ -303,7 +459,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	}
 	t.st.TimeoutMs = int32(timeout.Milliseconds())
 	t.st.State = Empty
-	t.st.Partitions, t.st.Groups, t.st.Offsets = nil, nil, nil
+	t.st.Partitions, t.st.Groups = nil, nil
 	if err := c.save(ctx, t); err != nil {
 		return -1, -1, storageErr(id, err)
 	}
@@ -321,13 +477,13 @@ func (c *Coordinator) begin(t *txn) *kerr.Error {
 	}
 	t.st.State = Ongoing
 	t.st.StartMs = time.Now().UnixMilli()
-	t.st.Partitions, t.st.Groups, t.st.Offsets = nil, nil, nil
+	t.st.Partitions, t.st.Groups = nil, nil
 	return nil
 }
 
 // AddPartitions adds partitions to the producer's transaction.
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, producerID int64, epoch int16, partitions map[string][]int32) *kerr.Error {
-	t, kerrr := c.producerTxn(id, producerID, epoch)
+	t, kerrr := c.producerTxn(ctx, id, producerID, epoch)
 	if kerrr != nil {
 		return kerrr
 	}
@@ -370,7 +526,7 @@ func contains(s []int32, v int32) bool {
 
 // AddGroup adds a group's offsets to the producer's transaction.
 func (c *Coordinator) AddGroup(ctx context.Context, id string, producerID int64, epoch int16, group string) *kerr.Error {
-	t, kerrr := c.producerTxn(id, producerID, epoch)
+	t, kerrr := c.producerTxn(ctx, id, producerID, epoch)
 	if kerrr != nil {
 		return kerrr
 	}
@@ -394,70 +550,10 @@ func (c *Coordinator) AddGroup(ctx context.Context, id string, producerID int64,
 	return nil
 }
 
-// CommitOffsets records offsets the transaction commits for a group it
-// added; they are committed when the transaction commits.
-func (c *Coordinator) CommitOffsets(ctx context.Context, id string, producerID int64, epoch int16, group string, offsets offset.Topics) *kerr.Error {
-	t, kerrr := c.producerTxn(id, producerID, epoch)
-	if kerrr != nil {
-		return kerrr
-	}
-	defer t.mu.Unlock()
-	added := false
-	for _, g := range t.st.Groups {
-		added = added || g == group
-	}
-	if t.st.State != Ongoing || !added {
-		return kerr.InvalidTxnState
-	}
-	if t.st.Offsets == nil {
-		t.st.Offsets = map[string]offset.Topics{}
-	}
-	if t.st.Offsets[group] == nil {
-		t.st.Offsets[group] = offset.Topics{}
-	}
-	now := time.Now().UnixMilli()
-	for topic, parts := range offsets {
-		if t.st.Offsets[group][topic] == nil {
-			t.st.Offsets[group][topic] = map[int32]offset.Committed{}
-		}
-		for p, o := range parts {
-			o.CommitTime = now
-			t.st.Offsets[group][topic][p] = o
-		}
-	}
-	if err := c.save(ctx, t); err != nil {
-		return storageErr(id, err)
-	}
-	return nil
-}
-
-// PendingOffsets reports whether an open transaction will commit an offset
-// of the group's partition (OffsetFetch with require_stable).
-func (c *Coordinator) PendingOffsets(group, topic string, partition int32) bool {
-	c.mu.Lock()
-	all := make([]*txn, 0, len(c.txns))
-	for _, t := range c.txns {
-		all = append(all, t)
-	}
-	c.mu.Unlock()
-	for _, t := range all {
-		if !t.mu.TryLock() {
-			return true // busy, perhaps ending: the reader asks again
-		}
-		_, pending := t.st.Offsets[group][topic][partition]
-		open := t.st.State == Ongoing || t.st.State == PrepareCommit
-		t.mu.Unlock()
-		if pending && open {
-			return true
-		}
-	}
-	return false
-}
-
 // EndTxn commits or aborts the producer's transaction. A retry of an end
 // that completed succeeds again.
 func (c *Coordinator) EndTxn(ctx context.Context, id string, producerID int64, epoch int16, commit bool) *kerr.Error {
-	t, kerrr := c.producerTxn(id, producerID, epoch)
+	t, kerrr := c.producerTxn(ctx, id, producerID, epoch)
 	if kerrr != nil {
 		return kerrr
 	}
@@ -519,16 +615,9 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) error {
 	if firstErr != nil {
 		return firstErr
 	}
-	if commit {
-		groups := make([]string, 0, len(t.st.Offsets))
-		for g := range t.st.Offsets {
-			groups = append(groups, g)
-		}
-		sort.Strings(groups)
-		for _, g := range groups {
-			if err := c.opts.Groups.CommitTxnOffsets(ctx, g, t.st.Offsets[g]); err != nil {
-				return fmt.Errorf("committing the offsets of group %s: %w", g, err)
-			}
+	for _, g := range t.st.Groups {
+		if err := c.opts.Groups.EndTxnOffsets(ctx, g, t.st.ProducerID, t.st.Epoch, commit); err != nil {
+			return fmt.Errorf("ending the offsets of group %s: %w", g, err)
 		}
 	}
 	topics := len(t.st.Partitions)
@@ -536,7 +625,7 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) error {
 	if commit {
 		t.st.State = CompleteCommit
 	}
-	t.st.Partitions, t.st.Groups, t.st.Offsets = nil, nil, nil
+	t.st.Partitions, t.st.Groups = nil, nil
 	if err := c.save(ctx, t); err != nil {
 		return err
 	}
@@ -625,7 +714,7 @@ type Described struct {
 
 // Describe returns the transactional id's state, or false if unknown.
 func (c *Coordinator) Describe(id string) (Described, bool, *kerr.Error) {
-	t, kerrr := c.get(id)
+	t, _, kerrr := c.get(context.Background(), id)
 	if kerrr != nil || t == nil {
 		return Described{}, false, kerrr
 	}

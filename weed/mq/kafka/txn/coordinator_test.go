@@ -86,15 +86,23 @@ func (l *fakeLog) WriteMarker(_ context.Context, topic string, part int32, pid i
 	return nil
 }
 
+// fakeGroups records the markers sent to groups.
 type fakeGroups struct {
-	mu      sync.Mutex
-	commits map[string]offset.Topics
+	mu   sync.Mutex
+	ends []groupEnd
 }
 
-func (g *fakeGroups) CommitTxnOffsets(_ context.Context, group string, offs offset.Topics) error {
+type groupEnd struct {
+	group  string
+	pid    int64
+	epoch  int16
+	commit bool
+}
+
+func (g *fakeGroups) EndTxnOffsets(_ context.Context, group string, pid int64, epoch int16, commit bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.commits[group] = offs
+	g.ends = append(g.ends, groupEnd{group, pid, epoch, commit})
 	return nil
 }
 
@@ -116,7 +124,7 @@ func start(t *testing.T, files *memFiles, log *fakeLog, groups *fakeGroups) *Coo
 }
 
 func TestCommitWritesMarkersAndOffsets(t *testing.T) {
-	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{commits: map[string]offset.Topics{}}
+	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{}
 	c := start(t, files, log, groups)
 	ctx := context.Background()
 	pid, epoch, e := c.InitProducerID(ctx, "tx", time.Minute, -1, -1)
@@ -132,17 +140,11 @@ func TestCommitWritesMarkersAndOffsets(t *testing.T) {
 	if e := c.AddGroup(ctx, "tx", pid, epoch, "g"); e != nil {
 		t.Fatal(e)
 	}
-	if e := c.CommitOffsets(ctx, "tx", pid, epoch, "g", offset.Topics{"in": {0: {Offset: 9}}}); e != nil {
-		t.Fatal(e)
-	}
-	if !c.PendingOffsets("g", "in", 0) || c.PendingOffsets("g", "in", 1) {
-		t.Fatal("pending offsets not reported")
-	}
 	if e := c.EndTxn(ctx, "tx", pid, epoch, true); e != nil {
 		t.Fatal(e)
 	}
-	if len(log.markers) != 2 || !log.markers[0].commit || groups.commits["g"]["in"][0].Offset != 9 {
-		t.Fatalf("markers %+v, commits %+v", log.markers, groups.commits)
+	if len(log.markers) != 2 || !log.markers[0].commit || len(groups.ends) != 1 || groups.ends[0] != (groupEnd{"g", pid, epoch, true}) {
+		t.Fatalf("markers %+v, group markers %+v", log.markers, groups.ends)
 	}
 	if e := c.EndTxn(ctx, "tx", pid, epoch, true); e != nil {
 		t.Fatalf("a retried commit: %v", e)
@@ -150,13 +152,10 @@ func TestCommitWritesMarkersAndOffsets(t *testing.T) {
 	if e := c.EndTxn(ctx, "tx", pid, epoch, false); e != kerr.InvalidTxnState {
 		t.Fatalf("an abort after the commit: %v", e)
 	}
-	if c.PendingOffsets("g", "in", 0) {
-		t.Fatal("offsets pending after the commit")
-	}
 }
 
 func TestFencingAndTimeouts(t *testing.T) {
-	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{commits: map[string]offset.Topics{}}
+	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{}
 	c := start(t, files, log, groups)
 	ctx := context.Background()
 	if _, _, e := c.InitProducerID(ctx, "tx", 16*time.Minute, -1, -1); e != kerr.InvalidTransactionTimeout {
@@ -198,7 +197,7 @@ func TestFencingAndTimeouts(t *testing.T) {
 }
 
 func TestRestartFinishesDecidedTransactions(t *testing.T) {
-	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{commits: map[string]offset.Topics{}}
+	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{}
 	c := start(t, files, log, groups)
 	ctx := context.Background()
 	pid, epoch, _ := c.InitProducerID(ctx, "tx", time.Minute, -1, -1)

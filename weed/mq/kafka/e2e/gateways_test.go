@@ -1,0 +1,420 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// gateways is the package's gateway and two more on the same cluster.
+type gateways struct {
+	t     *testing.T
+	mu    sync.Mutex
+	procs []*gatewayProc // procs[0] is gw
+}
+
+// threeGateways starts two gateways beside the package's one and waits
+// until all three see each other. At cleanup the two stop and the
+// package's gateway serves everything again.
+func threeGateways(t *testing.T) *gateways {
+	t.Helper()
+	g := &gateways{t: t, procs: []*gatewayProc{gw}}
+	for i := 2; i <= 3; i++ {
+		p, err := startNamedGateway("gateway"+strconv.Itoa(i), cluster.master, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.procs = append(g.procs, p)
+	}
+	t.Cleanup(func() {
+		g.mu.Lock()
+		extra := g.procs[1:]
+		g.mu.Unlock()
+		for _, p := range extra {
+			p.stop()
+		}
+		// The package's gateway sees them gone, then serves what they
+		// owned once it has held that view for the settle time.
+		eventually(t, 30*time.Second, "the package's gateway alone again", func() error {
+			if n := len(g.brokers(t, gw)); n != 1 {
+				return fmt.Errorf("%d brokers", n)
+			}
+			return nil
+		})
+		time.Sleep(4 * time.Second)
+	})
+	eventually(t, 30*time.Second, "three gateways in every gateway's metadata", func() error {
+		for _, p := range g.all() {
+			if n := len(g.brokers(t, p)); n != 3 {
+				return fmt.Errorf("%s lists %d brokers", p.addr, n)
+			}
+		}
+		return nil
+	})
+	return g
+}
+
+func (g *gateways) all() []*gatewayProc {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.procs)
+}
+
+func (g *gateways) seeds() []string {
+	var out []string
+	for _, p := range g.all() {
+		out = append(out, p.addr)
+	}
+	return out
+}
+
+// byAddr returns the gateway at a broker's address.
+func (g *gateways) byAddr(addr string) (int, *gatewayProc) {
+	for i, p := range g.all() {
+		if p.addr == addr {
+			return i, p
+		}
+	}
+	g.t.Fatalf("no gateway at %s", addr)
+	return -1, nil
+}
+
+// restart starts gateway i again on its port after it was killed.
+func (g *gateways) restart(i int) error {
+	g.mu.Lock()
+	old := g.procs[i]
+	g.mu.Unlock()
+	name := "gateway" + strconv.Itoa(i+1)
+	if i == 0 {
+		name = "gateway"
+	}
+	p, err := startNamedGateway(name, cluster.master, old.port)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.procs[i] = p
+	g.mu.Unlock()
+	if i == 0 {
+		gw = p
+	}
+	return nil
+}
+
+// askOne sends req to the gateway at addr, and only to it, on a connection
+// of its own, and returns the answer.
+func askOne[R kmsg.Response](t *testing.T, addr string, req kmsg.Request) R {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c := &rawConn{t, nc}
+	c.send(frame(req.Key(), req.GetVersion(), 7, req.IsFlexible(), req.AppendTo(nil)))
+	b, err := c.readFrame()
+	if err != nil {
+		t.Fatalf("%s from %s: %v", kmsg.NameForKey(req.Key()), addr, err)
+	}
+	resp := req.ResponseKind()
+	b = b[4:] // correlation id
+	if resp.IsFlexible() {
+		b = b[1:] // no tagged fields in our answers' headers
+	}
+	if err := resp.ReadFrom(b); err != nil {
+		t.Fatalf("%s from %s: %v", kmsg.NameForKey(req.Key()), addr, err)
+	}
+	return resp.(R)
+}
+
+// metadata asks one gateway, and only it, about topic.
+func metadataFrom(t *testing.T, p *gatewayProc, topic string) *kmsg.MetadataResponse {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	if topic != "" {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+	} else {
+		req.Topics = []kmsg.MetadataRequestTopic{}
+	}
+	return askOne[*kmsg.MetadataResponse](t, p.addr, req)
+}
+
+func (g *gateways) brokers(t *testing.T, p *gatewayProc) []string {
+	var out []string
+	for _, b := range metadataFrom(t, p, "").Brokers {
+		out = append(out, fmt.Sprintf("%d@%s:%d", b.NodeID, b.Host, b.Port))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// leaders describes topic's leaders and epochs as one gateway tells them.
+func leadersFrom(t *testing.T, p *gatewayProc, topic string) (string, map[int32]string) {
+	resp := metadataFrom(t, p, topic)
+	addr := map[int32]string{}
+	for _, b := range resp.Brokers {
+		addr[b.NodeID] = fmt.Sprintf("%s:%d", b.Host, b.Port)
+	}
+	var desc []string
+	leaders := map[int32]string{}
+	for _, mt := range resp.Topics {
+		for _, mp := range mt.Partitions {
+			desc = append(desc, fmt.Sprintf("p%d:%d@%d(err %d)", mp.Partition, mp.Leader, mp.LeaderEpoch, mp.ErrorCode))
+			leaders[mp.Partition] = addr[mp.Leader]
+		}
+	}
+	slices.Sort(desc)
+	return fmt.Sprintf("controller %d, %s", resp.ControllerID, strings.Join(desc, " ")), leaders
+}
+
+// coordinatorFrom asks one gateway which gateway coordinates key.
+func coordinatorFrom(t *testing.T, p *gatewayProc, typ int8, key string) string {
+	t.Helper()
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.Version = 3
+	req.CoordinatorType, req.CoordinatorKey = typ, key
+	resp := askOne[*kmsg.FindCoordinatorResponse](t, p.addr, req)
+	if resp.ErrorCode != 0 {
+		return "error " + kerr.ErrorForCode(resp.ErrorCode).Error()
+	}
+	return fmt.Sprintf("%s:%d", resp.Host, resp.Port)
+}
+
+// TestGatewaysAgree: three gateways on one cluster name the same brokers,
+// partition leaders with leader epochs, controller and coordinators, and
+// send a request that reaches the wrong gateway elsewhere with Kafka's
+// error.
+func TestGatewaysAgree(t *testing.T) {
+	g := threeGateways(t)
+	topic := newTopic(t)
+	createTopic(t, topic, 12, nil)
+	procs := g.all()
+	var leaders map[int32]string
+	eventually(t, 20*time.Second, "the same answers from every gateway", func() error {
+		want, l := leadersFrom(t, procs[0], topic)
+		leaders = l
+		wantBrokers := g.brokers(t, procs[0])
+		for _, p := range procs[1:] {
+			if got, _ := leadersFrom(t, p, topic); got != want {
+				return fmt.Errorf("%s says %s; %s says %s", procs[0].addr, want, p.addr, got)
+			}
+			if got := g.brokers(t, p); !slices.Equal(got, wantBrokers) {
+				return fmt.Errorf("brokers %v and %v", wantBrokers, got)
+			}
+		}
+		for i := 0; i < 8; i++ {
+			for typ, key := range map[int8]string{0: "agree-group-" + strconv.Itoa(i), 1: "agree-txn-" + strconv.Itoa(i)} {
+				want := coordinatorFrom(t, procs[0], typ, key)
+				for _, p := range procs[1:] {
+					if got := coordinatorFrom(t, p, typ, key); got != want {
+						return fmt.Errorf("coordinator of %q: %s and %s", key, want, got)
+					}
+				}
+			}
+		}
+		return nil
+	})
+	spread := map[string]bool{}
+	for _, l := range leaders {
+		spread[l] = true
+	}
+	if len(spread) < 2 {
+		t.Fatalf("12 partitions led by %d gateway(s): %v", len(spread), leaders)
+	}
+
+	// A produce to a gateway that does not lead the partition.
+	var p int32
+	var wrong *gatewayProc
+	for _, q := range procs {
+		if leaders[0] != q.addr {
+			p, wrong = 0, q
+			break
+		}
+	}
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Version = 9
+	produce.Acks, produce.TimeoutMillis = -1, 5000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = topic
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Partition, pp.Records = p, batchOf([]byte("wrong gateway"))
+	pt.Partitions = append(pt.Partitions, pp)
+	produce.Topics = append(produce.Topics, pt)
+	resp := askOne[*kmsg.ProduceResponse](t, wrong.addr, produce)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("produce to a gateway not leading the partition: %v", kerr.ErrorForCode(code))
+	}
+
+	// A heartbeat to a gateway that does not coordinate the group.
+	group := "agree-group-0"
+	coord := coordinatorFrom(t, procs[0], 0, group)
+	for _, q := range procs {
+		if q.addr == coord {
+			continue
+		}
+		hb := kmsg.NewPtrHeartbeatRequest()
+		hb.Version = 4
+		hb.Group, hb.MemberID, hb.Generation = group, "m", 1
+		hresp := askOne[*kmsg.HeartbeatResponse](t, q.addr, hb)
+		if hresp.ErrorCode != kerr.NotCoordinator.Code {
+			t.Fatalf("heartbeat to %s, not the coordinator %s: %v", q.addr, coord, kerr.ErrorForCode(hresp.ErrorCode))
+		}
+	}
+}
+
+// failover runs an idempotent producer and a two-member consumer group on
+// three gateways while one gateway is killed (SIGKILL) and later started
+// again: the group's coordinator if coordinatorDies, otherwise one that
+// leads partitions but not the group. Every acknowledged record is stored
+// exactly once at dense offsets, the group consumes everything, and its
+// commits never go backwards nor past what was consumed.
+func failover(t *testing.T, coordinatorDies bool) {
+	g := threeGateways(t)
+	const partitions = 6
+	topic := newTopic(t)
+	createTopic(t, topic, partitions, nil)
+	procs := g.all()
+
+	// A group coordinated by an added gateway if it is to die, by the
+	// package's gateway otherwise.
+	var group string
+	victim := -1
+	_, leaders := leadersFrom(t, procs[0], topic)
+	for i := 0; i < 500 && group == ""; i++ {
+		name := fmt.Sprintf("%s-g%d", topic, i)
+		idx, _ := g.byAddr(coordinatorFrom(t, procs[0], 0, name))
+		switch {
+		case coordinatorDies && idx != 0:
+			group, victim = name, idx
+		case !coordinatorDies && idx == 0:
+			group = name
+			for p := int32(0); p < partitions; p++ {
+				if j, _ := g.byAddr(leaders[p]); j != 0 {
+					victim = j
+				}
+			}
+		}
+	}
+	if group == "" || victim < 0 {
+		t.Fatalf("no group and gateway to kill found (leaders %v)", leaders)
+	}
+	t.Logf("group %s; killing %s", group, procs[victim].addr)
+
+	seeds := kgo.SeedBrokers(g.seeds()...)
+	log := &consumedLog{}
+	startMember(t, "m1", group, topic, log, seeds)
+	startMember(t, "m2", group, topic, log, seeds)
+
+	// Watch the group's commits while it runs.
+	adm := kadm.NewClient(newClient(t, seeds))
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	var watchErr error
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		last := map[int32]int64{}
+		for watchCtx.Err() == nil {
+			time.Sleep(250 * time.Millisecond)
+			ctx, cancel := context.WithTimeout(watchCtx, 5*time.Second)
+			c, err := committed(ctx, adm, group, topic)
+			cancel()
+			if err != nil {
+				continue // coordinator moving
+			}
+			consumed := map[int32]int64{}
+			for _, r := range log.snapshot() {
+				consumed[r.partition] = max(consumed[r.partition], r.offset+1)
+			}
+			for p, o := range c {
+				if o < last[p] {
+					watchErr = fmt.Errorf("partition %d: commit went back from %d to %d", p, last[p], o)
+					return
+				}
+				if o > consumed[p] {
+					watchErr = fmt.Errorf("partition %d: commit %d past the %d records consumed", p, o, consumed[p])
+					return
+				}
+				last[p] = o
+			}
+		}
+	}()
+
+	cl := newClient(t, seeds, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.RetryTimeout(2*time.Minute))
+	produced := produceIdempotent(t, cl, topic, partitions, 1200, func(<-chan struct{}) {
+		time.Sleep(time.Second)
+		g.all()[victim].kill()
+		time.Sleep(8 * time.Second)
+		if err := g.restart(victim); err != nil {
+			t.Error(err)
+		}
+	})
+	exactlyOnce(t, topic, produced)
+	waitConsumed(t, log, produced)
+	hwm := highWatermarks(t, topic, produced)
+	waitCommitted(t, group, topic, hwm)
+	stopWatch()
+	<-watched
+	if watchErr != nil {
+		t.Fatal(watchErr)
+	}
+}
+
+// TestGatewayKilled: a gateway leading partitions dies without a goodbye
+// and comes back.
+func TestGatewayKilled(t *testing.T) { failover(t, false) }
+
+// TestGatewayCoordinatorKilled: the gateway coordinating the group dies
+// without a goodbye and comes back.
+func TestGatewayCoordinatorKilled(t *testing.T) { failover(t, true) }
+
+// TestGatewaysTransactions: a consume-transform-produce session on three
+// gateways whose transaction coordinator, group coordinator and partition
+// leaders are on different gateways: markers and the group's offsets go
+// from gateway to gateway. The transaction coordinator's gateway is killed
+// (SIGKILL) after two commits and started again; every input is output
+// exactly once read_committed, and the group's commits reach the input's
+// end.
+func TestGatewaysTransactions(t *testing.T) {
+	g := threeGateways(t)
+	in := newTopic(t)
+	createTopic(t, in, 4, nil)
+	createTopic(t, in+"-out", 3, nil)
+	procs := g.all()
+	group := in + "-group"
+	groupAt, _ := g.byAddr(coordinatorFrom(t, procs[0], 0, group))
+	var txnID string
+	txnAt := -1
+	for i := 0; i < 200 && txnID == ""; i++ {
+		id := fmt.Sprintf("%s-txn%d", in, i)
+		at, _ := g.byAddr(coordinatorFrom(t, procs[0], 1, id))
+		if at != groupAt && at != 0 {
+			txnID, txnAt = id, at
+		}
+	}
+	if txnID == "" {
+		t.Fatal("no transactional id coordinated apart from the group and the package's gateway")
+	}
+	_, leaders := leadersFrom(t, procs[0], in+"-out")
+	t.Logf("group at %s, transactions at %s, output leaders %v", procs[groupAt].addr, procs[txnAt].addr, leaders)
+	transactSession(t, in, group, txnID, []kgo.Opt{kgo.SeedBrokers(g.seeds()...)}, func() {
+		g.all()[txnAt].kill()
+		if err := g.restart(txnAt); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -1,0 +1,168 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+)
+
+// Releaser forgets what a backend holds of a partition: its publish stream
+// and its producers' state (saved first).
+type Releaser interface {
+	Release(topic string, partition int32)
+}
+
+// Owned is a backend that serves only the partitions this gateway leads
+// (NOT_LEADER_OR_FOLLOWER for the others, so clients re-read metadata) and
+// releases what it held of a partition when its leadership ends or breaks:
+// another gateway may have written it meanwhile, so it is read afresh from
+// SeaweedMQ and the filer when it comes back. Close stops it.
+type Owned struct {
+	protocol.Backend
+	rel     Releaser
+	serving func(key string) (term int64, ok bool)
+
+	mu    sync.Mutex
+	terms map[partition]int64 // partitions in use, and the term they are held in
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+type partition struct {
+	topic string
+	index int32
+}
+
+// NewOwned wraps b; serving is the membership's.
+func NewOwned(b protocol.Backend, rel Releaser, serving func(key string) (int64, bool)) *Owned {
+	o := &Owned{Backend: b, rel: rel, serving: serving, terms: map[partition]int64{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go o.sweepLoop()
+	return o
+}
+
+// Close stops releasing partitions.
+func (o *Owned) Close() {
+	close(o.stop)
+	<-o.done
+}
+
+func (o *Owned) sweepLoop() {
+	defer close(o.done)
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-o.stop:
+			return
+		case <-t.C:
+			o.sweep()
+		}
+	}
+}
+
+// sweep releases the partitions whose leadership ended or broke.
+func (o *Owned) sweep() {
+	var lost []partition
+	o.mu.Lock()
+	for p, term := range o.terms {
+		if now, ok := o.serving(membership.PartitionKey(p.topic, p.index)); !ok || now != term {
+			lost = append(lost, p)
+			delete(o.terms, p)
+		}
+	}
+	o.mu.Unlock()
+	for _, p := range lost {
+		glog.V(1).Infof("kafka partition %s-%d: no longer led here", p.topic, p.index)
+		o.rel.Release(p.topic, p.index)
+	}
+}
+
+// lead checks that this gateway leads the partition, releasing what it
+// held of it from an earlier term.
+func (o *Owned) lead(topic string, index int32) error {
+	term, ok := o.serving(membership.PartitionKey(topic, index))
+	if !ok {
+		return kerr.NotLeaderForPartition
+	}
+	p := partition{topic, index}
+	o.mu.Lock()
+	held, known := o.terms[p]
+	o.terms[p] = term
+	o.mu.Unlock()
+	if known && held != term {
+		o.rel.Release(topic, index)
+	}
+	return nil
+}
+
+func (o *Owned) DeleteRecords(ctx context.Context, topic string, partition int32, before int64) (int64, error) {
+	if err := o.lead(topic, partition); err != nil {
+		return -1, err
+	}
+	return o.Backend.DeleteRecords(ctx, topic, partition, before)
+}
+
+func (o *Owned) Append(ctx context.Context, topic string, partition int32, records []record.Record, durable bool) *protocol.Appended {
+	if err := o.lead(topic, partition); err != nil {
+		return protocol.FailedAppend(err)
+	}
+	return o.Backend.Append(ctx, topic, partition, records, durable)
+}
+
+func (o *Owned) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (protocol.ReadResult, error) {
+	if err := o.lead(topic, partition); err != nil {
+		return protocol.ReadResult{}, err
+	}
+	return o.Backend.Read(ctx, topic, partition, offset, maxBytes)
+}
+
+func (o *Owned) Offsets(ctx context.Context, topic string, partition int32) (protocol.Offsets, error) {
+	if err := o.lead(topic, partition); err != nil {
+		return protocol.Offsets{}, err
+	}
+	return o.Backend.Offsets(ctx, topic, partition)
+}
+
+func (o *Owned) OffsetForTime(ctx context.Context, topic string, partition int32, ts int64) (int64, int64, error) {
+	if err := o.lead(topic, partition); err != nil {
+		return -1, -1, err
+	}
+	return o.Backend.OffsetForTime(ctx, topic, partition, ts)
+}
+
+func (o *Owned) MaxTimestamp(ctx context.Context, topic string, partition int32) (int64, int64, error) {
+	if err := o.lead(topic, partition); err != nil {
+		return -1, -1, err
+	}
+	return o.Backend.MaxTimestamp(ctx, topic, partition)
+}
+
+func (o *Owned) WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool) error {
+	if err := o.lead(topic, partition); err != nil {
+		return err
+	}
+	return o.Backend.WriteMarker(ctx, topic, partition, producerID, epoch, commit)
+}
+
+func (o *Owned) Transactions(ctx context.Context, topic string, partition int32) (protocol.PartitionTxns, error) {
+	if err := o.lead(topic, partition); err != nil {
+		return protocol.PartitionTxns{}, err
+	}
+	return o.Backend.Transactions(ctx, topic, partition)
+}
+
+func (o *Owned) Producers(ctx context.Context, topic string, partition int32) ([]protocol.ProducerInfo, error) {
+	if err := o.lead(topic, partition); err != nil {
+		return nil, err
+	}
+	return o.Backend.Producers(ctx, topic, partition)
+}

@@ -1,0 +1,115 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+)
+
+// Peers sends requests to the other gateways of the cluster, as their Kafka
+// client: one franz-go client per gateway, made when first needed.
+type Peers struct {
+	mu      sync.Mutex
+	clients map[string]*kgo.Client
+	closed  bool
+}
+
+// NewPeers returns a Peers with no connection yet.
+func NewPeers() *Peers { return &Peers{clients: map[string]*kgo.Client{}} }
+
+// Request sends req to the gateway at addr and returns its answer.
+func (p *Peers) Request(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	cl := p.clients[addr]
+	if cl == nil {
+		var err error
+		if cl, err = kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("kafka-gateway")); err != nil {
+			p.mu.Unlock()
+			return nil, err
+		}
+		p.clients[addr] = cl
+	}
+	p.mu.Unlock()
+	return cl.SeedBrokers()[0].Request(ctx, req)
+}
+
+// Close closes the connections.
+func (p *Peers) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, cl := range p.clients {
+		cl.Close()
+	}
+	p.clients = nil
+}
+
+// Markers carries a transaction's markers (txn.Log and txn.Groups): to this
+// gateway's partitions and groups directly, to another gateway's as
+// WriteTxnMarkers, the way Kafka's transaction coordinators reach the
+// leaders of a transaction's partitions.
+type Markers struct {
+	Log     protocol.Backend // this gateway's, leading-checked
+	Groups  *group.Coordinator
+	Members *membership.Membership
+	Peers   *Peers
+}
+
+// NewProducerID implements txn.Log.
+func (m *Markers) NewProducerID(ctx context.Context) (int64, error) { return m.Log.NewProducerID(ctx) }
+
+// WriteMarker implements txn.Log.
+func (m *Markers) WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool) error {
+	if _, ok := m.Members.Serving(membership.PartitionKey(topic, partition)); ok {
+		return m.Log.WriteMarker(ctx, topic, partition, producerID, epoch, commit)
+	}
+	return m.send(ctx, membership.PartitionKey(topic, partition), topic, partition, producerID, epoch, commit, kerr.NotLeaderForPartition)
+}
+
+// EndTxnOffsets implements txn.Groups.
+func (m *Markers) EndTxnOffsets(ctx context.Context, name string, producerID int64, epoch int16, commit bool) error {
+	if _, ok := m.Members.Serving(membership.GroupKey(name)); ok {
+		return m.Groups.EndTxnOffsets(ctx, name, producerID, epoch, commit)
+	}
+	return m.send(ctx, membership.GroupKey(name), protocol.GroupMarkerTopic(name), 0, producerID, epoch, commit, kerr.NotCoordinator)
+}
+
+// send writes one marker through the gateway that owns key; notOwned is
+// the error while that is this gateway, not serving it yet.
+func (m *Markers) send(ctx context.Context, key, topic string, partition int32, producerID int64, epoch int16, commit bool, notOwned *kerr.Error) error {
+	owner, _, ok := m.Members.Owner(key)
+	if !ok || owner.NodeID == m.Members.Self().NodeID {
+		return notOwned
+	}
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	mk := kmsg.NewWriteTxnMarkersRequestMarker()
+	mk.ProducerID, mk.ProducerEpoch, mk.Committed = producerID, epoch, commit
+	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+	mt.Topic, mt.Partitions = topic, []int32{partition}
+	mk.Topics = append(mk.Topics, mt)
+	req.Markers = append(req.Markers, mk)
+	resp, err := m.Peers.Request(ctx, owner.Addr(), req)
+	if err != nil {
+		return fmt.Errorf("marker for %s through %s: %w", topic, owner.Addr(), err)
+	}
+	r := resp.(*kmsg.WriteTxnMarkersResponse)
+	if len(r.Markers) != 1 || len(r.Markers[0].Topics) != 1 || len(r.Markers[0].Topics[0].Partitions) != 1 {
+		return fmt.Errorf("marker for %s through %s: malformed answer", topic, owner.Addr())
+	}
+	if code := r.Markers[0].Topics[0].Partitions[0].ErrorCode; code != 0 {
+		return kerr.ErrorForCode(code)
+	}
+	return nil
+}

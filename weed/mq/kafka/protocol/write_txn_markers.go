@@ -1,0 +1,62 @@
+package protocol
+
+// WriteTxnMarkers, versions 0-1: a transaction coordinator's markers, sent
+// by the gateway coordinating a transaction to the gateways that lead its
+// partitions and coordinate its groups (as Kafka's brokers send them to
+// each other). A partition gets a commit or abort marker written to it; a
+// group, named as the topic GroupMarkerTopic(group) (a name no Kafka topic
+// can have), commits or drops the producer's pending offsets. A partition
+// this gateway does not lead gets NOT_LEADER_OR_FOLLOWER, a group it does
+// not coordinate NOT_COORDINATOR, and the coordinator sends it again to the
+// right gateway.
+
+import (
+	"context"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.WriteTxnMarkers, 0, 1, (*Handler).handleWriteTxnMarkers) }
+
+// groupMarkerPrefix starts the topic names that stand for groups in
+// WriteTxnMarkers; '/' is not allowed in Kafka topic names.
+const groupMarkerPrefix = "__consumer_offsets/"
+
+// GroupMarkerTopic is the topic name that carries a transaction's marker to
+// a group's coordinator.
+func GroupMarkerTopic(group string) string { return groupMarkerPrefix + group }
+
+func (h *Handler) handleWriteTxnMarkers(ctx context.Context, r *Request) Reply {
+	req := r.Body.(*kmsg.WriteTxnMarkersRequest)
+	return func() (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+		for _, m := range req.Markers {
+			rm := kmsg.NewWriteTxnMarkersResponseMarker()
+			rm.ProducerID = m.ProducerID
+			for _, t := range m.Topics {
+				rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+					rp.Partition = p
+					var err error
+					fallback := kerr.KafkaStorageError
+					if group, ok := strings.CutPrefix(t.Topic, groupMarkerPrefix); ok {
+						err, fallback = h.groups.EndTxnOffsets(ctx, group, m.ProducerID, m.ProducerEpoch, m.Committed), kerr.CoordinatorNotAvailable
+					} else {
+						err = h.backend.WriteMarker(ctx, t.Topic, p, m.ProducerID, m.ProducerEpoch, m.Committed)
+					}
+					if ke := kafkaErr(err, fallback); ke != nil {
+						rp.ErrorCode = ke.Code
+					}
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rm.Topics = append(rm.Topics, rt)
+			}
+			resp.Markers = append(resp.Markers, rm)
+		}
+		return resp, nil
+	}
+}

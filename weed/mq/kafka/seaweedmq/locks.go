@@ -1,0 +1,70 @@
+package seaweedmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+)
+
+// The filer's distributed locks, as package membership uses them. A filer
+// forwards a lock call to the filer that holds the lock's name.
+
+// Lock takes (token "") or renews a filer lock for ttl, rounded up to whole
+// seconds, and returns the token to renew it with.
+func (c *Client) Lock(ctx context.Context, name, owner, token string, ttl time.Duration) (string, error) {
+	secs := int64((ttl + time.Second - 1) / time.Second)
+	var got string
+	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		resp, err := fc.DistributedLock(ctx, &filer_pb.LockRequest{Name: name, SecondsToLock: secs, RenewToken: token, Owner: owner})
+		if err != nil {
+			return err
+		}
+		if resp.Error != "" || resp.RenewToken == "" {
+			return fmt.Errorf("lock %s: held by %q: %s", name, resp.LockOwner, resp.Error)
+		}
+		got = resp.RenewToken
+		return nil
+	})
+	return got, err
+}
+
+// Unlock releases a lock taken with token.
+func (c *Client) Unlock(ctx context.Context, name, token string) error {
+	return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		resp, err := fc.DistributedUnlock(ctx, &filer_pb.UnlockRequest{Name: name, RenewToken: token})
+		if err != nil {
+			return err
+		}
+		if resp.Error != "" {
+			return fmt.Errorf("unlock %s: %s", name, resp.Error)
+		}
+		return nil
+	})
+}
+
+// LockOwner returns the owner of a held lock, "" if it is free.
+func (c *Client) LockOwner(ctx context.Context, name string) (string, error) {
+	var owner string
+	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		resp, err := fc.FindLockOwner(ctx, &filer_pb.FindLockOwnerRequest{Name: name})
+		if status.Code(err) == codes.NotFound {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		owner = resp.Owner
+		return nil
+	})
+	var st interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &st) && st.GRPCStatus().Code() == codes.NotFound {
+		return "", nil
+	}
+	return owner, err
+}
