@@ -3,9 +3,12 @@ package e2e
 import (
 	"context"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // kcat runs the kcat command-line client against the gateway.
@@ -28,12 +31,18 @@ func kcat(t *testing.T, stdin string, args ...string) string {
 func TestKcat(t *testing.T) {
 	topic := newTopic(t)
 	createTopic(t, topic, 3, nil)
+	// The gateway's broker id, as franz-go reads it from Metadata.
+	md, err := kadm.NewClient(newClient(t)).BrokerMetadata(ctxT(t))
+	if err != nil || len(md.Brokers) != 1 {
+		t.Fatalf("metadata: %v %+v", err, md.Brokers)
+	}
+	id := strconv.Itoa(int(md.Brokers[0].NodeID))
 	list := kcat(t, "", "-L")
-	if !strings.Contains(list, "broker 1 at "+gw.addr) || !strings.Contains(list, `topic "`+topic+`" with 3 partitions`) {
+	if !strings.Contains(list, "broker "+id+" at "+gw.addr) || !strings.Contains(list, `topic "`+topic+`" with 3 partitions`) {
 		t.Fatalf("kcat -L:\n%s", list)
 	}
 	one := kcat(t, "", "-L", "-t", topic)
-	for _, p := range []string{"partition 0, leader 1", "partition 1, leader 1", "partition 2, leader 1"} {
+	for _, p := range []string{"partition 0, leader " + id, "partition 1, leader " + id, "partition 2, leader " + id} {
 		if !strings.Contains(one, p) {
 			t.Errorf("kcat -L -t: no %q in\n%s", p, one)
 		}

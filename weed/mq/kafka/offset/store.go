@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -95,6 +96,9 @@ type groupOffsets struct {
 	durable Topics   // what the filer holds
 	queue   []*write // accepted, not yet written
 	writing bool
+	// forgotten: dropped from the store once its writes are done
+	// (Forget while they were going on).
+	forgotten atomic.Bool
 }
 
 // write is one accepted change: offsets to set and partitions to drop.
@@ -222,15 +226,21 @@ const writeTimeout = 30 * time.Second
 // together are merged in order and written with one filer write per topic.
 func (s *Store) drain(g *groupOffsets) {
 	for {
+		s.mu.Lock()
 		g.mu.Lock()
 		batch := g.queue
 		g.queue = nil
 		if len(batch) == 0 {
 			g.writing = false
+			if g.forgotten.Load() && s.groups[g.name] == g {
+				delete(s.groups, g.name)
+			}
 			g.mu.Unlock()
+			s.mu.Unlock()
 			return
 		}
 		g.mu.Unlock()
+		s.mu.Unlock()
 
 		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 		err := s.writeBatch(ctx, g, batch)
@@ -366,15 +376,22 @@ func (s *Store) DeleteGroup(ctx context.Context, group string) error {
 
 // Forget drops what the store holds in memory for the group, so that it is
 // read again from the filer next time (another gateway may have written it).
+// A group whose writes are still going on is dropped when they are done.
 func (s *Store) Forget(group string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if g := s.groups[group]; g != nil {
-		g.mu.Lock()
-		busy := g.writing
-		g.mu.Unlock()
-		if !busy {
-			delete(s.groups, group)
-		}
+	g := s.groups[group]
+	if g == nil {
+		s.mu.Unlock()
+		return
+	}
+	g.mu.Lock()
+	busy := g.writing
+	g.mu.Unlock()
+	if !busy {
+		delete(s.groups, group)
+	}
+	s.mu.Unlock()
+	if busy {
+		g.forgotten.Store(true)
 	}
 }

@@ -158,3 +158,32 @@ func TestStatesByName(t *testing.T) {
 		t.Fatalf("states after delete: %d", len(states))
 	}
 }
+
+// TestForgetWhileWriting: a group forgotten (its coordinator moved away)
+// while a write of it is still going on is read again from the filer before
+// its next use, so what another gateway wrote meanwhile is not lost.
+func TestForgetWhileWriting(t *testing.T) {
+	files := &memFiles{files: map[string][]byte{}}
+	s := NewStore(files)
+	ctx := context.Background()
+	if err := <-s.Commit("g", Topics{"t": {0: {Offset: 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	files.gate = make(chan struct{})
+	done := s.Commit("g", Topics{"t": {0: {Offset: 1}}})
+	s.Forget("g") // the write waits at the gate: busy
+	files.gate <- struct{}{}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Another gateway commits offset 5 for partition 1.
+	other := NewStore(files)
+	files.gate = nil
+	if err := <-other.Commit("g", Topics{"t": {1: {Offset: 5}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Fetch(ctx, "g", nil)
+	if err != nil || got["t"][0].Offset != 1 || got["t"][1].Offset != 5 {
+		t.Fatalf("after Forget while writing: %v %v, want partition 0 at 1 and 1 at 5", got, err)
+	}
+}
