@@ -181,6 +181,17 @@ func leadersFrom(t *testing.T, p *gatewayProc, topic string) (string, map[int32]
 	return fmt.Sprintf("controller %d, %s", resp.ControllerID, strings.Join(desc, " ")), leaders
 }
 
+// epochsFrom gives topic's leader epochs as one gateway tells them.
+func epochsFrom(t *testing.T, p *gatewayProc, topic string) map[int32]int32 {
+	out := map[int32]int32{}
+	for _, mt := range metadataFrom(t, p, topic).Topics {
+		for _, mp := range mt.Partitions {
+			out[mp.Partition] = mp.LeaderEpoch
+		}
+	}
+	return out
+}
+
 // coordinatorFrom asks one gateway which gateway coordinates key.
 func coordinatorFrom(t *testing.T, p *gatewayProc, typ int8, key string) string {
 	t.Helper()
@@ -313,6 +324,7 @@ func failover(t *testing.T, coordinatorDies bool) {
 		t.Fatalf("no group and gateway to kill found (leaders %v)", leaders)
 	}
 	t.Logf("group %s; killing %s", group, procs[victim].addr)
+	epochs := epochsFrom(t, procs[0], topic)
 
 	seeds := kgo.SeedBrokers(g.seeds()...)
 	log := &consumedLog{}
@@ -371,6 +383,25 @@ func failover(t *testing.T, coordinatorDies bool) {
 	<-watched
 	if watchErr != nil {
 		t.Fatal(watchErr)
+	}
+
+	// The victim's partitions moved away and back: their leader epochs
+	// grew; the others kept their leaders and epochs.
+	eventually(t, 20*time.Second, "leaders as before the kill", func() error {
+		_, now := leadersFrom(t, g.all()[0], topic)
+		for p, l := range leaders {
+			if now[p] != l {
+				return fmt.Errorf("partition %d led by %s, before by %s", p, now[p], l)
+			}
+		}
+		return nil
+	})
+	after := epochsFrom(t, g.all()[0], topic)
+	for p, l := range leaders {
+		moved := l == procs[victim].addr
+		if moved && after[p] <= epochs[p] || !moved && after[p] != epochs[p] {
+			t.Errorf("partition %d (led by %s, the victim %v): leader epoch %d, before %d", p, l, moved, after[p], epochs[p])
+		}
 	}
 }
 

@@ -352,7 +352,7 @@ func (m *Membership) writeView(ctx context.Context, live []Member) error {
 	if v, err = m.readView(ctx); err != nil || sameMembers(v.Members, live) {
 		return err
 	}
-	next := View{Epoch: v.Epoch + 1, Members: live}
+	next := v.next(live)
 	data, _ := json.Marshal(next)
 	return m.opts.Filer.WriteFile(ctx, viewDir, viewFile, data)
 }
@@ -406,7 +406,8 @@ func (m *Membership) Serving(key string) (term int64, ok bool) {
 func (m *Membership) Self() Member { return m.opts.Self }
 
 // Owner returns the gateway that owns key in the current view, and the
-// view's epoch; ok is false before a view naming any gateway is read.
+// epoch since which it has owned it (a partition's leader epoch); ok is
+// false before a view naming any gateway is read.
 func (m *Membership) Owner(key string) (owner Member, epoch int64, ok bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -415,7 +416,7 @@ func (m *Membership) Owner(key string) (owner Member, epoch int64, ok bool) {
 	}
 	v := &m.history[len(m.history)-1].view
 	o, found := v.owner(key)
-	return o, v.Epoch, found
+	return o, v.ownerEpoch(key), found
 }
 
 // Members returns the gateways of the current view, by node id.

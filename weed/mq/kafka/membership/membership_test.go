@@ -266,9 +266,10 @@ func TestDeathMovesKeysWithoutOverlap(t *testing.T) {
 	}
 	epoch := c.gws[0].Epoch()
 	before := map[string]int32{}
+	beforeEpoch := map[string]int64{}
 	for _, k := range keys {
-		o, _, _ := c.gws[0].Owner(k)
-		before[k] = o.NodeID
+		o, e, _ := c.gws[0].Owner(k)
+		before[k], beforeEpoch[k] = o.NodeID, e
 	}
 	// Gateway 1 (the controller, lowest id) dies without a goodbye.
 	dead := 0
@@ -282,11 +283,18 @@ func TestDeathMovesKeysWithoutOverlap(t *testing.T) {
 	if c.gws[1].Epoch() <= epoch {
 		t.Fatalf("epoch %d did not grow past %d", c.gws[1].Epoch(), epoch)
 	}
-	// Only the dead gateway's keys moved.
+	// Only the dead gateway's keys moved, and only their epochs grew; the
+	// live gateways agree on them.
 	for _, k := range keys {
-		o, _, _ := c.gws[1].Owner(k)
-		if before[k] != 1 && o.NodeID != before[k] {
-			t.Fatalf("key %q moved from live node %d to %d", k, before[k], o.NodeID)
+		o, e, _ := c.gws[1].Owner(k)
+		if _, e2, _ := c.gws[2].Owner(k); e2 != e {
+			t.Fatalf("key %q: epochs %d and %d", k, e, e2)
+		}
+		if before[k] != 1 && (o.NodeID != before[k] || e != beforeEpoch[k]) {
+			t.Fatalf("key %q moved from live node %d to %d, epoch %d to %d", k, before[k], o.NodeID, beforeEpoch[k], e)
+		}
+		if before[k] == 1 && e <= beforeEpoch[k] {
+			t.Fatalf("key %q moved from the dead node with epoch %d, had %d", k, e, beforeEpoch[k])
 		}
 		if o.NodeID == 1 {
 			t.Fatalf("key %q still owned by the dead node", k)

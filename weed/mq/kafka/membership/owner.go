@@ -16,11 +16,61 @@ type Member struct {
 func (m Member) Addr() string { return m.Host + ":" + strconv.Itoa(int(m.Port)) }
 
 // View is the cluster's agreed list of live gateways. Its epoch grows with
-// every change; it is the leader epoch of every partition, so a client that
-// saw a later view ignores metadata from an earlier one.
+// every change. Earlier views are kept with it, so that every gateway knows
+// since which epoch a key has had its owner: that epoch is a partition's
+// leader epoch, which moves forward only when its leader changes.
 type View struct {
 	Epoch   int64    `json:"epoch"`
 	Members []Member `json:"members"` // by node id
+	// Earlier are the views before this one, latest first (at most
+	// keptEarlier).
+	Earlier []EarlierView `json:"earlier,omitempty"`
+}
+
+// EarlierView is a view that was replaced.
+type EarlierView struct {
+	Epoch   int64    `json:"epoch"`
+	Members []Member `json:"members"`
+}
+
+// keptEarlier is how many earlier views a view keeps.
+const keptEarlier = 16
+
+// next returns the view that follows v with members.
+func (v *View) next(members []Member) View {
+	n := View{Epoch: v.Epoch + 1, Members: members}
+	if len(v.Members) > 0 {
+		n.Earlier = append(n.Earlier, EarlierView{Epoch: v.Epoch, Members: v.Members})
+	}
+	for _, e := range v.Earlier {
+		if len(n.Earlier) == keptEarlier {
+			break
+		}
+		n.Earlier = append(n.Earlier, e)
+	}
+	return n
+}
+
+// ownerEpoch returns the epoch since which key has had its current owner:
+// the earliest of the consecutive views, this one and earlier, that give
+// it the same owner.
+func (v *View) ownerEpoch(key string) int64 {
+	o, ok := v.owner(key)
+	if !ok {
+		return v.Epoch
+	}
+	epoch := v.Epoch
+	for _, e := range v.Earlier {
+		if e.Epoch != epoch-1 {
+			break
+		}
+		ev := View{Members: e.Members}
+		if eo, ok := ev.owner(key); !ok || eo.NodeID != o.NodeID {
+			break
+		}
+		epoch = e.Epoch
+	}
+	return epoch
 }
 
 // owner returns the member that owns key under the view, by rendezvous

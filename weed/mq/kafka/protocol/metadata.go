@@ -3,9 +3,11 @@ package protocol
 // Metadata, versions 0-13.
 //
 // The brokers are the cluster's live gateways; each partition's leader is
-// the gateway that owns it, with the membership view's epoch as its leader
-// epoch, so every gateway gives the same answer. An absent topic list (v1+) or an empty one
-// (v0) means every topic, which is what segmentio/kafka-go's Writer sends.
+// the gateway that owns it, and its leader epoch the epoch of the
+// membership view since which that gateway has led it, so every gateway
+// gives the same answer and the epoch grows when the leader changes. An
+// absent topic list (v1+) or an empty one (v0) means every topic, which is
+// what segmentio/kafka-go's Writer sends.
 // Topics are auto-created with -default-partitions when the request allows it
 // (always before v4) and the gateway is configured to.
 

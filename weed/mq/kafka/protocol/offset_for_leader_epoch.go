@@ -1,7 +1,8 @@
 package protocol
 
 // OffsetForLeaderEpoch, versions 0-4. A partition's leader epoch is the
-// epoch of the gateways' membership view (as Metadata says). A partition is
+// epoch of the gateways' membership view since which its leader has led it
+// (as Metadata says). A partition is
 // never truncated when its leader changes - every leader writes after what
 // SeaweedMQ holds - so every epoch up to the current one ends at the
 // partition's end; a later epoch is unknown (-1, -1), as Kafka answers for

@@ -217,14 +217,14 @@ func topicMaxMessageBytes(t TopicInfo, def int32) int {
 // end between that answer and the write.
 func (h *Handler) verifyTxn(ctx context.Context, id *string, mark *record.TxnMark, topic string, partition int32, write func()) *kerr.Error {
 	if id == nil || h.cfg.Peers == nil {
-		return h.txns.Verify(mark.ProducerID, mark.Epoch, topic, partition, write)
+		return h.txns.Verify(ctx, id, mark.ProducerID, mark.Epoch, topic, partition, write)
 	}
 	owner, _, ok := h.cluster.Owner(membership.TxnKey(*id))
 	if !ok {
 		return kerr.NotEnoughReplicas // retriable: no coordinator known yet
 	}
 	if owner.NodeID == h.cfg.NodeID {
-		return h.txns.Verify(mark.ProducerID, mark.Epoch, topic, partition, write)
+		return h.txns.Verify(ctx, id, mark.ProducerID, mark.Epoch, topic, partition, write)
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4

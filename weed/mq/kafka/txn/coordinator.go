@@ -676,14 +676,27 @@ func (c *Coordinator) armTimeout(t *txn) {
 
 // Verify checks that a transactional batch of producerID may go to the
 // partition: its transaction is open and has the partition. fn (the write)
-// runs while the transaction cannot end.
-func (c *Coordinator) Verify(producerID int64, epoch int16, topic string, partition int32, fn func()) *kerr.Error {
-	c.mu.Lock()
-	t := c.byPID[producerID]
-	ready := c.ready
-	c.mu.Unlock()
-	if !ready {
-		return kerr.NotLeaderForPartition // retriable; states still loading
+// runs while the transaction cannot end. id is the transactional id when
+// the request names it (Produce v3+): its state is loaded if this gateway
+// has just taken it over.
+func (c *Coordinator) Verify(ctx context.Context, id *string, producerID int64, epoch int16, topic string, partition int32, fn func()) *kerr.Error {
+	var t *txn
+	if id != nil {
+		var kerrr *kerr.Error
+		if t, _, kerrr = c.get(ctx, *id); kerrr != nil {
+			return kerr.NotEnoughReplicas // retriable for a producer: the coordinator is loading or moving
+		}
+		if t != nil && t.st.ProducerID != producerID {
+			t = nil
+		}
+	} else {
+		c.mu.Lock()
+		t = c.byPID[producerID]
+		ready := c.ready
+		c.mu.Unlock()
+		if !ready {
+			return kerr.NotLeaderForPartition // retriable; states still loading
+		}
 	}
 	if t == nil {
 		return kerr.InvalidTxnState

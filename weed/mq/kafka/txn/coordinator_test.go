@@ -229,3 +229,79 @@ func TestRestartFinishesDecidedTransactions(t *testing.T) {
 		t.Fatalf("markers after the restart: %+v", log.markers)
 	}
 }
+
+// TestOwnershipMoves: a transactional id moves to another gateway's
+// coordinator mid-transaction: the old one sends clients away, the new one
+// loads the id when a write or request names it, and finishes a
+// transaction decided on the old one.
+func TestOwnershipMoves(t *testing.T) {
+	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{}
+	var mu sync.Mutex
+	owner, term := 0, int64(1)
+	owns := func(i int) func(string) (int64, bool) {
+		return func(string) (int64, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			return term, owner == i
+		}
+	}
+	move := func(to int) {
+		mu.Lock()
+		owner, term = to, term+1
+		mu.Unlock()
+	}
+	var cs []*Coordinator
+	for i := 0; i < 2; i++ {
+		c := New(Options{Files: files, Log: log, Groups: groups, Owner: owns(i)})
+		c.Start()
+		t.Cleanup(c.Close)
+		for _, kerrr := c.List(); kerrr != nil; _, kerrr = c.List() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cs = append(cs, c)
+	}
+	ctx := context.Background()
+	id := "moving"
+	if _, _, e := cs[1].InitProducerID(ctx, id, time.Minute, -1, -1); e != kerr.NotCoordinator {
+		t.Fatalf("init at the gateway not coordinating: %v", e)
+	}
+	pid, epoch, e := cs[0].InitProducerID(ctx, id, time.Minute, -1, -1)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if e := cs[0].AddPartitions(ctx, id, pid, epoch, map[string][]int32{"a": {0}}); e != nil {
+		t.Fatal(e)
+	}
+	move(1)
+	if e := cs[0].EndTxn(ctx, id, pid, epoch, true); e != kerr.NotCoordinator {
+		t.Fatalf("end at the old coordinator: %v", e)
+	}
+	wrote := false
+	if e := cs[1].Verify(ctx, &id, pid, epoch, "a", 0, func() { wrote = true }); e != nil || !wrote {
+		t.Fatalf("a write of the transaction at the new coordinator: %v (written %v)", e, wrote)
+	}
+	if e := cs[1].Verify(ctx, &id, pid, epoch, "a", 1, func() {}); e != kerr.InvalidTxnState {
+		t.Fatalf("a write to a partition not added: %v", e)
+	}
+	// Decided there, its markers fail; it moves back and is finished.
+	log.mu.Lock()
+	log.fail = true
+	log.mu.Unlock()
+	if e := cs[1].EndTxn(ctx, id, pid, epoch, true); e == nil {
+		t.Fatal("end succeeded with the markers failing")
+	}
+	log.mu.Lock()
+	log.fail = false
+	log.mu.Unlock()
+	move(0)
+	if e := cs[0].EndTxn(ctx, id, pid, epoch, true); e != nil {
+		t.Fatalf("the producer's retry at the first coordinator again: %v", e)
+	}
+	d, ok, e := cs[0].Describe(id)
+	if e != nil || !ok || d.State != CompleteCommit {
+		t.Fatalf("after the retry: %+v %v %v", d, ok, e)
+	}
+	if len(log.markers) != 1 || !log.markers[0].commit {
+		t.Fatalf("markers %+v", log.markers)
+	}
+}
