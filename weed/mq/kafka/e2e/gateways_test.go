@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -448,4 +451,135 @@ func TestGatewaysTransactions(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestGatewaysClients: sarama, kafka-go and librdkafka, each bootstrapped
+// from a different one of three gateways, produce to partitions led by all
+// three; a librdkafka consumer bootstrapped from yet another reads every
+// record once, at dense offsets.
+func TestGatewaysClients(t *testing.T) {
+	g := threeGateways(t)
+	procs := g.all()
+	const partitions = 6
+	topic := newTopic(t)
+	createTopic(t, topic, partitions, nil)
+	_, leaders := leadersFrom(t, procs[0], topic)
+	spread := map[string]bool{}
+	for _, l := range leaders {
+		spread[l] = true
+	}
+	if len(spread) < 2 {
+		t.Fatalf("%d partitions led by %d gateway(s)", partitions, len(spread))
+	}
+	want := map[string]bool{}
+
+	// sarama from the second gateway, 10 records to each partition.
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_6_0_0
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	sp, err := sarama.NewSyncProducer([]string{procs[1].addr}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []*sarama.ProducerMessage
+	for p := int32(0); p < partitions; p++ {
+		for i := 0; i < 10; i++ {
+			v := fmt.Sprintf("sarama-%d-%d", p, i)
+			want[v] = true
+			msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Partition: p, Value: sarama.StringEncoder(v)})
+		}
+	}
+	if err := sp.SendMessages(msgs); err != nil {
+		t.Fatalf("sarama: %v", err)
+	}
+	sp.Close()
+	for i, m := range msgs {
+		if m.Offset != int64(i%10) {
+			t.Fatalf("sarama record %d acked at %d/%d", i, m.Partition, m.Offset)
+		}
+	}
+
+	// kafka-go from the third, round robin.
+	w := &kafkago.Writer{Addr: kafkago.TCP(procs[2].addr), Topic: topic, Balancer: &kafkago.RoundRobin{},
+		RequiredAcks: kafkago.RequireAll, Transport: &kafkago.Transport{}}
+	var kmsgs []kafkago.Message
+	for i := 0; i < 60; i++ {
+		v := fmt.Sprintf("kafka-go-%d", i)
+		want[v] = true
+		kmsgs = append(kmsgs, kafkago.Message{Value: []byte(v)})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := w.WriteMessages(ctx, kmsgs...); err != nil {
+		t.Fatalf("kafka-go: %v", err)
+	}
+	w.Close()
+
+	// librdkafka from the first.
+	kp, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": procs[0].addr, "linger.ms": 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kp.Close()
+	delivered := make(chan kafka.Event, 60)
+	for i := 0; i < 60; i++ {
+		v := fmt.Sprintf("librdkafka-%d", i)
+		want[v] = true
+		if err := kp.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: int32(i % partitions)},
+			Value: []byte(v)}, delivered); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 60; i++ {
+		select {
+		case e := <-delivered:
+			if m := e.(*kafka.Message); m.TopicPartition.Error != nil {
+				t.Fatalf("librdkafka delivery: %v", m.TopicPartition.Error)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("librdkafka: %d of 60 delivered", i)
+		}
+	}
+
+	// librdkafka reads everything, from the second gateway.
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": procs[1].addr, "group.id": "unused-" + topic,
+		"enable.auto.commit": false, "auto.offset.reset": "earliest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var assign []kafka.TopicPartition
+	for p := int32(0); p < partitions; p++ {
+		assign = append(assign, kafka.TopicPartition{Topic: &topic, Partition: p, Offset: kafka.OffsetBeginning})
+	}
+	if err := c.Assign(assign); err != nil {
+		t.Fatal(err)
+	}
+	next := map[int32]kafka.Offset{}
+	seen := map[string]bool{}
+	deadline := time.Now().Add(time.Minute)
+	for len(seen) < len(want) && time.Now().Before(deadline) {
+		m, err := c.ReadMessage(time.Second)
+		if err != nil {
+			if ke, ok := err.(kafka.Error); ok && ke.IsTimeout() {
+				continue
+			}
+			t.Fatal(err)
+		}
+		p := m.TopicPartition.Partition
+		if m.TopicPartition.Offset != next[p] {
+			t.Fatalf("partition %d: offset %d, want %d", p, m.TopicPartition.Offset, next[p])
+		}
+		next[p]++
+		v := string(m.Value)
+		if !want[v] || seen[v] {
+			t.Fatalf("read %q (known %v, seen before %v)", v, want[v], seen[v])
+		}
+		seen[v] = true
+	}
+	if len(seen) != len(want) {
+		t.Fatalf("read %d of %d records", len(seen), len(want))
+	}
 }
