@@ -117,7 +117,7 @@ type Membership struct {
 	token      string
 	registered bool
 	lockless   map[int32]time.Time
-	lastErr    string
+	lastErr    map[string]string // the last failure logged, by step
 
 	stop chan struct{}
 	done chan struct{}
@@ -144,6 +144,7 @@ func New(opts Options) *Membership {
 		opts:     opts,
 		instance: fmt.Sprintf("%s#%d", opts.Self.Addr(), time.Now().UnixNano()),
 		lockless: map[int32]time.Time{},
+		lastErr:  map[string]string{},
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -196,10 +197,10 @@ func (m *Membership) Close() {
 }
 
 func (m *Membership) fail(what string, err error) {
-	msg := what + ": " + err.Error()
-	if msg != m.lastErr {
-		glog.Warningf("kafka gateways: %s", msg)
-		m.lastErr = msg
+	msg := err.Error()
+	if m.lastErr[what] != msg {
+		glog.Warningf("kafka gateways: %s: %s", what, msg)
+		m.lastErr[what] = msg
 	}
 }
 
@@ -240,7 +241,7 @@ func (m *Membership) poll(ctx context.Context) {
 		m.fail("reading the view", err)
 		return
 	}
-	m.lastErr = ""
+	clear(m.lastErr)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.readAt = start
