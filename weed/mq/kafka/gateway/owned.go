@@ -96,7 +96,9 @@ func (o *Owned) lead(topic string, index int32) error {
 	p := partition{topic, index}
 	o.mu.Lock()
 	held, known := o.terms[p]
-	o.terms[p] = term
+	if !known || held != term {
+		o.terms[p] = term
+	}
 	o.mu.Unlock()
 	if known && held != term {
 		o.rel.Release(topic, index)

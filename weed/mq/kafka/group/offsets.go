@@ -26,6 +26,28 @@ type Committer struct {
 	InstanceID *string
 }
 
+// names reports whether the committer names a member (or a generation),
+// rather than committing as a simple consumer.
+func (who Committer) names() bool {
+	return who.Generation >= 0 || who.MemberID != "" || who.InstanceID != nil
+}
+
+// checkMember checks that the committer is a member of the current
+// generation and not a fenced incarnation of a static member.
+func (g *group) checkMember(who Committer) (*member, *kerr.Error) {
+	if g.fenced(who.MemberID, who.InstanceID) {
+		return nil, kerr.FencedInstanceID
+	}
+	m := g.members[who.MemberID]
+	if m == nil {
+		return nil, kerr.UnknownMemberID
+	}
+	if who.Generation != g.generation {
+		return nil, kerr.IllegalGeneration
+	}
+	return m, nil
+}
+
 // validateCommit checks a commit as Kafka does for classic groups.
 func (g *group) validateCommit(who Committer) *kerr.Error {
 	if g.state == Dead {
@@ -34,16 +56,10 @@ func (g *group) validateCommit(who Committer) *kerr.Error {
 	if who.Generation < 0 && g.state == Empty {
 		return nil // a simple consumer, storing offsets only
 	}
-	if who.Generation >= 0 || who.MemberID != "" || who.InstanceID != nil {
-		if g.fenced(who.MemberID, who.InstanceID) {
-			return kerr.FencedInstanceID
-		}
-		m := g.members[who.MemberID]
-		if m == nil {
-			return kerr.UnknownMemberID
-		}
-		if who.Generation != g.generation {
-			return kerr.IllegalGeneration
+	if who.names() {
+		m, e := g.checkMember(who)
+		if e != nil {
+			return e
 		}
 		if g.state == CompletingRebalance {
 			return kerr.RebalanceInProgress
@@ -119,7 +135,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, name string, who Commit
 // an OffsetCommit's; generation -1 and no member id, as older producers
 // send, are not checked.
 func (c *Coordinator) AddTxnOffsets(ctx context.Context, name string, who Committer, producerID int64, epoch int16, offsets offset.Topics) *kerr.Error {
-	checked := who.Generation >= 0 || who.MemberID != "" || who.InstanceID != nil
+	checked := who.names()
 	g, kerrr := c.lookup(ctx, name, !checked)
 	if kerrr != nil {
 		return kerrr
@@ -130,13 +146,8 @@ func (c *Coordinator) AddTxnOffsets(ctx context.Context, name string, who Commit
 	now := time.Now().UnixMilli()
 	e, err := call(ctx, g, func() *kerr.Error {
 		if checked {
-			switch {
-			case g.fenced(who.MemberID, who.InstanceID):
-				return kerr.FencedInstanceID
-			case g.members[who.MemberID] == nil:
-				return kerr.UnknownMemberID
-			case who.Generation != g.generation:
-				return kerr.IllegalGeneration
+			if _, e := g.checkMember(who); e != nil {
+				return e
 			}
 		}
 		t := g.txnOffsets[producerID]
