@@ -27,6 +27,9 @@ type kafkaBenchOptions struct {
 	backlog    *bool
 	inflight   *int
 	idempotent *bool
+	rate       *int
+	linger     *time.Duration
+	sync       *bool
 }
 
 var kafkaBenchOpts kafkaBenchOptions
@@ -58,6 +61,13 @@ percentiles. The load is bounded by -records and -timeout.
                own default is 1)
   -idempotent  produce as an idempotent producer (acks=all; franz-go then
                sends one request per broker at a time, -inflight is ignored)
+  -rate        records offered per second, spread evenly (default 0: as fast
+               as the producer takes them); for latency at a given load
+  -linger      the producer's linger (default 5ms; 0 sends each record as
+               soon as a request can go)
+  -sync        produce one record at a time, each after the previous one's
+               acknowledgement (a synchronous producer: Java's send().get(),
+               sarama's SyncProducer); reports acknowledgements per second
 
 Example:
   weed mq.kafka.bench -bootstrap=127.0.0.1:9092 -records=500000 -size=100
@@ -78,6 +88,9 @@ func init() {
 	o.backlog = f.Bool("backlog", true, "read the topic again from offset 0 afterwards")
 	o.inflight = f.Int("inflight", 5, "produce requests in flight per broker")
 	o.idempotent = f.Bool("idempotent", false, "produce as an idempotent producer")
+	o.rate = f.Int("rate", 0, "records offered per second (0: as fast as possible)")
+	o.linger = f.Duration("linger", 5*time.Millisecond, "producer linger")
+	o.sync = f.Bool("sync", false, "produce one record at a time, waiting for each acknowledgement")
 }
 
 // latencies collects durations and reports percentiles.
@@ -132,7 +145,7 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 		acks = kgo.NoAck()
 	}
 	popts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RequiredAcks(acks),
-		kgo.ProducerLinger(5 * time.Millisecond), kgo.MaxBufferedRecords(100000), kgo.ProducerBatchMaxBytes(1 << 20)}
+		kgo.ProducerLinger(*o.linger), kgo.MaxBufferedRecords(100000), kgo.ProducerBatchMaxBytes(1 << 20)}
 	if *o.idempotent {
 		popts = append(popts, kgo.RequiredAcks(kgo.AllISRAcks()))
 	} else {
@@ -178,7 +191,24 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := 0; i < n && ctx.Err() == nil; i++ {
+		if *o.rate > 0 {
+			due := start.Add(time.Duration(i) * time.Second / time.Duration(*o.rate))
+			if d := time.Until(due); d > 0 {
+				time.Sleep(d)
+			}
+		}
 		sent := time.Now()
+		if *o.sync {
+			err := producer.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: value, Timestamp: sent}).FirstErr()
+			if err != nil {
+				failed.Add(1)
+			} else {
+				prodLat.add(time.Since(sent))
+				acked.Add(1)
+			}
+			produced.Add(1)
+			continue
+		}
 		wg.Add(1)
 		producer.Produce(ctx, &kgo.Record{Topic: topic, Value: value, Timestamp: sent}, func(r *kgo.Record, err error) {
 			defer wg.Done()
@@ -198,7 +228,14 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 	stopProgress()
 
 	mb := float64(*o.size) / 1e6
-	fmt.Printf("topic %s, %d partitions, %d records of %d bytes, acks=%s\n", topic, *o.partitions, n, *o.size, *o.acks)
+	mode := ""
+	switch {
+	case *o.sync:
+		mode = ", one record at a time"
+	case *o.rate > 0:
+		mode = fmt.Sprintf(", %d records/s offered", *o.rate)
+	}
+	fmt.Printf("topic %s, %d partitions, %d records of %d bytes, acks=%s, linger %v%s\n", topic, *o.partitions, n, *o.size, *o.acks, *o.linger, mode)
 	fmt.Printf("produce:  %d acked, %d failed in %v: %.0f records/s, %.1f MB/s; latency p50 %v p99 %v\n",
 		acked.Load(), failed.Load(), prodElapsed.Round(time.Millisecond), float64(acked.Load())/prodElapsed.Seconds(),
 		float64(acked.Load())*mb/prodElapsed.Seconds(), prodLat.pct(0.50).Round(time.Microsecond), prodLat.pct(0.99).Round(time.Microsecond))

@@ -157,10 +157,17 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		masters = emb.master
 	}
 
+	self := membership.Member{NodeID: int32(*o.nodeID), Host: *o.ip, Port: int32(*o.port)}
+	if self.NodeID < 0 {
+		self.NodeID = membership.NodeID(self.Host, self.Port)
+	}
 	client := seaweedmq.New(seaweedmq.Options{
 		Masters:    pb.ServerAddresses(masters).ToAddresses(),
 		FilerGroup: *o.filerGroup,
 		DialOption: security.LoadClientTLS(util.GetViper(), "grpc.mq"),
+		// The write-ahead log is the node's: a restarted gateway trims
+		// what it left, and whoever takes its partitions reads it.
+		WALName: strconv.Itoa(int(self.NodeID)),
 	})
 	// The handlers, groups and transactions reach SeaweedFS through
 	// wrappers that time every call for the metrics.
@@ -169,10 +176,6 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 
 	// The gateways of the cluster share its partitions, groups and
 	// transactional ids: this one serves only what it owns.
-	self := membership.Member{NodeID: int32(*o.nodeID), Host: *o.ip, Port: int32(*o.port)}
-	if self.NodeID < 0 {
-		self.NodeID = membership.NodeID(self.Host, self.Port)
-	}
 	members := membership.New(membership.Options{Self: self, Filer: client})
 	owned := gateway.NewOwned(backend, client, members.Serving)
 	owner := func(key func(string) string) func(string) (int64, bool) {

@@ -105,6 +105,40 @@ var (
 		Help: "Kafka client connections accepted.",
 	})
 
+	// WALCommitSeconds is the time of one write-ahead log group commit (a
+	// chunk uploaded to a volume server and the log file's filer entry
+	// updated): what acks=all adds to a produce.
+	WALCommitSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "wal_commit_duration_seconds",
+		Help: "Time of one write-ahead log group commit.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 17),
+	})
+	// WALCommitBatches and WALCommitRecords are the partition batches and
+	// records one group commit carried.
+	WALCommitBatches = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "wal_commit_batches",
+		Help: "Partition batches per write-ahead log group commit.", Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+	})
+	WALCommitRecords = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "wal_commit_records",
+		Help: "Records per write-ahead log group commit.", Buckets: prometheus.ExponentialBuckets(1, 4, 10),
+	})
+	// WALBytes counts the bytes written to the write-ahead log.
+	WALBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "wal_bytes_total",
+		Help: "Bytes written to the write-ahead log.",
+	})
+	// WALErrors counts failed group commits (they are tried again).
+	WALErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "wal_commit_errors_total",
+		Help: "Write-ahead log group commits that failed and were tried again.",
+	})
+	// WALRepublished counts acknowledged records written back from the
+	// write-ahead log at recovery, because the broker had lost them.
+	WALRepublished = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "wal_republished_records_total",
+		Help: "Acknowledged records written back from the write-ahead log after a broker lost them.",
+	})
+
 	// Rebalances counts completed rebalances (new generations), by group.
 	Rebalances = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "group_rebalances_total",
@@ -115,7 +149,8 @@ var (
 func init() {
 	stats.Gather.MustRegister(Requests, RequestSeconds, Errors, BackendSeconds, BackendErrors,
 		MessagesIn, BytesIn, MessagesOut, BytesOut, ProduceBatchRecords, FetchRecords,
-		Connections, ConnectionsTotal, Rebalances)
+		Connections, ConnectionsTotal, Rebalances,
+		WALCommitSeconds, WALCommitBatches, WALCommitRecords, WALBytes, WALErrors, WALRepublished)
 }
 
 // labels admits the first MaxLabelValues distinct values of a label.

@@ -39,6 +39,10 @@ type Options struct {
 	// TopicCacheTTL bounds how stale a topic list may be when topics are
 	// created or deleted around this gateway.
 	TopicCacheTTL time.Duration
+	// WALName names this gateway's write-ahead log (WALDir/<name>); it
+	// must be the gateway's own among the cluster's gateways and the
+	// same across its restarts (the node id).
+	WALName string
 }
 
 // ErrUnavailable wraps failures to reach the cluster.
@@ -57,6 +61,9 @@ type Client struct {
 	segs   segmentStore
 	pids   producerIDs
 
+	wal      *wal
+	walCache walCache
+
 	stop      chan struct{} // ends saveLoop
 	stopped   chan struct{}
 	closeOnce sync.Once
@@ -71,6 +78,11 @@ func New(opts Options) *Client {
 	c.topics.init()
 	c.parts.init()
 	c.segs.init()
+	if opts.WALName == "" {
+		opts.WALName = "default"
+	}
+	c.wal = newWAL(c, opts.WALName)
+	c.wal.start()
 	go c.saveLoop()
 	return c
 }
@@ -104,6 +116,7 @@ func (c *Client) Close() {
 	c.closeOnce.Do(func() { close(c.stop) })
 	<-c.stopped
 	c.parts.closeAll()
+	c.wal.close(closeTimeout)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for addr, cc := range c.conns {

@@ -26,13 +26,16 @@ type partition struct {
 	// stream was opened; the broker must assign offsets from there on.
 	storedEnd int64
 
-	flush flushState
-
 	producers producerState // idempotent producers; under writeMu
 
 	notifyMu sync.Mutex
 	hw       int64         // highest high watermark seen, -1 if unknown
 	changed  chan struct{} // closed when hw moves; nil until someone waits
+	// unlogged counts the batches sent on the stream and not yet in the
+	// write-ahead log; while there are any, readers see records only up
+	// to loggedEnd (or the highest high watermark they saw).
+	unlogged  int
+	loggedEnd int64
 }
 
 type partKey struct {
@@ -135,6 +138,44 @@ func (p *partition) advance(hw int64) {
 		close(p.changed)
 		p.changed = nil
 	}
+}
+
+// sending notes a batch about to be sent on the stream; it is not for
+// readers until the write-ahead log holds it.
+func (p *partition) sending() {
+	p.notifyMu.Lock()
+	p.unlogged++
+	p.notifyMu.Unlock()
+}
+
+// logged notes that the oldest batch sent and not yet logged is in the log,
+// up to end (or, with end -1, failed), and moves the high watermark.
+func (p *partition) logged(end int64) {
+	p.notifyMu.Lock()
+	p.unlogged--
+	p.loggedEnd = max(p.loggedEnd, end)
+	p.notifyMu.Unlock()
+	if end >= 0 {
+		p.advance(end)
+	}
+}
+
+// streamOpened notes where the stored records end as a new stream starts.
+func (p *partition) streamOpened(end int64) {
+	p.notifyMu.Lock()
+	p.loggedEnd = max(p.loggedEnd, end)
+	p.notifyMu.Unlock()
+}
+
+// visibleEnd is where what readers may see ends while batches wait for the
+// log, or -1 if none does.
+func (p *partition) visibleEnd() int64 {
+	p.notifyMu.Lock()
+	defer p.notifyMu.Unlock()
+	if p.unlogged <= 0 {
+		return -1
+	}
+	return max(p.loggedEnd, p.hw)
 }
 
 // knownHW is the highest high watermark seen, or -1.

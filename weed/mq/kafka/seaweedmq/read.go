@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,6 +25,10 @@ const (
 // maxMessagesPerFetch is the most records asked of the broker at once (the
 // broker's own cap is 10000).
 const maxMessagesPerFetch = 10000
+
+// errBrokerRead is a broker that could not read an offset past the
+// segments as last listed.
+var errBrokerRead = fmt.Errorf("%w: broker read", ErrUnavailable)
 
 // stored is one stored message with its offset.
 type stored struct {
@@ -60,7 +65,14 @@ func (c *Client) readRaw(ctx context.Context, topic string, a *mq_pb.BrokerParti
 		// A hole in the segments: fall through to the broker, which may
 		// still hold the offset in memory.
 	}
-	return c.fetchFromBroker(ctx, topic, a, st, offset, maxBytes)
+	msgs, offs, err := c.fetchFromBroker(ctx, topic, a, st, offset, maxBytes)
+	if errors.Is(err, errBrokerRead) {
+		// Flushed since the segments were listed? Then they have it.
+		if st2, lerr := c.flushed(ctx, st.listing.dir, true); lerr == nil && offset < st2.end && st2.end > st.end {
+			return c.readRaw(ctx, topic, a, offset, maxBytes)
+		}
+	}
+	return msgs, offs, err
 }
 
 // fetchFromBroker asks the partition's leader for messages from offset on.
@@ -91,10 +103,12 @@ func (c *Client) fetchFromBroker(ctx context.Context, topic string, a *mq_pb.Bro
 		c.topics.forget(topic)
 		return nil, offs, kerr.NotLeaderForPartition
 	case fetchReadError:
-		if offset < offs.LogStart || offset > offs.HighWatermark {
+		if offset < offs.LogStart {
 			return nil, offs, kerr.OffsetOutOfRange
 		}
-		return nil, offs, fmt.Errorf("%w: fetch from %s: %s", ErrUnavailable, a.LeaderBroker, resp.Error)
+		// Past the segments as last listed: the broker may just have
+		// flushed the offset out of its memory, or it is the end.
+		return nil, offs, fmt.Errorf("%w: fetch from %s: %s", errBrokerRead, a.LeaderBroker, resp.Error)
 	default:
 		return nil, offs, fmt.Errorf("%w: fetch from %s: %s (code %d)", ErrUnavailable, a.LeaderBroker, resp.Error, resp.ErrorCode)
 	}
@@ -131,6 +145,18 @@ func (c *Client) Read(ctx context.Context, topic string, index int32, offset int
 	size := 0
 	for {
 		msgs, offs, err := c.readRaw(ctx, topic, a, offset, maxBytes-size)
+		if errors.Is(err, errBrokerRead) && offset <= max(offs.HighWatermark, p.knownHW(), res.HighWatermark) {
+			// Nothing past a known end yet.
+			if res.Records == nil {
+				res.Offsets = offs
+			}
+			res.HighWatermark = max(res.HighWatermark, offs.HighWatermark, p.knownHW())
+			break
+		}
+		if errors.Is(err, errBrokerRead) && len(res.Records) == 0 {
+			res.Offsets = offs
+			return res, kerr.OffsetOutOfRange
+		}
 		if err != nil {
 			if len(res.Records) > 0 {
 				break // return what was read; the next fetch sees the error
@@ -162,6 +188,13 @@ func (c *Client) Read(ctx context.Context, topic string, index int32, offset int
 			break
 		}
 	}
+	if v := p.visibleEnd(); v >= 0 && res.HighWatermark > v {
+		// Acknowledged by the broker, not yet in the write-ahead log.
+		n := sort.Search(len(res.Records), func(i int) bool { return res.Records[i].Offset >= v })
+		res.Records = res.Records[:n]
+		res.HighWatermark = max(v, res.Offsets.LogStart)
+		return res, nil
+	}
 	p.advance(res.HighWatermark)
 	return res, nil
 }
@@ -176,6 +209,9 @@ func (c *Client) Offsets(ctx context.Context, topic string, index int32) (protoc
 	offs, err := c.offsetsOf(ctx, topic, a, p.knownHW())
 	if err != nil {
 		return offs, err
+	}
+	if v := p.visibleEnd(); v >= 0 && offs.HighWatermark > v {
+		offs.HighWatermark = max(v, offs.LogStart)
 	}
 	offs.LogStart = min(max(offs.LogStart, c.logStartOf(ctx, topic, index)), offs.HighWatermark)
 	p.advance(offs.HighWatermark)
@@ -193,7 +229,7 @@ func (c *Client) offsetsOf(ctx context.Context, topic string, a *mq_pb.BrokerPar
 	end := max(st.end, known)
 	for {
 		msgs, _, err := c.fetchFromBroker(ctx, topic, a, st, end, 1<<20)
-		if err != nil && !errors.Is(err, kerr.OffsetOutOfRange) {
+		if err != nil && !errors.Is(err, kerr.OffsetOutOfRange) && !errors.Is(err, errBrokerRead) {
 			return protocol.Offsets{}, err
 		}
 		if len(msgs) == 0 {

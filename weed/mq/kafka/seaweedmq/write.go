@@ -60,9 +60,13 @@ type pendingBatch struct {
 	n       int
 	got     int
 	base    int64
-	durable bool // done only once the records are flushed to the filer
+	durable bool // done only once the records are in the write-ahead log
 	app     *protocol.Appended
 	part    *partition
+	// log is set for records the write-ahead log takes (all but
+	// fillers), wal holds them as the broker stores them.
+	log bool
+	wal walRecords
 }
 
 func (pub *publisher) broken() error {
@@ -85,6 +89,9 @@ func (pub *publisher) enqueue(ctx context.Context, b *pendingBatch) error {
 	if pub.err != nil {
 		<-pub.slots
 		return pub.err
+	}
+	if b.log {
+		b.part.sending()
 	}
 	pub.queue = append(pub.queue, b)
 	return nil
@@ -121,12 +128,19 @@ func (pub *publisher) fail(err error) {
 	pub.mu.Unlock()
 	wrapped := fmt.Errorf("%w (%v)", kerr.NotLeaderForPartition, err)
 	for _, b := range q {
+		if b.log {
+			b.part.logged(-1)
+		}
 		b.app.Finish(-1, wrapped)
 		<-pub.slots
 	}
 }
 
 var errPublisherClosed = errors.New("publisher closed")
+
+// closeTimeout bounds a graceful stream end (the broker answers every record
+// sent first).
+const closeTimeout = 30 * time.Second
 
 // close ends the stream gracefully: the broker answers every record sent,
 // ends the stream, and (with no other publisher on the partition) flushes
@@ -144,7 +158,8 @@ func (pub *publisher) close(timeout time.Duration) {
 }
 
 // Append implements protocol.Backend. A durable append is done when its
-// records are flushed to the filer; otherwise when the broker holds them.
+// records are in the write-ahead log; otherwise when the broker holds them
+// (the log gets them too, a few milliseconds later).
 func (c *Client) Append(ctx context.Context, topic string, index int32, records []record.Record, durable bool) *protocol.Appended {
 	a, err := c.assignment(ctx, topic, index)
 	if err != nil {
@@ -181,7 +196,9 @@ func (c *Client) Append(ctx context.Context, topic string, index int32, records 
 // send publishes records as one batch on pub.
 func (p *partition) send(ctx context.Context, pub *publisher, records []record.Record, durable bool) *protocol.Appended {
 	app := protocol.NewAppended()
-	if err := pub.enqueue(ctx, &pendingBatch{n: len(records), app: app, part: p, durable: durable}); err != nil {
+	b := &pendingBatch{n: len(records), app: app, part: p, durable: durable, log: true}
+	b.wal.buf = make([]byte, 0, 64*len(records))
+	if err := pub.enqueue(ctx, b); err != nil {
 		return protocol.FailedAppend(fmt.Errorf("%w (%v)", kerr.NotLeaderForPartition, err))
 	}
 	for i := range records {
@@ -195,6 +212,7 @@ func (p *partition) send(ctx context.Context, pub *publisher, records []record.R
 			pub.buf = record.AppendEnvelope(pub.buf[:0], r, !exact)
 			pub.data.Value = pub.buf
 		}
+		b.wal.add(ts, pub.data.Key, pub.data.Value)
 		if err := pub.stream.Send(&pub.req); err != nil {
 			// The ack reader fails this batch and the ones before it.
 			pub.fail(fmt.Errorf("publish to %s: %w", pub.leader, err))
@@ -211,7 +229,12 @@ func (p *partition) send(ctx context.Context, pub *publisher, records []record.R
 // behind, that copy sits at an offset already taken, where readers never
 // see it (they keep the first message stored at an offset); fillers then
 // use up the offsets up to the end, and the records are sent again.
+//
+// A broker ahead of the stored records (its counter came back from a
+// checkpoint past what it had flushed, of records it lost) would leave a
+// hole: fillers are written there as a segment.
 func (c *Client) appendVerifying(ctx context.Context, p *partition, pub *publisher, records []record.Record, durable bool) *protocol.Appended {
+	lastTs := p.lastTsNs
 	probe := p.send(ctx, pub, records[:1], false)
 	select {
 	case <-probe.Done:
@@ -232,6 +255,15 @@ func (c *Client) appendVerifying(ctx context.Context, p *partition, pub *publish
 		pub.verified = true
 		return p.send(ctx, pub, records, durable)
 	}
+	if base > p.storedEnd {
+		glog.Warningf("kafka partition %s/%d: broker %s assigned offset %d but the stored records end at offset %d; filling the %d offsets between so that readers get past them",
+			p.topic, p.index, pub.leader, base, p.storedEnd, base-p.storedEnd)
+		if err := c.fillOffsets(ctx, p.dir, p.storedEnd, base, lastTs); err != nil {
+			pub.fail(err)
+			glog.Errorf("kafka partition %s/%d: filling offsets %d-%d failed: %v", p.topic, p.index, p.storedEnd, base-1, err)
+			return protocol.FailedAppend(fmt.Errorf("%w: filling a hole in the offsets", kerr.LeaderNotAvailable))
+		}
+	}
 	pub.verified = true
 	app := protocol.NewAppended()
 	switch {
@@ -242,7 +274,11 @@ func (c *Client) appendVerifying(ctx context.Context, p *partition, pub *publish
 			app.Finish(base, rest.Err)
 		}()
 	case durable:
-		p.awaitFlush(&pendingBatch{n: 1, base: base, app: app, part: p})
+		// The probe went into the log when the broker acknowledged it.
+		if err := c.wal.barrier(ctx); err != nil {
+			return protocol.FailedAppend(err)
+		}
+		app.Finish(base, nil)
 	default:
 		app.Finish(base, nil)
 	}
@@ -270,8 +306,9 @@ func (p *partition) nextTs(tsMs int64) (int64, bool) {
 	return p.lastTsNs, false
 }
 
-// openPublisher opens a partition's publish stream and notes where the
-// stored records end, which appendVerifying checks the broker against.
+// openPublisher recovers the partition from the write-ahead logs
+// (recover.go), opens its publish stream and notes where the stored records
+// end, which appendVerifying checks the broker against.
 //
 // The broker recovers its offset counter after a restart from a checkpoint
 // it writes every two seconds, which can lag what it flushed; the gateway
@@ -283,7 +320,11 @@ func (p *partition) nextTs(tsMs int64) (int64, bool) {
 func (c *Client) openPublisher(ctx context.Context, p *partition, a *mq_pb.BrokerPartitionAssignment) (*publisher, error) {
 	dir := partitionDir(p.topic, a)
 	p.dir = dir
-	st, err := c.flushed(ctx, dir, true)
+	end, err := c.recoverPartition(ctx, p, a)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.flushed(ctx, dir, false)
 	if err != nil {
 		return nil, err
 	}
@@ -314,8 +355,12 @@ func (c *Client) openPublisher(ctx context.Context, p *partition, a *mq_pb.Broke
 			}
 		}
 	}
-	p.storedEnd = st.end
-	return c.openStream(ctx, p, a)
+	p.storedEnd = max(end, st.end)
+	pub, err := c.openStream(ctx, p, a)
+	if err == nil {
+		p.streamOpened(p.storedEnd)
+	}
+	return pub, err
 }
 
 // maxFillerGap bounds how far the gateway moves a broker's offset counter
@@ -339,7 +384,7 @@ func (c *Client) fillGap(ctx context.Context, p *partition, pub *publisher, from
 	glog.Warningf("kafka partition %s/%d: broker would assign offset %d but records are stored up to offset %d; using up %d offsets with fillers so that none is handed out twice",
 		p.topic, p.index, from, to-1, n)
 	app := protocol.NewAppended()
-	if err := pub.enqueue(ctx, &pendingBatch{n: int(n), app: app, part: p}); err != nil {
+	if err := pub.enqueue(ctx, &pendingBatch{n: int(n), app: app, part: p}); err != nil { // not logged
 		return err
 	}
 	pub.data.Key = nil
@@ -442,12 +487,34 @@ func (pub *publisher) readAcks() {
 		cur.got++
 		if cur.got == cur.n {
 			pub.pop()
-			cur.part.advance(cur.base + int64(cur.n))
-			if cur.durable {
-				cur.part.awaitFlush(cur)
-			} else {
-				cur.app.Finish(cur.base, nil)
-			}
+			cur.part.acknowledged(cur)
 		}
 	}
+}
+
+// acknowledged takes a batch the broker acknowledged: it goes into the
+// write-ahead log, and is done then if durable, at once if not. Readers see
+// it once it is in the log, as Kafka's see a record once its replicas have
+// it (the high watermark).
+func (p *partition) acknowledged(b *pendingBatch) {
+	end := b.base + int64(b.n)
+	if !b.log {
+		p.advance(end)
+		b.app.Finish(b.base, nil)
+		return
+	}
+	if !b.durable {
+		b.app.Finish(b.base, nil)
+	}
+	p.c.wal.add(walBatch{dir: p.dir, base: b.base, n: b.n, recs: b.wal.buf}, func(err error) {
+		p.logged(end)
+		if !b.durable {
+			return
+		}
+		if err != nil {
+			b.app.Finish(-1, err)
+		} else {
+			b.app.Finish(b.base, nil)
+		}
+	})
 }

@@ -1,0 +1,597 @@
+package seaweedmq
+
+// The write-ahead log makes acks=all cheap. The MQ broker acknowledges a
+// record once it holds it in memory and writes its memory to the filer's log
+// segments every few seconds (-logFlushInterval); a broker that dies loses
+// what it held. So every batch the broker acknowledged goes, with the
+// offsets it got, into this gateway's log in SeaweedFS: files under
+// WALDir/<gateway>, whose chunks are on the volume servers (the cluster's
+// replication applies) and are listed in the filer entry. Batches that
+// arrive together, from any partition and connection, share one chunk: one
+// upload to a volume server and one filer update per group commit. A
+// durable (acks=all) batch is acknowledged once its commit is done.
+//
+// The log is read by whichever gateway starts to serve a partition next
+// (recover.go): what it holds and neither the segments nor the broker do is
+// written back at its offsets. A file is removed once the segments cover
+// everything in it.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/seaweedfs/seaweedfs/weed/filer"
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+	"github.com/seaweedfs/seaweedfs/weed/operation"
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+	"github.com/seaweedfs/seaweedfs/weed/security"
+	"github.com/seaweedfs/seaweedfs/weed/storage/needle"
+	"github.com/seaweedfs/seaweedfs/weed/storage/types"
+	"github.com/seaweedfs/seaweedfs/weed/util"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+)
+
+// WALDir is where the gateways keep their write-ahead logs, one folder
+// each.
+const WALDir = "/etc/kafka-gateway/wal"
+
+const (
+	// maxWALCommitBytes bounds one group commit (one chunk).
+	maxWALCommitBytes = 8 << 20
+	// maxWALQueuedBytes bounds what waits for a commit; past it the
+	// broker's acks wait, and with them the partitions' streams.
+	maxWALQueuedBytes = 256 << 20
+	// walFileChunks and walFileAge bound one log file: every commit
+	// rewrites the file's entry with all its chunks, and a whole file is
+	// removed once covered, so files stay small and young.
+	walFileChunks = 16
+	walFileAge    = 2 * time.Second
+	// walTrimEvery is how often covered files are looked for.
+	walTrimEvery = 2 * time.Second
+	// walRetryMax is the longest pause between attempts to commit while
+	// SeaweedFS does not take the log's writes.
+	walRetryMax = time.Second
+)
+
+// walEntry is a batch waiting for its commit.
+type walEntry struct {
+	walBatch
+	done func(error) // called once the batch is in the log, or cannot be
+}
+
+// walFile is one of this gateway's log files.
+type walFile struct {
+	name    string
+	entry   *filer_pb.Entry
+	created time.Time
+	// ends holds, for each partition dir in the file, one past the
+	// highest offset it holds there.
+	ends map[string]int64
+}
+
+// wal is this gateway's write-ahead log.
+type wal struct {
+	c   *Client
+	dir string // WALDir/<gateway>
+
+	mu      sync.Mutex
+	changed *sync.Cond // queue got entries, room, or commits
+	queue   []*walEntry
+	queued  int    // bytes in queue
+	added   uint64 // entries ever queued
+	written uint64 // entries ever finished (committed or failed)
+	closing bool
+
+	// Owned by the commit loop.
+	fids  fidPool
+	cur   *walFile
+	files []*walFile // closed and not yet removed, oldest first
+
+	filesMu sync.Mutex // guards files for the trimmer
+	done    chan struct{}
+}
+
+func newWAL(c *Client, name string) *wal {
+	w := &wal{c: c, dir: WALDir + "/" + name, done: make(chan struct{})}
+	w.changed = sync.NewCond(&w.mu)
+	return w
+}
+
+// start runs the commit loop and the trimmer; the files of an earlier run
+// of this gateway are trimmed like its own.
+func (w *wal) start() {
+	go w.commitLoop()
+	go w.trimLoop()
+}
+
+// add queues a batch for the log. It waits while too much is queued.
+func (w *wal) add(b walBatch, done func(error)) {
+	w.mu.Lock()
+	for w.queued > maxWALQueuedBytes && !w.closing {
+		w.changed.Wait()
+	}
+	if w.closing {
+		w.mu.Unlock()
+		done(errWALClosed)
+		return
+	}
+	w.queue = append(w.queue, &walEntry{walBatch: b, done: done})
+	w.queued += len(b.recs)
+	w.added++
+	w.changed.Broadcast()
+	w.mu.Unlock()
+}
+
+var errWALClosed = errors.New("write-ahead log closed")
+
+// barrier waits until every batch queued before it is committed or failed.
+func (w *wal) barrier(ctx context.Context) error {
+	w.mu.Lock()
+	target := w.added
+	w.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() {
+		w.mu.Lock()
+		w.changed.Broadcast()
+		w.mu.Unlock()
+	})
+	defer stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.written < target {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		w.changed.Wait()
+	}
+	return nil
+}
+
+// close commits what is queued (for a while) and stops.
+func (w *wal) close(timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	w.barrier(ctx) //nolint:errcheck // what is left fails below
+	w.mu.Lock()
+	w.closing = true
+	w.changed.Broadcast()
+	w.mu.Unlock()
+	<-w.done
+}
+
+// commitLoop takes what is queued, writes it as one chunk and finishes its
+// batches; while a commit is under way the next one gathers.
+func (w *wal) commitLoop() {
+	defer close(w.done)
+	frame := make([]byte, 0, 1<<20)
+	for {
+		w.mu.Lock()
+		for len(w.queue) == 0 && !w.closing {
+			w.changed.Wait()
+		}
+		if len(w.queue) == 0 {
+			w.mu.Unlock()
+			return
+		}
+		n, size := 0, 0
+		for n < len(w.queue) && (n == 0 || size+len(w.queue[n].recs) <= maxWALCommitBytes) {
+			size += len(w.queue[n].recs)
+			n++
+		}
+		batch := w.queue[:n:n]
+		w.queue = w.queue[n:]
+		w.queued -= size
+		w.changed.Broadcast()
+		w.mu.Unlock()
+
+		frame = frame[:8]
+		records := 0
+		for _, e := range batch {
+			frame = appendWALBatch(frame, &e.walBatch)
+			records += e.n
+		}
+		frame = sealWALFrame(frame)
+		err := w.commitRetrying(frame, batch)
+		if err == nil {
+			metrics.WALCommitBatches.Observe(float64(len(batch)))
+			metrics.WALCommitRecords.Observe(float64(records))
+			metrics.WALBytes.Add(float64(len(frame)))
+		}
+		for _, e := range batch {
+			e.done(err)
+		}
+		w.mu.Lock()
+		w.written += uint64(len(batch))
+		w.changed.Broadcast()
+		w.mu.Unlock()
+		if cap(frame) > 4<<20 {
+			frame = make([]byte, 0, 1<<20)
+		}
+	}
+}
+
+// commitRetrying commits a frame, trying again while SeaweedFS does not
+// take it: the batches' producers wait (their requests time out and are
+// retried; an idempotent retry waits for this outcome). Only a gateway
+// that stops gives up, and then nothing of it is acknowledged.
+func (w *wal) commitRetrying(frame []byte, batch []*walEntry) error {
+	pause := 20 * time.Millisecond
+	var logged string
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		err := w.commit(frame, batch)
+		metrics.WALCommitSeconds.Observe(time.Since(start).Seconds())
+		if err == nil {
+			if logged != "" {
+				glog.V(0).Infof("kafka write-ahead log %s: writing again after %d attempts", w.dir, attempt)
+			}
+			return nil
+		}
+		metrics.WALErrors.Inc()
+		if msg := err.Error(); msg != logged {
+			glog.Warningf("kafka write-ahead log %s: commit of %d batches failed, trying again: %v", w.dir, len(batch), err)
+			logged = msg
+		}
+		w.mu.Lock()
+		closing := w.closing
+		w.mu.Unlock()
+		if closing && attempt >= 3 {
+			return fmt.Errorf("%w: write-ahead log: %v", kerr.NotEnoughReplicasAfterAppend, err)
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, walRetryMax)
+	}
+}
+
+// commit writes one frame as a chunk of the current file.
+func (w *wal) commit(frame []byte, batch []*walEntry) error {
+	if w.cur != nil && (len(w.cur.entry.Chunks) >= walFileChunks || time.Since(w.cur.created) > walFileAge) {
+		w.filesMu.Lock()
+		w.files = append(w.files, w.cur)
+		w.filesMu.Unlock()
+		w.cur = nil
+	}
+	if w.cur == nil {
+		now := time.Now()
+		name := fmt.Sprintf("%020d", now.UnixNano())
+		w.cur = &walFile{name: name, created: now, ends: map[string]int64{},
+			entry: &filer_pb.Entry{Name: name, Attributes: &filer_pb.FuseAttributes{
+				Crtime: now.Unix(), Mtime: now.Unix(), FileMode: 0o644,
+			}}}
+	}
+	f := w.cur
+	fid, err := w.upload(frame)
+	if err != nil {
+		return err
+	}
+	size := int64(filer.TotalSize(f.entry.Chunks))
+	chunk := fid.chunk(size)
+	f.entry.Chunks = append(f.entry.Chunks, chunk)
+	f.entry.Attributes.FileSize = uint64(size) + uint64(chunk.Size)
+	f.entry.Attributes.Mtime = time.Now().Unix()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = w.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		return filer_pb.CreateEntry(ctx, fc, &filer_pb.CreateEntryRequest{Directory: w.dir, Entry: f.entry})
+	})
+	if err != nil {
+		f.entry.Chunks = f.entry.Chunks[:len(f.entry.Chunks)-1]
+		f.entry.Attributes.FileSize = uint64(size)
+		return err
+	}
+	w.filesMu.Lock()
+	for _, e := range batch {
+		f.ends[e.dir] = max(f.ends[e.dir], e.base+int64(e.n))
+	}
+	w.filesMu.Unlock()
+	return nil
+}
+
+// walAssignCount is how many file ids one volume assignment reserves: the
+// log's chunks need one each, and an assignment is a round trip to the
+// filer and the master.
+const walAssignCount = 256
+
+// fidPool holds file ids reserved on a volume server for the log's chunks.
+type fidPool struct {
+	base      *needle.FileId
+	url, auth string
+	fsync     bool
+	next, n   uint64
+}
+
+// walChunk is a chunk uploaded for the log.
+type walChunk struct {
+	fid string
+	res *operation.UploadResult
+}
+
+func (c walChunk) chunk(offset int64) *filer_pb.FileChunk {
+	return c.res.ToPbFileChunk(c.fid, offset, time.Now().UnixNano())
+}
+
+// upload stores a frame on a volume server under a reserved file id.
+func (w *wal) upload(frame []byte) (walChunk, error) {
+	if w.fids.base == nil || w.fids.next >= w.fids.n {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var resp *filer_pb.AssignVolumeResponse
+		err := w.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+			var err error
+			resp, err = fc.AssignVolume(ctx, &filer_pb.AssignVolumeRequest{Count: walAssignCount, Path: w.dir + "/"})
+			if err == nil && resp.Error != "" {
+				err = errors.New(resp.Error)
+			}
+			return err
+		})
+		cancel()
+		if err != nil {
+			return walChunk{}, fmt.Errorf("%w: assign a volume for the write-ahead log: %v", ErrUnavailable, err)
+		}
+		base, err := needle.ParseFileIdFromString(resp.FileId)
+		if err != nil {
+			return walChunk{}, err
+		}
+		n := uint64(max(resp.Count, 1))
+		if resp.Auth != "" {
+			n = 1 // a signed write is for the assigned id only
+		}
+		w.fids = fidPool{base: base, url: resp.Location.Url, auth: resp.Auth, fsync: resp.Fsync, n: n}
+	}
+	id := *w.fids.base
+	id.Key += types.NeedleId(w.fids.next)
+	w.fids.next++
+	fid := id.String()
+	url := "http://" + w.fids.url + "/" + fid
+	if w.fids.fsync {
+		url += "?fsync=true"
+	}
+	uploader, err := operation.NewUploader()
+	if err != nil {
+		return walChunk{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := uploader.UploadData(ctx, frame, &operation.UploadOption{UploadUrl: url, Jwt: security.EncodedJwt(w.fids.auth), MaxAttempts: 1})
+	if err != nil {
+		w.fids.base = nil // the volume may be gone or full
+		return walChunk{}, fmt.Errorf("%w: upload to %s: %v", ErrUnavailable, w.fids.url, err)
+	}
+	if res.Error != "" {
+		w.fids.base = nil
+		return walChunk{}, fmt.Errorf("%w: upload to %s: %s", ErrUnavailable, w.fids.url, res.Error)
+	}
+	return walChunk{fid: fid, res: res}, nil
+}
+
+// trimLoop removes log files whose records are all in the segments. It
+// starts with the files an earlier run of this gateway left.
+func (w *wal) trimLoop() {
+	w.adoptOldFiles()
+	t := time.NewTicker(walTrimEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-t.C:
+			w.trim()
+		}
+	}
+}
+
+// adoptOldFiles reads the files left by an earlier run of this gateway, so
+// that they are trimmed like the ones it writes.
+func (w *wal) adoptOldFiles() {
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		files, err := w.c.readWALDir(ctx, w.dir)
+		cancel()
+		if err == nil {
+			var old []*walFile
+			for _, lf := range files {
+				old = append(old, &walFile{name: lf.name, entry: lf.entry, ends: lf.ends()})
+			}
+			w.filesMu.Lock()
+			w.files = append(old, w.files...)
+			w.filesMu.Unlock()
+			return
+		}
+		if attempt%30 == 0 {
+			glog.Warningf("kafka write-ahead log %s: reading the files of an earlier run: %v", w.dir, err)
+		}
+		select {
+		case <-w.done:
+			return
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// trim removes the closed files that the segments cover.
+func (w *wal) trim() {
+	w.filesMu.Lock()
+	files := append([]*walFile(nil), w.files...)
+	w.filesMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	covered := map[string]bool{}
+	var removed []*walFile
+	for _, f := range files {
+		if !w.c.walFileCovered(ctx, f.ends, covered) {
+			continue
+		}
+		err := w.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+			return filer_pb.DoRemove(ctx, fc, w.dir, f.name, true, false, true, false, nil)
+		})
+		if err != nil && !errors.Is(err, filer_pb.ErrNotFound) {
+			glog.V(1).Infof("kafka write-ahead log %s: removing %s: %v", w.dir, f.name, err)
+			break
+		}
+		removed = append(removed, f)
+	}
+	if len(removed) == 0 {
+		return
+	}
+	gone := map[*walFile]bool{}
+	for _, f := range removed {
+		gone[f] = true
+	}
+	w.filesMu.Lock()
+	kept := w.files[:0]
+	for _, f := range w.files {
+		if !gone[f] {
+			kept = append(kept, f)
+		}
+	}
+	w.files = kept
+	w.filesMu.Unlock()
+	glog.V(2).Infof("kafka write-ahead log %s: removed %d files the segments cover", w.dir, len(removed))
+}
+
+// walFileCovered reports whether the segments (or the broker's memory,
+// which flushes on its own) hold everything a log file holds, or its
+// partitions are gone. known caches the answers by partition dir and end.
+func (c *Client) walFileCovered(ctx context.Context, ends map[string]int64, known map[string]bool) bool {
+	for dir, end := range ends {
+		key := fmt.Sprintf("%s@%d", dir, end)
+		ok, seen := known[key]
+		if !seen {
+			ok = c.segmentsCover(ctx, dir, end)
+			known[key] = ok
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// segmentsCover reports whether a partition's segments hold every offset
+// below end, or the partition no longer exists.
+func (c *Client) segmentsCover(ctx context.Context, dir string, end int64) bool {
+	st, err := c.flushed(ctx, dir, false)
+	if err != nil {
+		return false
+	}
+	if st.end >= end {
+		return true
+	}
+	parent, name := util.FullPath(dir).DirAndName()
+	exists := true
+	err = c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		_, err := filer_pb.LookupEntry(ctx, fc, &filer_pb.LookupDirectoryEntryRequest{Directory: parent, Name: name})
+		if errors.Is(err, filer_pb.ErrNotFound) {
+			exists = false
+			return nil
+		}
+		return err
+	})
+	return err == nil && !exists
+}
+
+// walLogFile is a log file read back, of any gateway.
+type walLogFile struct {
+	name    string
+	entry   *filer_pb.Entry
+	batches []walBatch
+}
+
+func (f *walLogFile) ends() map[string]int64 {
+	ends := map[string]int64{}
+	for _, b := range f.batches {
+		ends[b.dir] = max(ends[b.dir], b.base+int64(b.n))
+	}
+	return ends
+}
+
+// readWALDir reads every file of one gateway's log.
+func (c *Client) readWALDir(ctx context.Context, dir string) ([]*walLogFile, error) {
+	var entries []*filer_pb.Entry
+	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		entries = entries[:0]
+		return filer_pb.SeaweedList(ctx, fc, dir, "", func(e *filer_pb.Entry, _ bool) error {
+			if !e.IsDirectory && len(e.Chunks) > 0 {
+				entries = append(entries, e)
+			}
+			return nil
+		}, "", false, 1<<31-1)
+	})
+	if errors.Is(err, filer_pb.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for _, e := range entries {
+		names[e.Name] = true
+	}
+	c.walCache.forgetMissing(dir, names)
+	var out []*walLogFile
+	for _, e := range entries {
+		f, err := c.readWALFile(ctx, dir, e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// readWALFile reads one log file, from the cache when it has not grown.
+func (c *Client) readWALFile(ctx context.Context, dir string, e *filer_pb.Entry) (*walLogFile, error) {
+	key := fmt.Sprintf("%s/%s@%d", dir, e.Name, filer.FileSize(e))
+	c.walCache.mu.Lock()
+	if f, ok := c.walCache.files[key]; ok {
+		c.walCache.mu.Unlock()
+		return f, nil
+	}
+	c.walCache.mu.Unlock()
+	data, err := filerReadAll(c, e)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read write-ahead log %s/%s: %v", ErrUnavailable, dir, e.Name, err)
+	}
+	batches, err := parseWALFrames(data)
+	if err != nil {
+		// A frame that did not arrive whole was never committed: its
+		// batches were not acknowledged.
+		glog.Warningf("kafka write-ahead log %s/%s: %v; using the %d batches before it", dir, e.Name, err, len(batches))
+	}
+	f := &walLogFile{name: e.Name, entry: e, batches: batches}
+	c.walCache.mu.Lock()
+	defer c.walCache.mu.Unlock()
+	if c.walCache.files == nil {
+		c.walCache.files = map[string]*walLogFile{}
+	}
+	// Files that grew or went away are dropped once a newer read is kept.
+	for k := range c.walCache.files {
+		if strings.HasPrefix(k, dir+"/"+e.Name+"@") {
+			delete(c.walCache.files, k)
+		}
+	}
+	c.walCache.files[key] = f
+	return f, nil
+}
+
+// walCache keeps log files read back, by name and size.
+type walCache struct {
+	mu    sync.Mutex
+	files map[string]*walLogFile
+}
+
+// forgetMissing drops cached files of dir not in names.
+func (wc *walCache) forgetMissing(dir string, names map[string]bool) {
+	wc.mu.Lock()
+	defer wc.mu.Unlock()
+	for k, f := range wc.files {
+		if strings.HasPrefix(k, dir+"/") && !names[f.name] {
+			delete(wc.files, k)
+		}
+	}
+}

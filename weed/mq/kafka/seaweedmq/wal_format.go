@@ -1,0 +1,160 @@
+package seaweedmq
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+)
+
+// The write-ahead log's bytes. A log file is a run of frames, one per group
+// commit (one chunk on the volume servers each):
+//
+//	frame   = length uint32 | crc32c(payload) uint32 | payload
+//	payload = batch...
+//	batch   = uvarint len(dir) | dir | varint base | uvarint n | record × n
+//	record  = uvarint len | filer_pb.LogEntry (ts_ns, key, data; no offset)
+//
+// dir is the partition's directory in the filer (it names the topic and the
+// partition's range), base the offset the broker assigned the batch's first
+// record; record i is at base+i. A record is stored exactly as the broker
+// stores it in its log segments, so recovery writes it back unchanged.
+
+var walCRC = crc32.MakeTable(crc32.Castagnoli)
+
+// maxWALFrame bounds one frame; a larger length is corruption.
+const maxWALFrame = 256 << 20
+
+var errWALCorrupt = errors.New("write-ahead log frame corrupt")
+
+// walRecords collects a batch's records in log form while it is sent.
+type walRecords struct {
+	n   int
+	buf []byte
+}
+
+// add appends one record as the broker stores it.
+func (w *walRecords) add(tsNs int64, key, value []byte) {
+	e := filer_pb.LogEntry{TsNs: tsNs, Key: key, Data: value}
+	size := proto.Size(&e)
+	w.buf = binary.AppendUvarint(w.buf, uint64(size))
+	w.buf, _ = proto.MarshalOptions{}.MarshalAppend(w.buf, &e)
+	w.n++
+}
+
+// walBatch is one logged batch.
+type walBatch struct {
+	dir  string
+	base int64
+	n    int
+	recs []byte // n records, each uvarint length and LogEntry
+}
+
+// appendWALBatch appends a batch to a frame's payload.
+func appendWALBatch(dst []byte, b *walBatch) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(b.dir)))
+	dst = append(dst, b.dir...)
+	dst = binary.AppendVarint(dst, b.base)
+	dst = binary.AppendUvarint(dst, uint64(b.n))
+	return append(dst, b.recs...)
+}
+
+// sealWALFrame turns a payload built after 8 reserved bytes into a frame.
+func sealWALFrame(frame []byte) []byte {
+	payload := frame[8:]
+	binary.BigEndian.PutUint32(frame[0:], uint32(len(payload)))
+	binary.BigEndian.PutUint32(frame[4:], crc32.Checksum(payload, walCRC))
+	return frame
+}
+
+// parseWALFrames decodes the frames of a log file. A torn or corrupt frame
+// ends it: what came before is returned with errWALCorrupt.
+func parseWALFrames(data []byte) ([]walBatch, error) {
+	var out []walBatch
+	for len(data) > 0 {
+		if len(data) < 8 {
+			return out, fmt.Errorf("%w: %d trailing bytes", errWALCorrupt, len(data))
+		}
+		size := binary.BigEndian.Uint32(data)
+		sum := binary.BigEndian.Uint32(data[4:])
+		if size > maxWALFrame || int(size) > len(data)-8 {
+			return out, fmt.Errorf("%w: frame of %d bytes with %d left", errWALCorrupt, size, len(data)-8)
+		}
+		payload := data[8 : 8+size]
+		if crc32.Checksum(payload, walCRC) != sum {
+			return out, fmt.Errorf("%w: checksum", errWALCorrupt)
+		}
+		batches, err := parseWALPayload(payload)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, batches...)
+		data = data[8+size:]
+	}
+	return out, nil
+}
+
+func parseWALPayload(p []byte) ([]walBatch, error) {
+	var out []walBatch
+	for len(p) > 0 {
+		var b walBatch
+		dirLen, k := binary.Uvarint(p)
+		if k <= 0 || dirLen > uint64(len(p)-k) {
+			return nil, fmt.Errorf("%w: partition name", errWALCorrupt)
+		}
+		p = p[k:]
+		b.dir, p = string(p[:dirLen]), p[dirLen:]
+		base, k := binary.Varint(p)
+		if k <= 0 || base < 0 {
+			return nil, fmt.Errorf("%w: base offset", errWALCorrupt)
+		}
+		p = p[k:]
+		b.base = base
+		n, k := binary.Uvarint(p)
+		if k <= 0 || n == 0 || n > uint64(len(p)) {
+			return nil, fmt.Errorf("%w: record count", errWALCorrupt)
+		}
+		p = p[k:]
+		b.n = int(n)
+		start := p
+		for i := 0; i < b.n; i++ {
+			size, k := binary.Uvarint(p)
+			if k <= 0 || size > uint64(len(p)-k) {
+				return nil, fmt.Errorf("%w: record %d of %d", errWALCorrupt, i, b.n)
+			}
+			p = p[k+int(size):]
+		}
+		b.recs = start[:len(start)-len(p)]
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// entries decodes a batch's records with their offsets, from offset from on.
+func (b *walBatch) entries(from int64) ([]*filer_pb.LogEntry, error) {
+	var out []*filer_pb.LogEntry
+	p := b.recs
+	for i := 0; i < b.n; i++ {
+		size, k := binary.Uvarint(p)
+		if k <= 0 || size > uint64(len(p)-k) {
+			return nil, fmt.Errorf("%w: record %d of %d", errWALCorrupt, i, b.n)
+		}
+		raw := p[k : k+int(size)]
+		p = p[k+int(size):]
+		off := b.base + int64(i)
+		if off < from {
+			continue
+		}
+		e := &filer_pb.LogEntry{}
+		if err := proto.Unmarshal(raw, e); err != nil {
+			return nil, fmt.Errorf("%w: record at offset %d: %v", errWALCorrupt, off, err)
+		}
+		e.Offset = off
+		out = append(out, e)
+	}
+	return out, nil
+}
