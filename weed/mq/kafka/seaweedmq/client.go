@@ -63,6 +63,7 @@ type Client struct {
 
 	wal      *wal
 	walCache walCache
+	reassign reassigner
 
 	stop      chan struct{} // ends saveLoop
 	stopped   chan struct{}

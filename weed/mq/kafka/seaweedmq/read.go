@@ -56,14 +56,16 @@ func (c *Client) readRaw(ctx context.Context, topic string, a *mq_pb.BrokerParti
 			out[i] = stored{offset: e.Offset, key: e.Key, value: e.Data, tsNs: e.TsNs}
 		}
 		offs := protocol.Offsets{LogStart: st.start, HighWatermark: st.end}
-		if len(out) > 0 && out[0].offset == offset {
-			return out, offs, nil
-		}
 		if offset < st.start {
 			return nil, offs, kerr.OffsetOutOfRange
 		}
-		// A hole in the segments: fall through to the broker, which may
-		// still hold the offset in memory.
+		if len(out) > 0 {
+			// From the offset on, or past a hole in the segments (no
+			// record holds the offset; Kafka's readers skip such gaps).
+			// The broker is not asked: it labels what it returns by
+			// counting, which a hole would shift.
+			return out, offs, nil
+		}
 	}
 	msgs, offs, err := c.fetchFromBroker(ctx, topic, a, st, offset, maxBytes)
 	if errors.Is(err, errBrokerRead) {
@@ -81,6 +83,8 @@ func (c *Client) fetchFromBroker(ctx context.Context, topic string, a *mq_pb.Bro
 	if err != nil {
 		return nil, protocol.Offsets{}, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, brokerRPCTimeout)
+	defer cancel()
 	resp, err := mq_pb.NewSeaweedMessagingClient(cc).FetchMessage(ctx, &mq_pb.FetchMessageRequest{
 		Topic:       &schema_pb.Topic{Namespace: Namespace, Name: topic},
 		Partition:   a.Partition,
@@ -89,6 +93,7 @@ func (c *Client) fetchFromBroker(ctx context.Context, topic string, a *mq_pb.Bro
 		MaxMessages: maxMessagesPerFetch,
 	})
 	if err != nil {
+		c.brokerUnreachable(topic, a.LeaderBroker, err)
 		return nil, protocol.Offsets{}, fmt.Errorf("%w: fetch from %s: %v", ErrUnavailable, a.LeaderBroker, err)
 	}
 	// The log starts where the filer's segments start (0 before the first

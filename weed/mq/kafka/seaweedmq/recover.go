@@ -69,9 +69,15 @@ func (c *Client) recoverPartition(ctx context.Context, p *partition, a *mq_pb.Br
 		return 0, err
 	}
 	held = max(held, st.end)
-	logged, err := c.loggedRecords(ctx, dir, held)
+	logged, err := c.loggedRecords(ctx, dir, st.end)
 	if err != nil {
 		return 0, err
+	}
+	if err := c.logHeld(ctx, p, a, st, held, logged); err != nil {
+		return 0, err
+	}
+	for len(logged) > 0 && logged[0].Offset < held {
+		logged = logged[1:]
 	}
 	if len(logged) == 0 {
 		return held, nil
@@ -97,6 +103,60 @@ func (c *Client) recoverPartition(ctx context.Context, p *partition, a *mq_pb.Br
 	glog.V(0).Infof("kafka partition %s/%d: broker %s had lost offsets %d-%d; wrote %d acknowledged records back from the write-ahead log (%d fillers for offsets no log held)",
 		p.topic, p.index, a.LeaderBroker, held, end-1, len(entries)-fillers, fillers)
 	return end, nil
+}
+
+// logHeld puts into the write-ahead log the records the broker holds past
+// the segments (offsets from st.end to held) that no log holds: records a
+// stream sent before it broke, or that a crashed gateway never logged. They
+// were not acknowledged, but an idempotent producer's retry of them will be
+// answered as a duplicate, so they must be as durable as the rest; the
+// partition's producers are read again to know them.
+func (c *Client) logHeld(ctx context.Context, p *partition, a *mq_pb.BrokerPartitionAssignment, st *flushedState, held int64, logged []*filer_pb.LogEntry) error {
+	have := make(map[int64]bool, len(logged))
+	for _, e := range logged {
+		have[e.Offset] = true
+	}
+	added := 0
+	for off := st.end; off < held; {
+		if have[off] {
+			off++
+			continue
+		}
+		msgs, _, err := c.fetchFromBroker(ctx, p.topic, a, st, off, 4<<20)
+		if err != nil {
+			return err
+		}
+		if len(msgs) == 0 {
+			return fmt.Errorf("%w: broker %s holds offset %d no more", ErrUnavailable, a.LeaderBroker, off)
+		}
+		var b walBatch
+		b.dir, b.base = partitionDir(p.topic, a), off
+		var w walRecords
+		for _, m := range msgs {
+			if have[m.offset] || m.offset >= held {
+				break
+			}
+			w.add(m.tsNs, m.key, m.value)
+			off = m.offset + 1
+		}
+		b.n, b.recs = w.n, w.buf
+		if b.n == 0 {
+			off++
+			continue
+		}
+		c.wal.add(b, func(error) {})
+		added += b.n
+	}
+	if added == 0 {
+		return nil
+	}
+	if err := c.wal.barrier(ctx); err != nil {
+		return err
+	}
+	p.producers.loaded = false // read again, with the records just logged
+	glog.V(0).Infof("kafka partition %s/%d: broker %s holds %d records past the segments that no write-ahead log had; logged them",
+		p.topic, p.index, a.LeaderBroker, added)
+	return nil
 }
 
 // withFillers returns logged (ascending offsets from at least from) with

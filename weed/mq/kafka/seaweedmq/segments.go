@@ -143,21 +143,31 @@ func (c *Client) flushed(ctx context.Context, dir string, force bool) (*flushedS
 	sort.Slice(listing.segs, func(i, j int) bool { return listing.segs[i].entry.Name < listing.segs[j].entry.Name })
 	st = &flushedState{listing: listing}
 	if n := len(listing.segs); n > 0 {
-		last := listing.segs[n-1]
-		end := last.maxOffset + 1
-		if last.maxOffset < 0 {
-			d, err := c.decodeSegment(ctx, dir, last)
+		// A segment ends at its last entry. Its offset_max attribute is
+		// only a hint: the broker can count in it the first record of
+		// the next flush (the record whose arrival made it flush), so a
+		// segment may claim one offset more than it holds.
+		end := int64(0)
+		d, err := c.decodeSegment(ctx, dir, listing.segs[n-1])
+		if err != nil {
+			return nil, err
+		}
+		if len(d.entries) > 0 {
+			end = d.entries[len(d.entries)-1].Offset + 1
+		}
+		// An earlier segment may end higher if a later flush wrote a
+		// stale range; never report less than any segment holds.
+		for _, s := range listing.segs[:n-1] {
+			if s.maxOffset+1 <= end && s.maxOffset >= 0 {
+				continue
+			}
+			d, err := c.decodeSegment(ctx, dir, s)
 			if err != nil {
 				return nil, err
 			}
 			if len(d.entries) > 0 {
-				end = d.entries[len(d.entries)-1].Offset + 1
+				end = max(end, d.entries[len(d.entries)-1].Offset+1)
 			}
-		}
-		// An earlier segment may end higher if a later flush wrote a
-		// stale range; never report less than any segment holds.
-		for _, s := range listing.segs {
-			end = max(end, s.maxOffset+1)
 		}
 		first, err := c.decodeSegment(ctx, dir, listing.segs[0])
 		if err != nil {

@@ -33,7 +33,6 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/security"
 	"github.com/seaweedfs/seaweedfs/weed/storage/needle"
 	"github.com/seaweedfs/seaweedfs/weed/storage/types"
-	"github.com/seaweedfs/seaweedfs/weed/util"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
@@ -482,17 +481,28 @@ func (c *Client) segmentsCover(ctx context.Context, dir string, end int64) bool 
 	if st.end >= end {
 		return true
 	}
-	parent, name := util.FullPath(dir).DirAndName()
-	exists := true
-	err = c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		_, err := filer_pb.LookupEntry(ctx, fc, &filer_pb.LookupDirectoryEntryRequest{Directory: parent, Name: name})
-		if errors.Is(err, filer_pb.ErrNotFound) {
-			exists = false
-			return nil
+	// Gone: its topic was deleted or created anew (the partition dirs of
+	// a topic's current version are created at its first flush, so a
+	// missing dir says nothing).
+	rest, ok := strings.CutPrefix(dir, filer.TopicsDir+"/"+Namespace+"/")
+	name, _, _ := strings.Cut(rest, "/")
+	if !ok || name == "" {
+		return false
+	}
+	c.topics.forget(name)
+	e, err := c.topic(ctx, name)
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	for _, a := range e.parts {
+		if partitionDir(name, a) == dir {
+			return false
 		}
-		return err
-	})
-	return err == nil && !exists
+	}
+	return true
 }
 
 // walLogFile is a log file read back, of any gateway.

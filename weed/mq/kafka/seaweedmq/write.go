@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
@@ -35,6 +37,8 @@ const maxPendingBatches = 4096
 // happen under the partition's writeMu; acks are read by one goroutine and
 // matched in order to the pending batches.
 type publisher struct {
+	c      *Client
+	topic  string
 	stream grpc.BidiStreamingClient[mq_pb.PublishMessageRequest, mq_pb.PublishMessageResponse]
 	cancel context.CancelFunc
 	leader string
@@ -64,9 +68,12 @@ type pendingBatch struct {
 	app     *protocol.Appended
 	part    *partition
 	// log is set for records the write-ahead log takes (all but
-	// fillers), wal holds them as the broker stores them.
-	log bool
-	wal walRecords
+	// fillers), wal holds them as the broker stores them. With deferLog
+	// the batch goes into the log only once its offset is checked
+	// (appendVerifying).
+	log      bool
+	deferLog bool
+	wal      walRecords
 }
 
 func (pub *publisher) broken() error {
@@ -195,11 +202,16 @@ func (c *Client) Append(ctx context.Context, topic string, index int32, records 
 
 // send publishes records as one batch on pub.
 func (p *partition) send(ctx context.Context, pub *publisher, records []record.Record, durable bool) *protocol.Appended {
+	_, app := p.sendBatch(ctx, pub, records, durable, false)
+	return app
+}
+
+func (p *partition) sendBatch(ctx context.Context, pub *publisher, records []record.Record, durable, deferLog bool) (*pendingBatch, *protocol.Appended) {
 	app := protocol.NewAppended()
-	b := &pendingBatch{n: len(records), app: app, part: p, durable: durable, log: true}
+	b := &pendingBatch{n: len(records), app: app, part: p, durable: durable, log: true, deferLog: deferLog}
 	b.wal.buf = make([]byte, 0, 64*len(records))
 	if err := pub.enqueue(ctx, b); err != nil {
-		return protocol.FailedAppend(fmt.Errorf("%w (%v)", kerr.NotLeaderForPartition, err))
+		return b, protocol.FailedAppend(fmt.Errorf("%w (%v)", kerr.NotLeaderForPartition, err))
 	}
 	for i := range records {
 		r := &records[i]
@@ -219,7 +231,7 @@ func (p *partition) send(ctx context.Context, pub *publisher, records []record.R
 			break
 		}
 	}
-	return app
+	return b, app
 }
 
 // appendVerifying is the first append on a new stream. The broker's offset
@@ -235,10 +247,18 @@ func (p *partition) send(ctx context.Context, pub *publisher, records []record.R
 // hole: fillers are written there as a segment.
 func (c *Client) appendVerifying(ctx context.Context, p *partition, pub *publisher, records []record.Record, durable bool) *protocol.Appended {
 	lastTs := p.lastTsNs
-	probe := p.send(ctx, pub, records[:1], false)
+	// The probe goes into the write-ahead log only once its offset is
+	// known to be its own.
+	pb, probe := p.sendBatch(ctx, pub, records[:1], false, true)
 	select {
 	case <-probe.Done:
 	case <-ctx.Done():
+		pub.fail(ctx.Err())
+		go func() {
+			if <-probe.Done; probe.Err == nil {
+				p.logged(-1) // in the broker, not acknowledged: recovery logs it
+			}
+		}()
 		return protocol.FailedAppend(ctx.Err())
 	}
 	if probe.Err != nil {
@@ -246,6 +266,7 @@ func (c *Client) appendVerifying(ctx context.Context, p *partition, pub *publish
 	}
 	base := probe.Base
 	if base < p.storedEnd {
+		p.logged(-1) // a copy at an offset taken already: readers never see it
 		if err := c.fillGap(ctx, p, pub, base+1, p.storedEnd); err != nil {
 			pub.fail(err)
 			glog.Errorf("kafka partition %s/%d: broker %s assigned offset %d but records are stored up to offset %d, and moving it past them failed (%v); refusing writes so that no offset is handed out twice",
@@ -259,6 +280,7 @@ func (c *Client) appendVerifying(ctx context.Context, p *partition, pub *publish
 		glog.Warningf("kafka partition %s/%d: broker %s assigned offset %d but the stored records end at offset %d; filling the %d offsets between so that readers get past them",
 			p.topic, p.index, pub.leader, base, p.storedEnd, base-p.storedEnd)
 		if err := c.fillOffsets(ctx, p.dir, p.storedEnd, base, lastTs); err != nil {
+			p.logged(-1)
 			pub.fail(err)
 			glog.Errorf("kafka partition %s/%d: filling offsets %d-%d failed: %v", p.topic, p.index, p.storedEnd, base-1, err)
 			return protocol.FailedAppend(fmt.Errorf("%w: filling a hole in the offsets", kerr.LeaderNotAvailable))
@@ -266,6 +288,11 @@ func (c *Client) appendVerifying(ctx context.Context, p *partition, pub *publish
 	}
 	pub.verified = true
 	app := protocol.NewAppended()
+	probeLogged := make(chan error, 1)
+	c.wal.add(walBatch{dir: p.dir, base: base, n: 1, recs: pb.wal.buf}, func(err error) {
+		p.logged(base + 1)
+		probeLogged <- err
+	})
 	switch {
 	case len(records) > 1:
 		rest := p.send(ctx, pub, records[1:], durable)
@@ -274,11 +301,13 @@ func (c *Client) appendVerifying(ctx context.Context, p *partition, pub *publish
 			app.Finish(base, rest.Err)
 		}()
 	case durable:
-		// The probe went into the log when the broker acknowledged it.
-		if err := c.wal.barrier(ctx); err != nil {
-			return protocol.FailedAppend(err)
-		}
-		app.Finish(base, nil)
+		go func() {
+			if err := <-probeLogged; err != nil {
+				app.Finish(-1, err)
+			} else {
+				app.Finish(base, nil)
+			}
+		}()
 	default:
 		app.Finish(base, nil)
 	}
@@ -412,6 +441,14 @@ func (c *Client) fillGap(ctx context.Context, p *partition, pub *publisher, from
 
 // openStream opens the publish stream itself.
 func (c *Client) openStream(ctx context.Context, p *partition, a *mq_pb.BrokerPartitionAssignment) (*publisher, error) {
+	pub, err := c.startStream(ctx, p, a)
+	if err != nil {
+		c.brokerUnreachable(p.topic, a.LeaderBroker, err)
+	}
+	return pub, err
+}
+
+func (c *Client) startStream(ctx context.Context, p *partition, a *mq_pb.BrokerPartitionAssignment) (*publisher, error) {
 	cc, err := c.conn(ctx, a.LeaderBroker)
 	if err != nil {
 		return nil, err
@@ -444,6 +481,8 @@ func (c *Client) openStream(ctx context.Context, p *partition, a *mq_pb.BrokerPa
 		return nil, kerr.NotLeaderForPartition
 	}
 	pub := &publisher{
+		c:      c,
+		topic:  p.topic,
 		stream: stream,
 		cancel: cancel,
 		leader: a.LeaderBroker,
@@ -470,6 +509,9 @@ func (pub *publisher) readAcks() {
 			err = fmt.Errorf("broker %s: %s (code %d)", pub.leader, resp.Error, resp.ErrorCode)
 		}
 		if err != nil {
+			if pub.broken() == nil && status.Code(err) == codes.Unavailable {
+				pub.c.brokerUnreachable(pub.topic, pub.leader, err)
+			}
 			pub.fail(fmt.Errorf("%w: %v", ErrUnavailable, err))
 			return
 		}
@@ -500,6 +542,10 @@ func (p *partition) acknowledged(b *pendingBatch) {
 	end := b.base + int64(b.n)
 	if !b.log {
 		p.advance(end)
+		b.app.Finish(b.base, nil)
+		return
+	}
+	if b.deferLog {
 		b.app.Finish(b.base, nil)
 		return
 	}

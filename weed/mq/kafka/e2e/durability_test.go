@@ -1,0 +1,349 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/seaweedfs/seaweedfs/weed/pb"
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+)
+
+// ackLog is what a load's producers were told: every acknowledged record's
+// partition, offset and value, and when acknowledgements came.
+type ackLog struct {
+	mu     sync.Mutex
+	at     map[int32]map[int64]string
+	times  []time.Time
+	failed int
+}
+
+func newAckLog() *ackLog { return &ackLog{at: map[int32]map[int64]string{}} }
+
+func (l *ackLog) add(r *kgo.Record, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		l.failed++
+		return
+	}
+	if l.at[r.Partition] == nil {
+		l.at[r.Partition] = map[int64]string{}
+	}
+	l.at[r.Partition][r.Offset] = string(r.Value)
+	l.times = append(l.times, time.Now())
+}
+
+func (l *ackLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.times)
+}
+
+// longestGap is the longest time without an acknowledgement.
+func (l *ackLog) longestGap() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var gap time.Duration
+	for i := 1; i < len(l.times); i++ {
+		gap = max(gap, l.times[i].Sub(l.times[i-1]))
+	}
+	return gap
+}
+
+// ackLoad produces to one partition of topic through cl, about rate
+// records a second, until stop is closed or max records were sent; values
+// are prefix-000001, ...
+func ackLoad(t *testing.T, cl *kgo.Client, topic string, partition int32, prefix string, rate, maxRecords int, stop <-chan struct{}, acks *ackLog) func() {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		start := time.Now()
+		for i := 0; i < maxRecords; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if d := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); d > 0 {
+				time.Sleep(d)
+			}
+			r := &kgo.Record{Topic: topic, Partition: partition, Value: []byte(fmt.Sprintf("%s-%06d", prefix, i))}
+			cl.Produce(context.Background(), r, acks.add)
+		}
+	}()
+	return func() {
+		<-done
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		if err := cl.Flush(ctx); err != nil {
+			t.Errorf("flush %s: %v", prefix, err)
+		}
+	}
+}
+
+// checkAcknowledged reads every partition of topic from offset 0 to its
+// end through the gateway at addr and checks what a user would: offsets
+// come in order, no offset holds two records, every acknowledged record
+// is at its acknowledged offset, and (for the partitions in once) no value
+// is stored twice.
+func checkAcknowledged(t *testing.T, addr, topic string, acks *ackLog, once map[int32]bool) {
+	t.Helper()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var ends kadm.ListedOffsets
+	eventually(t, time.Minute, "listing the partitions' ends", func() error {
+		ends, err = kadm.NewClient(admin).ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		return err
+	})
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
+	parts := map[string]map[int32]kgo.Offset{topic: {}}
+	for p := range want {
+		parts[topic][p] = kgo.NewOffset().At(0)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(parts), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	got := map[int32]map[int64]string{}
+	next := map[int32]int64{}
+	done := func() bool {
+		for p, end := range want {
+			if next[p] < end {
+				return false
+			}
+		}
+		return true
+	}
+	for !done() {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %v of %v before the deadline", next, want)
+		}
+		fetches.EachError(func(_ string, p int32, err error) { t.Logf("fetch partition %d: %v", p, err) })
+		fetches.EachRecord(func(r *kgo.Record) {
+			if r.Offset < next[r.Partition] {
+				t.Fatalf("partition %d: offset %d read after offset %d", r.Partition, r.Offset, next[r.Partition]-1)
+			}
+			next[r.Partition] = r.Offset + 1
+			if got[r.Partition] == nil {
+				got[r.Partition] = map[int64]string{}
+			}
+			got[r.Partition][r.Offset] = string(r.Value)
+		})
+	}
+	acks.mu.Lock()
+	defer acks.mu.Unlock()
+	for p, at := range acks.at {
+		lost := 0
+		for off, v := range at {
+			if got[p][off] != v {
+				if lost < 5 {
+					t.Errorf("partition %d: offset %d was acknowledged for %q, holds %q", p, off, v, got[p][off])
+				}
+				lost++
+			}
+		}
+		if lost > 0 {
+			t.Errorf("partition %d: %d of %d acknowledged records not at their offsets", p, lost, len(at))
+			continue
+		}
+		if once[p] {
+			seen := map[string]int64{}
+			offs := make([]int64, 0, len(got[p]))
+			for off := range got[p] {
+				offs = append(offs, off)
+			}
+			sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
+			for _, off := range offs {
+				v := got[p][off]
+				if prev, dup := seen[v]; dup {
+					t.Errorf("partition %d: %q stored twice, at offsets %d and %d", p, v, prev, off)
+				}
+				seen[v] = off
+			}
+		}
+		t.Logf("partition %d: %d acknowledged records all at their offsets, %d records stored (end %d)", p, len(at), len(got[p]), want[p])
+	}
+}
+
+// TestDurabilityChaos: master, volume server, filer and MQ broker each run
+// as a process of their own; while an idempotent and a plain acks=all
+// producer write, the broker is SIGKILLed and restarted twice, the gateway
+// SIGKILLed and restarted once, and the filer SIGKILLed and restarted once.
+// Every acknowledged record is then read back at its acknowledged offset,
+// offsets come in order, and the idempotent producer stored nothing twice.
+func TestDurabilityChaos(t *testing.T) {
+	c := startSplitCluster(t, 1)
+	g, err := startNamedGateway("chaos-gateway", c.master, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		g.stop()
+		if t.Failed() {
+			dumpLog(g.log)
+		}
+	})
+	topic := newTopic(t)
+	admin, err := kgo.NewClient(kgo.SeedBrokers(g.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := kadm.NewClient(admin).CreateTopic(ctxT(t), 2, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+
+	acks := newAckLog()
+	stop := make(chan struct{})
+	opts := []kgo.Opt{kgo.SeedBrokers(g.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RecordDeliveryTimeout(2 * time.Minute), kgo.MaxBufferedRecords(2000)}
+	idem, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idem.Close()
+	plain, err := kgo.NewClient(append(opts, kgo.DisableIdempotentWrite())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	waitIdem := ackLoad(t, idem, topic, 0, "idempotent", 300, 30000, stop, acks)
+	waitPlain := ackLoad(t, plain, topic, 1, "plain", 300, 30000, stop, acks)
+
+	// Each step waits until records are acknowledged again, so that each
+	// kill catches a broker holding records it has not flushed.
+	acked := func(what string) {
+		n := acks.count()
+		eventually(t, 2*time.Minute, "acknowledgements after "+what, func() error {
+			if acks.count() < n+300 {
+				return fmt.Errorf("%d acknowledged", acks.count()-n)
+			}
+			return nil
+		})
+	}
+	acked("the start")
+	for i := 0; i < 2; i++ {
+		time.Sleep(3 * time.Second) // records the broker holds in memory
+		c.kill("broker")
+		time.Sleep(2 * time.Second)
+		c.start("broker")
+		acked("a broker restart")
+	}
+	time.Sleep(2 * time.Second)
+	t.Log("SIGKILL gateway")
+	g.kill()
+	if g, err = startNamedGateway("chaos-gateway", c.master, g.port); err != nil {
+		t.Fatal(err)
+	}
+	acked("a gateway restart")
+	time.Sleep(time.Second)
+	c.kill("filer")
+	time.Sleep(3 * time.Second)
+	c.start("filer")
+	acked("a filer restart")
+	close(stop)
+	waitIdem()
+	waitPlain()
+	t.Logf("%d records acknowledged, %d failed; longest time without an acknowledgement %v", acks.count(), acks.failed, acks.longestGap())
+	checkAcknowledged(t, g.addr, topic, acks, map[int32]bool{0: true})
+}
+
+// partitionSegments lists the log segments of each partition of topic in
+// the filer at filerPort, by partition directory.
+func partitionSegments(t *testing.T, filerPort int, topic string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	addr := pb.ServerAddress("127.0.0.1:" + strconv.Itoa(filerPort))
+	opt := grpc.WithTransportCredentials(insecure.NewCredentials())
+	err := pb.WithGrpcFilerClient(false, 0, addr, opt, func(fc filer_pb.SeaweedFilerClient) error {
+		ctx := ctxT(t)
+		list := func(dir string, fn func(*filer_pb.Entry)) error {
+			return filer_pb.SeaweedList(ctx, fc, dir, "", func(e *filer_pb.Entry, _ bool) error {
+				fn(e)
+				return nil
+			}, "", false, math.MaxInt32)
+		}
+		topicDir := "/topics/kafka/" + topic
+		var parts []string
+		if err := list(topicDir, func(v *filer_pb.Entry) {
+			if v.IsDirectory {
+				parts = append(parts, topicDir+"/"+v.Name)
+			}
+		}); err != nil {
+			return err
+		}
+		for _, v := range parts {
+			err := list(v, func(p *filer_pb.Entry) {
+				if !p.IsDirectory {
+					return
+				}
+				dir := v + "/" + p.Name
+				out[dir] = nil
+				list(dir, func(s *filer_pb.Entry) { //nolint:errcheck // an error leaves the list short, which the caller sees
+					if !s.IsDirectory && !strings.HasSuffix(s.Name, ".offset") {
+						out[dir] = append(out[dir], s.Name)
+					}
+				})
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestSegmentsPerFlushInterval: a minute of acks=all load on one partition
+// leaves about one log segment per broker flush interval (5 s) in the
+// filer, not one per request, and every record is read back.
+func TestSegmentsPerFlushInterval(t *testing.T) {
+	topic := newTopic(t)
+	createTopic(t, topic, 1, nil)
+	acks := newAckLog()
+	cl := newClient(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	stop := make(chan struct{})
+	wait := ackLoad(t, cl, topic, 0, "r", 500, 30000, stop, acks)
+	time.Sleep(60 * time.Second)
+	close(stop)
+	wait()
+	time.Sleep(6 * time.Second) // the last flush
+	segs := partitionSegments(t, cluster.filerPort, topic)
+	if len(segs) != 1 {
+		t.Fatalf("partition directories %v", segs)
+	}
+	for dir, names := range segs {
+		t.Logf("%s: %d segments for %d acknowledged records: %v", dir, len(names), acks.count(), names)
+		if len(names) < 5 || len(names) > 20 {
+			t.Fatalf("%d segments after a minute of load (the broker flushes every 5 s)", len(names))
+		}
+	}
+	checkAcknowledged(t, gw.addr, topic, acks, map[int32]bool{0: true})
+}
