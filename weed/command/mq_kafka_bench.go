@@ -30,6 +30,9 @@ type kafkaBenchOptions struct {
 	rate       *int
 	linger     *time.Duration
 	sync       *bool
+	producers  *int
+	vary       *bool
+	maxBuffer  *int
 }
 
 var kafkaBenchOpts kafkaBenchOptions
@@ -68,6 +71,15 @@ percentiles. The load is bounded by -records and -timeout.
   -sync        produce one record at a time, each after the previous one's
                acknowledgement (a synchronous producer: Java's send().get(),
                sarama's SyncProducer); reports acknowledgements per second
+  -producers   with -sync: this many goroutines produce at once through the
+               one client (default 1)
+  -vary        value sizes drawn at random from 0 to -size
+  -maxbufferedbytes  the producer's MaxBufferedBytes (default 0: franz-go's)
+
+franz-go's own TestClient_Produce workload (50 goroutines calling
+ProduceSync, 20,000 records of up to 1 KB, one partition):
+
+  weed mq.kafka.bench -records=20000 -size=1000 -vary -sync -producers=50 -maxbufferedbytes=5000 -backlog=false
 
 Example:
   weed mq.kafka.bench -bootstrap=127.0.0.1:9092 -records=500000 -size=100
@@ -91,6 +103,9 @@ func init() {
 	o.rate = f.Int("rate", 0, "records offered per second (0: as fast as possible)")
 	o.linger = f.Duration("linger", 5*time.Millisecond, "producer linger")
 	o.sync = f.Bool("sync", false, "produce one record at a time, waiting for each acknowledgement")
+	o.producers = f.Int("producers", 1, "with -sync: goroutines producing at once")
+	o.vary = f.Bool("vary", false, "value sizes at random from 0 to -size")
+	o.maxBuffer = f.Int("maxbufferedbytes", 0, "the producer's MaxBufferedBytes (0: franz-go's default)")
 }
 
 // latencies collects durations and reports percentiles.
@@ -146,6 +161,9 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 	}
 	popts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RequiredAcks(acks),
 		kgo.ProducerLinger(*o.linger), kgo.MaxBufferedRecords(100000), kgo.ProducerBatchMaxBytes(1 << 20)}
+	if *o.maxBuffer > 0 {
+		popts = append(popts, kgo.MaxBufferedBytes(*o.maxBuffer))
+	}
 	if *o.idempotent {
 		popts = append(popts, kgo.RequiredAcks(kgo.AllISRAcks()))
 	} else {
@@ -190,7 +208,42 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 	})
 	start := time.Now()
 	var wg sync.WaitGroup
-	for i := 0; i < n && ctx.Err() == nil; i++ {
+	valueOf := func(i int) []byte {
+		if *o.vary {
+			return value[:(i*7919)%len(value)]
+		}
+		return value
+	}
+	if *o.sync {
+		var next atomic.Int64
+		for w := 0; w < max(1, *o.producers); w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					i := int(next.Add(1)) - 1
+					if i >= n {
+						return
+					}
+					if *o.rate > 0 {
+						if d := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(*o.rate))); d > 0 {
+							time.Sleep(d)
+						}
+					}
+					sent := time.Now()
+					err := producer.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: valueOf(i), Timestamp: sent}).FirstErr()
+					if err != nil {
+						failed.Add(1)
+					} else {
+						prodLat.add(time.Since(sent))
+						acked.Add(1)
+					}
+					produced.Add(1)
+				}
+			}()
+		}
+	}
+	for i := 0; i < n && ctx.Err() == nil && !*o.sync; i++ {
 		if *o.rate > 0 {
 			due := start.Add(time.Duration(i) * time.Second / time.Duration(*o.rate))
 			if d := time.Until(due); d > 0 {
@@ -198,19 +251,8 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 			}
 		}
 		sent := time.Now()
-		if *o.sync {
-			err := producer.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: value, Timestamp: sent}).FirstErr()
-			if err != nil {
-				failed.Add(1)
-			} else {
-				prodLat.add(time.Since(sent))
-				acked.Add(1)
-			}
-			produced.Add(1)
-			continue
-		}
 		wg.Add(1)
-		producer.Produce(ctx, &kgo.Record{Topic: topic, Value: value, Timestamp: sent}, func(r *kgo.Record, err error) {
+		producer.Produce(ctx, &kgo.Record{Topic: topic, Value: valueOf(i), Timestamp: sent}, func(r *kgo.Record, err error) {
 			defer wg.Done()
 			if err != nil {
 				failed.Add(1)
@@ -231,7 +273,7 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 	mode := ""
 	switch {
 	case *o.sync:
-		mode = ", one record at a time"
+		mode = fmt.Sprintf(", one record at a time from each of %d producers", max(1, *o.producers))
 	case *o.rate > 0:
 		mode = fmt.Sprintf(", %d records/s offered", *o.rate)
 	}

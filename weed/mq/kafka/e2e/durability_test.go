@@ -62,6 +62,28 @@ func (l *ackLog) longestGap() time.Duration {
 	return gap
 }
 
+// progress waits until each of the partitions got n more
+// acknowledgements.
+func (l *ackLog) progress(t *testing.T, partitions int32, n int, what string) {
+	t.Helper()
+	l.mu.Lock()
+	start := map[int32]int{}
+	for p, at := range l.at {
+		start[p] = len(at)
+	}
+	l.mu.Unlock()
+	eventually(t, 3*time.Minute, "every partition acknowledging after "+what, func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for p := int32(0); p < partitions; p++ {
+			if len(l.at[p]) < start[p]+n {
+				return fmt.Errorf("partition %d: %d more", p, len(l.at[p])-start[p])
+			}
+		}
+		return nil
+	})
+}
+
 // ackLoad produces to one partition of topic through cl, about rate
 // records a second, until stop is closed or max records were sent; values
 // are prefix-000001, ...
@@ -234,17 +256,9 @@ func TestDurabilityChaos(t *testing.T) {
 	waitIdem := ackLoad(t, idem, topic, 0, "idempotent", 300, 30000, stop, acks)
 	waitPlain := ackLoad(t, plain, topic, 1, "plain", 300, 30000, stop, acks)
 
-	// Each step waits until records are acknowledged again, so that each
-	// kill catches a broker holding records it has not flushed.
-	acked := func(what string) {
-		n := acks.count()
-		eventually(t, 2*time.Minute, "acknowledgements after "+what, func() error {
-			if acks.count() < n+300 {
-				return fmt.Errorf("%d acknowledged", acks.count()-n)
-			}
-			return nil
-		})
-	}
+	// Each step waits until both partitions take writes again, so that
+	// each kill catches a broker holding records it has not flushed.
+	acked := func(what string) { acks.progress(t, 2, 150, what) }
 	acked("the start")
 	for i := 0; i < 2; i++ {
 		time.Sleep(3 * time.Second) // records the broker holds in memory
@@ -346,4 +360,179 @@ func TestSegmentsPerFlushInterval(t *testing.T) {
 		}
 	}
 	checkAcknowledged(t, gw.addr, topic, acks, map[int32]bool{0: true})
+}
+
+// leaderAddr returns the address of the gateway that leads a partition,
+// as the gateway at addr reports it.
+func leaderAddr(t *testing.T, addr, topic string, partition int32) string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var leader string
+	eventually(t, time.Minute, "a leader of the partition", func() error {
+		md, err := kadm.NewClient(cl).Metadata(ctxT(t), topic)
+		if err != nil {
+			return err
+		}
+		p, ok := md.Topics[topic].Partitions[partition]
+		if !ok || p.Err != nil {
+			return fmt.Errorf("partition %d: %v", partition, p.Err)
+		}
+		for _, b := range md.Brokers {
+			if b.NodeID == p.Leader {
+				leader = fmt.Sprintf("%s:%d", b.Host, b.Port)
+				return nil
+			}
+		}
+		return fmt.Errorf("leader %d not among the brokers", p.Leader)
+	})
+	return leader
+}
+
+// TestDurabilityTwoGateways: two gateways on a cluster whose processes run
+// apart; under an idempotent and a plain acks=all load, the gateway leading
+// the idempotent partition is SIGKILLed (the other takes its partitions
+// over and reads its write-ahead log), then the broker is SIGKILLed and
+// restarted. Every acknowledged record is read back at its offset, the
+// idempotent producer's records once each.
+func TestDurabilityTwoGateways(t *testing.T) {
+	c := startSplitCluster(t, 1)
+	var gws [2]*gatewayProc
+	for i := range gws {
+		g, err := startNamedGateway(fmt.Sprintf("durability-gateway%d", i+1), c.master, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gws[i] = g
+	}
+	t.Cleanup(func() {
+		for _, g := range gws {
+			g.stop()
+			if t.Failed() {
+				dumpLog(g.log)
+			}
+		}
+	})
+	seeds := []string{gws[0].addr, gws[1].addr}
+	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	eventually(t, time.Minute, "both gateways in the metadata", func() error {
+		md, err := kadm.NewClient(admin).BrokerMetadata(ctxT(t))
+		if err == nil && len(md.Brokers) != 2 {
+			err = fmt.Errorf("%d brokers", len(md.Brokers))
+		}
+		return err
+	})
+	topic := newTopic(t)
+	if _, err := kadm.NewClient(admin).CreateTopic(ctxT(t), 2, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+
+	acks := newAckLog()
+	stop := make(chan struct{})
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RecordDeliveryTimeout(2 * time.Minute), kgo.MaxBufferedRecords(2000)}
+	idem, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idem.Close()
+	plain, err := kgo.NewClient(append(opts, kgo.DisableIdempotentWrite())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	waitIdem := ackLoad(t, idem, topic, 0, "idempotent", 300, 30000, stop, acks)
+	waitPlain := ackLoad(t, plain, topic, 1, "plain", 300, 30000, stop, acks)
+	acked := func(what string) { acks.progress(t, 2, 150, what) }
+	acked("the start")
+	time.Sleep(2 * time.Second)
+	victim, survivor := 0, 1
+	if leaderAddr(t, gws[0].addr, topic, 0) == gws[1].addr {
+		victim, survivor = 1, 0
+	}
+	t.Logf("SIGKILL gateway %s (leads partition 0)", gws[victim].addr)
+	gws[victim].kill()
+	acked("the gateway's death")
+	time.Sleep(2 * time.Second)
+	c.kill("broker")
+	time.Sleep(2 * time.Second)
+	c.start("broker")
+	acked("a broker restart")
+	close(stop)
+	waitIdem()
+	waitPlain()
+	t.Logf("%d records acknowledged, %d failed; longest time without an acknowledgement %v", acks.count(), acks.failed, acks.longestGap())
+	checkAcknowledged(t, gws[survivor].addr, topic, acks, map[int32]bool{0: true})
+	// The killed gateway comes back under its node id and trims what its
+	// log held.
+	g, err := startNamedGateway(fmt.Sprintf("durability-gateway%d", victim+1), c.master, gws[victim].port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gws[victim] = g
+}
+
+// TestDurabilityBrokerLost: two MQ brokers; under an idempotent acks=all
+// load over six partitions one broker is SIGKILLed for good. The gateway
+// has the balancer move its partitions to the live broker and recovers
+// them there: every partition takes writes again, and every acknowledged
+// record is read back at its offset, once.
+func TestDurabilityBrokerLost(t *testing.T) {
+	c := startSplitCluster(t, 2)
+	g, err := startNamedGateway("brokerlost-gateway", c.master, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		g.stop()
+		if t.Failed() {
+			dumpLog(g.log)
+		}
+	})
+	topic := newTopic(t)
+	admin, err := kgo.NewClient(kgo.SeedBrokers(g.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	const partitions = 6
+	if _, err := kadm.NewClient(admin).CreateTopic(ctxT(t), partitions, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	acks := newAckLog()
+	stop := make(chan struct{})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(g.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RecordDeliveryTimeout(3*time.Minute), kgo.MaxBufferedRecords(6000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var waits []func()
+	for p := int32(0); p < partitions; p++ {
+		waits = append(waits, ackLoad(t, cl, topic, p, fmt.Sprintf("p%d", p), 100, 30000, stop, acks))
+	}
+	everyPartition := func(what string) { acks.progress(t, partitions, 100, what) }
+	everyPartition("the start")
+	time.Sleep(3 * time.Second)
+	killed := time.Now()
+	c.kill("broker2")
+	everyPartition("losing a broker")
+	t.Logf("every partition writable again %v after the broker's death", time.Since(killed).Round(100*time.Millisecond))
+	close(stop)
+	for _, w := range waits {
+		w()
+	}
+	t.Logf("%d records acknowledged, %d failed; longest time without an acknowledgement %v", acks.count(), acks.failed, acks.longestGap())
+	once := map[int32]bool{}
+	for p := int32(0); p < partitions; p++ {
+		once[p] = true
+	}
+	checkAcknowledged(t, g.addr, topic, acks, once)
 }

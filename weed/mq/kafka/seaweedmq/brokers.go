@@ -42,6 +42,14 @@ func (c *Client) brokerUnreachable(topicName, broker string, cause error) {
 	if !isUnavailable(cause) {
 		return
 	}
+	c.askBalancer(topicName, broker, cause)
+}
+
+// askBalancer has the balancer leader check a topic's assignments, at most
+// every reassignEvery, in the background: a broker that refuses a
+// partition's stream for want of an assignment (a balancer that restarted
+// and cached the topic before the brokers registered with it) gets one.
+func (c *Client) askBalancer(topicName, broker string, cause error) {
 	c.reassign.mu.Lock()
 	if c.reassign.last == nil {
 		c.reassign.last = map[string]time.Time{}

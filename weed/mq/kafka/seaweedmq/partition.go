@@ -31,11 +31,14 @@ type partition struct {
 	notifyMu sync.Mutex
 	hw       int64         // highest high watermark seen, -1 if unknown
 	changed  chan struct{} // closed when hw moves; nil until someone waits
-	// unlogged counts the batches sent on the stream and not yet in the
-	// write-ahead log; while there are any, readers see records only up
-	// to loggedEnd (or the highest high watermark they saw).
-	unlogged  int
+	// inflight are the batches sent on the stream and not yet both
+	// acknowledged by the broker and in the write-ahead log, in order;
+	// while there are any, readers see records only up to loggedEnd (or
+	// the highest high watermark they saw). mislogged is set when a
+	// batch went into the log at offsets the broker did not give it.
+	inflight  []*pendingBatch
 	loggedEnd int64
+	mislogged bool
 }
 
 type partKey struct {
@@ -141,23 +144,40 @@ func (p *partition) advance(hw int64) {
 }
 
 // sending notes a batch about to be sent on the stream; it is not for
-// readers until the write-ahead log holds it.
-func (p *partition) sending() {
+// readers until the broker and the write-ahead log hold it.
+func (p *partition) sending(b *pendingBatch) {
 	p.notifyMu.Lock()
-	p.unlogged++
+	p.inflight = append(p.inflight, b)
 	p.notifyMu.Unlock()
 }
 
-// logged notes that the oldest batch sent and not yet logged is in the log,
-// up to end (or, with end -1, failed), and moves the high watermark.
-func (p *partition) logged(end int64) {
+// mark adds flag to a batch's state; the batches at the head of the
+// partition's in-flight ones that are done leave it, and the high
+// watermark moves past those that succeeded. It returns the batch's state
+// and the log's error for it.
+func (p *partition) mark(b *pendingBatch, flag uint8) (uint8, error) {
 	p.notifyMu.Lock()
-	p.unlogged--
-	p.loggedEnd = max(p.loggedEnd, end)
+	b.state |= flag
+	state, logErr := b.state, b.logErr
+	moved := false
+	for len(p.inflight) > 0 {
+		h := p.inflight[0]
+		if h.state&batchFailed == 0 {
+			if h.state&(batchAcked|batchLogged) != batchAcked|batchLogged {
+				break
+			}
+			p.loggedEnd = max(p.loggedEnd, h.base+int64(h.n))
+			moved = true
+		}
+		p.inflight[0] = nil
+		p.inflight = p.inflight[1:]
+	}
+	end := p.loggedEnd
 	p.notifyMu.Unlock()
-	if end >= 0 {
+	if moved {
 		p.advance(end)
 	}
+	return state, logErr
 }
 
 // streamOpened notes where the stored records end as a new stream starts.
@@ -172,7 +192,7 @@ func (p *partition) streamOpened(end int64) {
 func (p *partition) visibleEnd() int64 {
 	p.notifyMu.Lock()
 	defer p.notifyMu.Unlock()
-	if p.unlogged <= 0 {
+	if len(p.inflight) == 0 {
 		return -1
 	}
 	return max(p.loggedEnd, p.hw)

@@ -105,8 +105,11 @@ func (c *Client) fetchFromBroker(ctx context.Context, topic string, a *mq_pb.Bro
 	switch resp.ErrorCode {
 	case 0:
 	case fetchPartitionNotFound:
+		// Not loaded on the broker (it restarted, or the partition just
+		// moved to it): it holds nothing past the segments. The topic is
+		// read again in case the partition moved elsewhere.
 		c.topics.forget(topic)
-		return nil, offs, kerr.NotLeaderForPartition
+		return nil, offs, nil
 	case fetchReadError:
 		if offset < offs.LogStart {
 			return nil, offs, kerr.OffsetOutOfRange
@@ -131,8 +134,19 @@ func (c *Client) fetchFromBroker(ctx context.Context, topic string, a *mq_pb.Bro
 	return out, offs, nil
 }
 
-// Read implements protocol.Backend.
+// Read implements protocol.Backend. The partition is recovered first if
+// this gateway has no working stream to its broker (recover.go): a broker
+// that restarted lost what it had not flushed, and readers must not see
+// the log shorter than it was.
 func (c *Client) Read(ctx context.Context, topic string, index int32, offset int64, maxBytes int) (protocol.ReadResult, error) {
+	if err := c.ensureStream(ctx, topic, index); err != nil {
+		return protocol.ReadResult{}, err
+	}
+	return c.read(ctx, topic, index, offset, maxBytes)
+}
+
+// read is Read without the recovery.
+func (c *Client) read(ctx context.Context, topic string, index int32, offset int64, maxBytes int) (protocol.ReadResult, error) {
 	a, err := c.assignment(ctx, topic, index)
 	if err != nil {
 		return protocol.ReadResult{}, err
@@ -140,7 +154,7 @@ func (c *Client) Read(ctx context.Context, topic string, index int32, offset int
 	p := c.parts.get(c, topic, index)
 	var res protocol.ReadResult
 	if start := c.logStartOf(ctx, topic, index); offset < start {
-		offs, err := c.Offsets(ctx, topic, index)
+		offs, err := c.offsets(ctx, topic, index)
 		res.Offsets = offs
 		if err != nil {
 			return res, err
@@ -204,8 +218,16 @@ func (c *Client) Read(ctx context.Context, topic string, index int32, offset int
 	return res, nil
 }
 
-// Offsets implements protocol.Backend.
+// Offsets implements protocol.Backend, after recovery as Read.
 func (c *Client) Offsets(ctx context.Context, topic string, index int32) (protocol.Offsets, error) {
+	if err := c.ensureStream(ctx, topic, index); err != nil {
+		return protocol.Offsets{}, err
+	}
+	return c.offsets(ctx, topic, index)
+}
+
+// offsets is Offsets without the recovery.
+func (c *Client) offsets(ctx context.Context, topic string, index int32) (protocol.Offsets, error) {
 	a, err := c.assignment(ctx, topic, index)
 	if err != nil {
 		return protocol.Offsets{}, err

@@ -14,7 +14,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"time"
@@ -76,6 +75,15 @@ func (c *Client) recoverPartition(ctx context.Context, p *partition, a *mq_pb.Br
 	if err := c.logHeld(ctx, p, a, st, held, logged); err != nil {
 		return 0, err
 	}
+	p.notifyMu.Lock()
+	unseen := held > p.loggedEnd
+	p.notifyMu.Unlock()
+	if unseen {
+		// The broker holds batches this gateway did not see through
+		// (a stream broke under them): a producer's retry of one must be
+		// answered as a duplicate.
+		p.producers.loaded = false
+	}
 	for len(logged) > 0 && logged[0].Offset < held {
 		logged = logged[1:]
 	}
@@ -99,6 +107,10 @@ func (c *Client) recoverPartition(ctx context.Context, p *partition, a *mq_pb.Br
 		return 0, err
 	}
 	end := entries[len(entries)-1].Offset + 1
+	// Batches whose produce failed may be among them (a batch is logged as
+	// it is sent): the partition's idempotent producers are read again, so
+	// that a retry of one is answered as a duplicate.
+	p.producers.loaded = false
 	metrics.WALRepublished.Add(float64(len(entries) - fillers))
 	glog.V(0).Infof("kafka partition %s/%d: broker %s had lost offsets %d-%d; wrote %d acknowledged records back from the write-ahead log (%d fillers for offsets no log held)",
 		p.topic, p.index, a.LeaderBroker, held, end-1, len(entries)-fillers, fillers)
@@ -113,9 +125,17 @@ func (c *Client) recoverPartition(ctx context.Context, p *partition, a *mq_pb.Br
 // partition's producers are read again to know them.
 func (c *Client) logHeld(ctx context.Context, p *partition, a *mq_pb.BrokerPartitionAssignment, st *flushedState, held int64, logged []*filer_pb.LogEntry) error {
 	have := make(map[int64]bool, len(logged))
-	for _, e := range logged {
-		have[e.Offset] = true
+	p.notifyMu.Lock()
+	mislogged := p.mislogged
+	p.notifyMu.Unlock()
+	if !mislogged {
+		for _, e := range logged {
+			have[e.Offset] = true
+		}
 	}
+	// With mislogged, a batch went into the log at offsets the broker did
+	// not give it: everything the broker holds is logged again, and the
+	// later copies win.
 	added := 0
 	for off := st.end; off < held; {
 		if have[off] {
@@ -153,6 +173,9 @@ func (c *Client) logHeld(ctx context.Context, p *partition, a *mq_pb.BrokerParti
 	if err := c.wal.barrier(ctx); err != nil {
 		return err
 	}
+	p.notifyMu.Lock()
+	p.mislogged = false
+	p.notifyMu.Unlock()
 	p.producers.loaded = false // read again, with the records just logged
 	glog.V(0).Infof("kafka partition %s/%d: broker %s holds %d records past the segments that no write-ahead log had; logged them",
 		p.topic, p.index, a.LeaderBroker, added)
@@ -309,9 +332,4 @@ func (c *Client) fillOffsets(ctx context.Context, dir string, from, to, tsNs int
 		entries = append(entries, &filer_pb.LogEntry{TsNs: tsNs, Data: record.AppendFiller(nil), Offset: o})
 	}
 	return c.writeSegment(ctx, dir, entries)
-}
-
-// filerReadAll reads a file's content through its chunks.
-func filerReadAll(c *Client, e *filer_pb.Entry) ([]byte, error) {
-	return io.ReadAll(filer.NewFileReader(filerClient{c}, e))
 }

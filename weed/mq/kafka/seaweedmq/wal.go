@@ -20,6 +20,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +36,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/security"
 	"github.com/seaweedfs/seaweedfs/weed/storage/needle"
 	"github.com/seaweedfs/seaweedfs/weed/storage/types"
+	util_http "github.com/seaweedfs/seaweedfs/weed/util/http"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
@@ -265,21 +269,33 @@ func (w *wal) commit(frame []byte, batch []*walEntry) error {
 			}}}
 	}
 	f := w.cur
-	fid, err := w.upload(frame)
+	slot, err := w.reserve()
 	if err != nil {
 		return err
 	}
+	// The chunk's id and size are known before it is uploaded, so the
+	// upload and the filer update go at once. A gateway that dies between
+	// them leaves a file whose last chunk may be missing; its commit was
+	// never acknowledged, and readers skip it (readWALFile).
 	size := int64(filer.TotalSize(f.entry.Chunks))
-	chunk := fid.chunk(size)
+	fid, _ := filer_pb.ToFileIdObject(slot.fid)
+	chunk := &filer_pb.FileChunk{FileId: slot.fid, Fid: fid, Offset: size, Size: uint64(len(frame)), ModifiedTsNs: time.Now().UnixNano()}
 	f.entry.Chunks = append(f.entry.Chunks, chunk)
-	f.entry.Attributes.FileSize = uint64(size) + uint64(chunk.Size)
+	f.entry.Attributes.FileSize = uint64(size) + chunk.Size
 	f.entry.Attributes.Mtime = time.Now().Unix()
+	uploaded := make(chan error, 1)
+	go func() { uploaded <- w.put(slot, frame) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err = w.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		return filer_pb.CreateEntry(ctx, fc, &filer_pb.CreateEntryRequest{Directory: w.dir, Entry: f.entry})
 	})
+	if uerr := <-uploaded; uerr != nil {
+		w.fids.base = nil // the volume may be gone or full
+		err = uerr
+	}
 	if err != nil {
+		// The next commit's filer update leaves this chunk out.
 		f.entry.Chunks = f.entry.Chunks[:len(f.entry.Chunks)-1]
 		f.entry.Attributes.FileSize = uint64(size)
 		return err
@@ -305,18 +321,15 @@ type fidPool struct {
 	next, n   uint64
 }
 
-// walChunk is a chunk uploaded for the log.
-type walChunk struct {
-	fid string
-	res *operation.UploadResult
+// walSlot is a file id reserved for one chunk of the log.
+type walSlot struct {
+	fid, url, auth string
+	fsync          bool
 }
 
-func (c walChunk) chunk(offset int64) *filer_pb.FileChunk {
-	return c.res.ToPbFileChunk(c.fid, offset, time.Now().UnixNano())
-}
-
-// upload stores a frame on a volume server under a reserved file id.
-func (w *wal) upload(frame []byte) (walChunk, error) {
+// reserve takes the next reserved file id, reserving more when none is
+// left.
+func (w *wal) reserve() (walSlot, error) {
 	if w.fids.base == nil || w.fids.next >= w.fids.n {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		var resp *filer_pb.AssignVolumeResponse
@@ -330,11 +343,11 @@ func (w *wal) upload(frame []byte) (walChunk, error) {
 		})
 		cancel()
 		if err != nil {
-			return walChunk{}, fmt.Errorf("%w: assign a volume for the write-ahead log: %v", ErrUnavailable, err)
+			return walSlot{}, fmt.Errorf("%w: assign a volume for the write-ahead log: %v", ErrUnavailable, err)
 		}
 		base, err := needle.ParseFileIdFromString(resp.FileId)
 		if err != nil {
-			return walChunk{}, err
+			return walSlot{}, err
 		}
 		n := uint64(max(resp.Count, 1))
 		if resp.Auth != "" {
@@ -345,27 +358,32 @@ func (w *wal) upload(frame []byte) (walChunk, error) {
 	id := *w.fids.base
 	id.Key += types.NeedleId(w.fids.next)
 	w.fids.next++
-	fid := id.String()
-	url := "http://" + w.fids.url + "/" + fid
-	if w.fids.fsync {
+	return walSlot{fid: id.String(), url: w.fids.url, auth: w.fids.auth, fsync: w.fids.fsync}, nil
+}
+
+// put stores a frame on its volume server, as it is (never compressed: its
+// size is in the filer entry already).
+func (w *wal) put(slot walSlot, frame []byte) error {
+	url := "http://" + slot.url + "/" + slot.fid
+	if slot.fsync {
 		url += "?fsync=true"
 	}
 	uploader, err := operation.NewUploader()
 	if err != nil {
-		return walChunk{}, err
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := uploader.UploadData(ctx, frame, &operation.UploadOption{UploadUrl: url, Jwt: security.EncodedJwt(w.fids.auth), MaxAttempts: 1})
+	res, err := uploader.UploadData(ctx, frame, &operation.UploadOption{
+		UploadUrl: url, Jwt: security.EncodedJwt(slot.auth), MaxAttempts: 1, MimeType: "application/octet-stream",
+	})
+	if err == nil && res.Error != "" {
+		err = errors.New(res.Error)
+	}
 	if err != nil {
-		w.fids.base = nil // the volume may be gone or full
-		return walChunk{}, fmt.Errorf("%w: upload to %s: %v", ErrUnavailable, w.fids.url, err)
+		return fmt.Errorf("%w: upload to %s: %v", ErrUnavailable, slot.url, err)
 	}
-	if res.Error != "" {
-		w.fids.base = nil
-		return walChunk{}, fmt.Errorf("%w: upload to %s: %s", ErrUnavailable, w.fids.url, res.Error)
-	}
-	return walChunk{fid: fid, res: res}, nil
+	return nil
 }
 
 // trimLoop removes log files whose records are all in the segments. It
@@ -563,7 +581,7 @@ func (c *Client) readWALFile(ctx context.Context, dir string, e *filer_pb.Entry)
 		return f, nil
 	}
 	c.walCache.mu.Unlock()
-	data, err := filerReadAll(c, e)
+	data, err := c.readWALChunks(ctx, e)
 	if err != nil {
 		return nil, fmt.Errorf("%w: read write-ahead log %s/%s: %v", ErrUnavailable, dir, e.Name, err)
 	}
@@ -587,6 +605,75 @@ func (c *Client) readWALFile(ctx context.Context, dir string, e *filer_pb.Entry)
 	}
 	c.walCache.files[key] = f
 	return f, nil
+}
+
+// readWALChunks reads a log file's chunks in order. Its last chunk may be
+// missing (a gateway died between the filer update and the upload of its
+// last commit, which was never acknowledged): that one is left out. Any
+// other chunk that cannot be read is an error, to be tried again.
+func (c *Client) readWALChunks(ctx context.Context, e *filer_pb.Entry) ([]byte, error) {
+	chunks := append([]*filer_pb.FileChunk(nil), e.Chunks...)
+	sort.Slice(chunks, func(i, j int) bool { return chunks[i].Offset < chunks[j].Offset })
+	urls := map[string][]string{}
+	var out []byte
+	for i, ch := range chunks {
+		vid, _, _ := strings.Cut(ch.FileId, ",")
+		if _, ok := urls[vid]; !ok {
+			err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+				resp, err := fc.LookupVolume(ctx, &filer_pb.LookupVolumeRequest{VolumeIds: []string{vid}})
+				if err != nil {
+					return err
+				}
+				for _, l := range resp.LocationsMap[vid].GetLocations() {
+					urls[vid] = append(urls[vid], l.Url)
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+		data, missing, err := fetchChunk(ctx, urls[vid], ch.FileId)
+		if missing && i == len(chunks)-1 {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, data...)
+	}
+	return out, nil
+}
+
+// fetchChunk reads a chunk from the first of its volume servers that has
+// it; missing says every one answered that it has no such file.
+func fetchChunk(ctx context.Context, urls []string, fid string) (data []byte, missing bool, err error) {
+	if len(urls) == 0 {
+		return nil, false, fmt.Errorf("no volume server holds %s", fid)
+	}
+	missing = true
+	for _, u := range urls {
+		req, rerr := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+u+"/"+fid, nil)
+		if rerr != nil {
+			return nil, false, rerr
+		}
+		resp, derr := util_http.GetGlobalHttpClient().Do(req)
+		if derr != nil {
+			missing, err = false, derr
+			continue
+		}
+		body, rerr := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusNotFound:
+			err = fmt.Errorf("%s: not found on %s", fid, u)
+		case resp.StatusCode != http.StatusOK || rerr != nil:
+			missing, err = false, fmt.Errorf("%s on %s: %s %v", fid, u, resp.Status, rerr)
+		default:
+			return body, false, nil
+		}
+	}
+	return nil, missing, err
 }
 
 // walCache keeps log files read back, by name and size.

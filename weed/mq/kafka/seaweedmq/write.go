@@ -56,8 +56,10 @@ type publisher struct {
 	buf  []byte
 
 	// verified is set once the broker's first acknowledged offset on this
-	// stream was checked against the stored records (appendVerifying).
+	// stream was checked against the stored records (appendVerifying);
+	// next is then the offset the next record will get. Under writeMu.
 	verified bool
+	next     int64
 }
 
 type pendingBatch struct {
@@ -74,6 +76,25 @@ type pendingBatch struct {
 	log      bool
 	deferLog bool
 	wal      walRecords
+	// expected is the first offset the batch was logged at when it was
+	// sent (the stream's next offset), -1 if it was not: a verified
+	// stream's batches go into the log as they are sent, beside the
+	// broker, and the broker's offsets are checked against it.
+	expected int64
+	state    uint8 // batchAcked, batchLogged, batchFailed; under part.notifyMu
+	logErr   error // under part.notifyMu
+	once     sync.Once
+}
+
+const (
+	batchAcked  = 1 << iota // the broker acknowledged it
+	batchLogged             // the write-ahead log holds it
+	batchFailed             // it is not for readers: failed, or a copy at a taken offset
+)
+
+// finish records the batch's outcome, once.
+func (b *pendingBatch) finish(base int64, err error) {
+	b.once.Do(func() { b.app.Finish(base, err) })
 }
 
 func (pub *publisher) broken() error {
@@ -98,7 +119,7 @@ func (pub *publisher) enqueue(ctx context.Context, b *pendingBatch) error {
 		return pub.err
 	}
 	if b.log {
-		b.part.sending()
+		b.part.sending(b)
 	}
 	pub.queue = append(pub.queue, b)
 	return nil
@@ -136,9 +157,9 @@ func (pub *publisher) fail(err error) {
 	wrapped := fmt.Errorf("%w (%v)", kerr.NotLeaderForPartition, err)
 	for _, b := range q {
 		if b.log {
-			b.part.logged(-1)
+			b.part.mark(b, batchFailed)
 		}
-		b.app.Finish(-1, wrapped)
+		b.finish(-1, wrapped)
 		<-pub.slots
 	}
 }
@@ -175,17 +196,8 @@ func (c *Client) Append(ctx context.Context, topic string, index int32, records 
 	p := c.parts.get(c, topic, index)
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
-
-	if p.pub != nil && (p.pub.broken() != nil || p.pub.leader != a.LeaderBroker) {
-		p.pub.close(0)
-		p.pub = nil
-	}
-	if p.pub == nil {
-		pub, err := c.openPublisher(ctx, p, a)
-		if err != nil {
-			return protocol.FailedAppend(err)
-		}
-		p.pub = pub
+	if err := c.openIfNeeded(ctx, p, a); err != nil {
+		return protocol.FailedAppend(err)
 	}
 	pub := p.pub
 	write := func() *protocol.Appended {
@@ -200,6 +212,38 @@ func (c *Client) Append(ctx context.Context, topic string, index int32, records 
 	return write()
 }
 
+// openIfNeeded gives the partition a working stream to its current leader
+// broker, recovering the partition first when a new one is opened. Called
+// with writeMu held.
+func (c *Client) openIfNeeded(ctx context.Context, p *partition, a *mq_pb.BrokerPartitionAssignment) error {
+	if p.pub != nil && (p.pub.broken() != nil || p.pub.leader != a.LeaderBroker) {
+		p.pub.close(0)
+		p.pub = nil
+	}
+	if p.pub != nil {
+		return nil
+	}
+	pub, err := c.openPublisher(ctx, p, a)
+	if err != nil {
+		return err
+	}
+	p.pub = pub
+	return nil
+}
+
+// ensureStream makes sure a partition has a working stream to its broker,
+// and so was recovered since the broker last restarted, before it is read.
+func (c *Client) ensureStream(ctx context.Context, topic string, index int32) error {
+	a, err := c.assignment(ctx, topic, index)
+	if err != nil {
+		return err
+	}
+	p := c.parts.get(c, topic, index)
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	return c.openIfNeeded(ctx, p, a)
+}
+
 // send publishes records as one batch on pub.
 func (p *partition) send(ctx context.Context, pub *publisher, records []record.Record, durable bool) *protocol.Appended {
 	_, app := p.sendBatch(ctx, pub, records, durable, false)
@@ -208,11 +252,16 @@ func (p *partition) send(ctx context.Context, pub *publisher, records []record.R
 
 func (p *partition) sendBatch(ctx context.Context, pub *publisher, records []record.Record, durable, deferLog bool) (*pendingBatch, *protocol.Appended) {
 	app := protocol.NewAppended()
-	b := &pendingBatch{n: len(records), app: app, part: p, durable: durable, log: true, deferLog: deferLog}
+	b := &pendingBatch{n: len(records), app: app, part: p, durable: durable, log: true, deferLog: deferLog, expected: -1}
 	b.wal.buf = make([]byte, 0, 64*len(records))
 	if err := pub.enqueue(ctx, b); err != nil {
 		return b, protocol.FailedAppend(fmt.Errorf("%w (%v)", kerr.NotLeaderForPartition, err))
 	}
+	if pub.verified && !deferLog {
+		b.expected = pub.next
+		pub.next += int64(len(records))
+	}
+	sent := true
 	for i := range records {
 		r := &records[i]
 		ts, exact := p.nextTs(r.Timestamp)
@@ -228,8 +277,12 @@ func (p *partition) sendBatch(ctx context.Context, pub *publisher, records []rec
 		if err := pub.stream.Send(&pub.req); err != nil {
 			// The ack reader fails this batch and the ones before it.
 			pub.fail(fmt.Errorf("publish to %s: %w", pub.leader, err))
+			sent = false
 			break
 		}
+	}
+	if sent && b.expected >= 0 {
+		p.c.wal.add(walBatch{dir: p.dir, base: b.expected, n: b.n, recs: b.wal.buf}, func(err error) { p.walDone(b, err) })
 	}
 	return b, app
 }
@@ -256,7 +309,7 @@ func (c *Client) appendVerifying(ctx context.Context, p *partition, pub *publish
 		pub.fail(ctx.Err())
 		go func() {
 			if <-probe.Done; probe.Err == nil {
-				p.logged(-1) // in the broker, not acknowledged: recovery logs it
+				p.mark(pb, batchFailed) // in the broker, not acknowledged: recovery logs it
 			}
 		}()
 		return protocol.FailedAppend(ctx.Err())
@@ -266,31 +319,32 @@ func (c *Client) appendVerifying(ctx context.Context, p *partition, pub *publish
 	}
 	base := probe.Base
 	if base < p.storedEnd {
-		p.logged(-1) // a copy at an offset taken already: readers never see it
+		p.mark(pb, batchFailed) // a copy at an offset taken already: readers never see it
 		if err := c.fillGap(ctx, p, pub, base+1, p.storedEnd); err != nil {
 			pub.fail(err)
 			glog.Errorf("kafka partition %s/%d: broker %s assigned offset %d but records are stored up to offset %d, and moving it past them failed (%v); refusing writes so that no offset is handed out twice",
 				p.topic, p.index, pub.leader, base, p.storedEnd-1, err)
 			return protocol.FailedAppend(fmt.Errorf("%w: broker offset counter behind stored data", kerr.LeaderNotAvailable))
 		}
-		pub.verified = true
+		pub.verified, pub.next = true, p.storedEnd
 		return p.send(ctx, pub, records, durable)
 	}
 	if base > p.storedEnd {
 		glog.Warningf("kafka partition %s/%d: broker %s assigned offset %d but the stored records end at offset %d; filling the %d offsets between so that readers get past them",
 			p.topic, p.index, pub.leader, base, p.storedEnd, base-p.storedEnd)
 		if err := c.fillOffsets(ctx, p.dir, p.storedEnd, base, lastTs); err != nil {
-			p.logged(-1)
+			p.mark(pb, batchFailed)
 			pub.fail(err)
 			glog.Errorf("kafka partition %s/%d: filling offsets %d-%d failed: %v", p.topic, p.index, p.storedEnd, base-1, err)
 			return protocol.FailedAppend(fmt.Errorf("%w: filling a hole in the offsets", kerr.LeaderNotAvailable))
 		}
 	}
-	pub.verified = true
+	pub.verified, pub.next = true, base+1
 	app := protocol.NewAppended()
 	probeLogged := make(chan error, 1)
+	p.mark(pb, batchAcked)
 	c.wal.add(walBatch{dir: p.dir, base: base, n: 1, recs: pb.wal.buf}, func(err error) {
-		p.logged(base + 1)
+		p.walDone(pb, err)
 		probeLogged <- err
 	})
 	switch {
@@ -478,6 +532,7 @@ func (c *Client) startStream(ctx context.Context, p *partition, a *mq_pb.BrokerP
 		cancel()
 		c.topics.forget(p.topic)
 		glog.V(0).Infof("kafka partition %s/%d: broker %s refused the publish stream: %s", p.topic, p.index, a.LeaderBroker, hello.Error)
+		c.askBalancer(p.topic, a.LeaderBroker, errors.New(hello.Error))
 		return nil, kerr.NotLeaderForPartition
 	}
 	pub := &publisher{
@@ -534,33 +589,69 @@ func (pub *publisher) readAcks() {
 	}
 }
 
-// acknowledged takes a batch the broker acknowledged: it goes into the
-// write-ahead log, and is done then if durable, at once if not. Readers see
-// it once it is in the log, as Kafka's see a record once its replicas have
-// it (the high watermark).
+// acknowledged takes a batch the broker acknowledged. A durable one is done
+// once the write-ahead log holds it too, any other at once. Readers see it
+// once both hold it, as Kafka's see a record once its replicas have it (the
+// high watermark). Runs on the stream's ack reader.
 func (p *partition) acknowledged(b *pendingBatch) {
-	end := b.base + int64(b.n)
-	if !b.log {
-		p.advance(end)
-		b.app.Finish(b.base, nil)
+	switch {
+	case !b.log:
+		p.advance(b.base + int64(b.n))
+		b.finish(b.base, nil)
+		return
+	case b.deferLog:
+		b.finish(b.base, nil) // appendVerifying decides
+		return
+	case b.base != b.expected:
+		// Someone else writes this partition: the log holds the batch
+		// at offsets it did not get.
+		glog.Errorf("kafka partition %s/%d: broker assigned offset %d to a batch logged at offset %d; another writer? refusing writes until the stream is reopened and the log repaired",
+			p.topic, p.index, b.base, b.expected)
+		p.notifyMu.Lock()
+		p.mislogged = true
+		p.notifyMu.Unlock()
+		p.mark(b, batchFailed)
+		b.finish(-1, fmt.Errorf("%w: offsets not as expected", kerr.NotLeaderForPartition))
+		go b.part.failStream(fmt.Errorf("broker assigned offset %d, expected %d", b.base, b.expected))
 		return
 	}
-	if b.deferLog {
-		b.app.Finish(b.base, nil)
+	state, logErr := p.mark(b, batchAcked)
+	switch {
+	case !b.durable:
+		b.finish(b.base, nil)
+	case state&batchLogged != 0 && logErr != nil:
+		b.finish(-1, logErr)
+	case state&batchLogged != 0:
+		b.finish(b.base, nil)
+	}
+}
+
+// walDone takes the write-ahead log's outcome for a batch.
+func (p *partition) walDone(b *pendingBatch, err error) {
+	p.notifyMu.Lock()
+	b.logErr = err
+	p.notifyMu.Unlock()
+	flag := uint8(batchLogged)
+	if err != nil {
+		flag |= batchFailed
+	}
+	state, _ := p.mark(b, flag)
+	if !b.durable || state&batchAcked == 0 || b.deferLog {
 		return
 	}
-	if !b.durable {
-		b.app.Finish(b.base, nil)
+	if err != nil {
+		b.finish(-1, err)
+	} else {
+		b.finish(b.base, nil)
 	}
-	p.c.wal.add(walBatch{dir: p.dir, base: b.base, n: b.n, recs: b.wal.buf}, func(err error) {
-		p.logged(end)
-		if !b.durable {
-			return
-		}
-		if err != nil {
-			b.app.Finish(-1, err)
-		} else {
-			b.app.Finish(b.base, nil)
-		}
-	})
+}
+
+// failStream breaks the partition's current stream, so that the next write
+// opens a new one (and recovers the partition first).
+func (p *partition) failStream(err error) {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	if p.pub != nil {
+		p.pub.fail(err)
+	}
 }
