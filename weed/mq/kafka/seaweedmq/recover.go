@@ -225,7 +225,7 @@ func (c *Client) loggedRecords(ctx context.Context, dir string, from int64) ([]*
 	byOffset := map[int64]*filer_pb.LogEntry{}
 	var fileTimes = map[int64]string{}
 	for _, g := range gateways {
-		files, err := c.readWALDir(ctx, WALDir+"/"+g)
+		files, err := c.readWALDirFor(ctx, WALDir+"/"+g, dir, from)
 		if err != nil {
 			return nil, err
 		}

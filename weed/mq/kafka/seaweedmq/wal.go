@@ -21,8 +21,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -283,6 +285,16 @@ func (w *wal) commit(frame []byte, batch []*walEntry) error {
 	f.entry.Chunks = append(f.entry.Chunks, chunk)
 	f.entry.Attributes.FileSize = uint64(size) + chunk.Size
 	f.entry.Attributes.Mtime = time.Now().Unix()
+	w.filesMu.Lock()
+	ends := maps.Clone(f.ends)
+	for _, e := range batch {
+		ends[e.dir] = max(ends[e.dir], e.base+int64(e.n))
+	}
+	w.filesMu.Unlock()
+	if f.entry.Extended == nil {
+		f.entry.Extended = map[string][]byte{}
+	}
+	f.entry.Extended[walPartitionsAttr] = encodeWALEnds(ends)
 	uploaded := make(chan error, 1)
 	go func() { uploaded <- w.put(slot, frame) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -301,11 +313,46 @@ func (w *wal) commit(frame []byte, batch []*walEntry) error {
 		return err
 	}
 	w.filesMu.Lock()
-	for _, e := range batch {
-		f.ends[e.dir] = max(f.ends[e.dir], e.base+int64(e.n))
-	}
+	f.ends = ends
 	w.filesMu.Unlock()
 	return nil
+}
+
+// walPartitionsAttr is the extended attribute of a log file's filer entry
+// that names the partitions in it with the end of what it holds of each, so
+// that recovery reads only the files that hold its partition.
+const walPartitionsAttr = "kafka.wal.partitions"
+
+func encodeWALEnds(ends map[string]int64) []byte {
+	var b []byte
+	for dir, end := range ends {
+		b = append(b, dir...)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, end, 10)
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// decodeWALEnds reads walPartitionsAttr; ok is false if it is missing or
+// unreadable (the file must then be read to know).
+func decodeWALEnds(b []byte) (map[string]int64, bool) {
+	if len(b) == 0 {
+		return nil, false
+	}
+	ends := map[string]int64{}
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		if i <= 0 {
+			return nil, false
+		}
+		end, err := strconv.ParseInt(line[i+1:], 10, 64)
+		if err != nil {
+			return nil, false
+		}
+		ends[line[:i]] = end
+	}
+	return ends, true
 }
 
 // walAssignCount is how many file ids one volume assignment reserves: the
@@ -407,13 +454,9 @@ func (w *wal) trimLoop() {
 func (w *wal) adoptOldFiles() {
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		files, err := w.c.readWALDir(ctx, w.dir)
+		old, err := w.c.oldWALFiles(ctx, w.dir)
 		cancel()
 		if err == nil {
-			var old []*walFile
-			for _, lf := range files {
-				old = append(old, &walFile{name: lf.name, entry: lf.entry, ends: lf.ends()})
-			}
 			w.filesMu.Lock()
 			w.files = append(old, w.files...)
 			w.filesMu.Unlock()
@@ -538,8 +581,30 @@ func (f *walLogFile) ends() map[string]int64 {
 	return ends
 }
 
-// readWALDir reads every file of one gateway's log.
-func (c *Client) readWALDir(ctx context.Context, dir string) ([]*walLogFile, error) {
+// oldWALFiles returns the files of a log with what they hold, from their
+// entries' attribute, or read where it is missing.
+func (c *Client) oldWALFiles(ctx context.Context, dir string) ([]*walFile, error) {
+	entries, err := c.listWALDir(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []*walFile
+	for _, e := range entries {
+		ends, ok := decodeWALEnds(e.Extended[walPartitionsAttr])
+		if !ok {
+			lf, err := c.readWALFile(ctx, dir, e)
+			if err != nil {
+				return nil, err
+			}
+			ends = lf.ends()
+		}
+		out = append(out, &walFile{name: e.Name, entry: e, ends: ends})
+	}
+	return out, nil
+}
+
+// listWALDir lists the files of one gateway's log.
+func (c *Client) listWALDir(ctx context.Context, dir string) ([]*filer_pb.Entry, error) {
 	var entries []*filer_pb.Entry
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		entries = entries[:0]
@@ -553,6 +618,13 @@ func (c *Client) readWALDir(ctx context.Context, dir string) ([]*walLogFile, err
 	if errors.Is(err, filer_pb.ErrNotFound) {
 		return nil, nil
 	}
+	return entries, err
+}
+
+// readWALDirFor reads the files of one gateway's log that may hold records
+// of partition dir part from offset from on.
+func (c *Client) readWALDirFor(ctx context.Context, dir, part string, from int64) ([]*walLogFile, error) {
+	entries, err := c.listWALDir(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -563,6 +635,11 @@ func (c *Client) readWALDir(ctx context.Context, dir string) ([]*walLogFile, err
 	c.walCache.forgetMissing(dir, names)
 	var out []*walLogFile
 	for _, e := range entries {
+		if part != "" {
+			if ends, ok := decodeWALEnds(e.Extended[walPartitionsAttr]); ok && ends[part] <= from {
+				continue
+			}
+		}
 		f, err := c.readWALFile(ctx, dir, e)
 		if err != nil {
 			return nil, err

@@ -121,3 +121,18 @@ func FuzzWALFrames(f *testing.F) {
 		}
 	})
 }
+
+// TestWALEnds: a log file's entry names its partitions with their ends;
+// a missing or damaged attribute means the file must be read.
+func TestWALEnds(t *testing.T) {
+	ends := map[string]int64{"/topics/kafka/a b/v/0000-1260": 12, "/topics/kafka/c/v/1260-2520": 0}
+	got, ok := decodeWALEnds(encodeWALEnds(ends))
+	if !ok || len(got) != 2 || got["/topics/kafka/a b/v/0000-1260"] != 12 || got["/topics/kafka/c/v/1260-2520"] != 0 {
+		t.Fatalf("round trip: %v %v", got, ok)
+	}
+	for _, bad := range []string{"", "nospace\n", "/d x\n"} {
+		if _, ok := decodeWALEnds([]byte(bad)); ok {
+			t.Fatalf("%q decoded", bad)
+		}
+	}
+}
