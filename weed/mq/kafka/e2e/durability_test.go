@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/seaweedfs/seaweedfs/weed/mq/topic"
 	"github.com/seaweedfs/seaweedfs/weed/pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 )
@@ -211,6 +212,51 @@ func checkAcknowledged(t *testing.T, addr, topic string, acks *ackLog, once map[
 	}
 }
 
+// chaosGateway starts a gateway on a split cluster, stopped (its log shown
+// on failure) when the test ends; *g may be replaced by a restart.
+func chaosGateway(t *testing.T, name, master string, g **gatewayProc) {
+	t.Helper()
+	var err error
+	if *g, err = startNamedGateway(name, master, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		(*g).stop()
+		if t.Failed() {
+			dumpLog((*g).log)
+		}
+	})
+}
+
+// createTopicAt creates a topic with partitions through the gateways at
+// seeds.
+func createTopicAt(t *testing.T, seeds []string, partitions int32) string {
+	t.Helper()
+	topic := newTopic(t)
+	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := kadm.NewClient(admin).CreateTopic(ctxT(t), partitions, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	return topic
+}
+
+// chaosProducer is a franz-go producer for the durability loads: records
+// go to the partition they name, and give up only after minutes.
+func chaosProducer(t *testing.T, seeds []string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RecordDeliveryTimeout(3 * time.Minute), kgo.MaxBufferedRecords(6000)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
 // TestDurabilityChaos: master, volume server, filer and MQ broker each run
 // as a process of their own; while an idempotent and a plain acks=all
 // producer write, the broker is SIGKILLed and restarted twice, the gateway
@@ -219,42 +265,13 @@ func checkAcknowledged(t *testing.T, addr, topic string, acks *ackLog, once map[
 // offsets come in order, and the idempotent producer stored nothing twice.
 func TestDurabilityChaos(t *testing.T) {
 	c := startSplitCluster(t, 1)
-	g, err := startNamedGateway("chaos-gateway", c.master, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		g.stop()
-		if t.Failed() {
-			dumpLog(g.log)
-		}
-	})
-	topic := newTopic(t)
-	admin, err := kgo.NewClient(kgo.SeedBrokers(g.addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := kadm.NewClient(admin).CreateTopic(ctxT(t), 2, 1, nil, topic); err != nil {
-		t.Fatal(err)
-	}
-
+	var g *gatewayProc
+	chaosGateway(t, "chaos-gateway", c.master, &g)
+	topic := createTopicAt(t, []string{g.addr}, 2)
 	acks := newAckLog()
 	stop := make(chan struct{})
-	opts := []kgo.Opt{kgo.SeedBrokers(g.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RecordDeliveryTimeout(2 * time.Minute), kgo.MaxBufferedRecords(2000)}
-	idem, err := kgo.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer idem.Close()
-	plain, err := kgo.NewClient(append(opts, kgo.DisableIdempotentWrite())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
-	waitIdem := ackLoad(t, idem, topic, 0, "idempotent", 300, 30000, stop, acks)
-	waitPlain := ackLoad(t, plain, topic, 1, "plain", 300, 30000, stop, acks)
+	waitIdem := ackLoad(t, chaosProducer(t, []string{g.addr}), topic, 0, "idempotent", 300, 30000, stop, acks)
+	waitPlain := ackLoad(t, chaosProducer(t, []string{g.addr}, kgo.DisableIdempotentWrite()), topic, 1, "plain", 300, 30000, stop, acks)
 
 	// Each step waits until both partitions take writes again, so that
 	// each kill catches a broker holding records it has not flushed.
@@ -270,9 +287,11 @@ func TestDurabilityChaos(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	t.Log("SIGKILL gateway")
 	g.kill()
-	if g, err = startNamedGateway("chaos-gateway", c.master, g.port); err != nil {
+	restarted, err := startNamedGateway("chaos-gateway", c.master, g.port)
+	if err != nil {
 		t.Fatal(err)
 	}
+	g = restarted
 	acked("a gateway restart")
 	time.Sleep(time.Second)
 	c.kill("filer")
@@ -402,20 +421,8 @@ func TestDurabilityTwoGateways(t *testing.T) {
 	c := startSplitCluster(t, 1)
 	var gws [2]*gatewayProc
 	for i := range gws {
-		g, err := startNamedGateway(fmt.Sprintf("durability-gateway%d", i+1), c.master, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gws[i] = g
+		chaosGateway(t, fmt.Sprintf("durability-gateway%d", i+1), c.master, &gws[i])
 	}
-	t.Cleanup(func() {
-		for _, g := range gws {
-			g.stop()
-			if t.Failed() {
-				dumpLog(g.log)
-			}
-		}
-	})
 	seeds := []string{gws[0].addr, gws[1].addr}
 	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
@@ -429,27 +436,11 @@ func TestDurabilityTwoGateways(t *testing.T) {
 		}
 		return err
 	})
-	topic := newTopic(t)
-	if _, err := kadm.NewClient(admin).CreateTopic(ctxT(t), 2, 1, nil, topic); err != nil {
-		t.Fatal(err)
-	}
-
+	topic := createTopicAt(t, seeds, 2)
 	acks := newAckLog()
 	stop := make(chan struct{})
-	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RecordDeliveryTimeout(2 * time.Minute), kgo.MaxBufferedRecords(2000)}
-	idem, err := kgo.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer idem.Close()
-	plain, err := kgo.NewClient(append(opts, kgo.DisableIdempotentWrite())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
-	waitIdem := ackLoad(t, idem, topic, 0, "idempotent", 300, 30000, stop, acks)
-	waitPlain := ackLoad(t, plain, topic, 1, "plain", 300, 30000, stop, acks)
+	waitIdem := ackLoad(t, chaosProducer(t, seeds), topic, 0, "idempotent", 300, 30000, stop, acks)
+	waitPlain := ackLoad(t, chaosProducer(t, seeds, kgo.DisableIdempotentWrite()), topic, 1, "plain", 300, 30000, stop, acks)
 	acked := func(what string) { acks.progress(t, 2, 150, what) }
 	acked("the start")
 	time.Sleep(2 * time.Second)
@@ -471,12 +462,80 @@ func TestDurabilityTwoGateways(t *testing.T) {
 	t.Logf("%d records acknowledged, %d failed; longest time without an acknowledgement %v", acks.count(), acks.failed, acks.longestGap())
 	checkAcknowledged(t, gws[survivor].addr, topic, acks, map[int32]bool{0: true})
 	// The killed gateway comes back under its node id and trims what its
-	// log held.
+	// log held once the segments cover it, as the survivor trims its own:
+	// no log file from before the load stopped is left.
+	stopped := time.Now()
 	g, err := startNamedGateway(fmt.Sprintf("durability-gateway%d", victim+1), c.master, gws[victim].port)
 	if err != nil {
 		t.Fatal(err)
 	}
 	gws[victim] = g
+	eventually(t, time.Minute, "the write-ahead logs trimmed", func() error {
+		for _, f := range walFiles(t, c.ports["filer"]) {
+			if ns, err := strconv.ParseInt(f[strings.LastIndexByte(f, '/')+1:], 10, 64); err == nil && ns < stopped.UnixNano() {
+				return fmt.Errorf("%s is left", f)
+			}
+		}
+		return nil
+	})
+}
+
+// topicLeaders returns the leader broker of each of a topic's partitions,
+// from its SeaweedMQ configuration in the filer at filerPort.
+func topicLeaders(t *testing.T, filerPort int, topicName string) []string {
+	t.Helper()
+	var out []string
+	addr := pb.ServerAddress("127.0.0.1:" + strconv.Itoa(filerPort))
+	opt := grpc.WithTransportCredentials(insecure.NewCredentials())
+	err := pb.WithGrpcFilerClient(false, 0, addr, opt, func(fc filer_pb.SeaweedFilerClient) error {
+		conf, err := topic.Topic{Namespace: "kafka", Name: topicName}.ReadConfFile(fc)
+		if err != nil {
+			return err
+		}
+		for _, a := range conf.BrokerPartitionAssignments {
+			out = append(out, a.LeaderBroker)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// walFiles lists the write-ahead log files of every gateway in the filer at
+// filerPort.
+func walFiles(t *testing.T, filerPort int) []string {
+	t.Helper()
+	var out []string
+	addr := pb.ServerAddress("127.0.0.1:" + strconv.Itoa(filerPort))
+	opt := grpc.WithTransportCredentials(insecure.NewCredentials())
+	err := pb.WithGrpcFilerClient(false, 0, addr, opt, func(fc filer_pb.SeaweedFilerClient) error {
+		ctx := ctxT(t)
+		var dirs []string
+		err := filer_pb.SeaweedList(ctx, fc, "/etc/kafka-gateway/wal", "", func(e *filer_pb.Entry, _ bool) error {
+			if e.IsDirectory {
+				dirs = append(dirs, "/etc/kafka-gateway/wal/"+e.Name)
+			}
+			return nil
+		}, "", false, math.MaxInt32)
+		if err != nil {
+			return err
+		}
+		for _, d := range dirs {
+			if err := filer_pb.SeaweedList(ctx, fc, d, "", func(e *filer_pb.Entry, _ bool) error {
+				out = append(out, d+"/"+e.Name)
+				return nil
+			}, "", false, math.MaxInt32); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestDurabilityBrokerLost: two MQ brokers; under an idempotent acks=all
@@ -486,34 +545,13 @@ func TestDurabilityTwoGateways(t *testing.T) {
 // record is read back at its offset, once.
 func TestDurabilityBrokerLost(t *testing.T) {
 	c := startSplitCluster(t, 2)
-	g, err := startNamedGateway("brokerlost-gateway", c.master, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		g.stop()
-		if t.Failed() {
-			dumpLog(g.log)
-		}
-	})
-	topic := newTopic(t)
-	admin, err := kgo.NewClient(kgo.SeedBrokers(g.addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	var g *gatewayProc
+	chaosGateway(t, "brokerlost-gateway", c.master, &g)
 	const partitions = 6
-	if _, err := kadm.NewClient(admin).CreateTopic(ctxT(t), partitions, 1, nil, topic); err != nil {
-		t.Fatal(err)
-	}
+	topic := createTopicAt(t, []string{g.addr}, partitions)
 	acks := newAckLog()
 	stop := make(chan struct{})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(g.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RecordDeliveryTimeout(3*time.Minute), kgo.MaxBufferedRecords(6000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := chaosProducer(t, []string{g.addr})
 	var waits []func()
 	for p := int32(0); p < partitions; p++ {
 		waits = append(waits, ackLoad(t, cl, topic, p, fmt.Sprintf("p%d", p), 100, 30000, stop, acks))
@@ -521,8 +559,23 @@ func TestDurabilityBrokerLost(t *testing.T) {
 	everyPartition := func(what string) { acks.progress(t, partitions, 100, what) }
 	everyPartition("the start")
 	time.Sleep(3 * time.Second)
+	// The broker that leads most partitions dies.
+	leaders := topicLeaders(t, c.ports["filer"], topic)
+	victim, most := "", 0
+	for _, role := range []string{"broker", "broker2"} {
+		n := 0
+		for _, l := range leaders {
+			if l == "127.0.0.1:"+strconv.Itoa(c.ports[role]) {
+				n++
+			}
+		}
+		if n > most {
+			victim, most = role, n
+		}
+	}
+	t.Logf("partition leaders %v: %s leads %d", leaders, victim, most)
 	killed := time.Now()
-	c.kill("broker2")
+	c.kill(victim)
 	everyPartition("losing a broker")
 	t.Logf("every partition writable again %v after the broker's death", time.Since(killed).Round(100*time.Millisecond))
 	close(stop)

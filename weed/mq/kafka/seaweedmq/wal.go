@@ -95,12 +95,15 @@ type wal struct {
 	closing bool
 
 	// Owned by the commit loop.
-	fids  fidPool
-	cur   *walFile
-	files []*walFile // closed and not yet removed, oldest first
+	fids fidPool
 
-	filesMu sync.Mutex // guards files for the trimmer
-	done    chan struct{}
+	// Under filesMu. The commit loop appends to cur; a file is closed when
+	// full or old, by the next commit or, if none comes, by the trimmer.
+	filesMu    sync.Mutex
+	cur        *walFile
+	files      []*walFile // closed and not yet removed, oldest first
+	committing bool
+	done       chan struct{}
 }
 
 func newWAL(c *Client, name string) *wal {
@@ -256,12 +259,18 @@ func (w *wal) commitRetrying(frame []byte, batch []*walEntry) error {
 
 // commit writes one frame as a chunk of the current file.
 func (w *wal) commit(frame []byte, batch []*walEntry) error {
+	w.filesMu.Lock()
+	w.committing = true
 	if w.cur != nil && (len(w.cur.entry.Chunks) >= walFileChunks || time.Since(w.cur.created) > walFileAge) {
-		w.filesMu.Lock()
 		w.files = append(w.files, w.cur)
-		w.filesMu.Unlock()
 		w.cur = nil
 	}
+	w.filesMu.Unlock()
+	defer func() {
+		w.filesMu.Lock()
+		w.committing = false
+		w.filesMu.Unlock()
+	}()
 	if w.cur == nil {
 		now := time.Now()
 		name := fmt.Sprintf("%020d", now.UnixNano())
@@ -476,6 +485,10 @@ func (w *wal) adoptOldFiles() {
 // trim removes the closed files that the segments cover.
 func (w *wal) trim() {
 	w.filesMu.Lock()
+	if !w.committing && w.cur != nil && time.Since(w.cur.created) > walFileAge {
+		w.files = append(w.files, w.cur) // no commit came to close it
+		w.cur = nil
+	}
 	files := append([]*walFile(nil), w.files...)
 	w.filesMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
