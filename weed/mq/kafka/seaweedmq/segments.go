@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seaweedfs/seaweedfs/weed/filer"
@@ -147,13 +148,9 @@ func (c *Client) flushed(ctx context.Context, dir string, force bool) (*flushedS
 		// only a hint: the broker can count in it the first record of
 		// the next flush (the record whose arrival made it flush), so a
 		// segment may claim one offset more than it holds.
-		end := int64(0)
-		d, err := c.decodeSegment(ctx, dir, listing.segs[n-1])
+		end, err := c.segmentEnd(ctx, dir, listing.segs[n-1])
 		if err != nil {
 			return nil, err
-		}
-		if len(d.entries) > 0 {
-			end = d.entries[len(d.entries)-1].Offset + 1
 		}
 		// An earlier segment may end higher if a later flush wrote a
 		// stale range; never report less than any segment holds.
@@ -161,13 +158,11 @@ func (c *Client) flushed(ctx context.Context, dir string, force bool) (*flushedS
 			if s.maxOffset+1 <= end && s.maxOffset >= 0 {
 				continue
 			}
-			d, err := c.decodeSegment(ctx, dir, s)
+			e, err := c.segmentEnd(ctx, dir, s)
 			if err != nil {
 				return nil, err
 			}
-			if len(d.entries) > 0 {
-				end = max(end, d.entries[len(d.entries)-1].Offset+1)
-			}
+			end = max(end, e)
 		}
 		first, err := c.decodeSegment(ctx, dir, listing.segs[0])
 		if err != nil {
@@ -183,6 +178,72 @@ func (c *Client) flushed(ctx context.Context, dir string, force bool) (*flushedS
 	c.segs.mu.Unlock()
 	return st, nil
 }
+
+// segmentEnd returns one past the highest offset in a segment (0 if it has
+// none). Unless the segment is decoded already, only its entries' offsets
+// are read: a listing that finds a new segment costs no decoding of it (a
+// reader at the tail reads the broker's memory, not the segment).
+func (c *Client) segmentEnd(ctx context.Context, dir string, s segment) (int64, error) {
+	key := s.key(dir)
+	c.segs.cacheMu.Lock()
+	if el, ok := c.segs.byKey[key]; ok {
+		d := el.Value.(*decodedSegment)
+		c.segs.cacheMu.Unlock()
+		if len(d.entries) == 0 {
+			return 0, nil
+		}
+		return d.entries[len(d.entries)-1].Offset + 1, nil
+	}
+	c.segs.cacheMu.Unlock()
+	data, err := io.ReadAll(filer.NewFileReader(filerClient{c}, s.entry))
+	if err != nil {
+		return 0, fmt.Errorf("%w: read segment %s/%s: %v", ErrUnavailable, dir, s.entry.Name, err)
+	}
+	end := int64(0)
+	for pos := 0; pos+4 <= len(data); {
+		size := int(binary.BigEndian.Uint32(data[pos:]))
+		if pos+4+size > len(data) {
+			return 0, fmt.Errorf("segment %s/%s: entry at %d runs past the end", dir, s.entry.Name, pos)
+		}
+		off, err := logEntryOffset(data[pos+4 : pos+4+size])
+		if err != nil {
+			return 0, fmt.Errorf("segment %s/%s: entry at %d: %v", dir, s.entry.Name, pos, err)
+		}
+		end = max(end, off+1)
+		pos += 4 + size
+	}
+	return end, nil
+}
+
+// logEntryOffset reads the offset field of an encoded filer_pb.LogEntry.
+func logEntryOffset(b []byte) (int64, error) {
+	off := int64(0)
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return 0, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if num == logEntryOffsetField && typ == protowire.VarintType {
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return 0, protowire.ParseError(n)
+			}
+			off = int64(v)
+			b = b[n:]
+			continue
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return 0, protowire.ParseError(n)
+		}
+		b = b[n:]
+	}
+	return off, nil
+}
+
+// logEntryOffsetField is filer_pb.LogEntry's offset field number.
+var logEntryOffsetField = (&filer_pb.LogEntry{}).ProtoReflect().Descriptor().Fields().ByName("offset").Number()
 
 // decodeSegment returns a segment's log entries, from the cache when the
 // segment has not grown since it was decoded.

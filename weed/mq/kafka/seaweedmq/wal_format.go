@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -157,4 +159,41 @@ func (b *walBatch) entries(from int64) ([]*filer_pb.LogEntry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// walPartitionsAttr is the extended attribute of a log file's filer entry
+// that names the partitions in it with the end of what it holds of each, so
+// that recovery reads only the files that hold its partition.
+const walPartitionsAttr = "kafka.wal.partitions"
+
+func encodeWALEnds(ends map[string]int64) []byte {
+	var b []byte
+	for dir, end := range ends {
+		b = append(b, dir...)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, end, 10)
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// decodeWALEnds reads walPartitionsAttr; ok is false if it is missing or
+// unreadable (the file must then be read to know).
+func decodeWALEnds(b []byte) (map[string]int64, bool) {
+	if len(b) == 0 {
+		return nil, false
+	}
+	ends := map[string]int64{}
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		if i <= 0 {
+			return nil, false
+		}
+		end, err := strconv.ParseInt(line[i+1:], 10, 64)
+		if err != nil {
+			return nil, false
+		}
+		ends[line[:i]] = end
+	}
+	return ends, true
 }

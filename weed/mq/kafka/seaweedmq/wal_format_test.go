@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
@@ -135,4 +137,39 @@ func TestWALEnds(t *testing.T) {
 			t.Fatalf("%q decoded", bad)
 		}
 	}
+}
+
+// TestLogEntryOffset reads the offset of an encoded LogEntry as proto does.
+func TestLogEntryOffset(t *testing.T) {
+	for _, e := range []*filer_pb.LogEntry{
+		{TsNs: 17, Key: []byte("k"), Data: []byte("some value"), Offset: 123456789, PartitionKeyHash: -3},
+		{Data: []byte("x")},
+		{Offset: 1},
+	} {
+		b, err := proto.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := logEntryOffset(b)
+		if err != nil || got != e.Offset {
+			t.Fatalf("offset %d, %v; want %d", got, err, e.Offset)
+		}
+	}
+	if _, err := logEntryOffset([]byte{0x2a, 0xff}); err == nil {
+		t.Fatal("a truncated entry read")
+	}
+}
+
+// FuzzLogEntryOffset: bytes read from a segment give the offset proto
+// decodes, or an error, never a panic.
+func FuzzLogEntryOffset(f *testing.F) {
+	b, _ := proto.Marshal(&filer_pb.LogEntry{TsNs: 1, Data: []byte("v"), Offset: 42})
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := logEntryOffset(data)
+		var e filer_pb.LogEntry
+		if err == nil && proto.Unmarshal(data, &e) == nil && e.Offset != got {
+			t.Fatalf("offset %d, proto says %d", got, e.Offset)
+		}
+	})
 }
