@@ -196,6 +196,14 @@ func TestIdempotentSequences(t *testing.T) {
 	topic := newTopic(t)
 	createTopic(t, topic, 1, nil)
 	cl := newClient(t)
+	// The raw requests below name the topic by id, as a client does once
+	// its metadata has it.
+	eventually(t, 30*time.Second, "the topic's id in the metadata", func() error {
+		if topicID(t, cl, topic) == [16]byte{} {
+			return fmt.Errorf("no id for %s yet", topic)
+		}
+		return nil
+	})
 	init := kmsg.NewPtrInitProducerIDRequest()
 	resp, err := init.RequestWith(ctxT(t), cl)
 	if err != nil || resp.ErrorCode != 0 || resp.ProducerID < 0 || resp.ProducerEpoch != 0 {
