@@ -58,9 +58,16 @@ func (c *Client) askBalancer(topicName, broker string, cause error) {
 		c.reassign.mu.Unlock()
 		return
 	}
+	for t, at := range c.reassign.last {
+		if time.Since(at) >= reassignEvery {
+			delete(c.reassign.last, t) // only recent checks hold others back
+		}
+	}
 	c.reassign.last[topicName] = time.Now()
 	c.reassign.mu.Unlock()
+	c.background.Add(1)
 	go func() {
+		defer c.background.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		moved, err := c.checkAssignments(ctx, topicName)

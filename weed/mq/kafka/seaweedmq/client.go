@@ -64,6 +64,8 @@ type Client struct {
 	wal      *wal
 	walCache walCache
 	reassign reassigner
+	// background tracks the balancer checks under way; Close waits.
+	background sync.WaitGroup
 
 	stop      chan struct{} // ends saveLoop
 	stopped   chan struct{}
@@ -118,6 +120,7 @@ func (c *Client) Close() {
 	<-c.stopped
 	c.parts.closeAll()
 	c.wal.close(closeTimeout)
+	c.background.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for addr, cc := range c.conns {

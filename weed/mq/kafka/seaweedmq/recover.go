@@ -48,26 +48,20 @@ func (c *Client) recoverPartition(ctx context.Context, p *partition, a *mq_pb.Br
 		return 0, err
 	}
 	dir := partitionDir(p.topic, a)
+	if _, err := c.flushed(ctx, dir, true); err != nil {
+		return 0, err
+	}
+	// What the broker holds past the segments.
+	offs, err := c.offsetsOf(ctx, p.topic, a, -1)
+	if err != nil {
+		return 0, err
+	}
+	// The broker may have flushed meanwhile.
 	st, err := c.flushed(ctx, dir, true)
 	if err != nil {
 		return 0, err
 	}
-	held := st.end
-	for {
-		msgs, _, err := c.fetchFromBroker(ctx, p.topic, a, st, held, 1<<20)
-		if err != nil && !errors.Is(err, kerr.OffsetOutOfRange) && !errors.Is(err, errBrokerRead) {
-			return 0, err
-		}
-		if len(msgs) == 0 {
-			break
-		}
-		held = msgs[len(msgs)-1].offset + 1
-	}
-	// The broker may have flushed meanwhile.
-	if st, err = c.flushed(ctx, dir, true); err != nil {
-		return 0, err
-	}
-	held = max(held, st.end)
+	held := max(offs.HighWatermark, st.end)
 	logged, err := c.loggedRecords(ctx, dir, st.end)
 	if err != nil {
 		return 0, err
@@ -194,7 +188,7 @@ func withFillers(from int64, logged []*filer_pb.LogEntry) ([]*filer_pb.LogEntry,
 			return nil, 0, fmt.Errorf("a gap of %d offsets no log holds", gap)
 		}
 		for ; next < e.Offset; next++ {
-			out = append(out, &filer_pb.LogEntry{TsNs: ts, Data: record.AppendFiller(nil), Offset: next})
+			out = append(out, fillerEntry(next, ts))
 			fillers++
 		}
 		out = append(out, e)
@@ -329,7 +323,15 @@ func (c *Client) fillOffsets(ctx context.Context, dir string, from, to, tsNs int
 	}
 	entries := make([]*filer_pb.LogEntry, 0, to-from)
 	for o := from; o < to; o++ {
-		entries = append(entries, &filer_pb.LogEntry{TsNs: tsNs, Data: record.AppendFiller(nil), Offset: o})
+		entries = append(entries, fillerEntry(o, tsNs))
 	}
 	return c.writeSegment(ctx, dir, entries)
+}
+
+// fillerValue is what a filler holds; readers skip it (record.ErrFiller).
+var fillerValue = record.AppendFiller(nil)
+
+// fillerEntry is a filler at offset, stored with ts_ns tsNs.
+func fillerEntry(offset, tsNs int64) *filer_pb.LogEntry {
+	return &filer_pb.LogEntry{TsNs: tsNs, Data: fillerValue, Offset: offset}
 }

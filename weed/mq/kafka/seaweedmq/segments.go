@@ -86,7 +86,12 @@ type segmentStore struct {
 	lru     *list.List               // of *decodedSegment, most recent first
 	byKey   map[string]*list.Element // decoded segments by segment key
 	bytes   int
+	ends    map[string]int64 // segment ends read without decoding, by segment key
 }
+
+// maxSegmentEnds bounds the segment ends remembered; past it they are
+// forgotten and read again when asked for.
+const maxSegmentEnds = 4096
 
 type decodedSegment struct {
 	key     string
@@ -98,6 +103,7 @@ func (ss *segmentStore) init() {
 	ss.listings = map[string]*flushedState{}
 	ss.lru = list.New()
 	ss.byKey = map[string]*list.Element{}
+	ss.ends = map[string]int64{}
 }
 
 // partitionDir is where a partition's data lives in the filer.
@@ -181,8 +187,9 @@ func (c *Client) flushed(ctx context.Context, dir string, force bool) (*flushedS
 
 // segmentEnd returns one past the highest offset in a segment (0 if it has
 // none). Unless the segment is decoded already, only its entries' offsets
-// are read: a listing that finds a new segment costs no decoding of it (a
-// reader at the tail reads the broker's memory, not the segment).
+// are read, once per segment size: a listing that finds a new segment costs
+// no decoding of it (a reader at the tail reads the broker's memory, not
+// the segment), and the listings after it nothing.
 func (c *Client) segmentEnd(ctx context.Context, dir string, s segment) (int64, error) {
 	key := s.key(dir)
 	c.segs.cacheMu.Lock()
@@ -193,6 +200,10 @@ func (c *Client) segmentEnd(ctx context.Context, dir string, s segment) (int64, 
 			return 0, nil
 		}
 		return d.entries[len(d.entries)-1].Offset + 1, nil
+	}
+	if end, ok := c.segs.ends[key]; ok {
+		c.segs.cacheMu.Unlock()
+		return end, nil
 	}
 	c.segs.cacheMu.Unlock()
 	data, err := io.ReadAll(filer.NewFileReader(filerClient{c}, s.entry))
@@ -212,6 +223,12 @@ func (c *Client) segmentEnd(ctx context.Context, dir string, s segment) (int64, 
 		end = max(end, off+1)
 		pos += 4 + size
 	}
+	c.segs.cacheMu.Lock()
+	if len(c.segs.ends) >= maxSegmentEnds {
+		clear(c.segs.ends)
+	}
+	c.segs.ends[key] = end
+	c.segs.cacheMu.Unlock()
 	return end, nil
 }
 
@@ -241,9 +258,6 @@ func logEntryOffset(b []byte) (int64, error) {
 	}
 	return off, nil
 }
-
-// logEntryOffsetField is filer_pb.LogEntry's offset field number.
-var logEntryOffsetField = (&filer_pb.LogEntry{}).ProtoReflect().Descriptor().Fields().ByName("offset").Number()
 
 // decodeSegment returns a segment's log entries, from the cache when the
 // segment has not grown since it was decoded.

@@ -92,6 +92,9 @@ type wal struct {
 
 	// Owned by the commit loop.
 	fids fidPool
+	// framed and frames are the bytes and frames committed, whose average
+	// is what each reserved file id is announced to hold.
+	framed, frames uint64
 
 	// Under filesMu. The commit loop appends to cur; a file is closed when
 	// full or old, by the next commit or, if none comes, by the trimmer.
@@ -99,7 +102,9 @@ type wal struct {
 	cur        *walFile
 	files      []*walFile // closed and not yet removed, oldest first
 	committing bool
-	done       chan struct{}
+
+	done    chan struct{}  // closed when the commit loop has stopped
+	trimmer sync.WaitGroup // the trim loop, which stops after it
 }
 
 func newWAL(c *Client, name string) *wal {
@@ -112,7 +117,11 @@ func newWAL(c *Client, name string) *wal {
 // of this gateway are trimmed like its own.
 func (w *wal) start() {
 	go w.commitLoop()
-	go w.trimLoop()
+	w.trimmer.Add(1)
+	go func() {
+		defer w.trimmer.Done()
+		w.trimLoop()
+	}()
 }
 
 // add queues a batch for the log. It waits while too much is queued.
@@ -167,6 +176,7 @@ func (w *wal) close(timeout time.Duration) {
 	w.changed.Broadcast()
 	w.mu.Unlock()
 	<-w.done
+	w.trimmer.Wait()
 }
 
 // commitLoop takes what is queued, writes it as one chunk and finishes its
@@ -320,6 +330,8 @@ func (w *wal) commit(frame []byte, batch []*walEntry) error {
 	w.filesMu.Lock()
 	f.ends = ends
 	w.filesMu.Unlock()
+	w.framed += uint64(len(frame))
+	w.frames++
 	return nil
 }
 
@@ -350,7 +362,11 @@ func (w *wal) reserve() (walSlot, error) {
 		var resp *filer_pb.AssignVolumeResponse
 		err := w.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 			var err error
-			resp, err = fc.AssignVolume(ctx, &filer_pb.AssignVolumeRequest{Count: walAssignCount, Path: w.dir + "/"})
+			// The expected size per id: without it the master counts
+			// 1 MB for each, and grows new volumes all the time.
+			resp, err = fc.AssignVolume(ctx, &filer_pb.AssignVolumeRequest{
+				Count: walAssignCount, Path: w.dir + "/", ExpectedDataSize: w.expectedFrame(),
+			})
 			if err == nil && resp.Error != "" {
 				err = errors.New(resp.Error)
 			}
@@ -374,6 +390,14 @@ func (w *wal) reserve() (walSlot, error) {
 	id.Key += types.NeedleId(w.fids.next)
 	w.fids.next++
 	return walSlot{fid: id.String(), url: w.fids.url, auth: w.fids.auth, fsync: w.fids.fsync}, nil
+}
+
+// expectedFrame is the average frame committed so far, at least 4 KB.
+func (w *wal) expectedFrame() uint64 {
+	if w.frames == 0 {
+		return 4 << 10
+	}
+	return max(4<<10, w.framed/w.frames)
 }
 
 // put stores a frame on its volume server, as it is (never compressed: its

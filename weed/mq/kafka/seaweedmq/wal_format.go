@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
@@ -39,14 +40,46 @@ type walRecords struct {
 	buf []byte
 }
 
-// add appends one record as the broker stores it.
+// add appends one record as the broker stores it: a filer_pb.LogEntry with
+// its ts_ns, data and key, encoded here in field order and without the
+// fields proto3 leaves out (zero, empty) exactly as proto.Marshal would,
+// since this runs for every record produced.
 func (w *walRecords) add(tsNs int64, key, value []byte) {
-	e := filer_pb.LogEntry{TsNs: tsNs, Key: key, Data: value}
-	size := proto.Size(&e)
-	w.buf = binary.AppendUvarint(w.buf, uint64(size))
-	w.buf, _ = proto.MarshalOptions{}.MarshalAppend(w.buf, &e)
+	size := 0
+	if tsNs != 0 {
+		size += 1 + protowire.SizeVarint(uint64(tsNs))
+	}
+	if len(value) > 0 {
+		size += 1 + protowire.SizeBytes(len(value))
+	}
+	if len(key) > 0 {
+		size += 1 + protowire.SizeBytes(len(key))
+	}
+	b := binary.AppendUvarint(w.buf, uint64(size))
+	if tsNs != 0 {
+		b = protowire.AppendTag(b, logEntryTsField, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(tsNs))
+	}
+	if len(value) > 0 {
+		b = protowire.AppendTag(b, logEntryDataField, protowire.BytesType)
+		b = protowire.AppendBytes(b, value)
+	}
+	if len(key) > 0 {
+		b = protowire.AppendTag(b, logEntryKeyField, protowire.BytesType)
+		b = protowire.AppendBytes(b, key)
+	}
+	w.buf = b
 	w.n++
 }
+
+// filer_pb.LogEntry's field numbers (one tag byte each).
+var (
+	logEntryFields      = (&filer_pb.LogEntry{}).ProtoReflect().Descriptor().Fields()
+	logEntryTsField     = logEntryFields.ByName("ts_ns").Number()
+	logEntryDataField   = logEntryFields.ByName("data").Number()
+	logEntryKeyField    = logEntryFields.ByName("key").Number()
+	logEntryOffsetField = logEntryFields.ByName("offset").Number()
+)
 
 // walBatch is one logged batch.
 type walBatch struct {

@@ -71,7 +71,7 @@ func (w *wal) trim() {
 	covered := map[string]bool{}
 	var removed []*walFile
 	for _, f := range files {
-		if !w.c.walFileCovered(ctx, f.ends, covered) {
+		if !w.c.walFileCovered(ctx, f, covered) {
 			continue
 		}
 		err := w.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
@@ -102,15 +102,22 @@ func (w *wal) trim() {
 	glog.V(2).Infof("kafka write-ahead log %s: removed %d files the segments cover", w.dir, len(removed))
 }
 
-// walFileCovered reports whether the segments (or the broker's memory,
-// which flushes on its own) hold everything a log file holds, or its
-// partitions are gone. known caches the answers by partition dir and end.
-func (c *Client) walFileCovered(ctx context.Context, ends map[string]int64, known map[string]bool) bool {
-	for dir, end := range ends {
-		key := fmt.Sprintf("%s@%d", dir, end)
+// walGoneAfter is how old a log file must be before its uncovered
+// partitions are checked for having gone (deleted or created anew): a live
+// partition's file is covered a flush interval after it was written, so
+// younger files need no topic lookups.
+const walGoneAfter = time.Minute
+
+// walFileCovered reports whether the segments hold everything a log file
+// holds, or (for a file older than walGoneAfter) its partitions are gone.
+// known caches the answers by partition dir and end.
+func (c *Client) walFileCovered(ctx context.Context, f *walFile, known map[string]bool) bool {
+	old := time.Since(f.created) > walGoneAfter
+	for dir, end := range f.ends {
+		key := fmt.Sprintf("%s@%d@%v", dir, end, old)
 		ok, seen := known[key]
 		if !seen {
-			ok = c.segmentsCover(ctx, dir, end)
+			ok = c.segmentsCover(ctx, dir, end) || old && c.partitionGone(ctx, dir)
 			known[key] = ok
 		}
 		if !ok {
@@ -121,24 +128,22 @@ func (c *Client) walFileCovered(ctx context.Context, ends map[string]int64, know
 }
 
 // segmentsCover reports whether a partition's segments hold every offset
-// below end, or the partition no longer exists.
+// below end.
 func (c *Client) segmentsCover(ctx context.Context, dir string, end int64) bool {
 	st, err := c.flushed(ctx, dir, false)
-	if err != nil {
-		return false
-	}
-	if st.end >= end {
-		return true
-	}
-	// Gone: its topic was deleted or created anew (the partition dirs of
-	// a topic's current version are created at its first flush, so a
-	// missing dir says nothing).
+	return err == nil && st.end >= end
+}
+
+// partitionGone reports whether a partition dir belongs to no current
+// topic: its topic was deleted or created anew (the partition dirs of a
+// topic's current version are created at its first flush, so a missing dir
+// says nothing).
+func (c *Client) partitionGone(ctx context.Context, dir string) bool {
 	rest, ok := strings.CutPrefix(dir, filer.TopicsDir+"/"+Namespace+"/")
 	name, _, _ := strings.Cut(rest, "/")
 	if !ok || name == "" {
 		return false
 	}
-	c.topics.forget(name)
 	e, err := c.topic(ctx, name)
 	if errors.Is(err, kerr.UnknownTopicOrPartition) {
 		return true

@@ -90,7 +90,7 @@ func (p *partition) send(ctx context.Context, pub *publisher, records []record.R
 func (p *partition) sendBatch(ctx context.Context, pub *publisher, records []record.Record, durable, deferLog bool) (*pendingBatch, *protocol.Appended) {
 	app := protocol.NewAppended()
 	b := &pendingBatch{n: len(records), app: app, part: p, durable: durable, log: true, deferLog: deferLog, expected: -1}
-	b.wal.buf = make([]byte, 0, 64*len(records))
+	b.wal.buf = make([]byte, 0, walRecordsSize(records))
 	if err := pub.enqueue(ctx, b); err != nil {
 		return b, protocol.FailedAppend(fmt.Errorf("%w (%v)", kerr.NotLeaderForPartition, err))
 	}
@@ -122,6 +122,17 @@ func (p *partition) sendBatch(ctx context.Context, pub *publisher, records []rec
 		p.c.wal.add(walBatch{dir: p.dir, base: b.expected, n: b.n, recs: b.wal.buf}, func(err error) { p.walDone(b, err) })
 	}
 	return b, app
+}
+
+// walRecordsSize is about what records take in log form: their keys and
+// values and, per record, room for the length, the tags, ts_ns and a small
+// envelope, so that a batch's log buffer is allocated once.
+func walRecordsSize(records []record.Record) int {
+	n := 0
+	for i := range records {
+		n += len(records[i].Key) + len(records[i].Value) + 32
+	}
+	return n
 }
 
 // appendVerifying is the first append on a new stream. The broker's offset
