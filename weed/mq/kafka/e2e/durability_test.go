@@ -305,52 +305,63 @@ func TestDurabilityChaos(t *testing.T) {
 	checkAcknowledged(t, g.addr, topic, acks, map[int32]bool{0: true})
 }
 
+// withFilerAt runs fn with a client of the filer at 127.0.0.1:port.
+func withFilerAt(t *testing.T, port int, fn func(context.Context, filer_pb.SeaweedFilerClient) error) {
+	t.Helper()
+	addr := pb.ServerAddress("127.0.0.1:" + strconv.Itoa(port))
+	opt := grpc.WithTransportCredentials(insecure.NewCredentials())
+	if err := pb.WithGrpcFilerClient(false, 0, addr, opt, func(fc filer_pb.SeaweedFilerClient) error {
+		return fn(ctxT(t), fc)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listDir calls fn for each entry of a filer directory.
+func listDir(ctx context.Context, fc filer_pb.SeaweedFilerClient, dir string, fn func(*filer_pb.Entry)) error {
+	return filer_pb.SeaweedList(ctx, fc, dir, "", func(e *filer_pb.Entry, _ bool) error {
+		fn(e)
+		return nil
+	}, "", false, math.MaxInt32)
+}
+
 // partitionSegments lists the log segments of each partition of topic in
 // the filer at filerPort, by partition directory.
 func partitionSegments(t *testing.T, filerPort int, topic string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	addr := pb.ServerAddress("127.0.0.1:" + strconv.Itoa(filerPort))
-	opt := grpc.WithTransportCredentials(insecure.NewCredentials())
-	err := pb.WithGrpcFilerClient(false, 0, addr, opt, func(fc filer_pb.SeaweedFilerClient) error {
-		ctx := ctxT(t)
-		list := func(dir string, fn func(*filer_pb.Entry)) error {
-			return filer_pb.SeaweedList(ctx, fc, dir, "", func(e *filer_pb.Entry, _ bool) error {
-				fn(e)
-				return nil
-			}, "", false, math.MaxInt32)
-		}
+	withFilerAt(t, filerPort, func(ctx context.Context, fc filer_pb.SeaweedFilerClient) error {
 		topicDir := "/topics/kafka/" + topic
-		var parts []string
-		if err := list(topicDir, func(v *filer_pb.Entry) {
+		var versions []string
+		if err := listDir(ctx, fc, topicDir, func(v *filer_pb.Entry) {
 			if v.IsDirectory {
-				parts = append(parts, topicDir+"/"+v.Name)
+				versions = append(versions, topicDir+"/"+v.Name)
 			}
 		}); err != nil {
 			return err
 		}
-		for _, v := range parts {
-			err := list(v, func(p *filer_pb.Entry) {
-				if !p.IsDirectory {
-					return
+		var parts []string
+		for _, v := range versions {
+			if err := listDir(ctx, fc, v, func(p *filer_pb.Entry) {
+				if p.IsDirectory {
+					parts = append(parts, v+"/"+p.Name)
 				}
-				dir := v + "/" + p.Name
-				out[dir] = nil
-				list(dir, func(s *filer_pb.Entry) { //nolint:errcheck // an error leaves the list short, which the caller sees
-					if !s.IsDirectory && !strings.HasSuffix(s.Name, ".offset") {
-						out[dir] = append(out[dir], s.Name)
-					}
-				})
-			})
-			if err != nil {
+			}); err != nil {
+				return err
+			}
+		}
+		for _, dir := range parts {
+			out[dir] = nil
+			if err := listDir(ctx, fc, dir, func(s *filer_pb.Entry) {
+				if !s.IsDirectory && !strings.HasSuffix(s.Name, ".offset") {
+					out[dir] = append(out[dir], s.Name)
+				}
+			}); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return out
 }
 
@@ -485,9 +496,7 @@ func TestDurabilityTwoGateways(t *testing.T) {
 func topicLeaders(t *testing.T, filerPort int, topicName string) []string {
 	t.Helper()
 	var out []string
-	addr := pb.ServerAddress("127.0.0.1:" + strconv.Itoa(filerPort))
-	opt := grpc.WithTransportCredentials(insecure.NewCredentials())
-	err := pb.WithGrpcFilerClient(false, 0, addr, opt, func(fc filer_pb.SeaweedFilerClient) error {
+	withFilerAt(t, filerPort, func(_ context.Context, fc filer_pb.SeaweedFilerClient) error {
 		conf, err := topic.Topic{Namespace: "kafka", Name: topicName}.ReadConfFile(fc)
 		if err != nil {
 			return err
@@ -497,9 +506,6 @@ func topicLeaders(t *testing.T, filerPort int, topicName string) []string {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return out
 }
 
@@ -508,33 +514,23 @@ func topicLeaders(t *testing.T, filerPort int, topicName string) []string {
 func walFiles(t *testing.T, filerPort int) []string {
 	t.Helper()
 	var out []string
-	addr := pb.ServerAddress("127.0.0.1:" + strconv.Itoa(filerPort))
-	opt := grpc.WithTransportCredentials(insecure.NewCredentials())
-	err := pb.WithGrpcFilerClient(false, 0, addr, opt, func(fc filer_pb.SeaweedFilerClient) error {
-		ctx := ctxT(t)
+	withFilerAt(t, filerPort, func(ctx context.Context, fc filer_pb.SeaweedFilerClient) error {
+		const root = "/etc/kafka-gateway/wal"
 		var dirs []string
-		err := filer_pb.SeaweedList(ctx, fc, "/etc/kafka-gateway/wal", "", func(e *filer_pb.Entry, _ bool) error {
+		if err := listDir(ctx, fc, root, func(e *filer_pb.Entry) {
 			if e.IsDirectory {
-				dirs = append(dirs, "/etc/kafka-gateway/wal/"+e.Name)
+				dirs = append(dirs, root+"/"+e.Name)
 			}
-			return nil
-		}, "", false, math.MaxInt32)
-		if err != nil {
+		}); err != nil {
 			return err
 		}
 		for _, d := range dirs {
-			if err := filer_pb.SeaweedList(ctx, fc, d, "", func(e *filer_pb.Entry, _ bool) error {
-				out = append(out, d+"/"+e.Name)
-				return nil
-			}, "", false, math.MaxInt32); err != nil {
+			if err := listDir(ctx, fc, d, func(e *filer_pb.Entry) { out = append(out, d+"/"+e.Name) }); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return out
 }
 
