@@ -67,6 +67,25 @@ func (c *rawConn) readFrame() ([]byte, error) {
 	return b, err
 }
 
+// request sends req at the version it is set to and returns the answer.
+func (c *rawConn) request(req kmsg.Request) kmsg.Response {
+	c.t.Helper()
+	c.send(frame(req.Key(), req.GetVersion(), 1, req.IsFlexible(), req.AppendTo(nil)))
+	b, err := c.readFrame()
+	if err != nil {
+		c.t.Fatalf("%s v%d: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+	}
+	b = b[4:] // correlation id
+	if req.IsFlexible() && req.Key() != int16(kmsg.ApiVersions) {
+		b = b[1:] // no tagged fields in the response header
+	}
+	resp := req.ResponseKind()
+	if err := resp.ReadFrom(b); err != nil {
+		c.t.Fatalf("%s v%d response: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+	}
+	return resp
+}
+
 // expectClosed checks the gateway closed the connection (EOF or reset),
 // rather than answering or leaving it hanging.
 func (c *rawConn) expectClosed(what string) {

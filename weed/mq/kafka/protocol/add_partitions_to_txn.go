@@ -30,7 +30,7 @@ func (h *Handler) addPartitions(ctx context.Context, id string, pid int64, epoch
 	var unknown bool
 	for i, t := range topics {
 		codes[i] = make([]int16, len(t.partitions))
-		info, err := h.backend.DescribeTopic(ctx, t.topic)
+		info, err := h.describeTopic(ctx, t.topic)
 		for j, p := range t.partitions {
 			if err != nil || p < 0 || p >= info.Partitions {
 				codes[i][j] = kerr.UnknownTopicOrPartition.Code

@@ -33,7 +33,10 @@ func (h *Handler) alterTopic(ctx context.Context, typ kmsg.ConfigResourceType, n
 	if typ != kmsg.ConfigResourceTypeTopic {
 		return kerr.InvalidRequest, "only topic settings can be altered: broker settings are the gateway's flags"
 	}
-	info, err := h.backend.DescribeTopic(ctx, name)
+	if e := validTopicName(name); e != nil {
+		return e, "not a valid topic name" // as Kafka's config validator answers
+	}
+	info, err := h.describeTopic(ctx, name)
 	if err != nil {
 		return kafkaErr(err, kerr.KafkaStorageError), ""
 	}

@@ -23,7 +23,7 @@ func (h *Handler) handleCreatePartitions(ctx context.Context, r *Request) Reply 
 		for _, rt := range req.Topics {
 			st := kmsg.NewCreatePartitionsResponseTopic()
 			st.Topic = rt.Topic
-			info, err := h.backend.DescribeTopic(ctx, rt.Topic)
+			info, err := h.describeTopic(ctx, rt.Topic)
 			var msg string
 			switch {
 			case err != nil:

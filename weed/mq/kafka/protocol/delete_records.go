@@ -26,8 +26,9 @@ func (h *Handler) handleDeleteRecords(ctx context.Context, r *Request) Reply {
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 				sp.Partition, sp.LowWatermark = rp.Partition, -1
-				low, err := h.backend.DeleteRecords(ctx, rt.Topic, rp.Partition, rp.Offset)
-				if err != nil {
+				if ke := knownName(rt.Topic); ke != nil {
+					sp.ErrorCode = ke.Code
+				} else if low, err := h.backend.DeleteRecords(ctx, rt.Topic, rp.Partition, rp.Offset); err != nil {
 					sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
 				} else {
 					sp.LowWatermark = low

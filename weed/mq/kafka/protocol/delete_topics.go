@@ -37,7 +37,9 @@ func (h *Handler) handleDeleteTopics(ctx context.Context, r *Request) Reply {
 			name = info.Name
 			st.Topic = &info.Name
 		}
-		if err := h.backend.DeleteTopic(ctx, name); err != nil {
+		if ke := knownName(name); ke != nil {
+			st.ErrorCode = ke.Code
+		} else if err := h.backend.DeleteTopic(ctx, name); err != nil {
 			st.ErrorCode = kafkaErr(err, kerr.RequestTimedOut).Code
 			msg := err.Error()
 			st.ErrorMessage = &msg

@@ -52,7 +52,11 @@ func (h *Handler) handleDescribeConfigs(ctx context.Context, r *Request) Reply {
 		}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
-			info, err := h.backend.DescribeTopic(ctx, rr.ResourceName)
+			if e := validTopicName(rr.ResourceName); e != nil {
+				sr.ErrorCode = e.Code
+				break
+			}
+			info, err := h.describeTopic(ctx, rr.ResourceName)
 			if err != nil {
 				sr.ErrorCode = kafkaErr(err, kerr.RequestTimedOut).Code
 				break

@@ -46,7 +46,7 @@ func (h *Handler) handleDescribeLogDirs(ctx context.Context, r *Request) Reply {
 			}
 		}
 		for _, rt := range topics {
-			info, err := h.backend.DescribeTopic(ctx, rt.Topic)
+			info, err := h.describeTopic(ctx, rt.Topic)
 			if err != nil {
 				continue // Kafka leaves out what it does not have
 			}

@@ -24,9 +24,13 @@ func (h *Handler) handleDescribeProducers(ctx context.Context, r *Request) Reply
 			for _, p := range rt.Partitions {
 				sp := kmsg.NewDescribeProducersResponseTopicPartition()
 				sp.Partition = p
-				producers, err := h.backend.Producers(ctx, rt.Topic, p)
-				if err != nil {
+				var producers []ProducerInfo
+				if ke := knownName(rt.Topic); ke != nil {
+					sp.ErrorCode = ke.Code
+				} else if ps, err := h.backend.Producers(ctx, rt.Topic, p); err != nil {
 					sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
+				} else {
+					producers = ps
 				}
 				for _, pi := range producers {
 					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()

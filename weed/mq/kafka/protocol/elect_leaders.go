@@ -37,7 +37,7 @@ func (h *Handler) handleElectLeaders(ctx context.Context, r *Request) Reply {
 		for _, rt := range topics {
 			st := kmsg.NewElectLeadersResponseTopic()
 			st.Topic = rt.Topic
-			info, err := h.backend.DescribeTopic(ctx, rt.Topic)
+			info, err := h.describeTopic(ctx, rt.Topic)
 			for _, p := range rt.Partitions {
 				sp := kmsg.NewElectLeadersResponseTopicPartition()
 				sp.Partition = p

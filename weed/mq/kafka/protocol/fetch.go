@@ -73,7 +73,7 @@ func (h *Handler) fetchOnce(ctx context.Context, version int16, req *kmsg.FetchR
 		if version >= 13 {
 			info, err = h.backend.TopicByID(ctx, rt.TopicID)
 		} else {
-			info, err = h.backend.DescribeTopic(ctx, rt.Topic)
+			info, err = h.describeTopic(ctx, rt.Topic)
 		}
 		terr := kafkaErr(err, kerr.KafkaStorageError)
 		for _, rp := range rt.Partitions {

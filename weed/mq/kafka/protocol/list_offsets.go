@@ -31,7 +31,7 @@ func (h *Handler) handleListOffsets(ctx context.Context, r *Request) Reply {
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		info, err := h.backend.DescribeTopic(ctx, rt.Topic)
+		info, err := h.describeTopic(ctx, rt.Topic)
 		terr := kafkaErr(err, kerr.KafkaStorageError)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()

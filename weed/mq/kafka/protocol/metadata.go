@@ -80,11 +80,11 @@ func (h *Handler) handleMetadata(ctx context.Context, r *Request) Reply {
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		t, err := h.backend.DescribeTopic(ctx, name)
+		t, err := h.describeTopic(ctx, name)
 		if autoCreate && kafkaErr(err, nil) == kerr.UnknownTopicOrPartition {
 			t, err = h.backend.CreateTopic(ctx, TopicSpec{Name: name, Partitions: h.cfg.DefaultPartitions})
 			if kafkaErr(err, nil) == kerr.TopicAlreadyExists { // made by another client meanwhile
-				t, err = h.backend.DescribeTopic(ctx, name)
+				t, err = h.describeTopic(ctx, name)
 			}
 		}
 		if err != nil {
@@ -122,18 +122,4 @@ func (h *Handler) topicMetadata(t TopicInfo) kmsg.MetadataResponseTopic {
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
-}
-
-// validTopicName applies Kafka's rules for topic names.
-func validTopicName(name string) *kerr.Error {
-	if name == "" || name == "." || name == ".." || len(name) > MaxTopicNameLength {
-		return kerr.InvalidTopicException
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return kerr.InvalidTopicException
-		}
-	}
-	return nil
 }

@@ -97,7 +97,7 @@ func (h *Handler) lookupTopic(ctx context.Context, byID bool, name string, id [1
 	if byID {
 		info, err = h.backend.TopicByID(ctx, id)
 	} else {
-		info, err = h.backend.DescribeTopic(ctx, name)
+		info, err = h.describeTopic(ctx, name)
 	}
 	if err != nil {
 		return info, kafkaErr(err, kerr.KafkaStorageError)

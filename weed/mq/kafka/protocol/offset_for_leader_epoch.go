@@ -27,7 +27,7 @@ func (h *Handler) handleOffsetForLeaderEpoch(ctx context.Context, r *Request) Re
 		for _, rt := range req.Topics {
 			st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 			st.Topic = rt.Topic
-			info, err := h.backend.DescribeTopic(ctx, rt.Topic)
+			info, err := h.describeTopic(ctx, rt.Topic)
 			terr := kafkaErr(err, kerr.KafkaStorageError)
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()

@@ -56,7 +56,7 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 			terr = kafkaErr(err, kerr.KafkaStorageError)
 		} else {
 			var err error
-			info, err = h.backend.DescribeTopic(ctx, rt.Topic)
+			info, err = h.describeTopic(ctx, rt.Topic)
 			terr = kafkaErr(err, kerr.KafkaStorageError)
 		}
 		maxBytes := topicMaxMessageBytes(info, h.cfg.MaxMessageBytes)

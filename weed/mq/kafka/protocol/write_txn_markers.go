@@ -45,6 +45,8 @@ func (h *Handler) handleWriteTxnMarkers(ctx context.Context, r *Request) Reply {
 					fallback := kerr.KafkaStorageError
 					if group, ok := strings.CutPrefix(t.Topic, groupMarkerPrefix); ok {
 						err, fallback = h.groups.EndTxnOffsets(ctx, group, m.ProducerID, m.ProducerEpoch, m.Committed), kerr.CoordinatorNotAvailable
+					} else if ke := knownName(t.Topic); ke != nil {
+						err = ke
 					} else {
 						err = h.backend.WriteMarker(ctx, t.Topic, p, m.ProducerID, m.ProducerEpoch, m.Committed)
 					}

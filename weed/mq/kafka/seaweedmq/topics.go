@@ -79,7 +79,11 @@ func topicID(name string, generation int64) [16]byte {
 }
 
 // readTopic reads a topic's SeaweedMQ configuration and Kafka settings.
+// A name outside Kafka's rule names no topic: it never becomes a path.
 func (c *Client) readTopic(ctx context.Context, name string) (*topicEntry, error) {
+	if protocol.ValidTopicName(name) != nil {
+		return nil, kerr.UnknownTopicOrPartition
+	}
 	var conf *mq_pb.ConfigureTopicResponse
 	var kconf topicConfigFile
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
@@ -228,6 +232,9 @@ func (c *Client) TopicByID(ctx context.Context, id [16]byte) (protocol.TopicInfo
 
 // CreateTopic implements protocol.Backend.
 func (c *Client) CreateTopic(ctx context.Context, spec protocol.TopicSpec) (protocol.TopicInfo, error) {
+	if err := protocol.ValidTopicName(spec.Name); err != nil {
+		return protocol.TopicInfo{}, err
+	}
 	c.topics.forget(spec.Name)
 	if _, err := c.readTopic(ctx, spec.Name); err == nil {
 		return protocol.TopicInfo{}, kerr.TopicAlreadyExists
