@@ -2,6 +2,8 @@ package command
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"os"
 	"sort"
@@ -12,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	swcommand "github.com/seaweedfs/seaweedfs/weed/command"
 )
@@ -33,6 +37,11 @@ type kafkaBenchOptions struct {
 	producers  *int
 	vary       *bool
 	maxBuffer  *int
+
+	tlsCA         *string
+	saslMechanism *string
+	saslUser      *string
+	saslPassword  *string
 }
 
 var kafkaBenchOpts kafkaBenchOptions
@@ -75,6 +84,9 @@ percentiles. The load is bounded by -records and -timeout.
                one client (default 1)
   -vary        value sizes drawn at random from 0 to -size
   -maxbufferedbytes  the producer's MaxBufferedBytes (default 0: franz-go's)
+  -tls.ca      connect with TLS, trusting the PEM certificates of this file
+  -sasl.mechanism  log in with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, as
+               -sasl.user with -sasl.password
 
 franz-go's own TestClient_Produce workload (50 goroutines calling
 ProduceSync, 20,000 records of up to 1 KB, one partition):
@@ -105,6 +117,10 @@ func init() {
 	o.sync = f.Bool("sync", false, "produce one record at a time, waiting for each acknowledgement")
 	o.producers = f.Int("producers", 1, "with -sync: goroutines producing at once")
 	o.vary = f.Bool("vary", false, "value sizes at random from 0 to -size")
+	o.tlsCA = f.String("tls.ca", "", "connect with TLS, trusting the PEM certificates of this file")
+	o.saslMechanism = f.String("sasl.mechanism", "", "log in with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	o.saslUser = f.String("sasl.user", "", "SASL user")
+	o.saslPassword = f.String("sasl.password", "", "SASL password")
 	o.maxBuffer = f.Int("maxbufferedbytes", 0, "the producer's MaxBufferedBytes (0: franz-go's default)")
 }
 
@@ -135,13 +151,22 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), *o.timeout)
 	defer cancel()
 	seeds := strings.Split(*o.bootstrap, ",")
+	security, err := benchSecurity(o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return false
+	}
+	// conn are the options that reach the endpoint, for each client.
+	conn := func(more ...kgo.Opt) []kgo.Opt {
+		return append(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, security...), more...)
+	}
 	topic := *o.topic
 	if topic == "" {
 		topic = fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	}
 	n := *o.records
 
-	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	admin, err := kgo.NewClient(conn()...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return false
@@ -159,8 +184,8 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 	case "0":
 		acks = kgo.NoAck()
 	}
-	popts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RequiredAcks(acks),
-		kgo.ProducerLinger(*o.linger), kgo.MaxBufferedRecords(100000), kgo.ProducerBatchMaxBytes(1 << 20)}
+	popts := conn(kgo.RequiredAcks(acks),
+		kgo.ProducerLinger(*o.linger), kgo.MaxBufferedRecords(100000), kgo.ProducerBatchMaxBytes(1<<20))
 	if *o.maxBuffer > 0 {
 		popts = append(popts, kgo.MaxBufferedBytes(*o.maxBuffer))
 	}
@@ -175,8 +200,8 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 		return false
 	}
 	defer producer.Close()
-	consumer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+	consumer, err := kgo.NewClient(conn(kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return false
@@ -285,8 +310,8 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 		consumed.Load(), e2eElapsed.Round(time.Millisecond), e2eLat.pct(0.50).Round(time.Microsecond), e2eLat.pct(0.99).Round(time.Microsecond))
 
 	if *o.backlog && ctx.Err() == nil {
-		reader, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20), kgo.FetchMaxPartitionBytes(16<<20))
+		reader, err := kgo.NewClient(conn(kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20), kgo.FetchMaxPartitionBytes(16<<20))...)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return false
@@ -330,4 +355,32 @@ func progress(status func() string) func() {
 		}
 	}()
 	return func() { close(done); <-stopped }
+}
+
+// benchSecurity are the client options of -tls.ca and -sasl.*.
+func benchSecurity(o *kafkaBenchOptions) ([]kgo.Opt, error) {
+	var opts []kgo.Opt
+	if *o.tlsCA != "" {
+		pem, err := os.ReadFile(*o.tlsCA)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("-tls.ca %s: no PEM certificate", *o.tlsCA)
+		}
+		opts = append(opts, kgo.DialTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
+	}
+	switch *o.saslMechanism {
+	case "":
+	case "PLAIN":
+		opts = append(opts, kgo.SASL(plain.Auth{User: *o.saslUser, Pass: *o.saslPassword}.AsMechanism()))
+	case "SCRAM-SHA-256":
+		opts = append(opts, kgo.SASL(scram.Auth{User: *o.saslUser, Pass: *o.saslPassword}.AsSha256Mechanism()))
+	case "SCRAM-SHA-512":
+		opts = append(opts, kgo.SASL(scram.Auth{User: *o.saslUser, Pass: *o.saslPassword}.AsSha512Mechanism()))
+	default:
+		return nil, fmt.Errorf("-sasl.mechanism %q: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", *o.saslMechanism)
+	}
+	return opts, nil
 }

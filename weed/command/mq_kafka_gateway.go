@@ -4,6 +4,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,8 +32,10 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
 )
 
 type kafkaGatewayOptions struct {
@@ -52,6 +56,23 @@ type kafkaGatewayOptions struct {
 	groupMaxSession   *int
 	metricsIP         *string
 	metricsPort       *int
+	pprofIP           *string
+
+	listeners           *string
+	advertisedListeners *string
+	sslCert             *string
+	sslKey              *string
+	sslClientCA         *string
+	sslClientAuth       *string
+	sslPrincipalRules   *string
+	saslMechanisms      *string
+	saslUsers           *string
+	oauthJWKS           *string
+	oauthUnsecured      *bool
+	oauthIssuer         *string
+	oauthAudience       *string
+	oauthSubClaim       *string
+	maxReauthMs         *int
 }
 
 var kafkaGatewayOpts kafkaGatewayOptions
@@ -88,7 +109,8 @@ the filers and MQ brokers there and follows them as they move.
   -node.id             broker id this gateway has in Metadata (default:
                        derived from -ip and -port, so it stays the same
                        across restarts); unique among the cluster's gateways
-  -port.pprof          serve Go profiling on this port (0: off)
+  -port.pprof          serve Go profiling on this port (0: off), on
+                       -pprof.ip (default 127.0.0.1: profiles show memory)
   -metricsPort         serve /metrics (Prometheus), /health and /ready on
                        this HTTP port (0: off), like SeaweedFS's servers
   -metricsIp           address of that port (default: -ip.bind, or -ip)
@@ -98,6 +120,38 @@ the filers and MQ brokers there and follows them as they move.
   -group.min.session.timeout.ms, -group.max.session.timeout.ms
                        the session timeouts group members may ask for
                        (default 6000 and 1800000, as Kafka)
+Security (see the README's Security section):
+  -listeners           PROTOCOL://host:port entries, comma-separated, of
+                       PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL (default:
+                       one PLAINTEXT listener on -ip.bind:-port). Metadata
+                       answers each client with the addresses of the
+                       listener it came in on.
+  -advertised.listeners
+                       the addresses clients use, PROTOCOL://host:port
+                       (default: -ip and each listener's port)
+  -ssl.cert, -ssl.key  PEM certificate (chain) and key of the SSL and
+                       SASL_SSL listeners, read again when they change
+  -ssl.client.ca       PEM certificates that sign client certificates
+  -ssl.client.auth     none, requested or required (mTLS)
+  -ssl.principal.mapping.rules
+                       a client certificate's principal, as Kafka's rules:
+                       DEFAULT (the whole subject) or
+                       RULE:^CN=([^,]+).*$/$1/ (its CN)
+  -sasl.enabled.mechanisms
+                       of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER
+  -sasl.users          FILE of user:password lines: these users are given
+                       SCRAM credentials at start (the first administrator)
+  -sasl.oauthbearer.jwks FILE
+                       the JSON Web Key Set that signs valid OAUTHBEARER
+                       tokens; -sasl.oauthbearer.expected.issuer and
+                       -sasl.oauthbearer.expected.audience check iss and aud,
+                       -sasl.oauthbearer.sub.claim.name names the principal
+  -sasl.oauthbearer.unsecured
+                       accept unsigned tokens (alg none): for tests only
+  -connections.max.reauth.ms
+                       SASL sessions end after this long unless the client
+                       logs in again (KIP-368); 0: never
+
   -embedded.dir        start a single-node SeaweedFS (master, volume, filer,
                        MQ broker) from this same binary with its data in this
                        folder, and serve Kafka on it. Never started unless
@@ -139,6 +193,22 @@ func init() {
 	o.groupMaxSession = f.Int("group.max.session.timeout.ms", int(group.DefaultMaxSessionTimeout/time.Millisecond), "largest session timeout a group member may ask for")
 	o.metricsPort = f.Int("metricsPort", 0, "Prometheus /metrics, /health and /ready HTTP port (0: off)")
 	o.metricsIP = f.String("metricsIp", "", "address of the metrics port (default: -ip.bind, or -ip)")
+	o.pprofIP = f.String("pprof.ip", "127.0.0.1", "address of the profiling port")
+	o.listeners = f.String("listeners", "", "PROTOCOL://host:port listeners (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); default PLAINTEXT on -ip.bind:-port")
+	o.advertisedListeners = f.String("advertised.listeners", "", "PROTOCOL://host:port addresses clients use (default: -ip and each listener's port)")
+	o.sslCert = f.String("ssl.cert", "", "PEM certificate (chain) of the SSL listeners")
+	o.sslKey = f.String("ssl.key", "", "PEM key of the SSL listeners")
+	o.sslClientCA = f.String("ssl.client.ca", "", "PEM certificates that sign client certificates")
+	o.sslClientAuth = f.String("ssl.client.auth", "none", "client certificates: none, requested or required")
+	o.sslPrincipalRules = f.String("ssl.principal.mapping.rules", "DEFAULT", "a client certificate's principal (Kafka's ssl.principal.mapping.rules)")
+	o.saslMechanisms = f.String("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms of the SASL listeners")
+	o.saslUsers = f.String("sasl.users", "", "file of user:password lines given SCRAM credentials at start")
+	o.oauthJWKS = f.String("sasl.oauthbearer.jwks", "", "JSON Web Key Set file of the keys that sign OAUTHBEARER tokens")
+	o.oauthUnsecured = f.Bool("sasl.oauthbearer.unsecured", false, "accept unsigned OAUTHBEARER tokens (tests only)")
+	o.oauthIssuer = f.String("sasl.oauthbearer.expected.issuer", "", "the iss OAUTHBEARER tokens must have")
+	o.oauthAudience = f.String("sasl.oauthbearer.expected.audience", "", "an aud OAUTHBEARER tokens must have")
+	o.oauthSubClaim = f.String("sasl.oauthbearer.sub.claim.name", "sub", "the claim naming an OAUTHBEARER token's principal")
+	o.maxReauthMs = f.Int("connections.max.reauth.ms", 0, "SASL session lifetime before the client logs in again (0: unbounded)")
 	o.embeddedPorts = f.String("embedded.ports", "9333,8080,8888,17777", "master,volume,filer,broker ports of the embedded SeaweedFS")
 }
 
@@ -157,7 +227,24 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		masters = emb.master
 	}
 
-	self := membership.Member{NodeID: int32(*o.nodeID), Host: *o.ip, Port: int32(*o.port)}
+	bind := *o.ipBind
+	if bind == "" {
+		bind = *o.ip
+	}
+	listenerList := *o.listeners
+	if listenerList == "" {
+		listenerList = gateway.Plaintext + "://" + net.JoinHostPort(bind, strconv.Itoa(*o.port))
+	}
+	listeners, err := gateway.ParseListeners(listenerList, *o.advertisedListeners, *o.ip)
+	if err != nil {
+		glog.Errorf("kafka gateway: %v", err)
+		return false
+	}
+	self, err := selfMember(int32(*o.nodeID), listeners)
+	if err != nil {
+		glog.Errorf("kafka gateway: %v", err)
+		return false
+	}
 	if self.NodeID < 0 {
 		self.NodeID = membership.NodeID(self.Host, self.Port)
 	}
@@ -200,14 +287,45 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		return offs.HighWatermark, err
 	})
 
-	bind := *o.ipBind
-	if bind == "" {
-		bind = *o.ip
+	// Logins: SCRAM and PLAIN check the users every gateway shares.
+	users := user.NewStore(files)
+	auth, err := sasl.New(sasl.Config{
+		Mechanisms: splitList(*o.saslMechanisms),
+		Users:      users,
+		OAuth: sasl.OAuthConfig{
+			JWKSFile: *o.oauthJWKS, Unsecured: *o.oauthUnsecured,
+			Issuer: *o.oauthIssuer, Audience: *o.oauthAudience, SubClaim: *o.oauthSubClaim,
+		},
+	})
+	if err != nil {
+		glog.Errorf("kafka gateway: %v", err)
+		return false
 	}
+	var usersCreated atomic.Bool
+	usersCreated.Store(true)
+	if *o.saslUsers != "" {
+		initial, err := readUsersFile(*o.saslUsers)
+		if err != nil {
+			glog.Errorf("kafka gateway: -sasl.users: %v", err)
+			return false
+		}
+		usersCreated.Store(false)
+		go func() {
+			createUsers(users, initial)
+			usersCreated.Store(true)
+		}()
+	}
+
 	srv, err := gateway.NewServer(gateway.Options{
-		Listen:            net.JoinHostPort(bind, strconv.Itoa(*o.port)),
-		AdvertisedHost:    *o.ip,
-		AdvertisedPort:    *o.port,
+		Listeners: listeners,
+		TLS: gateway.TLSOptions{
+			CertFile: *o.sslCert, KeyFile: *o.sslKey,
+			ClientCAFile: *o.sslClientCA, ClientAuth: *o.sslClientAuth,
+			PrincipalRules: *o.sslPrincipalRules,
+		},
+		SASL:              auth,
+		MaxReauth:         time.Duration(*o.maxReauthMs) * time.Millisecond,
+		Users:             users,
 		NodeID:            self.NodeID,
 		ClusterID:         clusterID(masters, *o.filerGroup),
 		DefaultPartitions: int32(*o.defaultPartitions),
@@ -221,6 +339,9 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		ClusterReady: func(ctx context.Context) error {
 			if err := client.Ready(ctx); err != nil {
 				return err
+			}
+			if !usersCreated.Load() {
+				return errors.New("the users of -sasl.users are not created yet")
 			}
 			return members.Ready()
 		},
@@ -287,14 +408,14 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 
 	if *o.pprofPort > 0 {
 		go func() {
-			addr := net.JoinHostPort(bind, strconv.Itoa(*o.pprofPort))
+			addr := net.JoinHostPort(*o.pprofIP, strconv.Itoa(*o.pprofPort))
 			if err := http.ListenAndServe(addr, nil); err != nil {
 				glog.Errorf("kafka gateway: pprof on %s: %v", addr, err)
 			}
 		}()
 	}
 
-	glog.V(0).Infof("kafka gateway: node %d listening on %s, advertising %s, serving SeaweedFS at masters %s", self.NodeID, srv.Addr(), srv.Advertised(), masters)
+	glog.V(0).Infof("kafka gateway: node %d listening on %s, serving SeaweedFS at masters %s", self.NodeID, srv.Listeners(), masters)
 	go watchCluster(client, masters)
 	members.Start()
 	groups.Start()
@@ -340,4 +461,91 @@ func clusterID(masters, filerGroup string) string {
 	}
 	h.Write([]byte(filerGroup))
 	return fmt.Sprintf("seaweedfs-%016x", h.Sum64())
+}
+
+// selfMember is this gateway as the others and Metadata name it: its
+// address for the other gateways is its PLAINTEXT listener's (or its first
+// listener's), and it lists every listener.
+func selfMember(nodeID int32, listeners []gateway.Listener) (membership.Member, error) {
+	inter := listeners[0]
+	for _, l := range listeners {
+		if l.Name == gateway.Plaintext {
+			inter = l
+			break
+		}
+	}
+	var all []string
+	m := membership.Member{NodeID: nodeID}
+	for _, l := range listeners {
+		addr := l.Advertised
+		if addr == "" {
+			addr = l.Bind
+		}
+		host, port, err := net.SplitHostPort(addr)
+		p, perr := strconv.Atoi(port)
+		if err != nil || perr != nil || p == 0 {
+			return m, fmt.Errorf("listener %s: advertised address %q has no port", l.Name, addr)
+		}
+		if l.Name == inter.Name {
+			m.Host, m.Port = host, int32(p)
+		}
+		all = append(all, l.Name+"://"+addr)
+	}
+	if len(listeners) > 1 {
+		m.Listeners = strings.Join(all, ",")
+	}
+	if inter.Name != gateway.Plaintext {
+		glog.Warningf("kafka gateway: no PLAINTEXT listener: transactions that span gateways reach the others on %s, which they cannot log in to yet", inter.Name)
+	}
+	return m, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// readUsersFile reads -sasl.users: user:password lines; blank lines and
+// lines starting with # are skipped.
+func readUsersFile(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimRight(line, "\r")
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue
+		}
+		name, pass, ok := strings.Cut(line, ":")
+		if !ok || name == "" || pass == "" {
+			return nil, fmt.Errorf("line %d is not user:password", i+1)
+		}
+		out[name] = pass
+	}
+	return out, nil
+}
+
+// createUsers gives the users of -sasl.users their credentials, retrying
+// until the filer takes them (it may not be up yet when the gateway starts).
+func createUsers(store *user.Store, users map[string]string) {
+	for name, pass := range users {
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := store.SetPassword(ctx, name, pass)
+			cancel()
+			if err == nil {
+				glog.V(0).Infof("kafka gateway: user %s has SCRAM credentials (from -sasl.users)", name)
+				break
+			}
+			glog.V(1).Infof("kafka gateway: user %s from -sasl.users: %v; retrying", name, err)
+			time.Sleep(time.Second)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -23,9 +24,15 @@ import (
 // conn serves one client connection: one reader decodes requests and starts
 // them in order, one writer sends their responses in the same order.
 type conn struct {
-	srv    *Server
-	nc     net.Conn
-	remote string
+	srv      *Server
+	listener *boundListener
+	nc       net.Conn
+	remote   string
+	// principal is who the connection is: from its client certificate,
+	// then its SASL login; Anonymous without either.
+	principal string
+	// session is the SASL login, on a SASL listener.
+	session *session
 	// clientHost is the peer's host as Kafka shows it: "/127.0.0.1".
 	clientHost string
 
@@ -43,23 +50,32 @@ type pendingReply struct {
 	size          int64 // request bytes held until the reply is done
 	api           string
 	read          time.Time // when the request was read
+	// bare is a SASL message answered in a bare frame (after a v0
+	// SaslHandshake), without a Kafka header.
+	bare []byte
 }
 
-func newConn(srv *Server, nc net.Conn) *conn {
+func newConn(srv *Server, l *boundListener, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(srv.ctx)
 	host := nc.RemoteAddr().String()
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	return &conn{
+	c := &conn{
 		clientHost: "/" + host,
 		srv:        srv,
+		listener:   l,
+		principal:  Anonymous,
 		nc:         nc,
 		remote:     nc.RemoteAddr().String(),
 		ctx:        ctx,
 		cancel:     cancel,
 		replies:    make(chan pendingReply, protocol.MaxInFlightPerConn),
 	}
+	if l.SASL() {
+		c.session = &session{auth: srv.opts.SASL, maxReauth: srv.opts.MaxReauth}
+	}
+	return c
 }
 
 // close ends the connection; every close goes through here with its reason.
@@ -77,6 +93,12 @@ func (c *conn) serve() {
 	metrics.Connections.Inc()
 	metrics.ConnectionsTotal.Inc()
 	defer metrics.Connections.Dec()
+	if c.listener.TLS() {
+		if err := c.handshakeTLS(); err != nil {
+			c.close(fmt.Errorf("TLS handshake: %w", err))
+			return
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -96,6 +118,23 @@ func (c *conn) stopReading() {
 	c.nc.SetReadDeadline(time.Now()) //nolint:errcheck // a closed conn stops anyway
 }
 
+// handshakeTLS runs the TLS handshake, bounded in time so that a peer that
+// sends nothing cannot hold the connection, and takes the principal of a
+// verified client certificate.
+func (c *conn) handshakeTLS() error {
+	tc := tls.Server(c.nc, c.srv.tlsConfig)
+	c.nc = tc
+	ctx, cancel := context.WithTimeout(c.ctx, protocol.TLSHandshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return err
+	}
+	if p := c.srv.certs.principal(tc.ConnectionState()); p != "" {
+		c.principal = p
+	}
+	return nil
+}
+
 func (c *conn) readLoop() error {
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	var sizeBuf [4]byte
@@ -104,8 +143,14 @@ func (c *conn) readLoop() error {
 			return err
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-		if size < 0 || int(size) > c.srv.opts.MaxRequestSize {
-			return fmt.Errorf("request of %d bytes exceeds the limit of %d", size, c.srv.opts.MaxRequestSize)
+		limit := c.srv.opts.MaxRequestSize
+		if c.session != nil && !c.session.authenticated() {
+			// Before the login only small requests are read, as
+			// Kafka's sasl.server.max.receive.size.
+			limit = min(limit, protocol.MaxUnauthenticatedRequestSize)
+		}
+		if size < 0 || int(size) > limit {
+			return fmt.Errorf("request of %d bytes exceeds the limit of %d", size, limit)
 		}
 		// Request bytes held by the whole gateway are bounded; a reader
 		// waits here until answered requests free enough.
@@ -117,23 +162,72 @@ func (c *conn) readLoop() error {
 			c.srv.queued.Release(int64(size))
 			return err
 		}
+		if s := c.session; s != nil && s.bare && s.login != nil {
+			if err := c.bareLogin(frame, int64(size)); err != nil {
+				return err
+			}
+			continue
+		}
 		req, err := protocol.Decode(frame)
 		if err != nil {
 			c.srv.queued.Release(int64(size))
 			return err
 		}
-		req.ClientHost = c.clientHost
+		if s := c.session; s != nil {
+			if !s.allowed(req.Key) {
+				c.srv.queued.Release(int64(size))
+				return fmt.Errorf("%s request before authentication", kmsg.NameForKey(req.Key))
+			}
+			if s.expired(time.Now()) && req.Key != int16(kmsg.SASLHandshake) && req.Key != int16(kmsg.SASLAuthenticate) {
+				c.srv.queued.Release(int64(size))
+				return fmt.Errorf("session of %s expired at %v without re-authentication", s.principal, s.expires)
+			}
+			req.Session = s
+		}
+		req.ClientHost, req.Listener, req.Principal = c.clientHost, c.listener.Name, c.principal
+		if s := c.session; s != nil && s.authenticated() {
+			req.Principal = s.principal
+		}
 		api := kmsg.NameForKey(req.Key)
 		metrics.Requests.WithLabelValues(api, strconv.Itoa(int(req.Version))).Inc()
 		read := time.Now()
 		reply := c.srv.handler.Handle(c.ctx, req)
-		select {
-		case c.replies <- pendingReply{req.CorrelationID, reply, int64(size), api, read}:
-		case <-c.ctx.Done():
-			c.srv.queued.Release(int64(size))
-			return c.ctx.Err()
+		if err := c.queue(pendingReply{correlationID: req.CorrelationID, reply: reply, size: int64(size), api: api, read: read}); err != nil {
+			return err
+		}
+		if s := c.session; s != nil && s.failed != nil {
+			return s.failed // answered, then closed
 		}
 	}
+}
+
+// queue hands a reply to the writer.
+func (c *conn) queue(p pendingReply) error {
+	select {
+	case c.replies <- p:
+		return nil
+	case <-c.ctx.Done():
+		c.srv.queued.Release(p.size)
+		return c.ctx.Err()
+	}
+}
+
+// bareLogin takes one message of a login begun by a v0 SaslHandshake: a
+// bare frame, answered with a bare frame. A failed login closes the
+// connection without an answer, as Kafka does (v0 has no error field).
+func (c *conn) bareLogin(msg []byte, size int64) error {
+	answer, _, refused, text := c.session.Authenticate(c.ctx, msg)
+	if refused != nil {
+		c.srv.queued.Release(size)
+		return errors.New(text)
+	}
+	if answer == nil {
+		answer = []byte{}
+	}
+	if c.session.authenticated() {
+		c.session.bare = false
+	}
+	return c.queue(pendingReply{size: size, api: "SASLAuthenticate", read: time.Now(), bare: answer})
 }
 
 // readFrame reads a frame of size bytes, growing its buffer as the bytes
@@ -162,6 +256,19 @@ func (c *conn) writeLoop() {
 	w := bufio.NewWriterSize(c.nc, 64<<10)
 	var buf []byte
 	for p := range c.replies {
+		if p.bare != nil {
+			c.srv.queued.Release(p.size)
+			buf = binary.BigEndian.AppendUint32(buf[:0], uint32(len(p.bare)))
+			buf = append(buf, p.bare...)
+			if _, err := w.Write(buf); err != nil {
+				c.close(err)
+				continue
+			}
+			if err := w.Flush(); err != nil {
+				c.close(err)
+			}
+			continue
+		}
 		resp, err := p.reply()
 		c.srv.queued.Release(p.size)
 		if err != nil {

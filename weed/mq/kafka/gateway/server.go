@@ -4,10 +4,12 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,19 +20,32 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
 
 // Options configure a Server.
 type Options struct {
+	// Listeners are the listeners to serve; without any, one PLAINTEXT
+	// listener on Listen, advertising AdvertisedHost:AdvertisedPort.
+	Listeners []Listener
 	// Listen is the address to bind, host:port; port 0 picks a free one.
 	Listen string
 	// AdvertisedHost and AdvertisedPort are what Metadata tells clients
 	// to connect to; port 0 means the port actually bound.
 	AdvertisedHost string
 	AdvertisedPort int
-	NodeID         int32
-	ClusterID      string
+	// TLS configures the SSL and SASL_SSL listeners.
+	TLS TLSOptions
+	// SASL checks logins on the SASL listeners.
+	SASL *sasl.Authenticator
+	// MaxReauth bounds a SASL session (connections.max.reauth.ms): a
+	// client logs in again before it ends (KIP-368); 0: unbounded.
+	MaxReauth time.Duration
+	// Users keeps the SCRAM credentials.
+	Users     protocol.Users
+	NodeID    int32
+	ClusterID string
 
 	DefaultPartitions int32
 	AutoCreateTopics  bool
@@ -60,9 +75,11 @@ type Options struct {
 
 // Server is a running Kafka gateway.
 type Server struct {
-	opts    Options
-	handler *protocol.Handler
-	ln      net.Listener
+	opts      Options
+	handler   *protocol.Handler
+	listeners []*boundListener
+	certs     *certFiles  // nil without a TLS listener
+	tlsConfig *tls.Config // nil without a TLS listener
 
 	queued *semaphore.Weighted
 
@@ -95,28 +112,52 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 10 * time.Second
 	}
-	ln, err := net.Listen("tcp", opts.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: listen on %s: %w", opts.Listen, err)
-	}
-	if opts.AdvertisedPort == 0 {
-		opts.AdvertisedPort = ln.Addr().(*net.TCPAddr).Port
-	}
-	if opts.AdvertisedHost == "" {
-		host, _, _ := net.SplitHostPort(ln.Addr().String())
-		opts.AdvertisedHost = host
+	if len(opts.Listeners) == 0 {
+		l := Listener{Name: Plaintext, Bind: opts.Listen}
+		if opts.AdvertisedHost != "" {
+			l.Advertised = net.JoinHostPort(opts.AdvertisedHost, strconv.Itoa(opts.AdvertisedPort))
+		}
+		opts.Listeners = []Listener{l}
 	}
 	s := &Server{
 		opts:   opts,
-		ln:     ln,
 		queued: semaphore.NewWeighted(opts.MaxQueuedBytes),
 		conns:  map[*conn]struct{}{},
+	}
+	for _, l := range opts.Listeners {
+		if l.TLS() && s.certs == nil {
+			certs, err := newCertFiles(opts.TLS)
+			if err != nil {
+				return nil, fmt.Errorf("gateway: %s listener: %w", l.Name, err)
+			}
+			s.certs, s.tlsConfig = certs, certs.config()
+		}
+		if l.SASL() && (opts.SASL == nil || len(opts.SASL.Mechanisms()) == 0) {
+			return nil, fmt.Errorf("gateway: %s listener: no SASL mechanism enabled (-sasl.enabled.mechanisms)", l.Name)
+		}
+	}
+	for _, l := range opts.Listeners {
+		bl, err := bind(l)
+		if err != nil {
+			for _, b := range s.listeners {
+				b.ln.Close()
+			}
+			return nil, fmt.Errorf("gateway: %s listener: %w", l.Name, err)
+		}
+		s.listeners = append(s.listeners, bl)
+	}
+	first := s.listeners[0]
+	var names []string
+	for _, bl := range s.listeners {
+		names = append(names, bl.Name+"://"+net.JoinHostPort(bl.host, strconv.Itoa(bl.port)))
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.handler = protocol.New(protocol.Config{
 		NodeID:            opts.NodeID,
-		Host:              opts.AdvertisedHost,
-		Port:              int32(opts.AdvertisedPort),
+		Host:              first.host,
+		Port:              int32(first.port),
+		Listeners:         strings.Join(names, ","),
+		Users:             opts.Users,
 		ClusterID:         opts.ClusterID,
 		DefaultPartitions: opts.DefaultPartitions,
 		AutoCreateTopics:  opts.AutoCreateTopics,
@@ -126,18 +167,72 @@ func NewServer(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Addr is the bound address.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
-
-// Advertised is the host:port given to clients in Metadata.
-func (s *Server) Advertised() string {
-	return net.JoinHostPort(s.opts.AdvertisedHost, strconv.Itoa(s.opts.AdvertisedPort))
+// boundListener is a listener with its socket and advertised address.
+type boundListener struct {
+	Listener
+	ln   net.Listener
+	host string // advertised
+	port int
 }
 
-// Serve accepts connections until Close; it returns nil after Close.
+func bind(l Listener) (*boundListener, error) {
+	ln, err := net.Listen("tcp", l.Bind)
+	if err != nil {
+		return nil, err
+	}
+	bl := &boundListener{Listener: l, ln: ln}
+	bound := ln.Addr().(*net.TCPAddr)
+	bl.host, bl.port = bound.IP.String(), bound.Port
+	if l.Advertised != "" {
+		host, port, _ := net.SplitHostPort(l.Advertised)
+		if host != "" {
+			bl.host = host
+		}
+		if p, err := strconv.Atoi(port); err == nil && p != 0 {
+			bl.port = p
+		}
+	}
+	return bl, nil
+}
+
+// Addr is the bound address of the first listener.
+func (s *Server) Addr() net.Addr { return s.listeners[0].ln.Addr() }
+
+// Advertised is the host:port Metadata gives clients of the first
+// listener.
+func (s *Server) Advertised() string {
+	return net.JoinHostPort(s.listeners[0].host, strconv.Itoa(s.listeners[0].port))
+}
+
+// Listeners describes the listeners: "NAME://bound (advertised host:port)".
+func (s *Server) Listeners() string {
+	var out []string
+	for _, bl := range s.listeners {
+		out = append(out, fmt.Sprintf("%s://%s (advertised %s)", bl.Name, bl.ln.Addr(), net.JoinHostPort(bl.host, strconv.Itoa(bl.port))))
+	}
+	return strings.Join(out, ", ")
+}
+
+// Serve accepts connections on every listener until Close; it returns nil
+// after Close.
 func (s *Server) Serve() error {
+	errs := make(chan error, len(s.listeners))
+	for _, bl := range s.listeners {
+		go func() { errs <- s.accept(bl) }()
+	}
+	var first error
+	for range s.listeners {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			s.Close()
+		}
+	}
+	return first
+}
+
+func (s *Server) accept(bl *boundListener) error {
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := bl.ln.Accept()
 		if err != nil {
 			if s.closing.Load() {
 				return nil
@@ -149,7 +244,7 @@ func (s *Server) Serve() error {
 			}
 			return err
 		}
-		c := newConn(s, nc)
+		c := newConn(s, bl, nc)
 		s.mu.Lock()
 		if s.closing.Load() {
 			s.mu.Unlock()
@@ -178,7 +273,9 @@ func (s *Server) Close() error {
 		s.mu.Unlock()
 		return nil
 	}
-	s.ln.Close()
+	for _, bl := range s.listeners {
+		bl.ln.Close()
+	}
 	for c := range s.conns {
 		c.stopReading()
 	}

@@ -2,7 +2,9 @@ package membership
 
 import (
 	"hash/fnv"
+	"net"
 	"strconv"
+	"strings"
 )
 
 // Member is one gateway as Kafka clients see it: a broker.
@@ -10,10 +12,32 @@ type Member struct {
 	NodeID int32  `json:"nodeId"`
 	Host   string `json:"host"`
 	Port   int32  `json:"port"`
+	// Listeners are the member's advertised listeners in Kafka's form,
+	// "NAME://host:port,..." (empty: one listener, Host and Port).
+	Listeners string `json:"listeners,omitempty"`
 }
 
-// Addr is the member's advertised host:port.
+// Addr is the member's advertised host:port for the other gateways.
 func (m Member) Addr() string { return m.Host + ":" + strconv.Itoa(int(m.Port)) }
+
+// Endpoint is the member's advertised host and port on the listener named
+// listener; Host and Port when it has no such listener.
+func (m Member) Endpoint(listener string) (string, int32) {
+	if listener == "" {
+		return m.Host, m.Port
+	}
+	for _, l := range strings.Split(m.Listeners, ",") {
+		name, addr, ok := strings.Cut(l, "://")
+		if !ok || name != listener {
+			continue
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if p, perr := strconv.Atoi(port); err == nil && perr == nil {
+			return host, int32(p)
+		}
+	}
+	return m.Host, m.Port
+}
 
 // View is the cluster's agreed list of live gateways. Its epoch grows with
 // every change. Earlier views are kept with it, so that every gateway knows

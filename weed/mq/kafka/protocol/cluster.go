@@ -28,7 +28,7 @@ func (a alone) Owner(string) (membership.Member, int64, bool) {
 }
 
 func (h *Handler) self() membership.Member {
-	return membership.Member{NodeID: h.cfg.NodeID, Host: h.cfg.Host, Port: h.cfg.Port}
+	return membership.Member{NodeID: h.cfg.NodeID, Host: h.cfg.Host, Port: h.cfg.Port, Listeners: h.cfg.Listeners}
 }
 
 // brokers returns the gateways Metadata lists: the live ones, or this one

@@ -24,7 +24,8 @@ func (h *Handler) handleDescribeCluster(_ context.Context, r *Request) Reply {
 	resp.ControllerID = h.cluster.Controller()
 	for _, m := range h.brokers() {
 		b := kmsg.NewDescribeClusterResponseBroker()
-		b.NodeID, b.Host, b.Port = m.NodeID, m.Host, m.Port
+		b.NodeID = m.NodeID
+		b.Host, b.Port = m.Endpoint(r.Listener)
 		resp.Brokers = append(resp.Brokers, b)
 	}
 	resp.ClusterAuthorizedOperations = -2147483648

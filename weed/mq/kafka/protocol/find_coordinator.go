@@ -37,13 +37,15 @@ func (h *Handler) handleFindCoordinator(_ context.Context, r *Request) Reply {
 	}
 	if r.Version < 4 {
 		m, code := find(req.CoordinatorKey)
-		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = code, m.NodeID, m.Host, m.Port
+		resp.ErrorCode, resp.NodeID = code, m.NodeID
+		resp.Host, resp.Port = m.Endpoint(r.Listener)
 		return now(resp)
 	}
 	for _, key := range req.CoordinatorKeys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		m, code := find(key)
-		c.Key, c.ErrorCode, c.NodeID, c.Host, c.Port = key, code, m.NodeID, m.Host, m.Port
+		c.Key, c.ErrorCode, c.NodeID = key, code, m.NodeID
+		c.Host, c.Port = m.Endpoint(r.Listener)
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
 	return now(resp)

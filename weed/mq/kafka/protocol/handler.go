@@ -15,9 +15,11 @@ import (
 
 // Config is what the handlers know about the gateway and its cluster.
 type Config struct {
-	NodeID            int32  // this gateway's broker id in Metadata
-	Host              string // advertised host
-	Port              int32  // advertised port
+	NodeID int32  // this gateway's broker id in Metadata
+	Host   string // advertised host
+	Port   int32  // advertised port
+	// Listeners are the advertised listeners, "NAME://host:port,...".
+	Listeners         string
 	ClusterID         string
 	DefaultPartitions int32
 	AutoCreateTopics  bool
@@ -28,6 +30,8 @@ type Config struct {
 	Cluster Cluster
 	// Peers reaches the other gateways (nil with Cluster nil).
 	Peers Peers
+	// Users keeps the SCRAM credentials (nil: none are kept).
+	Users Users
 }
 
 // Peers sends a request to another gateway of the cluster.
@@ -54,6 +58,9 @@ func New(cfg Config, backend Backend, groups *group.Coordinator, txns *txn.Coord
 		cfg.DefaultPartitions = 1
 	}
 	h := &Handler{cfg: cfg, cluster: cfg.Cluster, backend: backend, groups: groups, txns: txns}
+	if h.cfg.Users == nil {
+		h.cfg.Users = noUsers{}
+	}
 	if h.cluster == nil {
 		h.cluster = alone{h.self()}
 	}
@@ -66,6 +73,15 @@ type Request struct {
 	Body kmsg.Request
 	// ClientHost is the client's address as DescribeGroups shows it.
 	ClientHost string
+	// Listener is the name of the listener the connection came in on:
+	// the brokers Metadata and FindCoordinator name are its addresses.
+	Listener string
+	// Principal is who the connection authenticated as ("User:alice",
+	// "User:ANONYMOUS" without authentication).
+	Principal string
+	// Session is the connection's login (nil on a listener without
+	// SASL).
+	Session Session
 	// versionTooNew marks an ApiVersions request newer than we serve: it
 	// is answered in v0 format with UNSUPPORTED_VERSION.
 	versionTooNew bool

@@ -43,4 +43,14 @@ const (
 	// MaxPartitions bounds a topic's partition count: SeaweedMQ splits a
 	// ring of 2520 slots among partitions.
 	MaxPartitions = 2520
+
+	// MaxUnauthenticatedRequestSize bounds a frame read on a SASL listener
+	// before the login ends, like Kafka's sasl.server.max.receive.size
+	// (512 KiB): a peer that has not logged in cannot make the gateway
+	// hold a large request.
+	MaxUnauthenticatedRequestSize = 512 << 10
+
+	// TLSHandshakeTimeout bounds a TLS handshake, so a peer that opens a
+	// connection and sends nothing does not hold it.
+	TLSHandshakeTimeout = 10 * time.Second
 )

@@ -29,7 +29,8 @@ func (h *Handler) handleMetadata(ctx context.Context, r *Request) Reply {
 
 	for _, m := range h.brokers() {
 		b := kmsg.NewMetadataResponseBroker()
-		b.NodeID, b.Host, b.Port = m.NodeID, m.Host, m.Port
+		b.NodeID = m.NodeID
+		b.Host, b.Port = m.Endpoint(r.Listener)
 		resp.Brokers = append(resp.Brokers, b)
 	}
 	resp.ClusterID = &h.cfg.ClusterID
