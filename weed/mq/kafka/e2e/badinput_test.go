@@ -23,8 +23,10 @@ type rawConn struct {
 	nc net.Conn
 }
 
-func dialRaw(t *testing.T) *rawConn {
-	nc, err := net.DialTimeout("tcp", gw.addr, 5*time.Second)
+func dialRaw(t *testing.T) *rawConn { return dialRawAt(t, gw.addr) }
+
+func dialRawAt(t *testing.T, addr string) *rawConn {
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +86,18 @@ func (c *rawConn) request(req kmsg.Request) kmsg.Response {
 		c.t.Fatalf("%s v%d response: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
 	}
 	return resp
+}
+
+// expectCode checks an error code; want nil is no error.
+func expectCode(t testing.TB, what string, got int16, want *kerr.Error) {
+	t.Helper()
+	var code int16
+	if want != nil {
+		code = want.Code
+	}
+	if got != code {
+		t.Errorf("%s: %v, want %v", what, kerr.ErrorForCode(got), kerr.ErrorForCode(code))
+	}
 }
 
 // expectClosed checks the gateway closed the connection (EOF or reset),

@@ -142,16 +142,9 @@ func TestGroupErrors(t *testing.T) {
 		a.Topics = append(a.Topics, at)
 		return a.AppendTo(nil)
 	}
-	// expect checks an error code; want nil is no error.
 	expect := func(what string, got int16, want *kerr.Error) {
 		t.Helper()
-		var code int16
-		if want != nil {
-			code = want.Code
-		}
-		if got != code {
-			t.Errorf("%s: %v, want %v", what, kerr.ErrorForCode(got), kerr.ErrorForCode(code))
-		}
+		expectCode(t, what, got, want)
 	}
 
 	// Joins Kafka refuses outright.

@@ -56,6 +56,9 @@ func run(m *testing.M) (int, error) {
 	if weedBin, err = buildWeed(); err != nil {
 		return 1, err
 	}
+	if creds, err = makeCreds(filepath.Join(work, "security")); err != nil {
+		return 1, err
+	}
 	if cluster, err = startCluster(filepath.Join(work, "seaweedfs")); err != nil {
 		return 1, err
 	}
@@ -210,9 +213,12 @@ func (c *seaweedCluster) restart() error {
 
 type gatewayProc struct {
 	*proc
-	addr    string
+	addr    string // the PLAINTEXT listener
 	port    int
 	monitor string // base URL of /metrics, /health, /ready
+	// secure are the addresses of its SASL_SSL, SASL_PLAINTEXT and SSL
+	// listeners (see security_test.go).
+	secure map[string]string
 }
 
 // startGateway starts the package's gateway on the cluster (port 0: a free
@@ -233,14 +239,26 @@ func startNamedGateway(name, master string, port int) (*gatewayProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := startProc(name, filepath.Join(work, name+".log"), "-v=1", "mq.kafka.gateway",
-		"-ip=127.0.0.1", "-port="+strconv.Itoa(port), "-master="+master, "-default-partitions=1",
-		"-group.initial.rebalance.delay.ms=300", "-metricsPort="+strconv.Itoa(metricsPort))
+	g := &gatewayProc{addr: "127.0.0.1:" + strconv.Itoa(port), port: port,
+		monitor: "http://127.0.0.1:" + strconv.Itoa(metricsPort), secure: map[string]string{}}
+	listeners := []string{"PLAINTEXT://" + g.addr}
+	for _, l := range []string{"SASL_SSL", "SASL_PLAINTEXT", "SSL"} {
+		p, err := freePort(false)
+		if err != nil {
+			return nil, err
+		}
+		g.secure[l] = "127.0.0.1:" + strconv.Itoa(p)
+		listeners = append(listeners, l+"://"+g.secure[l])
+	}
+	args := append([]string{"-v=1", "mq.kafka.gateway",
+		"-ip=127.0.0.1", "-port=" + strconv.Itoa(port), "-master=" + master, "-default-partitions=1",
+		"-group.initial.rebalance.delay.ms=300", "-metricsPort=" + strconv.Itoa(metricsPort),
+		"-listeners=" + strings.Join(listeners, ",")}, creds.gatewayFlags()...)
+	p, err := startProc(name, filepath.Join(work, name+".log"), args...)
 	if err != nil {
 		return nil, err
 	}
-	g := &gatewayProc{proc: p, addr: "127.0.0.1:" + strconv.Itoa(port), port: port,
-		monitor: "http://127.0.0.1:" + strconv.Itoa(metricsPort)}
+	g.proc = p
 	if err := g.waitReady(120 * time.Second); err != nil {
 		g.stop()
 		return nil, err
