@@ -4,6 +4,8 @@ package command
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -12,6 +14,7 @@ import (
 	_ "net/http/pprof" // served on -port.pprof
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +29,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/util"
 	"github.com/seaweedfs/seaweedfs/weed/util/grace"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
@@ -73,6 +77,9 @@ type kafkaGatewayOptions struct {
 	oauthAudience       *string
 	oauthSubClaim       *string
 	maxReauthMs         *int
+	authorizer          *bool
+	superUsers          *string
+	allowIfNoACL        *bool
 }
 
 var kafkaGatewayOpts kafkaGatewayOptions
@@ -148,6 +155,13 @@ Security (see the README's Security section):
                        -sasl.oauthbearer.sub.claim.name names the principal
   -sasl.oauthbearer.unsecured
                        accept unsigned tokens (alg none): for tests only
+  -authorizer.enabled  decide every request by Kafka's ACLs (CreateAcls,
+                       DescribeAcls, DeleteAcls; kept in the filer, applied by
+                       every gateway within seconds); off by default, as Kafka
+  -super.users         principals that may do everything: User:alice;User:bob
+  -allow.everyone.if.no.acl.found
+                       allow what no ACL of the resource speaks of (default
+                       false, as Kafka)
   -connections.max.reauth.ms
                        SASL sessions end after this long unless the client
                        logs in again (KIP-368); 0: never
@@ -209,6 +223,9 @@ func init() {
 	o.oauthAudience = f.String("sasl.oauthbearer.expected.audience", "", "an aud OAUTHBEARER tokens must have")
 	o.oauthSubClaim = f.String("sasl.oauthbearer.sub.claim.name", "sub", "the claim naming an OAUTHBEARER token's principal")
 	o.maxReauthMs = f.Int("connections.max.reauth.ms", 0, "SASL session lifetime before the client logs in again (0: unbounded)")
+	o.authorizer = f.Bool("authorizer.enabled", false, "decide every request by Kafka's ACLs, kept in the filer")
+	o.superUsers = f.String("super.users", "", "principals that may do everything, as User:alice;User:bob")
+	o.allowIfNoACL = f.Bool("allow.everyone.if.no.acl.found", false, "allow what no ACL of the resource speaks of")
 	o.embeddedPorts = f.String("embedded.ports", "9333,8080,8888,17777", "master,volume,filer,broker ports of the embedded SeaweedFS")
 }
 
@@ -240,13 +257,21 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		glog.Errorf("kafka gateway: %v", err)
 		return false
 	}
-	self, err := selfMember(int32(*o.nodeID), listeners)
+	self, err := selfMember(int32(*o.nodeID), listeners, *o.authorizer)
 	if err != nil {
 		glog.Errorf("kafka gateway: %v", err)
 		return false
 	}
 	if self.NodeID < 0 {
-		self.NodeID = membership.NodeID(self.Host, self.Port)
+		// From the first listener's address (-ip and -port without
+		// -listeners), so it stays the same across restarts.
+		first := listeners[0].Advertised
+		if first == "" {
+			first = listeners[0].Bind
+		}
+		host, port, _ := net.SplitHostPort(first)
+		p, _ := strconv.Atoi(port)
+		self.NodeID = membership.NodeID(host, int32(p))
 	}
 	client := seaweedmq.New(seaweedmq.Options{
 		Masters:    pb.ServerAddresses(masters).ToAddresses(),
@@ -279,7 +304,35 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 
 	// Transactions reach the partitions and groups they span on whichever
 	// gateway leads or coordinates them.
-	peers := gateway.NewPeers()
+	// With the authorizer, the gateways log in to one another (on a SASL
+	// listener) as their own super user.
+	users := user.NewStore(files)
+	var authz *acl.Authorizer
+	var identity *gateway.Identity
+	peerOpts := gateway.PeerOptions{}
+	if *o.authorizer {
+		authz = acl.New(acl.Options{Files: files, AllowIfNoACL: *o.allowIfNoACL,
+			SuperUsers: append(splitSuperUsers(*o.superUsers), gateway.GatewayPrincipal)})
+		inter := interListener(listeners, true)
+		if inter.SASL() {
+			if !slices.Contains(splitList(*o.saslMechanisms), sasl.ScramSHA512) {
+				glog.Errorf("kafka gateway: the gateways log in to one another with SCRAM-SHA-512: add it to -sasl.enabled.mechanisms")
+				return false
+			}
+			identity = &gateway.Identity{}
+			peerOpts.Identity = identity
+		} else {
+			glog.Warningf("kafka gateway: -authorizer.enabled without a SASL listener: the gateways reach one another on %s as %s, which needs to be in -super.users for transactions that span gateways", inter.Name, gateway.Anonymous)
+		}
+		if inter.TLS() {
+			peerOpts.TLS, err = peerTLS(*o.sslClientCA)
+			if err != nil {
+				glog.Errorf("kafka gateway: %v", err)
+				return false
+			}
+		}
+	}
+	peers := gateway.NewPeers(peerOpts)
 	markers := &gateway.Markers{Log: owned, Groups: groups, Members: members, Peers: peers}
 	txns := txn.New(txn.Options{Files: files, Log: markers, Groups: markers, Owner: owner(membership.TxnKey)})
 	metrics.RegisterGroups(groups, func(ctx context.Context, topic string, partition int32) (int64, error) {
@@ -288,7 +341,6 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	})
 
 	// Logins: SCRAM and PLAIN check the users every gateway shares.
-	users := user.NewStore(files)
 	auth, err := sasl.New(sasl.Config{
 		Mechanisms: splitList(*o.saslMechanisms),
 		Users:      users,
@@ -315,6 +367,26 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 			usersCreated.Store(true)
 		}()
 	}
+	var identityRead atomic.Bool
+	identityRead.Store(identity == nil)
+	if identity != nil {
+		go func() {
+			for {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err := identity.Ensure(ctx, files, client, users, strconv.Itoa(int(self.NodeID)))
+				cancel()
+				if err == nil {
+					identityRead.Store(true)
+					return
+				}
+				glog.V(1).Infof("kafka gateway: the gateways' own user: %v; retrying", err)
+				time.Sleep(time.Second)
+			}
+		}()
+	}
+	if authz != nil {
+		authz.Start()
+	}
 
 	srv, err := gateway.NewServer(gateway.Options{
 		Listeners: listeners,
@@ -326,6 +398,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		SASL:              auth,
 		MaxReauth:         time.Duration(*o.maxReauthMs) * time.Millisecond,
 		Users:             users,
+		Authorizer:        authz,
 		NodeID:            self.NodeID,
 		ClusterID:         clusterID(masters, *o.filerGroup),
 		DefaultPartitions: int32(*o.defaultPartitions),
@@ -342,6 +415,14 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 			}
 			if !usersCreated.Load() {
 				return errors.New("the users of -sasl.users are not created yet")
+			}
+			if !identityRead.Load() {
+				return errors.New("the gateways' own user is not ready yet")
+			}
+			if authz != nil {
+				if err := authz.Ready(); err != nil {
+					return err
+				}
 			}
 			return members.Ready()
 		},
@@ -370,6 +451,9 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 			owned.Close()
 			txns.Close()
 			peers.Close()
+			if authz != nil {
+				authz.Close()
+			}
 			groups.Close()
 			client.Close()
 			if emb != nil {
@@ -466,14 +550,8 @@ func clusterID(masters, filerGroup string) string {
 // selfMember is this gateway as the others and Metadata name it: its
 // address for the other gateways is its PLAINTEXT listener's (or its first
 // listener's), and it lists every listener.
-func selfMember(nodeID int32, listeners []gateway.Listener) (membership.Member, error) {
-	inter := listeners[0]
-	for _, l := range listeners {
-		if l.Name == gateway.Plaintext {
-			inter = l
-			break
-		}
-	}
+func selfMember(nodeID int32, listeners []gateway.Listener, authorizer bool) (membership.Member, error) {
+	inter := interListener(listeners, authorizer)
 	var all []string
 	m := membership.Member{NodeID: nodeID}
 	for _, l := range listeners {
@@ -494,10 +572,53 @@ func selfMember(nodeID int32, listeners []gateway.Listener) (membership.Member, 
 	if len(listeners) > 1 {
 		m.Listeners = strings.Join(all, ",")
 	}
-	if inter.Name != gateway.Plaintext {
-		glog.Warningf("kafka gateway: no PLAINTEXT listener: transactions that span gateways reach the others on %s, which they cannot log in to yet", inter.Name)
-	}
 	return m, nil
+}
+
+// interListener is the listener the other gateways reach this one on: with
+// the authorizer a SASL one, where they log in as the gateways' own user;
+// else PLAINTEXT; else the first.
+func interListener(listeners []gateway.Listener, authorizer bool) gateway.Listener {
+	order := []string{gateway.Plaintext}
+	if authorizer {
+		order = []string{gateway.SASLPlaintext, gateway.SASLSSL, gateway.Plaintext}
+	}
+	for _, name := range order {
+		for _, l := range listeners {
+			if l.Name == name {
+				return l
+			}
+		}
+	}
+	return listeners[0]
+}
+
+// peerTLS is how a gateway checks another's certificate: against the CAs
+// of -ssl.client.ca, or the system's.
+func peerTLS(caFile string) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, err
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("-ssl.client.ca %s: no PEM certificate", caFile)
+		}
+	}
+	return c, nil
+}
+
+// splitSuperUsers reads -super.users: principals separated by ';'.
+func splitSuperUsers(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ";") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func splitList(s string) []string {

@@ -2,12 +2,15 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
@@ -17,13 +20,23 @@ import (
 // Peers sends requests to the other gateways of the cluster, as their Kafka
 // client: one franz-go client per gateway, made when first needed.
 type Peers struct {
+	opts    PeerOptions
 	mu      sync.Mutex
 	clients map[string]*kgo.Client
 	closed  bool
 }
 
+// PeerOptions say how a gateway reaches the others: on their listener for
+// gateways (membership.Member.Addr), with TLS and SASL when it has them.
+type PeerOptions struct {
+	TLS *tls.Config // nil: no TLS
+	// Identity, when set, logs in as the gateways' own user with
+	// SCRAM-SHA-512.
+	Identity *Identity
+}
+
 // NewPeers returns a Peers with no connection yet.
-func NewPeers() *Peers { return &Peers{clients: map[string]*kgo.Client{}} }
+func NewPeers(opts PeerOptions) *Peers { return &Peers{opts: opts, clients: map[string]*kgo.Client{}} }
 
 // Request sends req to the gateway at addr and returns its answer.
 func (p *Peers) Request(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
@@ -35,7 +48,20 @@ func (p *Peers) Request(ctx context.Context, addr string, req kmsg.Request) (kms
 	cl := p.clients[addr]
 	if cl == nil {
 		var err error
-		if cl, err = kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("kafka-gateway")); err != nil {
+		opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("kafka-gateway")}
+		if p.opts.TLS != nil {
+			opts = append(opts, kgo.DialTLSConfig(p.opts.TLS.Clone()))
+		}
+		if id := p.opts.Identity; id != nil {
+			opts = append(opts, kgo.SASL(scram.Sha512(func(context.Context) (scram.Auth, error) {
+				pw := id.Password()
+				if pw == "" {
+					return scram.Auth{}, errors.New("the gateways' password is not read yet")
+				}
+				return scram.Auth{User: protocol.GatewayUser, Pass: pw}, nil
+			})))
+		}
+		if cl, err = kgo.NewClient(opts...); err != nil {
 			p.mu.Unlock()
 			return nil, err
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
@@ -43,9 +44,11 @@ type Options struct {
 	// client logs in again before it ends (KIP-368); 0: unbounded.
 	MaxReauth time.Duration
 	// Users keeps the SCRAM credentials.
-	Users     protocol.Users
-	NodeID    int32
-	ClusterID string
+	Users protocol.Users
+	// Authorizer decides requests by the cluster's ACLs (nil: off).
+	Authorizer *acl.Authorizer
+	NodeID     int32
+	ClusterID  string
 
 	DefaultPartitions int32
 	AutoCreateTopics  bool
@@ -158,6 +161,7 @@ func NewServer(opts Options) (*Server, error) {
 		Port:              int32(first.port),
 		Listeners:         strings.Join(names, ","),
 		Users:             opts.Users,
+		Authorizer:        opts.Authorizer,
 		ClusterID:         opts.ClusterID,
 		DefaultPartitions: opts.DefaultPartitions,
 		AutoCreateTopics:  opts.AutoCreateTopics,

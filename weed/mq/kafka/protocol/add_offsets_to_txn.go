@@ -16,7 +16,14 @@ func (h *Handler) handleAddOffsetsToTxn(ctx context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.AddOffsetsToTxnRequest)
 	return func() (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
-		if req.Group == "" {
+		switch {
+		case !h.allowedTxn(r, kmsg.ACLOperationWrite, req.TransactionalID):
+			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			return resp, nil
+		case !h.allowedGroup(r, kmsg.ACLOperationRead, req.Group):
+			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			return resp, nil
+		case req.Group == "":
 			resp.ErrorCode = kerr.InvalidGroupID.Code
 			return resp, nil
 		}

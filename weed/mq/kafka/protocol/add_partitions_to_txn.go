@@ -24,21 +24,36 @@ type txnTopic struct {
 
 // addPartitions answers one transaction's partitions: a code per topic and
 // partition, in request order.
-func (h *Handler) addPartitions(ctx context.Context, id string, pid int64, epoch int16, verifyOnly bool, topics []txnTopic) [][]int16 {
+func (h *Handler) addPartitions(ctx context.Context, r *Request, id string, pid int64, epoch int16, verifyOnly bool, topics []txnTopic) [][]int16 {
 	codes := make([][]int16, len(topics))
 	want := map[string][]int32{}
 	var unknown bool
+	txnDenied := !h.allowedTxn(r, kmsg.ACLOperationWrite, id)
 	for i, t := range topics {
 		codes[i] = make([]int16, len(t.partitions))
-		info, err := h.describeTopic(ctx, t.topic)
+		if txnDenied {
+			for j := range codes[i] {
+				codes[i][j] = kerr.TransactionalIDAuthorizationFailed.Code
+			}
+			continue
+		}
+		info, terr := h.authorizedTopic(ctx, r, kmsg.ACLOperationWrite, t.topic)
 		for j, p := range t.partitions {
-			if err != nil || p < 0 || p >= info.Partitions {
+			if terr == kerr.TopicAuthorizationFailed {
+				codes[i][j] = terr.Code
+				unknown = true
+				continue
+			}
+			if terr != nil || p < 0 || p >= info.Partitions {
 				codes[i][j] = kerr.UnknownTopicOrPartition.Code
 				unknown = true
 				continue
 			}
 			want[t.topic] = append(want[t.topic], p)
 		}
+	}
+	if txnDenied {
+		return codes
 	}
 	var code int16
 	switch {
@@ -96,7 +111,7 @@ func (h *Handler) handleAddPartitionsToTxn(ctx context.Context, r *Request) Repl
 			for i, t := range req.Topics {
 				topics[i] = txnTopic{t.Topic, t.Partitions}
 			}
-			codes := h.addPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, topics)
+			codes := h.addPartitions(ctx, r, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, topics)
 			for i, t := range req.Topics {
 				rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 				rt.Topic = t.Topic
@@ -109,12 +124,18 @@ func (h *Handler) handleAddPartitionsToTxn(ctx context.Context, r *Request) Repl
 			}
 			return resp, nil
 		}
+		// v4+ is sent by the gateways of the cluster to one another, as
+		// between Kafka's brokers.
+		if !h.allowedCluster(r, kmsg.ACLOperationClusterAction) {
+			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			return resp, nil
+		}
 		for _, tx := range req.Transactions {
 			topics := make([]txnTopic, len(tx.Topics))
 			for i, t := range tx.Topics {
 				topics[i] = txnTopic{t.Topic, t.Partitions}
 			}
-			codes := h.addPartitions(ctx, tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly, topics)
+			codes := h.addPartitions(ctx, r, tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly, topics)
 			rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
 			rtx.TransactionalID = tx.TransactionalID
 			for i, t := range tx.Topics {

@@ -29,7 +29,13 @@ func init() {
 // alterTopic computes a topic's new settings from its current ones with
 // change, checks and (unless validateOnly) saves them. It returns the
 // Kafka error and a message for the client.
-func (h *Handler) alterTopic(ctx context.Context, typ kmsg.ConfigResourceType, name string, validateOnly bool, change func(map[string]string) error) (*kerr.Error, string) {
+func (h *Handler) alterTopic(ctx context.Context, r *Request, typ kmsg.ConfigResourceType, name string, validateOnly bool, change func(map[string]string) error) (*kerr.Error, string) {
+	switch {
+	case typ == kmsg.ConfigResourceTypeBroker && !h.allowedCluster(r, kmsg.ACLOperationAlterConfigs):
+		return kerr.ClusterAuthorizationFailed, ""
+	case typ == kmsg.ConfigResourceTypeTopic && !h.allowedTopic(r, kmsg.ACLOperationAlterConfigs, name):
+		return kerr.TopicAuthorizationFailed, ""
+	}
 	if typ != kmsg.ConfigResourceTypeTopic {
 		return kerr.InvalidRequest, "only topic settings can be altered: broker settings are the gateway's flags"
 	}
@@ -66,7 +72,7 @@ func (h *Handler) handleAlterConfigs(ctx context.Context, r *Request) Reply {
 		for _, rr := range req.Resources {
 			sr := kmsg.NewAlterConfigsResponseResource()
 			sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-			e, msg := h.alterTopic(ctx, rr.ResourceType, rr.ResourceName, req.ValidateOnly, func(configs map[string]string) error {
+			e, msg := h.alterTopic(ctx, r, rr.ResourceType, rr.ResourceName, req.ValidateOnly, func(configs map[string]string) error {
 				clear(configs) // AlterConfigs replaces every setting
 				for _, c := range rr.Configs {
 					if c.Value != nil {
@@ -94,7 +100,7 @@ func (h *Handler) handleIncrementalAlterConfigs(ctx context.Context, r *Request)
 		for _, rr := range req.Resources {
 			sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 			sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-			e, msg := h.alterTopic(ctx, rr.ResourceType, rr.ResourceName, req.ValidateOnly, func(configs map[string]string) error {
+			e, msg := h.alterTopic(ctx, r, rr.ResourceType, rr.ResourceName, req.ValidateOnly, func(configs map[string]string) error {
 				for _, c := range rr.Configs {
 					if err := applyConfigOp(configs, c); err != nil {
 						return err

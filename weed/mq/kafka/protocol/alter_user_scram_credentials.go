@@ -29,6 +29,14 @@ func (h *Handler) handleAlterUserScramCredentials(ctx context.Context, r *Reques
 	req := r.Body.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	return func() (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+		if !h.allowedCluster(r, kmsg.ACLOperationAlter) {
+			for _, name := range scramUsersNamed(req) {
+				res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+				res.User, res.ErrorCode = name, kerr.ClusterAuthorizationFailed.Code
+				resp.Results = append(resp.Results, res)
+			}
+			return resp, nil
+		}
 		type userChanges struct {
 			changes []user.Change
 			code    *kerr.Error
@@ -51,6 +59,8 @@ func (h *Handler) handleAlterUserScramCredentials(ctx context.Context, r *Reques
 			switch {
 			case name == "":
 				uc.code, uc.msg = kerr.UnacceptableCredential, "username must not be empty"
+			case name == GatewayUser:
+				uc.code, uc.msg = kerr.UnacceptableCredential, GatewayUser+" is the gateways' own user"
 			case !ok:
 				uc.code, uc.msg = kerr.UnsupportedSaslMechanism, fmt.Sprintf("unknown SCRAM mechanism %d", mech)
 			case seen[[2]string{name, m}]:
@@ -103,4 +113,23 @@ func (h *Handler) handleAlterUserScramCredentials(ctx context.Context, r *Reques
 		}
 		return resp, nil
 	}
+}
+
+// scramUsersNamed are the users a request names, once each, in order.
+func scramUsersNamed(req *kmsg.AlterUserSCRAMCredentialsRequest) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for _, d := range req.Deletions {
+		add(d.Name)
+	}
+	for _, u := range req.Upsertions {
+		add(u.Name)
+	}
+	return out
 }

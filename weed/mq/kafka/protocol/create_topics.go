@@ -42,6 +42,8 @@ func (h *Handler) handleCreateTopics(ctx context.Context, r *Request) Reply {
 			partitions = h.cfg.DefaultPartitions
 		}
 		switch {
+		case !h.allowedCluster(r, kmsg.ACLOperationCreate) && !h.allowedTopic(r, kmsg.ACLOperationCreate, rt.Topic):
+			fail(kerr.TopicAuthorizationFailed, "Create on the cluster or the topic is needed")
 		case seen[rt.Topic] > 1:
 			fail(kerr.InvalidRequest, "topic named more than once in the request")
 		case validTopicName(rt.Topic) != nil:

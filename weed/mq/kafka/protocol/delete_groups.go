@@ -7,6 +7,7 @@ package protocol
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -19,7 +20,9 @@ func (h *Handler) handleDeleteGroups(ctx context.Context, r *Request) Reply {
 		for _, name := range req.Groups {
 			g := kmsg.NewDeleteGroupsResponseGroup()
 			g.Group = name
-			if e := h.groups.DeleteGroup(ctx, name); e != nil {
+			if !h.allowedGroup(r, kmsg.ACLOperationDelete, name) {
+				g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			} else if e := h.groups.DeleteGroup(ctx, name); e != nil {
 				g.ErrorCode = e.Code
 			}
 			resp.Groups = append(resp.Groups, g)

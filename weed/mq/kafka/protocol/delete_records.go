@@ -26,7 +26,9 @@ func (h *Handler) handleDeleteRecords(ctx context.Context, r *Request) Reply {
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 				sp.Partition, sp.LowWatermark = rp.Partition, -1
-				if ke := knownName(rt.Topic); ke != nil {
+				if !h.allowedTopic(r, kmsg.ACLOperationDelete, rt.Topic) {
+					sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				} else if ke := knownName(rt.Topic); ke != nil {
 					sp.ErrorCode = ke.Code
 				} else if low, err := h.backend.DeleteRecords(ctx, rt.Topic, rp.Partition, rp.Offset); err != nil {
 					sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code

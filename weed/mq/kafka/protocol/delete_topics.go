@@ -37,7 +37,9 @@ func (h *Handler) handleDeleteTopics(ctx context.Context, r *Request) Reply {
 			name = info.Name
 			st.Topic = &info.Name
 		}
-		if ke := knownName(name); ke != nil {
+		if !h.allowedTopic(r, kmsg.ACLOperationDelete, name) {
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		} else if ke := knownName(name); ke != nil {
 			st.ErrorCode = ke.Code
 		} else if err := h.backend.DeleteTopic(ctx, name); err != nil {
 			st.ErrorCode = kafkaErr(err, kerr.RequestTimedOut).Code

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 )
 
 func init() { register(kmsg.DescribeCluster, 0, 2, (*Handler).handleDescribeCluster) }
@@ -28,6 +30,6 @@ func (h *Handler) handleDescribeCluster(_ context.Context, r *Request) Reply {
 		b.Host, b.Port = m.Endpoint(r.Listener)
 		resp.Brokers = append(resp.Brokers, b)
 	}
-	resp.ClusterAuthorizedOperations = -2147483648
+	resp.ClusterAuthorizedOperations = h.authorizedOperations(r, req.IncludeClusterAuthorizedOperations, kmsg.ACLResourceTypeCluster, acl.ClusterName)
 	return now(resp)
 }

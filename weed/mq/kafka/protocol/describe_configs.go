@@ -52,6 +52,10 @@ func (h *Handler) handleDescribeConfigs(ctx context.Context, r *Request) Reply {
 		}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
+			if !h.allowedTopic(r, kmsg.ACLOperationDescribeConfigs, rr.ResourceName) {
+				sr.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				break
+			}
 			if e := validTopicName(rr.ResourceName); e != nil {
 				sr.ErrorCode = e.Code
 				break
@@ -69,6 +73,10 @@ func (h *Handler) handleDescribeConfigs(ctx context.Context, r *Request) Reply {
 				}
 			}
 		case kmsg.ConfigResourceTypeBroker:
+			if !h.allowedCluster(r, kmsg.ACLOperationDescribeConfigs) {
+				sr.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				break
+			}
 			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(h.cfg.NodeID)) {
 				sr.ErrorCode = kerr.InvalidRequest.Code
 				break

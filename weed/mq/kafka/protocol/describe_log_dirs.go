@@ -28,6 +28,10 @@ func (h *Handler) handleDescribeLogDirs(ctx context.Context, r *Request) Reply {
 		resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 		dir := kmsg.NewDescribeLogDirsResponseDir()
 		dir.Dir, dir.TotalBytes, dir.UsableBytes = LogDir, -1, -1
+		if !h.allowedCluster(r, kmsg.ACLOperationDescribe) {
+			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code // v3+; older versions get no directories
+			return resp, nil
+		}
 		topics := req.Topics
 		if topics == nil {
 			all, err := h.backend.ListTopics(ctx)

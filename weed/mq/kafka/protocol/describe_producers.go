@@ -25,7 +25,9 @@ func (h *Handler) handleDescribeProducers(ctx context.Context, r *Request) Reply
 				sp := kmsg.NewDescribeProducersResponseTopicPartition()
 				sp.Partition = p
 				var producers []ProducerInfo
-				if ke := knownName(rt.Topic); ke != nil {
+				if !h.allowedTopic(r, kmsg.ACLOperationRead, rt.Topic) {
+					sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				} else if ke := knownName(rt.Topic); ke != nil {
 					sp.ErrorCode = ke.Code
 				} else if ps, err := h.backend.Producers(ctx, rt.Topic, p); err != nil {
 					sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code

@@ -23,6 +23,8 @@ func (h *Handler) handleDescribeTransactions(_ context.Context, r *Request) Repl
 		s.TransactionalID = id
 		d, ok, kerrr := h.txns.Describe(id)
 		switch {
+		case !h.allowedTxn(r, kmsg.ACLOperationDescribe, id):
+			s.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		case kerrr != nil:
 			s.ErrorCode = kerrr.Code
 		case !ok:

@@ -53,6 +53,10 @@ func (h *Handler) handleDescribeUserScramCredentials(ctx context.Context, r *Req
 	req := r.Body.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	return func() (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+		if !h.allowedCluster(r, kmsg.ACLOperationDescribe) {
+			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			return resp, nil
+		}
 		result := func(name string, info user.Info, code int16, msg string) {
 			res := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
 			res.User, res.ErrorCode = name, code
@@ -105,3 +109,7 @@ func (h *Handler) handleDescribeUserScramCredentials(ctx context.Context, r *Req
 		return resp, nil
 	}
 }
+
+// GatewayUser is the user the gateways of a cluster log in to one another
+// as; no request may create, change or delete it.
+const GatewayUser = "__gateway"

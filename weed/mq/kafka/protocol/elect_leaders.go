@@ -19,7 +19,12 @@ func (h *Handler) handleElectLeaders(ctx context.Context, r *Request) Reply {
 	return func() (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 		topics := req.Topics
-		if topics == nil {
+		denied := !h.allowedCluster(r, kmsg.ACLOperationAlter)
+		if denied && r.Version >= 1 {
+			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			return resp, nil
+		}
+		if topics == nil && !denied {
 			all, err := h.backend.ListTopics(ctx)
 			if err != nil {
 				resp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
@@ -42,6 +47,8 @@ func (h *Handler) handleElectLeaders(ctx context.Context, r *Request) Reply {
 				sp := kmsg.NewElectLeadersResponseTopicPartition()
 				sp.Partition = p
 				switch {
+				case denied:
+					sp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 				case err != nil:
 					sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
 				case p < 0 || p >= info.Partitions:

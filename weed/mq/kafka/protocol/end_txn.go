@@ -11,6 +11,7 @@ package protocol
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -21,6 +22,11 @@ func (h *Handler) handleEndTxn(ctx context.Context, r *Request) Reply {
 	return func() (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch
+		if !h.allowedTxn(r, kmsg.ACLOperationWrite, req.TransactionalID) {
+			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			resp.ProducerID, resp.ProducerEpoch = -1, -1
+			return resp, nil
+		}
 		if e := h.txns.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit); e != nil {
 			resp.ErrorCode = e.Code
 			resp.ProducerID, resp.ProducerEpoch = -1, -1

@@ -40,7 +40,7 @@ func (h *Handler) handleFetch(ctx context.Context, r *Request) Reply {
 		}
 		deadline := time.Now().Add(wait)
 		for {
-			resp, size, watch := h.fetchOnce(ctx, r.Version, req)
+			resp, size, watch := h.fetchOnce(ctx, r, req)
 			left := time.Until(deadline)
 			if size >= int(req.MinBytes) || left <= 0 || len(watch) == 0 {
 				return resp, nil
@@ -55,7 +55,8 @@ func (h *Handler) handleFetch(ctx context.Context, r *Request) Reply {
 // fetchOnce reads every requested partition once. It returns the response,
 // its record bytes, and the channels that signal new data for the
 // partitions that had none.
-func (h *Handler) fetchOnce(ctx context.Context, version int16, req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []<-chan struct{}) {
+func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []<-chan struct{}) {
+	version := r.Version
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SessionID = 0
 	budget := int(req.MaxBytes)
@@ -72,10 +73,13 @@ func (h *Handler) fetchOnce(ctx context.Context, version int16, req *kmsg.FetchR
 		var err error
 		if version >= 13 {
 			info, err = h.backend.TopicByID(ctx, rt.TopicID)
-		} else {
+		} else if h.allowedTopic(r, kmsg.ACLOperationRead, rt.Topic) {
 			info, err = h.describeTopic(ctx, rt.Topic)
 		}
 		terr := kafkaErr(err, kerr.KafkaStorageError)
+		if terr == nil && !h.allowedTopic(r, kmsg.ACLOperationRead, info.Name) {
+			terr = kerr.TopicAuthorizationFailed // a consumer's fetch needs Read
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition

@@ -23,8 +23,14 @@ func (h *Handler) handleFindCoordinator(_ context.Context, r *Request) Reply {
 	find := func(key string) (membership.Member, int16) {
 		switch req.CoordinatorType {
 		case 0:
+			if !h.allowedGroup(r, kmsg.ACLOperationDescribe, key) {
+				return membership.Member{NodeID: -1}, kerr.GroupAuthorizationFailed.Code
+			}
 			key = membership.GroupKey(key)
 		case 1:
+			if !h.allowedTxn(r, kmsg.ACLOperationDescribe, key) {
+				return membership.Member{NodeID: -1}, kerr.TransactionalIDAuthorizationFailed.Code
+			}
 			key = membership.TxnKey(key)
 		default:
 			return membership.Member{NodeID: -1}, kerr.InvalidRequest.Code

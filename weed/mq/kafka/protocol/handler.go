@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
@@ -32,6 +33,9 @@ type Config struct {
 	Peers Peers
 	// Users keeps the SCRAM credentials (nil: none are kept).
 	Users Users
+	// Authorizer decides requests by the cluster's ACLs (nil: everyone
+	// may do everything).
+	Authorizer *acl.Authorizer
 }
 
 // Peers sends a request to another gateway of the cluster.

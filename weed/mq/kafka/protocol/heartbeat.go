@@ -7,6 +7,7 @@ package protocol
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -16,6 +17,10 @@ func (h *Handler) handleHeartbeat(ctx context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.HeartbeatRequest)
 	return func() (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		if !h.allowedGroup(r, kmsg.ACLOperationRead, req.Group) {
+			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			return resp, nil
+		}
 		resp.ErrorCode = h.groups.Heartbeat(ctx, req)
 		return resp, nil
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 )
 
 func init() { register(kmsg.InitProducerID, 0, 5, (*Handler).handleInitProducerID) }
@@ -26,6 +28,10 @@ func (h *Handler) handleInitProducerID(ctx context.Context, r *Request) Reply {
 		resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
 		if req.TransactionalID != nil {
+			if !h.allowedTxn(r, kmsg.ACLOperationWrite, *req.TransactionalID) {
+				resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				return resp, nil
+			}
 			timeout := time.Duration(req.TransactionTimeoutMillis) * time.Millisecond
 			pid, epoch, kerrr := h.txns.InitProducerID(ctx, *req.TransactionalID, timeout, req.ProducerID, req.ProducerEpoch)
 			if kerrr != nil {
@@ -33,6 +39,13 @@ func (h *Handler) handleInitProducerID(ctx context.Context, r *Request) Reply {
 				return resp, nil
 			}
 			resp.ProducerID, resp.ProducerEpoch = pid, epoch
+			return resp, nil
+		}
+		// An idempotent producer needs IdempotentWrite on the cluster,
+		// or Write on some topic (KIP-679).
+		if a := h.cfg.Authorizer; a != nil && !a.Authorize(r.Principal, r.clientIP(), kmsg.ACLOperationIdempotentWrite, kmsg.ACLResourceTypeCluster, acl.ClusterName) &&
+			!a.AuthorizeAny(r.Principal, r.clientIP(), kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic) {
+			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 			return resp, nil
 		}
 		id, err := h.backend.NewProducerID(ctx)

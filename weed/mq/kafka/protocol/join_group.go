@@ -9,6 +9,7 @@ package protocol
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
@@ -19,6 +20,11 @@ func init() { register(kmsg.JoinGroup, 0, 9, (*Handler).handleJoinGroup) }
 func (h *Handler) handleJoinGroup(ctx context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.JoinGroupRequest)
 	cl := group.Client{ID: r.ClientID, Host: r.ClientHost}
+	if !h.allowedGroup(r, kmsg.ACLOperationRead, req.Group) {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation = kerr.GroupAuthorizationFailed.Code, -1
+		return now(resp)
+	}
 	return func() (kmsg.Response, error) {
 		resp, err := h.groups.JoinGroup(ctx, req, cl)
 		if err != nil {

@@ -6,6 +6,7 @@ package protocol
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
@@ -17,6 +18,10 @@ func (h *Handler) handleLeaveGroup(ctx context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.LeaveGroupRequest)
 	return func() (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+		if !h.allowedGroup(r, kmsg.ACLOperationRead, req.Group) {
+			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			return resp, nil
+		}
 		if r.Version < 3 {
 			code, codes := h.groups.LeaveGroup(ctx, req.Group, []group.Leaving{{MemberID: req.MemberID}})
 			resp.ErrorCode = code

@@ -27,7 +27,13 @@ func (h *Handler) handleListGroups(ctx context.Context, r *Request) Reply {
 			resp.ErrorCode = kerrr.Code
 			return resp, nil
 		}
+		// Every group with Describe on the cluster, else those the
+		// principal may describe, as Kafka lists them.
+		all := h.allowedCluster(r, kmsg.ACLOperationDescribe)
 		for _, g := range groups {
+			if !all && !h.allowedGroup(r, kmsg.ACLOperationDescribe, g.Name) {
+				continue
+			}
 			if !matches(req.StatesFilter, string(g.State)) || !matches(req.TypesFilter, "classic") {
 				continue
 			}

@@ -31,8 +31,7 @@ func (h *Handler) handleListOffsets(ctx context.Context, r *Request) Reply {
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		info, err := h.describeTopic(ctx, rt.Topic)
-		terr := kafkaErr(err, kerr.KafkaStorageError)
+		info, terr := h.authorizedTopic(ctx, r, kmsg.ACLOperationDescribe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition

@@ -49,7 +49,8 @@ func (h *Handler) handleListTransactions(_ context.Context, r *Request) Reply {
 		case len(req.StateFilters) > 0 && !slices.Contains(req.StateFilters, string(d.State)),
 			len(req.ProducerIDFilters) > 0 && !slices.Contains(req.ProducerIDFilters, d.ProducerID),
 			req.DurationFilterMillis > 0 && (d.StartMs < 0 || nowMs-d.StartMs < req.DurationFilterMillis),
-			pattern != nil && !pattern.MatchString(d.ID):
+			pattern != nil && !pattern.MatchString(d.ID),
+			!h.allowedTxn(r, kmsg.ACLOperationDescribe, d.ID): // listed only to who may describe it
 			continue
 		}
 		s := kmsg.NewListTransactionsResponseTransactionState()

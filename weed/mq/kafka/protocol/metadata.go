@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 )
 
@@ -36,18 +37,39 @@ func (h *Handler) handleMetadata(ctx context.Context, r *Request) Reply {
 	resp.ClusterID = &h.cfg.ClusterID
 	resp.ControllerID = h.cluster.Controller()
 
+	if r.Version >= 8 && r.Version <= 10 {
+		resp.AuthorizedOperations = h.authorizedOperations(r, req.IncludeClusterAuthorizedOperations, kmsg.ACLResourceTypeCluster, acl.ClusterName)
+	}
+	h.metadataTopics(ctx, r, req, resp)
+	if req.IncludeTopicAuthorizedOperations {
+		for i := range resp.Topics {
+			if t := &resp.Topics[i]; t.ErrorCode == 0 && t.Topic != nil {
+				t.AuthorizedOperations = h.authorizedOperations(r, true, kmsg.ACLResourceTypeTopic, *t.Topic)
+			}
+		}
+	}
+	return now(resp)
+}
+
+// metadataTopics fills in the topics of a Metadata answer: every topic the
+// principal may describe, or those named, each with its error
+// (TOPIC_AUTHORIZATION_FAILED for one it may not describe, whether it
+// exists or not).
+func (h *Handler) metadataTopics(ctx context.Context, r *Request, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
 	all := req.Topics == nil || (r.Version == 0 && len(req.Topics) == 0)
 	if all {
 		topics, err := h.backend.ListTopics(ctx)
 		if err != nil {
 			// A client asking for all topics cannot be told which
 			// failed; an empty cluster view makes it retry.
-			return now(resp)
+			return
 		}
 		for _, t := range topics {
-			resp.Topics = append(resp.Topics, h.topicMetadata(t))
+			if h.allowedTopic(r, kmsg.ACLOperationDescribe, t.Name) {
+				resp.Topics = append(resp.Topics, h.topicMetadata(t))
+			}
 		}
-		return now(resp)
+		return
 	}
 
 	autoCreate := h.cfg.AutoCreateTopics && (r.Version < 4 || req.AllowAutoTopicCreation)
@@ -63,8 +85,13 @@ func (h *Handler) handleMetadata(ctx context.Context, r *Request) Reply {
 					}
 				}
 			}
-			if t, ok := byID[rt.TopicID]; ok {
+			if t, ok := byID[rt.TopicID]; ok && h.allowedTopic(r, kmsg.ACLOperationDescribe, t.Name) {
 				resp.Topics = append(resp.Topics, h.topicMetadata(t))
+			} else if ok {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = rt.TopicID
+				mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				resp.Topics = append(resp.Topics, mt)
 			} else {
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID = rt.TopicID
@@ -81,8 +108,16 @@ func (h *Handler) handleMetadata(ctx context.Context, r *Request) Reply {
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
+		if !h.allowedTopic(r, kmsg.ACLOperationDescribe, name) {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = &name
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
 		t, err := h.describeTopic(ctx, name)
-		if autoCreate && kafkaErr(err, nil) == kerr.UnknownTopicOrPartition {
+		if autoCreate && kafkaErr(err, nil) == kerr.UnknownTopicOrPartition &&
+			(h.allowedCluster(r, kmsg.ACLOperationCreate) || h.allowedTopic(r, kmsg.ACLOperationCreate, name)) {
 			t, err = h.backend.CreateTopic(ctx, TopicSpec{Name: name, Partitions: h.cfg.DefaultPartitions})
 			if kafkaErr(err, nil) == kerr.TopicAlreadyExists { // made by another client meanwhile
 				t, err = h.describeTopic(ctx, name)
@@ -97,7 +132,6 @@ func (h *Handler) handleMetadata(ctx context.Context, r *Request) Reply {
 		}
 		resp.Topics = append(resp.Topics, h.topicMetadata(t))
 	}
-	return now(resp)
 }
 
 func (h *Handler) topicMetadata(t TopicInfo) kmsg.MetadataResponseTopic {

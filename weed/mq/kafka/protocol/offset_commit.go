@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
@@ -33,9 +34,16 @@ func (h *Handler) handleOffsetCommit(ctx context.Context, r *Request) Reply {
 		// large); the rest take the commit's result.
 		codes := make([][]int16, len(req.Topics))
 		offsets := offset.Topics{}
+		groupDenied := !h.allowedGroup(r, kmsg.ACLOperationRead, req.Group)
 		for i, rt := range req.Topics {
 			codes[i] = make([]int16, len(rt.Partitions))
-			info, err := h.lookupTopic(ctx, r.Version >= 10, rt.Topic, rt.TopicID)
+			if groupDenied {
+				for j := range codes[i] {
+					codes[i][j] = kerr.GroupAuthorizationFailed.Code
+				}
+				continue
+			}
+			info, err := h.lookupTopic(ctx, r, kmsg.ACLOperationRead, r.Version >= 10, rt.Topic, rt.TopicID)
 			if err != nil {
 				for j := range codes[i] {
 					codes[i][j] = err.Code
@@ -90,17 +98,18 @@ func addCommit(offsets offset.Topics, info TopicInfo, partition int32, c offset.
 }
 
 // lookupTopic finds a topic by id (byID) or by name, with the Kafka error
-// for one that does not exist or cannot be looked up.
-func (h *Handler) lookupTopic(ctx context.Context, byID bool, name string, id [16]byte) (TopicInfo, *kerr.Error) {
-	var info TopicInfo
-	var err error
-	if byID {
-		info, err = h.backend.TopicByID(ctx, id)
-	} else {
-		info, err = h.describeTopic(ctx, name)
+// for one that does not exist or cannot be looked up, or that the
+// principal may not do op on (TOPIC_AUTHORIZATION_FAILED).
+func (h *Handler) lookupTopic(ctx context.Context, r *Request, op acl.Operation, byID bool, name string, id [16]byte) (TopicInfo, *kerr.Error) {
+	if !byID {
+		return h.authorizedTopic(ctx, r, op, name)
 	}
+	info, err := h.backend.TopicByID(ctx, id)
 	if err != nil {
 		return info, kafkaErr(err, kerr.KafkaStorageError)
+	}
+	if !h.allowedTopic(r, op, info.Name) {
+		return TopicInfo{}, kerr.TopicAuthorizationFailed
 	}
 	return info, nil
 }

@@ -8,6 +8,7 @@ package protocol
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -17,10 +18,14 @@ func (h *Handler) handleOffsetDelete(ctx context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.OffsetDeleteRequest)
 	return func() (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+		if !h.allowedGroup(r, kmsg.ACLOperationDelete, req.Group) {
+			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			return resp, nil
+		}
 		parts := map[string][]int32{}
 		codes := map[string]int16{}
 		for _, rt := range req.Topics {
-			info, err := h.lookupTopic(ctx, false, rt.Topic, [16]byte{})
+			info, err := h.lookupTopic(ctx, r, kmsg.ACLOperationRead, false, rt.Topic, [16]byte{})
 			if err != nil {
 				codes[rt.Topic] = err.Code
 				continue

@@ -40,14 +40,14 @@ func (h *Handler) handleOffsetFetch(ctx context.Context, r *Request) Reply {
 						if r.Version >= 10 {
 							// An unknown id is answered as a topic
 							// with no commits.
-							info, _ := h.lookupTopic(ctx, true, "", t.TopicID)
+							info, _ := h.lookupTopic(ctx, r, kmsg.ACLOperationDescribe, true, "", t.TopicID)
 							name = info.Name
 						}
 						topics = append(topics, kmsg.OffsetFetchRequestTopic{Topic: name, Partitions: t.Partitions})
 					}
 				}
 				var code int16
-				g.Topics, code = h.fetchOffsets(ctx, rg.Group, topics, r.Version >= 10, req.RequireStable)
+				g.Topics, code = h.fetchOffsets(ctx, r, rg.Group, topics, r.Version >= 10, req.RequireStable)
 				g.ErrorCode = code
 				if r.Version >= 10 && rg.Topics != nil {
 					for i := range g.Topics {
@@ -62,7 +62,7 @@ func (h *Handler) handleOffsetFetch(ctx context.Context, r *Request) Reply {
 		if r.Version < 2 && topics == nil {
 			topics = []kmsg.OffsetFetchRequestTopic{}
 		}
-		fetched, code := h.fetchOffsets(ctx, req.Group, topics, false, req.RequireStable)
+		fetched, code := h.fetchOffsets(ctx, r, req.Group, topics, false, req.RequireStable)
 		if r.Version >= 2 {
 			resp.ErrorCode = code
 		}
@@ -86,7 +86,25 @@ func (h *Handler) handleOffsetFetch(ctx context.Context, r *Request) Reply {
 // fetchOffsets answers one group's fetch: the partitions asked for (every
 // committed one if topics is nil), and the group's error code. withIDs
 // fills in topic ids.
-func (h *Handler) fetchOffsets(ctx context.Context, groupName string, topics []kmsg.OffsetFetchRequestTopic, withIDs, requireStable bool) ([]fetchedTopic, int16) {
+//
+// A group the principal may not describe gets GROUP_AUTHORIZATION_FAILED;
+// topics it may not describe are left out of "every committed one" and get
+// TOPIC_AUTHORIZATION_FAILED when named.
+func (h *Handler) fetchOffsets(ctx context.Context, r *Request, groupName string, topics []kmsg.OffsetFetchRequestTopic, withIDs, requireStable bool) ([]fetchedTopic, int16) {
+	if !h.allowedGroup(r, kmsg.ACLOperationDescribe, groupName) {
+		var out []fetchedTopic
+		for _, rt := range topics {
+			t := kmsg.NewOffsetFetchResponseGroupTopic()
+			t.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				fp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				fp.Partition, fp.Offset, fp.LeaderEpoch, fp.ErrorCode = p, -1, -1, kerr.GroupAuthorizationFailed.Code
+				t.Partitions = append(t.Partitions, fp)
+			}
+			out = append(out, t)
+		}
+		return out, kerr.GroupAuthorizationFailed.Code
+	}
 	var names []string
 	if topics != nil {
 		names = []string{}
@@ -123,10 +141,13 @@ func (h *Handler) fetchOffsets(ctx context.Context, groupName string, topics []k
 			return nil, code
 		}
 		for _, name := range slices.Sorted(maps.Keys(committed)) {
+			if !h.allowedTopic(r, kmsg.ACLOperationDescribe, name) {
+				continue
+			}
 			t := kmsg.NewOffsetFetchResponseGroupTopic()
 			t.Topic = name
 			if withIDs {
-				info, err := h.lookupTopic(ctx, false, name, [16]byte{})
+				info, err := h.lookupTopic(ctx, r, kmsg.ACLOperationDescribe, false, name, [16]byte{})
 				if err != nil {
 					continue // deleted since: no id to name it by
 				}
@@ -146,6 +167,9 @@ func (h *Handler) fetchOffsets(ctx context.Context, groupName string, topics []k
 			fp := partition(rt.Topic, p)
 			if code != 0 {
 				fp.ErrorCode = code
+			} else if !h.allowedTopic(r, kmsg.ACLOperationDescribe, rt.Topic) {
+				fp.Offset, fp.LeaderEpoch, fp.Metadata = -1, -1, nil
+				fp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			}
 			t.Partitions = append(t.Partitions, fp)
 		}

@@ -27,8 +27,7 @@ func (h *Handler) handleOffsetForLeaderEpoch(ctx context.Context, r *Request) Re
 		for _, rt := range req.Topics {
 			st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 			st.Topic = rt.Topic
-			info, err := h.describeTopic(ctx, rt.Topic)
-			terr := kafkaErr(err, kerr.KafkaStorageError)
+			info, terr := h.authorizedTopic(ctx, r, kmsg.ACLOperationDescribe, rt.Topic)
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 				sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1

@@ -42,6 +42,8 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	var pending []pendingAppend
+	// A transactional producer needs Write on its transactional id.
+	txnDenied := req.TransactionID != nil && !h.allowedTxn(r, kmsg.ACLOperationWrite, *req.TransactionID)
 
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
@@ -50,11 +52,19 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(rt.Partitions))
 		var info TopicInfo
 		var terr *kerr.Error
-		if r.Version >= 13 {
+		switch {
+		case txnDenied:
+			terr = kerr.TransactionalIDAuthorizationFailed
+		case r.Version >= 13:
 			var err error
 			info, err = h.backend.TopicByID(ctx, rt.TopicID)
 			terr = kafkaErr(err, kerr.KafkaStorageError)
-		} else {
+			if terr == nil && !h.allowedTopic(r, kmsg.ACLOperationWrite, info.Name) {
+				terr = kerr.TopicAuthorizationFailed
+			}
+		case !h.allowedTopic(r, kmsg.ACLOperationWrite, rt.Topic):
+			terr = kerr.TopicAuthorizationFailed
+		default:
 			var err error
 			info, err = h.describeTopic(ctx, rt.Topic)
 			terr = kafkaErr(err, kerr.KafkaStorageError)

@@ -7,6 +7,7 @@ package protocol
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -14,6 +15,11 @@ func init() { register(kmsg.SyncGroup, 0, 5, (*Handler).handleSyncGroup) }
 
 func (h *Handler) handleSyncGroup(ctx context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.SyncGroupRequest)
+	if !h.allowedGroup(r, kmsg.ACLOperationRead, req.Group) {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return now(resp)
+	}
 	return func() (kmsg.Response, error) {
 		resp, err := h.groups.SyncGroup(ctx, req)
 		if err != nil {

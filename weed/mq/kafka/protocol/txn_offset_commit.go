@@ -26,9 +26,20 @@ func (h *Handler) handleTxnOffsetCommit(ctx context.Context, r *Request) Reply {
 		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 		codes := make([][]int16, len(req.Topics))
 		offsets := offset.Topics{}
+		var denied *kerr.Error
+		switch {
+		case !h.allowedTxn(r, kmsg.ACLOperationWrite, req.TransactionalID):
+			denied = kerr.TransactionalIDAuthorizationFailed
+		case !h.allowedGroup(r, kmsg.ACLOperationRead, req.Group):
+			denied = kerr.GroupAuthorizationFailed
+		}
 		for i, rt := range req.Topics {
 			codes[i] = make([]int16, len(rt.Partitions))
-			info, e := h.lookupTopic(ctx, rt.Topic == "" && rt.TopicID != [16]byte{}, rt.Topic, rt.TopicID)
+			var info TopicInfo
+			e := denied
+			if e == nil {
+				info, e = h.lookupTopic(ctx, r, kmsg.ACLOperationRead, rt.Topic == "" && rt.TopicID != [16]byte{}, rt.Topic, rt.TopicID)
+			}
 			for j, rp := range rt.Partitions {
 				if e != nil {
 					codes[i][j] = e.Code

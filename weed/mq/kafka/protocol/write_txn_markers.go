@@ -32,6 +32,8 @@ func (h *Handler) handleWriteTxnMarkers(ctx context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.WriteTxnMarkersRequest)
 	return func() (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+		// Markers come from the gateways' transaction coordinators.
+		denied := !h.allowedCluster(r, kmsg.ACLOperationClusterAction)
 		for _, m := range req.Markers {
 			rm := kmsg.NewWriteTxnMarkersResponseMarker()
 			rm.ProducerID = m.ProducerID
@@ -43,7 +45,9 @@ func (h *Handler) handleWriteTxnMarkers(ctx context.Context, r *Request) Reply {
 					rp.Partition = p
 					var err error
 					fallback := kerr.KafkaStorageError
-					if group, ok := strings.CutPrefix(t.Topic, groupMarkerPrefix); ok {
+					if denied {
+						err = kerr.ClusterAuthorizationFailed
+					} else if group, ok := strings.CutPrefix(t.Topic, groupMarkerPrefix); ok {
 						err, fallback = h.groups.EndTxnOffsets(ctx, group, m.ProducerID, m.ProducerEpoch, m.Committed), kerr.CoordinatorNotAvailable
 					} else if ke := knownName(t.Topic); ke != nil {
 						err = ke
