@@ -16,6 +16,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,6 +33,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -43,6 +45,9 @@ import (
 
 // admin is the user -sasl.users creates at start.
 const adminUser, adminPassword = "admin", "admin-secret"
+
+// gatewaySuperUsers are the package gateways' -super.users.
+const gatewaySuperUsers = "User:ANONYMOUS;User:" + adminUser
 
 // credsKit holds the files the gateways and clients use.
 type credsKit struct {
@@ -141,6 +146,10 @@ func (k *credsKit) gatewayFlags() []string {
 		"-ssl.principal.mapping.rules=" + k.principalRules,
 		"-sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
 		"-sasl.users=" + k.usersFile, "-sasl.oauthbearer.jwks=" + k.jwksFile, "-sasl.oauthbearer.unsecured",
+		// ACLs decide; the PLAINTEXT clients of the other tests and the
+		// administrator may do everything, and what no ACL speaks of
+		// is open (see TestACLs).
+		"-authorizer.enabled", "-super.users=" + gatewaySuperUsers, "-allow.everyone.if.no.acl.found",
 	}
 }
 
@@ -189,15 +198,23 @@ func (m secureMode) franzOpts() []kgo.Opt {
 	if m.tls() {
 		opts = append(opts, kgo.DialTLSConfig(creds.tlsConfig(m.listener == "SSL")))
 	}
-	switch m.mechanism {
-	case "PLAIN":
-		opts = append(opts, kgo.SASL(plain.Auth{User: m.user, Pass: m.password}.AsMechanism()))
-	case "SCRAM-SHA-256":
-		opts = append(opts, kgo.SASL(scram.Auth{User: m.user, Pass: m.password}.AsSha256Mechanism()))
-	case "SCRAM-SHA-512":
-		opts = append(opts, kgo.SASL(scram.Auth{User: m.user, Pass: m.password}.AsSha512Mechanism()))
+	if m.mechanism != "" {
+		opts = append(opts, kgo.SASL(m.franzSASL()))
 	}
 	return opts
+}
+
+// franzSASL is franz-go's mechanism for the mode.
+func (m secureMode) franzSASL() sasl.Mechanism {
+	switch m.mechanism {
+	case "PLAIN":
+		return plain.Auth{User: m.user, Pass: m.password}.AsMechanism()
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: m.user, Pass: m.password}.AsSha256Mechanism()
+	case "SCRAM-SHA-512":
+		return scram.Auth{User: m.user, Pass: m.password}.AsSha512Mechanism()
+	}
+	return nil
 }
 
 // librdkafka are librdkafka's properties for the mode (confluent-kafka-go
@@ -633,4 +650,30 @@ func TestOAuthBearer(t *testing.T) {
 		got = append(got, string(r.Value))
 	}
 	checkValues(t, "franz-go over PLAINTEXT", got, []string{"before", "after"})
+}
+
+// franz-go's own kgo suite runs its SCRAM and OAUTHBEARER tests against the
+// gateway: TestSCRAMAuth (SCRAM-SHA-512 as the administrator),
+// TestSCRAMAuthBadCredentials and TestOAuthAuth (an unsecured token, and an
+// expired one refused with invalid_token, as Kafka's default validator).
+func TestFranzGoSASLSuite(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v",
+		"-run", "^(TestSCRAMAuth|TestSCRAMAuthBadCredentials|TestOAuthAuth)$", "github.com/twmb/franz-go/pkg/kgo")
+	cmd.Env = append(os.Environ(),
+		"KGO_SEEDS="+gw.addr,
+		"KGO_TEST_SCRAM_SEEDS="+gw.secure["SASL_PLAINTEXT"],
+		"KGO_TEST_SCRAM="+adminUser+":"+adminPassword+":512",
+		"KGO_TEST_OAUTH_SEEDS="+gw.secure["SASL_PLAINTEXT"],
+	)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kgo suite: %v\n%s", err, out)
+	}
+	for _, name := range []string{"TestSCRAMAuth", "TestSCRAMAuthBadCredentials", "TestOAuthAuth"} {
+		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
+			t.Errorf("%s did not pass:\n%s", name, out)
+		}
+	}
 }
