@@ -35,9 +35,11 @@ func FuzzOAuthBearer(f *testing.F) {
 	a := newAuth(f, Config{Mechanisms: []string{OAuthBearer}, OAuth: OAuthConfig{Unsecured: true}})
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		ex, _ := a.Start(OAuthBearer)
-		_, done, err := ex.Step(context.Background(), msg)
-		if done != (err == nil) {
-			t.Fatalf("done %v with error %v", done, err)
+		answer, done, err := ex.Step(context.Background(), msg)
+		if err == nil && !done {
+			if _, done, err = ex.Step(context.Background(), []byte("\x01")); err == nil || done {
+				t.Fatalf("a refused token (challenge %q) then logged in", answer)
+			}
 		}
 	})
 }

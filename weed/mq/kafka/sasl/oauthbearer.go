@@ -155,13 +155,20 @@ func (v *oauthValidator) validate(token string) (string, time.Time, error) {
 }
 
 // oauthBearer is an OAUTHBEARER login: one client message carrying the
-// token.
+// token. A token that does not pass is answered as Kafka does (RFC 7628
+// 3.2.2): an error challenge, {"status":"invalid_token"}, which the client
+// acknowledges with a single %x01; the login then fails with the challenge
+// as its message.
 type oauthBearer struct {
 	v       *oauthValidator
 	name    string
 	expires time.Time
-	done    bool
+	steps   int
+	refused string // the error challenge sent
 }
+
+// invalidToken is the error challenge of a token that does not pass.
+const invalidToken = `{"status":"invalid_token"}`
 
 // parseOAuthBearer reads RFC 7628's initial client response:
 //
@@ -219,20 +226,27 @@ func parseOAuthBearer(msg []byte) (token, authzid string, ext map[string]string,
 }
 
 func (o *oauthBearer) Step(_ context.Context, msg []byte) ([]byte, bool, error) {
-	if o.done {
+	o.steps++
+	switch {
+	case o.steps == 2 && o.refused != "":
+		if string(msg) != "\x01" {
+			return nil, false, failf("malformed OAUTHBEARER message: the answer to an error challenge is %%x01")
+		}
+		return nil, false, failf("%s", o.refused)
+	case o.steps > 1:
 		return nil, false, failf("OAUTHBEARER takes one message")
 	}
-	o.done = true
 	token, authzid, _, err := parseOAuthBearer(msg)
 	if err != nil {
 		return nil, false, err
 	}
 	name, exp, err := o.v.validate(token)
-	if err != nil {
-		return nil, false, failf("authentication failed: invalid token: %v", err)
+	if err == nil && authzid != "" && authzid != name {
+		err = fmt.Errorf("authorization id %q is not the token's principal", authzid)
 	}
-	if authzid != "" && authzid != name {
-		return nil, false, failf("authentication failed: authorization id %q is not the token's principal", authzid)
+	if err != nil {
+		o.refused = invalidToken + ": " + err.Error()
+		return []byte(invalidToken), false, nil
 	}
 	o.name, o.expires = name, exp
 	return []byte{}, true, nil

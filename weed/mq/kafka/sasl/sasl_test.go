@@ -266,7 +266,17 @@ func TestOAuthBearer(t *testing.T) {
 		{"channel binding", secured, []byte("p=tls-unique,,\x01auth=Bearer " + sign(key, good) + "\x01\x01"), false},
 	} {
 		ex, _ := tc.a.Start(OAuthBearer)
-		_, done, err := ex.Step(context.Background(), tc.msg)
+		answer, done, err := ex.Step(context.Background(), tc.msg)
+		if err == nil && !done {
+			// A refused token: the error challenge, acknowledged.
+			if string(answer) != `{"status":"invalid_token"}` {
+				t.Errorf("%s: challenge %q", tc.what, answer)
+			}
+			_, done, err = ex.Step(context.Background(), []byte("\x01"))
+			if err == nil || !strings.Contains(err.Error(), "invalid_token") {
+				t.Errorf("%s: after the challenge: %v", tc.what, err)
+			}
+		}
 		if done != tc.ok || (err == nil) != tc.ok {
 			t.Errorf("%s: done %v err %v, want ok %v", tc.what, done, err, tc.ok)
 			continue
