@@ -2,6 +2,16 @@ package gateway
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -114,5 +124,67 @@ func TestSessionReauthentication(t *testing.T) {
 	s.Handshake(sasl.Plain, 1)
 	if _, e := s.Handshake(sasl.Plain, 1); e != kerr.IllegalSaslState {
 		t.Fatalf("a second handshake in a login: %v", e)
+	}
+}
+
+// writeCert writes a self-signed certificate for cn and its key.
+func writeCert(t *testing.T, certFile, keyFile, cn string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalPKCS8PrivateKey(key)
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A renewed certificate is served at the next handshake, without a
+// restart; a half-written renewal keeps the last good one.
+func TestCertificateReload(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
+	writeCert(t, certFile, keyFile, "first")
+	cf, err := newCertFiles(TLSOptions{CertFile: certFile, KeyFile: keyFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := func() string {
+		t.Helper()
+		c, err := cf.config().GetConfigForClient(&tls.ClientHelloInfo{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := x509.ParseCertificate(c.Certificates[0].Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return leaf.Subject.CommonName
+	}
+	if got := served(); got != "first" {
+		t.Fatalf("served %q", got)
+	}
+	later := time.Now().Add(time.Minute)
+	writeCert(t, certFile, keyFile, "renewed")
+	os.Chtimes(certFile, later, later)
+	cf.checked = time.Time{} // as if tlsCheckEvery had passed
+	if got := served(); got != "renewed" {
+		t.Fatalf("after the renewal: served %q", got)
+	}
+	os.WriteFile(certFile, []byte("half written"), 0o600)
+	os.Chtimes(certFile, later.Add(time.Minute), later.Add(time.Minute))
+	cf.checked = time.Time{}
+	if got := served(); got != "renewed" {
+		t.Fatalf("after a broken write: served %q", got)
 	}
 }
