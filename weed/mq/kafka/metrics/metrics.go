@@ -238,14 +238,19 @@ func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(groupsDesc, prometheus.GaugeValue, float64(len(gs)))
+	// Series are summed by their label values: groups and topics past
+	// MaxLabelValues share the label "other", and one series each.
+	type series struct{ group, topic, partition string }
+	members := map[string]float64{}
+	current, lag := map[series]float64{}, map[series]float64{}
 	hws := map[string]map[int32]int64{}
 	for _, g := range gs {
 		name := Group(g.Name)
-		ch <- prometheus.MustNewConstMetric(membersDesc, prometheus.GaugeValue, float64(g.Members), name)
+		members[name] += float64(g.Members)
 		for topic, parts := range g.Committed {
 			for p, off := range parts {
-				part := strconv.Itoa(int(p))
-				ch <- prometheus.MustNewConstMetric(currentDesc, prometheus.GaugeValue, float64(off), name, topic, part)
+				k := series{name, Topic(topic), strconv.Itoa(int(p))}
+				current[k] += float64(off)
 				if hws[topic] == nil {
 					hws[topic] = map[int32]int64{}
 				}
@@ -257,9 +262,18 @@ func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
 					hws[topic][p] = hw
 				}
 				if hw >= 0 {
-					ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(max(hw-off, 0)), name, topic, part)
+					lag[k] += float64(max(hw-off, 0))
 				}
 			}
 		}
+	}
+	for name, n := range members {
+		ch <- prometheus.MustNewConstMetric(membersDesc, prometheus.GaugeValue, n, name)
+	}
+	for k, v := range current {
+		ch <- prometheus.MustNewConstMetric(currentDesc, prometheus.GaugeValue, v, k.group, k.topic, k.partition)
+	}
+	for k, v := range lag {
+		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, v, k.group, k.topic, k.partition)
 	}
 }

@@ -1,8 +1,11 @@
 package metrics
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -35,5 +38,44 @@ func TestLabelsBounded(t *testing.T) {
 	}
 	if l.value("one-too-many") != "other" {
 		t.Fatal("labels not bounded")
+	}
+}
+
+type manyGroups int
+
+func (n manyGroups) GroupStats(context.Context) ([]GroupStat, error) {
+	var out []GroupStat
+	for i := 0; i < int(n); i++ {
+		out = append(out, GroupStat{Name: fmt.Sprintf("scrape-group-%d", i), Members: 1,
+			Committed: map[string]map[int32]int64{"scrape-topic": {0: 10}}})
+	}
+	return out, nil
+}
+
+// More groups than MaxLabelValues: the scrape still succeeds (it answered
+// HTTP 500 once the overflow label made duplicate series), with the
+// overflowing groups summed into "other".
+func TestGroupMetricsOverflow(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(&groupCollector{groups: manyGroups(MaxLabelValues + 100), hw: func(context.Context, string, int32) (int64, error) { return 15, nil }})
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	var otherMembers float64
+	series := 0
+	for _, f := range families {
+		if f.GetName() != "kafka_consumergroup_members" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			series++
+			if m.GetLabel()[0].GetValue() == "other" {
+				otherMembers = m.GetGauge().GetValue()
+			}
+		}
+	}
+	if series > MaxLabelValues+1 || otherMembers < 100 {
+		t.Fatalf("%d member series, %v members under other", series, otherMembers)
 	}
 }
