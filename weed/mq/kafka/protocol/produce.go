@@ -42,6 +42,22 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	var pending []pendingAppend
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
+		// As Kafka: every partition gets INVALID_REQUIRED_ACKS, and
+		// nothing is written.
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition, sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = rp.Partition, -1, -1, -1
+				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return now(resp)
+	}
 	// A transactional producer needs Write on its transactional id.
 	txnDenied := req.TransactionID != nil && !h.allowedTxn(r, kmsg.ACLOperationWrite, *req.TransactionID)
 
@@ -135,14 +151,26 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 			defer t.Stop()
 			timer = t.C
 		}
+		// The timeout is the request's, across all its partitions: once
+		// it passes, a partition not done yet times out at once.
+		expired := false
 		for _, pa := range pending {
-			select {
-			case <-pa.app.Done:
-			case <-timer:
-				pa.part.ErrorCode = kerr.RequestTimedOut.Code
-				continue
-			case <-ctx.Done():
-				return nil, ctx.Err()
+			if !expired {
+				select {
+				case <-pa.app.Done:
+				case <-timer:
+					expired = true
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			if expired {
+				select {
+				case <-pa.app.Done:
+				default:
+					pa.part.ErrorCode = kerr.RequestTimedOut.Code
+					continue
+				}
 			}
 			if pa.app.Err != nil {
 				pa.part.ErrorCode = kafkaErr(pa.app.Err, kerr.KafkaStorageError).Code
