@@ -80,6 +80,10 @@ type kafkaGatewayOptions struct {
 	authorizer          *bool
 	superUsers          *string
 	allowIfNoACL        *bool
+	maxIdleMs           *int
+	maxConnections      *int
+	maxConnectionsPerIP *int
+	fetchMaxBytes       *int
 }
 
 var kafkaGatewayOpts kafkaGatewayOptions
@@ -162,6 +166,14 @@ Security (see the README's Security section):
   -allow.everyone.if.no.acl.found
                        allow what no ACL of the resource speaks of (default
                        false, as Kafka)
+  -fetch.max.bytes     most record bytes of one Fetch response, whatever the
+                       client asks (default 57671680, as Kafka's)
+  -connections.max.idle.ms
+                       close a connection that sends no request for this long
+                       (default 600000, as Kafka; -1: never)
+  -max.connections, -max.connections.per.ip
+                       most connections open at once, in all and from one
+                       address; the excess is closed at accept (0: unbounded)
   -connections.max.reauth.ms
                        SASL sessions end after this long unless the client
                        logs in again (KIP-368); 0: never
@@ -226,6 +238,10 @@ func init() {
 	o.authorizer = f.Bool("authorizer.enabled", false, "decide every request by Kafka's ACLs, kept in the filer")
 	o.superUsers = f.String("super.users", "", "principals that may do everything, as User:alice;User:bob")
 	o.allowIfNoACL = f.Bool("allow.everyone.if.no.acl.found", false, "allow what no ACL of the resource speaks of")
+	o.fetchMaxBytes = f.Int("fetch.max.bytes", protocol.DefaultFetchMaxBytes, "most record bytes of one Fetch response, whatever the client asks")
+	o.maxIdleMs = f.Int("connections.max.idle.ms", int(protocol.DefaultMaxIdle/time.Millisecond), "close connections idle this long (-1: never)")
+	o.maxConnections = f.Int("max.connections", 0, "most connections open at once; the excess is closed at accept (0: unbounded)")
+	o.maxConnectionsPerIP = f.Int("max.connections.per.ip", 0, "most connections open at once from one address (0: unbounded)")
 	o.embeddedPorts = f.String("embedded.ports", "9333,8080,8888,17777", "master,volume,filer,broker ports of the embedded SeaweedFS")
 }
 
@@ -395,20 +411,24 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 			ClientCAFile: *o.sslClientCA, ClientAuth: *o.sslClientAuth,
 			PrincipalRules: *o.sslPrincipalRules,
 		},
-		SASL:              auth,
-		MaxReauth:         time.Duration(*o.maxReauthMs) * time.Millisecond,
-		Users:             users,
-		Authorizer:        authz,
-		NodeID:            self.NodeID,
-		ClusterID:         clusterID(masters, *o.filerGroup),
-		DefaultPartitions: int32(*o.defaultPartitions),
-		AutoCreateTopics:  *o.autoCreate,
-		MaxRequestSize:    *o.maxRequestBytes,
-		Backend:           owned,
-		Groups:            groups,
-		Txns:              txns,
-		Cluster:           members,
-		Peers:             peers,
+		SASL:                auth,
+		MaxReauth:           time.Duration(*o.maxReauthMs) * time.Millisecond,
+		Users:               users,
+		Authorizer:          authz,
+		NodeID:              self.NodeID,
+		ClusterID:           clusterID(masters, *o.filerGroup),
+		DefaultPartitions:   int32(*o.defaultPartitions),
+		AutoCreateTopics:    *o.autoCreate,
+		MaxRequestSize:      *o.maxRequestBytes,
+		MaxIdle:             time.Duration(*o.maxIdleMs) * time.Millisecond,
+		MaxConnections:      *o.maxConnections,
+		FetchMaxBytes:       *o.fetchMaxBytes,
+		MaxConnectionsPerIP: *o.maxConnectionsPerIP,
+		Backend:             owned,
+		Groups:              groups,
+		Txns:                txns,
+		Cluster:             members,
+		Peers:               peers,
 		ClusterReady: func(ctx context.Context) error {
 			if err := client.Ready(ctx); err != nil {
 				return err

@@ -227,8 +227,9 @@ func startGateway(master string, port int) (*gatewayProc, error) {
 	return startNamedGateway("gateway", master, port)
 }
 
-// startNamedGateway starts a gateway logging to <name>.log.
-func startNamedGateway(name, master string, port int) (*gatewayProc, error) {
+// startNamedGateway starts a gateway logging to <name>.log, with extra
+// flags if given.
+func startNamedGateway(name, master string, port int, extra ...string) (*gatewayProc, error) {
 	if port == 0 {
 		var err error
 		if port, err = freePort(false); err != nil {
@@ -254,6 +255,7 @@ func startNamedGateway(name, master string, port int) (*gatewayProc, error) {
 		"-ip=127.0.0.1", "-port=" + strconv.Itoa(port), "-master=" + master, "-default-partitions=1",
 		"-group.initial.rebalance.delay.ms=300", "-metricsPort=" + strconv.Itoa(metricsPort),
 		"-listeners=" + strings.Join(listeners, ",")}, creds.gatewayFlags()...)
+	args = append(args, extra...)
 	p, err := startProc(name, filepath.Join(work, name+".log"), args...)
 	if err != nil {
 		return nil, err

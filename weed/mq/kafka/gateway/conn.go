@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -33,6 +34,9 @@ type conn struct {
 	principal string
 	// session is the SASL login, on a SASL listener.
 	session *session
+
+	deadlineMu sync.Mutex
+	stopped    bool // by stopReading: no deadline is set after it
 	// clientHost is the peer's host as Kafka shows it: "/127.0.0.1".
 	clientHost string
 
@@ -115,7 +119,25 @@ func (c *conn) serve() {
 // stopReading makes the reader stop taking requests, for a graceful
 // shutdown: those in flight are still answered.
 func (c *conn) stopReading() {
+	c.deadlineMu.Lock()
+	defer c.deadlineMu.Unlock()
+	c.stopped = true
 	c.nc.SetReadDeadline(time.Now()) //nolint:errcheck // a closed conn stops anyway
+}
+
+// readWithin sets how long the next read may wait for bytes, unless the
+// reader was stopped.
+func (c *conn) readWithin(d time.Duration) {
+	c.deadlineMu.Lock()
+	defer c.deadlineMu.Unlock()
+	if c.stopped {
+		return
+	}
+	var at time.Time
+	if d > 0 {
+		at = time.Now().Add(d)
+	}
+	c.nc.SetReadDeadline(at) //nolint:errcheck // a closed conn stops anyway
 }
 
 // handshakeTLS runs the TLS handshake, bounded in time so that a peer that
@@ -139,7 +161,17 @@ func (c *conn) readLoop() error {
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	var sizeBuf [4]byte
 	for {
+		// Between requests a connection may be idle for
+		// connections.max.idle.ms; the bytes of a request must keep
+		// coming (FrameProgressTimeout) once it has begun.
+		if r.Buffered() == 0 {
+			c.readWithin(c.srv.opts.MaxIdle)
+		}
 		if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && !c.isStopped() {
+				return fmt.Errorf("idle for %v (connections.max.idle.ms)", c.srv.opts.MaxIdle)
+			}
 			return err
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
@@ -152,16 +184,26 @@ func (c *conn) readLoop() error {
 		if size < 0 || int(size) > limit {
 			return fmt.Errorf("request of %d bytes exceeds the limit of %d", size, limit)
 		}
-		// Request bytes held by the whole gateway are bounded; a reader
-		// waits here until answered requests free enough.
-		if err := c.srv.queued.Acquire(c.ctx, int64(size)); err != nil {
-			return err
-		}
-		frame, err := readFrame(r, int(size))
+		// Request bytes held by the whole gateway are bounded, and taken
+		// as the bytes arrive: a reader waits for room before its buffer
+		// grows, so frames announced and not sent hold nothing.
+		var held int64
+		frame, err := readFrame(r, int(size), func(grow int) error {
+			c.readWithin(protocol.FrameProgressTimeout)
+			if grow == 0 {
+				return nil
+			}
+			if err := c.srv.queued.Acquire(c.ctx, int64(grow)); err != nil {
+				return err
+			}
+			held += int64(grow)
+			return nil
+		})
 		if err != nil {
-			c.srv.queued.Release(int64(size))
+			c.srv.queued.Release(held)
 			return err
 		}
+		size = int32(held)
 		if s := c.session; s != nil && s.bare && s.login != nil {
 			if err := c.bareLogin(frame, int64(size)); err != nil {
 				return err
@@ -191,7 +233,11 @@ func (c *conn) readLoop() error {
 		api := kmsg.NameForKey(req.Key)
 		metrics.Requests.WithLabelValues(api, strconv.Itoa(int(req.Version))).Inc()
 		read := time.Now()
-		reply := c.srv.handler.Handle(c.ctx, req)
+		reply, err := c.handle(req, api)
+		if err != nil {
+			c.srv.queued.Release(int64(size))
+			return err
+		}
 		if err := c.queue(pendingReply{correlationID: req.CorrelationID, reply: reply, size: int64(size), api: api, read: read}); err != nil {
 			return err
 		}
@@ -232,24 +278,48 @@ func (c *conn) bareLogin(msg []byte, size int64) error {
 
 // readFrame reads a frame of size bytes, growing its buffer as the bytes
 // arrive, so that a peer announcing a large frame and sending little does
-// not make the gateway allocate it all at once.
-func readFrame(r io.Reader, size int) ([]byte, error) {
+// not make the gateway allocate it all at once. before is called before
+// each read with the bytes the buffer grows by first (0 if none); the
+// growths add up to size exactly.
+func readFrame(r io.Reader, size int, before func(grow int) error) ([]byte, error) {
 	const step = 1 << 20
-	frame := make([]byte, 0, min(size, step))
+	var frame []byte
 	for len(frame) < size {
+		grow := 0
 		if len(frame) == cap(frame) {
-			frame = append(frame, make([]byte, min(size-len(frame), max(cap(frame), step)))...)[:len(frame)]
+			grow = min(size-len(frame), max(cap(frame), step))
 		}
-		n, err := r.Read(frame[len(frame):min(size, cap(frame))])
+		if err := before(grow); err != nil {
+			return nil, err
+		}
+		if grow > 0 {
+			nb := make([]byte, len(frame), len(frame)+grow)
+			copy(nb, frame)
+			frame = nb
+		}
+		n, err := r.Read(frame[len(frame):cap(frame)])
 		frame = frame[:len(frame)+n]
 		if err != nil && len(frame) < size {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				err = fmt.Errorf("no byte of a %d-byte request for %v (%d read): %w", size, protocol.FrameProgressTimeout, len(frame), err)
+			}
 			return nil, err
 		}
 	}
+	if frame == nil {
+		frame = []byte{}
+	}
 	return frame, nil
+}
+
+func (c *conn) isStopped() bool {
+	c.deadlineMu.Lock()
+	defer c.deadlineMu.Unlock()
+	return c.stopped
 }
 
 func (c *conn) writeLoop() {
@@ -269,7 +339,7 @@ func (c *conn) writeLoop() {
 			}
 			continue
 		}
-		resp, err := p.reply()
+		resp, err := c.reply(p)
 		c.srv.queued.Release(p.size)
 		if err != nil {
 			c.close(err)
@@ -295,4 +365,31 @@ func (c *conn) writeLoop() {
 			buf = nil // do not keep a large fetch's buffer per connection
 		}
 	}
+}
+
+// handle runs a request's handler; a panic in it closes this connection
+// only, logged with the API and counted, and the gateway goes on.
+func (c *conn) handle(req *protocol.Request, api string) (reply protocol.Reply, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = c.panicked(api, v)
+		}
+	}()
+	return c.srv.handler.Handle(c.ctx, req), nil
+}
+
+// reply runs a request's Reply, recovering a panic as handle does.
+func (c *conn) reply(p pendingReply) (resp kmsg.Response, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			resp, err = nil, c.panicked(p.api, v)
+		}
+	}()
+	return p.reply()
+}
+
+func (c *conn) panicked(api string, v any) error {
+	metrics.Panics.WithLabelValues(api).Inc()
+	glog.Errorf("kafka conn %s: panic in %s: %v\n%s", c.remote, api, v, debug.Stack())
+	return fmt.Errorf("panic in %s: %v", api, v)
 }

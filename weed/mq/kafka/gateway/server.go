@@ -20,6 +20,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
@@ -59,6 +60,15 @@ type Options struct {
 	MaxQueuedBytes int64
 	// ShutdownTimeout bounds how long Close waits for requests in flight.
 	ShutdownTimeout time.Duration
+	// MaxIdle closes a connection that sends no request for this long
+	// (connections.max.idle.ms); 0: protocol.DefaultMaxIdle, <0: never.
+	MaxIdle time.Duration
+	// MaxConnections and MaxConnectionsPerIP bound open connections
+	// (max.connections, max.connections.per.ip); the excess is closed at
+	// accept. 0: unbounded.
+	MaxConnections, MaxConnectionsPerIP int
+	// FetchMaxBytes caps a Fetch response's record bytes (fetch.max.bytes).
+	FetchMaxBytes int
 
 	// Backend stores topics and records: SeaweedMQ.
 	Backend protocol.Backend
@@ -92,6 +102,7 @@ type Server struct {
 
 	mu    sync.Mutex
 	conns map[*conn]struct{}
+	perIP map[string]int // open connections by client address
 	wg    sync.WaitGroup
 }
 
@@ -115,6 +126,12 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 10 * time.Second
 	}
+	switch {
+	case opts.MaxIdle == 0:
+		opts.MaxIdle = protocol.DefaultMaxIdle
+	case opts.MaxIdle < 0:
+		opts.MaxIdle = 0 // no deadline
+	}
 	if len(opts.Listeners) == 0 {
 		l := Listener{Name: Plaintext, Bind: opts.Listen}
 		if opts.AdvertisedHost != "" {
@@ -126,6 +143,7 @@ func NewServer(opts Options) (*Server, error) {
 		opts:   opts,
 		queued: semaphore.NewWeighted(opts.MaxQueuedBytes),
 		conns:  map[*conn]struct{}{},
+		perIP:  map[string]int{},
 	}
 	for _, l := range opts.Listeners {
 		if l.TLS() && s.certs == nil {
@@ -162,6 +180,7 @@ func NewServer(opts Options) (*Server, error) {
 		Listeners:         strings.Join(names, ","),
 		Users:             opts.Users,
 		Authorizer:        opts.Authorizer,
+		FetchMaxBytes:     opts.FetchMaxBytes,
 		ClusterID:         opts.ClusterID,
 		DefaultPartitions: opts.DefaultPartitions,
 		AutoCreateTopics:  opts.AutoCreateTopics,
@@ -255,7 +274,16 @@ func (s *Server) accept(bl *boundListener) error {
 			nc.Close()
 			return nil
 		}
+		ip := c.clientHost
+		if reason := s.overLimit(ip); reason != "" {
+			s.mu.Unlock()
+			metrics.ConnectionsRefused.Inc()
+			glog.V(1).Infof("kafka conn %s: refused: %s", c.remote, reason)
+			nc.Close()
+			continue
+		}
 		s.conns[c] = struct{}{}
+		s.perIP[ip]++
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go func() {
@@ -264,6 +292,9 @@ func (s *Server) accept(bl *boundListener) error {
 			c.serve()
 			s.mu.Lock()
 			delete(s.conns, c)
+			if s.perIP[ip]--; s.perIP[ip] <= 0 {
+				delete(s.perIP, ip)
+			}
 			s.mu.Unlock()
 		}()
 	}
@@ -300,4 +331,16 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	<-done
 	return nil
+}
+
+// overLimit says why a new connection from ip is refused, or "". s.mu is
+// held.
+func (s *Server) overLimit(ip string) string {
+	switch {
+	case s.opts.MaxConnections > 0 && len(s.conns) >= s.opts.MaxConnections:
+		return fmt.Sprintf("%d connections open (max.connections)", len(s.conns))
+	case s.opts.MaxConnectionsPerIP > 0 && s.perIP[ip] >= s.opts.MaxConnectionsPerIP:
+		return fmt.Sprintf("%d connections open from %s (max.connections.per.ip)", s.perIP[ip], ip)
+	}
+	return ""
 }

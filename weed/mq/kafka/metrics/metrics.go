@@ -104,6 +104,18 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "connections_total",
 		Help: "Kafka client connections accepted.",
 	})
+	RecordsSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "records_skipped_total",
+		Help: "Stored records that could not be decoded as Kafka records, left out of fetches.",
+	}, []string{"topic"})
+	Panics = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "panics_total",
+		Help: "Panics recovered: the connection concerned was closed and the gateway went on.",
+	}, []string{"api"})
+	ConnectionsRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "connections_refused_total",
+		Help: "Connections closed at accept: past max.connections or max.connections.per.ip.",
+	})
 
 	// WALCommitSeconds is the time of one write-ahead log group commit (a
 	// chunk uploaded to a volume server and the log file's filer entry
@@ -149,7 +161,7 @@ var (
 func init() {
 	stats.Gather.MustRegister(Requests, RequestSeconds, Errors, BackendSeconds, BackendErrors,
 		MessagesIn, BytesIn, MessagesOut, BytesOut, ProduceBatchRecords, FetchRecords,
-		Connections, ConnectionsTotal, Rebalances,
+		Connections, ConnectionsTotal, ConnectionsRefused, Panics, RecordsSkipped, Rebalances,
 		WALCommitSeconds, WALCommitBatches, WALCommitRecords, WALBytes, WALErrors, WALRepublished)
 }
 

@@ -63,6 +63,9 @@ func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequ
 	if version < 3 || budget <= 0 {
 		budget = int(^uint32(0) >> 1)
 	}
+	// The gateway's own cap (Kafka's broker fetch.max.bytes), whatever
+	// the client asks: a response is built whole before it is sent.
+	budget = min(budget, h.cfg.FetchMaxBytes)
 	total := 0
 	var watch []<-chan struct{}
 	var b record.Builder

@@ -27,6 +27,9 @@ type Config struct {
 	// MaxMessageBytes is the default max.message.bytes of topics: the
 	// largest record batch a producer may send.
 	MaxMessageBytes int32
+	// FetchMaxBytes caps the record bytes of one Fetch response (Kafka's
+	// fetch.max.bytes); 0: DefaultFetchMaxBytes.
+	FetchMaxBytes int
 	// Cluster tells which gateway owns what; nil: this one owns all.
 	Cluster Cluster
 	// Peers reaches the other gateways (nil with Cluster nil).
@@ -57,6 +60,9 @@ type Handler struct {
 func New(cfg Config, backend Backend, groups *group.Coordinator, txns *txn.Coordinator) *Handler {
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if cfg.FetchMaxBytes <= 0 {
+		cfg.FetchMaxBytes = DefaultFetchMaxBytes
 	}
 	if cfg.DefaultPartitions <= 0 {
 		cfg.DefaultPartitions = 1

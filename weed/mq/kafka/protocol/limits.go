@@ -18,6 +18,11 @@ const (
 	// the largest record batch accepted, as in Kafka (1 MiB + overhead).
 	DefaultMaxMessageBytes = 1048588
 
+	// DefaultFetchMaxBytes caps a Fetch response's record bytes whatever
+	// the client asks, as Kafka's fetch.max.bytes (55 MiB): a response is
+	// built whole in memory.
+	DefaultFetchMaxBytes = 55 << 20
+
 	// MaxDecompressedBatch bounds what one compressed batch may expand
 	// to, so a small batch cannot exhaust memory (a decompression bomb).
 	MaxDecompressedBatch = 128 << 20
@@ -49,6 +54,15 @@ const (
 	// (512 KiB): a peer that has not logged in cannot make the gateway
 	// hold a large request.
 	MaxUnauthenticatedRequestSize = 512 << 10
+
+	// FrameProgressTimeout bounds how long a request that has begun may
+	// send no byte: a peer that announces a frame and stops is closed,
+	// while a slow one that keeps sending is read.
+	FrameProgressTimeout = 30 * time.Second
+
+	// DefaultMaxIdle is connections.max.idle.ms: a connection that sends
+	// no request for this long is closed (Kafka's default, 10 minutes).
+	DefaultMaxIdle = 10 * time.Minute
 
 	// TLSHandshakeTimeout bounds a TLS handshake, so a peer that opens a
 	// connection and sends nothing does not hold it.
