@@ -104,6 +104,11 @@ func ParseBatches(data []byte, maxDecompressed int) ([]Batch, error) {
 	return out, nil
 }
 
+// minRecordBytes is the smallest record on the wire: its length, then
+// attributes, timestamp delta, offset delta, key length, value length and
+// header count, one byte each.
+const minRecordBytes = 7
+
 // ParseBatch decodes exactly one v2 record batch, checking its length, magic
 // and CRC-32C, and decompressing its records.
 func ParseBatch(raw []byte, maxDecompressed int) (Batch, error) {
@@ -137,7 +142,13 @@ func ParseBatch(raw []byte, maxDecompressed int) (Batch, error) {
 			return b, fmt.Errorf("%w: %s: %v", ErrCorrupt, c, err)
 		}
 	}
-	b.Records = make([]Record, 0, b.Header.NumRecords)
+	// A record takes at least minRecordBytes: a count the body cannot
+	// hold is refused before anything is allocated for it, and the
+	// records' slice grows as they are read.
+	if int(b.Header.NumRecords) > len(body)/minRecordBytes {
+		return b, fmt.Errorf("%w: %d records claimed in %d bytes", ErrCorrupt, b.Header.NumRecords, len(body))
+	}
+	b.Records = make([]Record, 0, min(int(b.Header.NumRecords), 1024))
 	var kr kmsg.Record
 	for i := int32(0); i < b.Header.NumRecords; i++ {
 		l, n := binary.Varint(body)

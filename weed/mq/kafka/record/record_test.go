@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"runtime"
 	"testing"
 
 	"github.com/klauspost/compress/snappy"
@@ -265,4 +266,31 @@ func FuzzFromStored(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key, value []byte, ts int64) {
 		FromStored(key, value, ts) //nolint:errcheck // must not panic
 	})
+}
+
+// A batch's record count is checked against its bytes before anything is
+// allocated for it: a 1 MiB batch claiming a million records once made the
+// gateway allocate ~100 MiB for their slice.
+func TestRecordCountBoundsAllocation(t *testing.T) {
+	var b Builder
+	b.Reset(0)
+	b.Add(&Record{Value: make([]byte, 1<<20), Timestamp: 1})
+	var hdr kmsg.RecordBatch
+	if err := hdr.ReadFrom(b.AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	hdr.NumRecords = 1_000_000
+	raw := hdr.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[crcOffset:], crc32.Checksum(raw[crcStart:], castagnoli))
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := ParseBatch(raw, 1<<20)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a million records claimed in 1 MiB: %v, want corrupt", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 8<<20 {
+		t.Fatalf("parsing it allocated %d MiB", grew>>20)
+	}
 }
