@@ -61,9 +61,9 @@ func (i instrumented) DeleteTopic(ctx context.Context, name string) error {
 	return err
 }
 
-func (i instrumented) AlterTopicConfigs(ctx context.Context, name string, configs map[string]string) error {
+func (i instrumented) AlterTopicConfigs(ctx context.Context, name string, change func(map[string]string) error) error {
 	start := time.Now()
-	err := i.b.AlterTopicConfigs(ctx, name, configs)
+	err := i.b.AlterTopicConfigs(ctx, name, change)
 	observe("AlterTopicConfigs", start, ignoreKafka(err))
 	return err
 }

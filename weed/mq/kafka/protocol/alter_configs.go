@@ -46,20 +46,34 @@ func (h *Handler) alterTopic(ctx context.Context, r *Request, typ kmsg.ConfigRes
 	if err != nil {
 		return kafkaErr(err, kerr.KafkaStorageError), ""
 	}
-	configs := maps.Clone(info.Configs)
-	if configs == nil {
-		configs = map[string]string{}
-	}
-	if err := change(configs); err != nil {
-		return kerr.InvalidConfig, err.Error()
-	}
-	if err := validateTopicConfigs(configs); err != nil {
-		return kerr.InvalidConfig, err.Error()
+	// The change is applied to the settings as they are when it is
+	// saved, so that concurrent changes on any gateway are all kept.
+	var invalid error
+	apply := func(configs map[string]string) error {
+		if err := change(configs); err != nil {
+			invalid = err
+			return err
+		}
+		if err := validateTopicConfigs(configs); err != nil {
+			invalid = err
+			return err
+		}
+		return nil
 	}
 	if validateOnly {
+		configs := maps.Clone(info.Configs)
+		if configs == nil {
+			configs = map[string]string{}
+		}
+		if err := apply(configs); err != nil {
+			return kerr.InvalidConfig, err.Error()
+		}
 		return nil, ""
 	}
-	if err := h.backend.AlterTopicConfigs(ctx, info.Name, configs); err != nil {
+	if err := h.backend.AlterTopicConfigs(ctx, info.Name, apply); err != nil {
+		if invalid != nil {
+			return kerr.InvalidConfig, invalid.Error()
+		}
 		return kafkaErr(err, kerr.KafkaStorageError), err.Error()
 	}
 	return nil, ""

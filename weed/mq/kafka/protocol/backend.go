@@ -22,8 +22,10 @@ type Backend interface {
 	// CreateTopic returns kerr.TopicAlreadyExists for an existing topic.
 	CreateTopic(ctx context.Context, spec TopicSpec) (TopicInfo, error)
 	DeleteTopic(ctx context.Context, name string) error
-	// AlterTopicConfigs replaces the settings made for a topic.
-	AlterTopicConfigs(ctx context.Context, name string, configs map[string]string) error
+	// AlterTopicConfigs changes the settings made for a topic: change gets
+	// the current ones, read afresh while no other gateway changes them,
+	// and edits them in place; its error is returned and nothing saved.
+	AlterTopicConfigs(ctx context.Context, name string, change func(configs map[string]string) error) error
 	// DeleteRecords moves a partition's log start offset up to before (-1:
 	// the high watermark) and returns the new log start.
 	DeleteRecords(ctx context.Context, topic string, partition int32, before int64) (int64, error)

@@ -15,6 +15,9 @@ import (
 // The filer's distributed locks, as package membership uses them. A filer
 // forwards a lock call to the filer that holds the lock's name.
 
+// ErrLockHeld is Lock's error for a lock another owner holds.
+var ErrLockHeld = errors.New("the lock is held")
+
 // Lock takes (token "") or renews a filer lock for ttl, rounded up to whole
 // seconds, and returns the token to renew it with.
 func (c *Client) Lock(ctx context.Context, name, owner, token string, ttl time.Duration) (string, error) {
@@ -26,7 +29,7 @@ func (c *Client) Lock(ctx context.Context, name, owner, token string, ttl time.D
 			return err
 		}
 		if resp.Error != "" || resp.RenewToken == "" {
-			return fmt.Errorf("lock %s: held by %q: %s", name, resp.LockOwner, resp.Error)
+			return fmt.Errorf("lock %s: held by %q: %s: %w", name, resp.LockOwner, resp.Error, ErrLockHeld)
 		}
 		got = resp.RenewToken
 		return nil

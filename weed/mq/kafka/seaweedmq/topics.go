@@ -294,13 +294,25 @@ func (c *Client) saveTopicFile(ctx context.Context, name string, file topicConfi
 // AlterTopicConfigs implements protocol.Backend: the topic's settings become
 // configs, saved with it; a change of retention.ms becomes SeaweedMQ's
 // retention of the topic (its partitions stay where they are).
-func (c *Client) AlterTopicConfigs(ctx context.Context, name string, configs map[string]string) error {
-	c.topics.forget(name)
-	e, err := c.readTopic(ctx, name)
+func (c *Client) AlterTopicConfigs(ctx context.Context, name string, change func(map[string]string) error) error {
+	var e *topicEntry
+	var configs map[string]string
+	err := c.withTopicLock(ctx, name, func() error {
+		c.topics.forget(name)
+		var err error
+		if e, err = c.readTopic(ctx, name); err != nil {
+			return err
+		}
+		configs = maps.Clone(e.info.Configs)
+		if configs == nil {
+			configs = map[string]string{}
+		}
+		if err := change(configs); err != nil {
+			return err
+		}
+		return c.saveTopicFile(ctx, name, topicConfigFile{Configs: configs, LogStart: e.logStart})
+	})
 	if err != nil {
-		return err
-	}
-	if err := c.saveTopicFile(ctx, name, topicConfigFile{Configs: configs, LogStart: e.logStart}); err != nil {
 		return err
 	}
 	defer c.topics.forget(name)
@@ -348,10 +360,26 @@ func (c *Client) DeleteRecords(ctx context.Context, name string, index int32, be
 	if before <= offs.LogStart {
 		return offs.LogStart, nil
 	}
-	starts := map[int32]int64{}
-	maps.Copy(starts, e.logStart)
-	starts[index] = before
-	if err := c.saveTopicFile(ctx, name, topicConfigFile{Configs: e.info.Configs, LogStart: starts}); err != nil {
+	// Read again under the topic's lock: a log start only moves up, and
+	// the settings saved beside it are the current ones.
+	err = c.withTopicLock(ctx, name, func() error {
+		c.topics.forget(name)
+		fresh, err := c.readTopic(ctx, name)
+		if err != nil {
+			return err
+		}
+		if fresh.logStart[index] >= before {
+			before = fresh.logStart[index]
+			return nil
+		}
+		starts := maps.Clone(fresh.logStart)
+		if starts == nil {
+			starts = map[int32]int64{}
+		}
+		starts[index] = before
+		return c.saveTopicFile(ctx, name, topicConfigFile{Configs: fresh.info.Configs, LogStart: starts})
+	})
+	if err != nil {
 		return -1, err
 	}
 	c.topics.forget(name)
@@ -414,4 +442,36 @@ func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 		glog.V(0).Infof("kafka gateway: deleted topic %s", name)
 	}
 	return err
+}
+
+// topicLockTTL bounds how long a gateway that died holding a topic's
+// settings lock keeps the others from changing them.
+const topicLockTTL = 10 * time.Second
+
+// withTopicLock runs fn holding the filer lock of a topic's settings, so
+// that changes made on several gateways at once read and write them one
+// after the other (DeleteRecords and AlterConfigs each rewrite the file).
+func (c *Client) withTopicLock(ctx context.Context, name string, fn func() error) error {
+	lock := "kafka-topic-settings/" + name
+	var token string
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		var err error
+		if token, err = c.Lock(ctx, lock, c.opts.WALName, "", topicLockTTL); err == nil {
+			break
+		}
+		if !errors.Is(err, ErrLockHeld) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topic %s settings lock: %w", name, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+	defer func() {
+		if err := c.Unlock(context.WithoutCancel(ctx), lock, token); err != nil {
+			glog.V(1).Infof("kafka topic %s: releasing the settings lock: %v", name, err)
+		}
+	}()
+	return fn()
 }
