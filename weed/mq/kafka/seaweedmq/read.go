@@ -9,9 +9,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/schema_pb"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
@@ -194,7 +196,13 @@ func (c *Client) read(ctx context.Context, topic string, index int32, offset int
 				continue
 			}
 			if err != nil {
-				return res, fmt.Errorf("%w: %s/%d offset %d: %v", kerr.CorruptMessage, topic, index, m.offset, err)
+				// A stored record no Kafka client could read (a
+				// SeaweedMQ client's value that looks like the
+				// gateway's envelope): it is left out, as a compacted
+				// offset is, rather than block the partition.
+				metrics.RecordsSkipped.WithLabelValues(metrics.Topic(topic)).Inc()
+				glog.Warningf("kafka partition %s/%d: offset %d cannot be read as a Kafka record, left out: %v", topic, index, m.offset, err)
+				continue
 			}
 			res.Records = append(res.Records, protocol.StoredRecord{Offset: m.offset, Record: r})
 			size += len(m.key) + len(m.value) + 16
