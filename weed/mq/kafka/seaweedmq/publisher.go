@@ -129,12 +129,20 @@ func (pub *publisher) head() *pendingBatch {
 	return pub.queue[0]
 }
 
-func (pub *publisher) pop() {
+// popHead removes b if it is still the oldest pending batch. A stream
+// failure may have taken the queue since the ack reader looked (fail
+// finished b already): then it returns false and b is left alone.
+func (pub *publisher) popHead(b *pendingBatch) bool {
 	pub.mu.Lock()
+	if len(pub.queue) == 0 || pub.queue[0] != b {
+		pub.mu.Unlock()
+		return false
+	}
 	pub.queue[0] = nil
 	pub.queue = pub.queue[1:]
 	pub.mu.Unlock()
 	<-pub.slots
+	return true
 }
 
 // fail marks the stream broken and fails every pending batch with a
@@ -268,8 +276,7 @@ func (pub *publisher) readAcks() {
 				cur.part.topic, cur.part.index, resp.AssignedOffset, cur.base+int64(cur.got))
 		}
 		cur.got++
-		if cur.got == cur.n {
-			pub.pop()
+		if cur.got == cur.n && pub.popHead(cur) {
 			cur.part.acknowledged(cur)
 		}
 	}
