@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/schema_pb"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 )
 
@@ -248,6 +250,15 @@ func (c *Client) startStream(ctx context.Context, p *partition, a *mq_pb.BrokerP
 // pending batches. A batch is done when its last record is acknowledged.
 func (pub *publisher) readAcks() {
 	defer close(pub.done)
+	// A panic here breaks this stream only: its batches fail with a
+	// retriable error and the next write opens a new stream.
+	defer func() {
+		if v := recover(); v != nil {
+			metrics.Panics.WithLabelValues("PublishAckReader").Inc()
+			glog.Errorf("kafka publish to %s (topic %s): panic in the ack reader: %v\n%s", pub.leader, pub.topic, v, debug.Stack())
+			pub.fail(fmt.Errorf("%w: panic in the ack reader: %v", ErrUnavailable, v))
+		}
+	}()
 	for {
 		resp, err := pub.stream.Recv()
 		if err == io.EOF && pub.head() == nil {
