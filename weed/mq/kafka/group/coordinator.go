@@ -223,6 +223,14 @@ func call[T any](ctx context.Context, g *group, fn func() T) (T, error) {
 	select {
 	case v := <-done:
 		return v, nil
+	case <-g.quit:
+		select {
+		case v := <-done: // it ran before the group went away
+			return v, nil
+		default:
+		}
+		var zero T
+		return zero, errGroupGone
 	case <-ctx.Done():
 		var zero T
 		return zero, ctx.Err()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
@@ -114,11 +116,31 @@ func (g *group) manage() {
 	for {
 		select {
 		case fn := <-g.ctl:
-			fn()
+			if !g.run(fn) {
+				return
+			}
 		case <-g.quit:
 			return
 		}
 	}
+}
+
+// run runs fn; a panic in it unloads the group (its state may be half
+// changed), so that the next request loads it afresh from the filer, and
+// those waiting on it get COORDINATOR_NOT_AVAILABLE. The gateway goes on.
+func (g *group) run(fn func()) (ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			metrics.Panics.WithLabelValues("Group").Inc()
+			glog.Errorf("kafka group %s: panic: %v\n%s", g.name, v, debug.Stack())
+			g.c.mu.Lock()
+			g.c.unloadLocked(g)
+			g.c.mu.Unlock()
+			ok = false
+		}
+	}()
+	fn()
+	return true
 }
 
 // send runs fn on the group's goroutine; it fails if the group is gone.

@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"path"
 	"strings"
@@ -517,5 +518,28 @@ func TestTxnOffsetsWaitForTheirMarker(t *testing.T) {
 	}
 	if c.PendingTxnOffsets(ctx, "txg", "t", 0) || c.PendingTxnOffsets(ctx, "txg", "t", 1) {
 		t.Fatal("offsets still pending after their markers")
+	}
+}
+
+// A panic on a group's goroutine unloads that group only: those waiting on
+// it get an answer at once, and the next request loads it afresh (it once
+// ended the process).
+func TestGroupPanicUnloadsTheGroup(t *testing.T) {
+	c := newCoordinator(t, &memFiles{files: map[string][]byte{}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	g, e := c.lookup(ctx, "g", true)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if _, err := call(ctx, g, func() int { panic("a bug in the group") }); !errors.Is(err, errGroupGone) {
+		t.Fatalf("waiting on the panicking call: %v, want the group gone", err)
+	}
+	again, e := c.lookup(ctx, "g", true)
+	if e != nil || again == g {
+		t.Fatalf("after the panic: %v, same group %v", e, again == g)
+	}
+	if v, err := call(ctx, again, func() int { return 7 }); err != nil || v != 7 {
+		t.Fatalf("the reloaded group: %v %v", v, err)
 	}
 }
