@@ -348,3 +348,44 @@ func TestGroupSimpleCommit(t *testing.T) {
 	// Nothing of those was stored.
 	check(p0, p1)
 }
+
+// A topic deleted and created again under its name starts with no
+// committed offsets in any group, as in Kafka (it once inherited the old
+// topic's, so its consumers skipped records).
+func TestRecreatedTopicStartsWithoutOffsets(t *testing.T) {
+	topic, group := newTopic(t), newTopic(t)+"-g"
+	createTopic(t, topic, 1, nil)
+	adm := kadm.NewClient(newClient(t))
+	commit := kadm.Offsets{}
+	commit.Add(kadm.Offset{Topic: topic, Partition: 0, At: 5, LeaderEpoch: -1})
+	if res, err := adm.CommitOffsets(ctxT(t), group, commit); err != nil || res.Error() != nil {
+		t.Fatalf("commit: %v %v", err, res.Error())
+	}
+	fetched := func() int64 {
+		t.Helper()
+		res, err := adm.FetchOffsets(ctxT(t), group)
+		if err != nil || res.Error() != nil {
+			t.Fatalf("fetch: %v %v", err, res.Error())
+		}
+		if o, ok := res.Lookup(topic, 0); ok {
+			return o.At
+		}
+		return -1
+	}
+	if got := fetched(); got != 5 {
+		t.Fatalf("committed %d, want 5", got)
+	}
+	if _, err := adm.DeleteTopics(ctxT(t), topic); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the topic is created again", func() error {
+		resp, err := adm.CreateTopic(ctxT(t), 1, 1, nil, topic)
+		if err != nil {
+			return err
+		}
+		return resp.Err
+	})
+	if got := fetched(); got != -1 {
+		t.Fatalf("the new topic has the old one's offset %d", got)
+	}
+}

@@ -56,6 +56,11 @@ type Committed struct {
 	Metadata    *string `json:"metadata,omitempty"`
 	// CommitTime is when the commit was accepted, in Unix milliseconds.
 	CommitTime int64 `json:"commitTime"`
+	// TopicID is the id (hex) of the topic the commit was made for: a
+	// topic deleted and created again under its name has another id, and
+	// none of the old topic's commits (empty in commits made before ids
+	// were kept).
+	TopicID string `json:"topicId,omitempty"`
 }
 
 // Topics maps topic → partition → committed offset.

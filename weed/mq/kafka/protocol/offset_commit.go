@@ -11,6 +11,7 @@ package protocol
 
 import (
 	"context"
+	"encoding/hex"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -93,6 +94,7 @@ func addCommit(offsets offset.Topics, info TopicInfo, partition int32, c offset.
 	if offsets[info.Name] == nil {
 		offsets[info.Name] = map[int32]offset.Committed{}
 	}
+	c.TopicID = hex.EncodeToString(info.ID[:])
 	offsets[info.Name][partition] = c
 	return 0
 }

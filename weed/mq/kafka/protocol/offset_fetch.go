@@ -10,6 +10,7 @@ package protocol
 
 import (
 	"context"
+	"encoding/hex"
 	"maps"
 	"slices"
 
@@ -118,6 +119,7 @@ func (h *Handler) fetchOffsets(ctx context.Context, r *Request, groupName string
 		code = kerrr.Code
 		committed = offset.Topics{}
 	}
+	committed = h.currentCommits(ctx, committed)
 	partition := func(topic string, p int32) kmsg.OffsetFetchResponseGroupTopicPartition {
 		fp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 		fp.Partition, fp.Offset, fp.LeaderEpoch = p, -1, -1
@@ -176,4 +178,28 @@ func (h *Handler) fetchOffsets(ctx context.Context, r *Request, groupName string
 		out = append(out, t)
 	}
 	return out, code
+}
+
+// currentCommits leaves out the commits made for a topic that is gone, or
+// for an earlier topic of the same name (deleted and created again), as
+// Kafka removes a deleted topic's offsets from its groups.
+func (h *Handler) currentCommits(ctx context.Context, committed offset.Topics) offset.Topics {
+	out := make(offset.Topics, len(committed))
+	for topic, parts := range committed {
+		info, err := h.describeTopic(ctx, topic)
+		if kafkaErr(err, nil) == kerr.UnknownTopicOrPartition {
+			continue
+		}
+		id := hex.EncodeToString(info.ID[:])
+		kept := make(map[int32]offset.Committed, len(parts))
+		for p, c := range parts {
+			if err != nil || c.TopicID == "" || c.TopicID == id {
+				kept[p] = c
+			}
+		}
+		if len(kept) > 0 {
+			out[topic] = kept
+		}
+	}
+	return out
 }
