@@ -93,6 +93,10 @@ func ServerArgs(dir, masterPort, volumePort, filerPort, brokerPort string) []str
 		"-mq.broker", "-mq.broker.port=" + brokerPort,
 		"-master.telemetry=false",
 		"-volume.max=0", "-master.volumeSizeLimitMB=256",
+		// One node has no peer to move traffic to before it stops: the
+		// volume server's 10 s pause after its last heartbeat is for
+		// clusters.
+		"-volume.preStopSeconds=0",
 	}
 }
 
