@@ -329,23 +329,24 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	if *o.authorizer {
 		authz = acl.New(acl.Options{Files: files, AllowIfNoACL: *o.allowIfNoACL,
 			SuperUsers: append(splitSuperUsers(*o.superUsers), gateway.GatewayPrincipal)})
-		inter := interListener(listeners, true)
-		if inter.SASL() {
-			if !slices.Contains(splitList(*o.saslMechanisms), sasl.ScramSHA512) {
-				glog.Errorf("kafka gateway: the gateways log in to one another with SCRAM-SHA-512: add it to -sasl.enabled.mechanisms")
-				return false
-			}
-			identity = &gateway.Identity{}
-			peerOpts.Identity = identity
-		} else {
-			glog.Warningf("kafka gateway: -authorizer.enabled without a SASL listener: the gateways reach one another on %s as %s, which needs to be in -super.users for transactions that span gateways", inter.Name, gateway.Anonymous)
+	}
+	// The gateways reach one another on interListener: logged in as
+	// their own user when it has SASL, over TLS when it has TLS.
+	inter := interListener(listeners, *o.authorizer)
+	if inter.SASL() {
+		if !slices.Contains(splitList(*o.saslMechanisms), sasl.ScramSHA512) {
+			glog.Errorf("kafka gateway: the gateways log in to one another with SCRAM-SHA-512: add it to -sasl.enabled.mechanisms")
+			return false
 		}
-		if inter.TLS() {
-			peerOpts.TLS, err = peerTLS(*o.sslClientCA)
-			if err != nil {
-				glog.Errorf("kafka gateway: %v", err)
-				return false
-			}
+		identity = &gateway.Identity{}
+		peerOpts.Identity = identity
+	} else if *o.authorizer {
+		glog.Warningf("kafka gateway: -authorizer.enabled without a SASL listener: the gateways reach one another on %s as %s, which needs to be in -super.users for transactions that span gateways", inter.Name, gateway.Anonymous)
+	}
+	if inter.TLS() {
+		if peerOpts.TLS, err = peerTLS(*o.sslClientCA); err != nil {
+			glog.Errorf("kafka gateway: %v", err)
+			return false
 		}
 	}
 	peers := gateway.NewPeers(peerOpts)
