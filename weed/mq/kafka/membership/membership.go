@@ -393,11 +393,22 @@ func (m *Membership) Serving(key string) (term int64, ok bool) {
 	if _, fresh := m.currentLocked(now); !fresh {
 		return 0, false
 	}
-	epoch, seen, settled, owned := m.sinceLocked(func(v *View) bool {
-		o, found := v.owner(key)
-		return found && o.NodeID == self
-	})
-	if !owned || !settled && now.Sub(seen) < m.opts.Settle {
+	v := &m.history[len(m.history)-1].view
+	if o, found := v.owner(key); !found || o.NodeID != self {
+		return 0, false
+	}
+	// The term is the owner epoch the view gives (exact however old);
+	// it is settled once this gateway has held a view of that epoch for
+	// the settle time (or held one older than it remembers).
+	epoch := v.ownerEpoch(key)
+	seen, settled := m.history[0].seen, m.truncated && m.history[0].view.Epoch > epoch
+	for _, h := range m.history {
+		if h.view.Epoch == epoch {
+			seen, settled = h.seen, false
+			break
+		}
+	}
+	if !settled && now.Sub(seen) < m.opts.Settle {
 		return 0, false
 	}
 	return epoch, true

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -363,12 +364,15 @@ func TestTermChangesWhenOwnershipBreaks(t *testing.T) {
 	if tm, ok := c.gws[0].Serving(key); !ok || tm != term {
 		t.Fatalf("key %q: serving %v term %d, want term %d kept", key, ok, tm, term)
 	}
-	// A gateway that reads views with a gap cannot know who served the key
-	// in between: its term starts again after the gap.
+	// Views read with a gap say themselves whether the owner stayed a
+	// member (Since): one that left and came back in the gap starts a new
+	// term after it.
 	m := c.gws[0]
 	m.mu.Lock()
 	last := m.history[len(m.history)-1]
 	last.view.Epoch += 2
+	last.view.Since = maps.Clone(last.view.Since)
+	last.view.Since[m.opts.Self.NodeID] = last.view.Epoch
 	last.seen = c.clock
 	m.history = append(m.history, last)
 	m.mu.Unlock()

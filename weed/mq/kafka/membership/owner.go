@@ -2,6 +2,7 @@ package membership
 
 import (
 	"hash/fnv"
+	"maps"
 	"net"
 	"strconv"
 	"strings"
@@ -49,6 +50,13 @@ type View struct {
 	// Earlier are the views before this one, latest first (at most
 	// keptEarlier).
 	Earlier []EarlierView `json:"earlier,omitempty"`
+	// Since is, for each member, the epoch from which it has been a
+	// member without a break; Left, for each gateway that was a member
+	// and is not, the first epoch without it (kept while a member's
+	// Since is earlier). With them a key's owner epoch is exact however
+	// many views ago its owner took it, not bounded by Earlier.
+	Since map[int32]int64 `json:"since,omitempty"`
+	Left  map[int32]int64 `json:"left,omitempty"`
 }
 
 // EarlierView is a view that was replaced.
@@ -62,7 +70,7 @@ const keptEarlier = 16
 
 // next returns the view that follows v with members.
 func (v *View) next(members []Member) View {
-	n := View{Epoch: v.Epoch + 1, Members: members}
+	n := View{Epoch: v.Epoch + 1, Members: members, Since: map[int32]int64{}, Left: map[int32]int64{}}
 	if len(v.Members) > 0 {
 		n.Earlier = append(n.Earlier, EarlierView{Epoch: v.Epoch, Members: v.Members})
 	}
@@ -72,7 +80,54 @@ func (v *View) next(members []Member) View {
 		}
 		n.Earlier = append(n.Earlier, e)
 	}
+	oldest := n.Epoch
+	for _, m := range members {
+		since := n.Epoch
+		if v.has(m.NodeID) {
+			since = v.memberSince(m.NodeID)
+		}
+		n.Since[m.NodeID] = since
+		oldest = min(oldest, since)
+	}
+	left := maps.Clone(v.Left)
+	for _, m := range v.Members {
+		if !n.has(m.NodeID) {
+			if left == nil {
+				left = map[int32]int64{}
+			}
+			left[m.NodeID] = n.Epoch
+		}
+	}
+	// A departure matters to the keys of members that were there when
+	// it happened.
+	for id, at := range left {
+		if !n.has(id) && at > oldest {
+			n.Left[id] = at
+		}
+	}
 	return n
+}
+
+// memberSince is the epoch from which node has been a member without a
+// break (views written before Since was kept: as far as Earlier tells).
+func (v *View) memberSince(node int32) int64 {
+	if s, ok := v.Since[node]; ok {
+		return s
+	}
+	epoch := v.Epoch
+	for _, e := range v.Earlier {
+		if e.Epoch != epoch-1 || !(&View{Members: e.Members}).has(node) {
+			break
+		}
+		epoch = e.Epoch
+	}
+	return epoch
+}
+
+// beats reports whether a outranks b for key, as owner picks.
+func beats(a, b int32, key string) bool {
+	sa, sb := score(a, key), score(b, key)
+	return sa > sb || sa == sb && a < b
 }
 
 // ownerEpoch returns the epoch since which key has had its current owner:
@@ -82,6 +137,18 @@ func (v *View) ownerEpoch(key string) int64 {
 	o, ok := v.owner(key)
 	if !ok {
 		return v.Epoch
+	}
+	if since, ok := v.Since[o.NodeID]; ok {
+		// Its owner since it became a member, unless a gateway that
+		// outranks it for key was a member since then: its owner until
+		// it left.
+		epoch := since
+		for id, at := range v.Left {
+			if at > epoch && beats(id, o.NodeID, key) {
+				epoch = at
+			}
+		}
+		return epoch
 	}
 	epoch := v.Epoch
 	for _, e := range v.Earlier {
