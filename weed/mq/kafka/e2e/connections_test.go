@@ -176,17 +176,29 @@ func TestConnectionLimits(t *testing.T) {
 		// Fill the gateway to near its limit (the clients hold a few),
 		// then flood it.
 		conns := openConns(t, g.addr, limit-20)
-		refused := 0
+		var flood []net.Conn
 		for i := 0; i < 200; i++ {
 			nc, err := net.DialTimeout("tcp", g.addr, 5*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
-			conns = append(conns, nc)
-			if closedByPeer(nc, 5*time.Second) {
-				refused++
-			}
+			flood = append(flood, nc)
 		}
+		conns = append(conns, flood...)
+		// Each is looked at at once: those accepted wait out the check.
+		var refusedN atomic.Int64
+		var check sync.WaitGroup
+		for _, nc := range flood {
+			check.Add(1)
+			go func() {
+				defer check.Done()
+				if closedByPeer(nc, 3*time.Second) {
+					refusedN.Add(1)
+				}
+			}()
+		}
+		check.Wait()
+		refused := int(refusedN.Load())
 		if refused < 180 {
 			t.Fatalf("%d of 200 connections past -max.connections=%d refused", refused, limit)
 		}
