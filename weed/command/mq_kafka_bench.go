@@ -3,7 +3,6 @@ package command
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"os"
 	"sort"
@@ -16,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
 
 	swcommand "github.com/seaweedfs/seaweedfs/weed/command"
 )
@@ -361,13 +362,9 @@ func progress(status func() string) func() {
 func benchSecurity(o *kafkaBenchOptions) ([]kgo.Opt, error) {
 	var opts []kgo.Opt
 	if *o.tlsCA != "" {
-		pem, err := os.ReadFile(*o.tlsCA)
+		pool, err := gateway.ReadCAs(*o.tlsCA)
 		if err != nil {
-			return nil, err
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("-tls.ca %s: no PEM certificate", *o.tlsCA)
+			return nil, fmt.Errorf("-tls.ca: %w", err)
 		}
 		opts = append(opts, kgo.DialTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
 	}

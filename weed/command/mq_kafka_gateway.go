@@ -5,7 +5,6 @@ package command
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -328,13 +327,13 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	peerOpts := gateway.PeerOptions{}
 	if *o.authorizer {
 		authz = acl.New(acl.Options{Files: files, AllowIfNoACL: *o.allowIfNoACL,
-			SuperUsers: append(splitSuperUsers(*o.superUsers), gateway.GatewayPrincipal)})
+			SuperUsers: append(splitList(*o.superUsers, ";"), gateway.GatewayPrincipal)})
 	}
 	// The gateways reach one another on interListener: logged in as
 	// their own user when it has SASL, over TLS when it has TLS.
 	inter := interListener(listeners, *o.authorizer)
 	if inter.SASL() {
-		if !slices.Contains(splitList(*o.saslMechanisms), sasl.ScramSHA512) {
+		if !slices.Contains(splitList(*o.saslMechanisms, ","), sasl.ScramSHA512) {
 			glog.Errorf("kafka gateway: the gateways log in to one another with SCRAM-SHA-512: add it to -sasl.enabled.mechanisms")
 			return false
 		}
@@ -359,7 +358,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 
 	// Logins: SCRAM and PLAIN check the users every gateway shares.
 	auth, err := sasl.New(sasl.Config{
-		Mechanisms: splitList(*o.saslMechanisms),
+		Mechanisms: splitList(*o.saslMechanisms, ","),
 		Users:      users,
 		OAuth: sasl.OAuthConfig{
 			JWKSFile: *o.oauthJWKS, Unsecured: *o.oauthUnsecured,
@@ -619,32 +618,19 @@ func interListener(listeners []gateway.Listener, authorizer bool) gateway.Listen
 func peerTLS(caFile string) (*tls.Config, error) {
 	c := &tls.Config{MinVersion: tls.VersionTLS12}
 	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, err
-		}
-		c.RootCAs = x509.NewCertPool()
-		if !c.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("-ssl.client.ca %s: no PEM certificate", caFile)
+		var err error
+		if c.RootCAs, err = gateway.ReadCAs(caFile); err != nil {
+			return nil, fmt.Errorf("-ssl.client.ca: %w", err)
 		}
 	}
 	return c, nil
 }
 
-// splitSuperUsers reads -super.users: principals separated by ';'.
-func splitSuperUsers(s string) []string {
+// splitList splits a flag's list at sep, leaving out blank entries
+// (-sasl.enabled.mechanisms with ",", -super.users with ";").
+func splitList(s, sep string) []string {
 	var out []string
-	for _, p := range strings.Split(s, ";") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, e := range strings.Split(s, ",") {
+	for _, e := range strings.Split(s, sep) {
 		if e = strings.TrimSpace(e); e != "" {
 			out = append(out, e)
 		}

@@ -9,10 +9,10 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/mq/topic"
 )
 
-// TestSeaweedMQTopicIsKafkaTopic publishes with SeaweedMQ's own client to
-// the kafka namespace and reads the records with a Kafka client.
-func TestSeaweedMQTopicIsKafkaTopic(t *testing.T) {
-	name := newTopic(t)
+// seaweedMQPublisher publishes to a new one-partition topic of the kafka
+// namespace with SeaweedMQ's own client.
+func seaweedMQPublisher(t *testing.T, name string) *pub_client.TopicPublisher {
+	t.Helper()
 	pub, err := pub_client.NewTopicPublisher(&pub_client.PublisherConfiguration{
 		Topic:          topic.NewTopic("kafka", name),
 		PartitionCount: 1,
@@ -22,6 +22,14 @@ func TestSeaweedMQTopicIsKafkaTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pub
+}
+
+// TestSeaweedMQTopicIsKafkaTopic publishes with SeaweedMQ's own client to
+// the kafka namespace and reads the records with a Kafka client.
+func TestSeaweedMQTopicIsKafkaTopic(t *testing.T) {
+	name := newTopic(t)
+	pub := seaweedMQPublisher(t, name)
 	const n = 50
 	for i := 0; i < n; i++ {
 		if err := pub.Publish([]byte(fmt.Sprintf("key-%d", i)), []byte(fmt.Sprintf("value-%d", i))); err != nil {
@@ -44,15 +52,7 @@ func TestSeaweedMQTopicIsKafkaTopic(t *testing.T) {
 // CORRUPT_MESSAGE, so no consumer got past it.
 func TestUndecodableRecordSkipped(t *testing.T) {
 	name := newTopic(t)
-	pub, err := pub_client.NewTopicPublisher(&pub_client.PublisherConfiguration{
-		Topic:          topic.NewTopic("kafka", name),
-		PartitionCount: 1,
-		Brokers:        []string{"127.0.0.1:" + strconv.Itoa(cluster.brokerPort)},
-		PublisherName:  "e2e",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := seaweedMQPublisher(t, name)
 	for _, v := range [][]byte{[]byte("before"), {0x00, 'K', 'G', 'W', 0x7f, 0x00}, []byte("after")} {
 		if err := pub.Publish([]byte("k"), v); err != nil {
 			t.Fatal(err)

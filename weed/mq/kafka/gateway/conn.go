@@ -189,7 +189,11 @@ func (c *conn) readLoop() error {
 		// grows, so frames announced and not sent hold nothing.
 		var held int64
 		frame, err := readFrame(r, int(size), func(grow int) error {
-			c.readWithin(protocol.FrameProgressTimeout)
+			if r.Buffered() < int(size) {
+				// the read may wait for the peer (a frame already
+				// buffered, as most are, needs no deadline)
+				c.readWithin(protocol.FrameProgressTimeout)
+			}
 			if grow == 0 {
 				return nil
 			}
@@ -203,7 +207,7 @@ func (c *conn) readLoop() error {
 			c.srv.queued.Release(held)
 			return err
 		}
-		size = int32(held)
+		// held is size now: the growths add up to the frame.
 		if s := c.session; s != nil && s.bare && s.login != nil {
 			if err := c.bareLogin(frame, int64(size)); err != nil {
 				return err

@@ -105,16 +105,11 @@ func (cf *certFiles) load() error {
 	}
 	var cas *x509.CertPool
 	if cf.opts.ClientCAFile != "" {
-		pem, err := os.ReadFile(cf.opts.ClientCAFile)
-		if err != nil {
-			return fmt.Errorf("-ssl.client.ca: %w", err)
-		}
-		cas = x509.NewCertPool()
-		if !cas.AppendCertsFromPEM(pem) {
+		if cas, err = ReadCAs(cf.opts.ClientCAFile); err != nil {
 			if cf.cert != nil {
 				return nil
 			}
-			return fmt.Errorf("-ssl.client.ca %s: no PEM certificate", cf.opts.ClientCAFile)
+			return fmt.Errorf("-ssl.client.ca: %w", err)
 		}
 	}
 	cf.cert, cf.cas, cf.mods = &cert, cas, mods
@@ -245,4 +240,17 @@ func mapPrincipal(rules []principalRule, dn string) string {
 		return out
 	}
 	return dn
+}
+
+// ReadCAs reads a file of PEM certificates into a pool.
+func ReadCAs(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no PEM certificate", file)
+	}
+	return pool, nil
 }

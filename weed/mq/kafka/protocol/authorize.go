@@ -73,3 +73,20 @@ func (h *Handler) authorizedTopic(ctx context.Context, r *Request, op acl.Operat
 	info, err := h.describeTopic(ctx, name)
 	return info, kafkaErr(err, kerr.KafkaStorageError)
 }
+
+// lookupTopic finds a topic by id (byID) or by name, with the Kafka error
+// for one that does not exist or cannot be looked up, or that the
+// principal may not do op on (TOPIC_AUTHORIZATION_FAILED).
+func (h *Handler) lookupTopic(ctx context.Context, r *Request, op acl.Operation, byID bool, name string, id [16]byte) (TopicInfo, *kerr.Error) {
+	if !byID {
+		return h.authorizedTopic(ctx, r, op, name)
+	}
+	info, err := h.backend.TopicByID(ctx, id)
+	if err != nil {
+		return info, kafkaErr(err, kerr.KafkaStorageError)
+	}
+	if !h.allowedTopic(r, op, info.Name) {
+		return TopicInfo{}, kerr.TopicAuthorizationFailed
+	}
+	return info, nil
+}

@@ -72,17 +72,8 @@ func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequ
 	for _, rt := range req.Topics {
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		var info TopicInfo
-		var err error
-		if version >= 13 {
-			info, err = h.backend.TopicByID(ctx, rt.TopicID)
-		} else if h.allowedTopic(r, kmsg.ACLOperationRead, rt.Topic) {
-			info, err = h.describeTopic(ctx, rt.Topic)
-		}
-		terr := kafkaErr(err, kerr.KafkaStorageError)
-		if terr == nil && !h.allowedTopic(r, kmsg.ACLOperationRead, info.Name) {
-			terr = kerr.TopicAuthorizationFailed // a consumer's fetch needs Read
-		}
+		// A consumer's fetch needs Read.
+		info, terr := h.lookupTopic(ctx, r, kmsg.ACLOperationRead, version >= 13, rt.Topic, rt.TopicID)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -101,6 +92,7 @@ func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequ
 					limit = 1 // the first record goes out whatever its size (KIP-74)
 				}
 				var res ReadResult
+				var err error
 				if limit > 0 {
 					res, err = h.backend.Read(ctx, info.Name, rp.Partition, rp.FetchOffset, limit)
 				} else {

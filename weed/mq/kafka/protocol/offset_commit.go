@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
@@ -97,21 +96,4 @@ func addCommit(offsets offset.Topics, info TopicInfo, partition int32, c offset.
 	c.TopicID = hex.EncodeToString(info.ID[:])
 	offsets[info.Name][partition] = c
 	return 0
-}
-
-// lookupTopic finds a topic by id (byID) or by name, with the Kafka error
-// for one that does not exist or cannot be looked up, or that the
-// principal may not do op on (TOPIC_AUTHORIZATION_FAILED).
-func (h *Handler) lookupTopic(ctx context.Context, r *Request, op acl.Operation, byID bool, name string, id [16]byte) (TopicInfo, *kerr.Error) {
-	if !byID {
-		return h.authorizedTopic(ctx, r, op, name)
-	}
-	info, err := h.backend.TopicByID(ctx, id)
-	if err != nil {
-		return info, kafkaErr(err, kerr.KafkaStorageError)
-	}
-	if !h.allowedTopic(r, op, info.Name) {
-		return TopicInfo{}, kerr.TopicAuthorizationFailed
-	}
-	return info, nil
 }

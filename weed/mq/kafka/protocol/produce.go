@@ -68,22 +68,10 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(rt.Partitions))
 		var info TopicInfo
 		var terr *kerr.Error
-		switch {
-		case txnDenied:
+		if txnDenied {
 			terr = kerr.TransactionalIDAuthorizationFailed
-		case r.Version >= 13:
-			var err error
-			info, err = h.backend.TopicByID(ctx, rt.TopicID)
-			terr = kafkaErr(err, kerr.KafkaStorageError)
-			if terr == nil && !h.allowedTopic(r, kmsg.ACLOperationWrite, info.Name) {
-				terr = kerr.TopicAuthorizationFailed
-			}
-		case !h.allowedTopic(r, kmsg.ACLOperationWrite, rt.Topic):
-			terr = kerr.TopicAuthorizationFailed
-		default:
-			var err error
-			info, err = h.describeTopic(ctx, rt.Topic)
-			terr = kafkaErr(err, kerr.KafkaStorageError)
+		} else {
+			info, terr = h.lookupTopic(ctx, r, kmsg.ACLOperationWrite, r.Version >= 13, rt.Topic, rt.TopicID)
 		}
 		maxBytes := topicMaxMessageBytes(info, h.cfg.MaxMessageBytes)
 		for _, rp := range rt.Partitions {
