@@ -34,6 +34,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
@@ -221,7 +222,7 @@ func (a *Authorizer) Start() {
 		defer t.Stop()
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if err := a.Refresh(ctx); err != nil {
+			if err := metrics.Try("AclRefresh", func() error { return a.Refresh(ctx) }); err != nil {
 				glog.V(1).Infof("kafka acls: reading %s: %v", Dir, err)
 			}
 			cancel()

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -393,7 +392,5 @@ func (c *conn) reply(p pendingReply) (resp kmsg.Response, err error) {
 }
 
 func (c *conn) panicked(api string, v any) error {
-	metrics.Panics.WithLabelValues(api).Inc()
-	glog.Errorf("kafka conn %s: panic in %s: %v\n%s", c.remote, api, v, debug.Stack())
-	return fmt.Errorf("panic in %s: %v", api, v)
+	return metrics.Recovered(api, "connection "+c.remote, v)
 }

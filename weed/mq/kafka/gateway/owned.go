@@ -10,6 +10,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
@@ -64,7 +65,7 @@ func (o *Owned) sweepLoop() {
 		case <-o.stop:
 			return
 		case <-t.C:
-			o.sweep()
+			metrics.Guard("PartitionSweep", o.sweep) //nolint:errcheck // logged and counted; the next round tries again
 		}
 	}
 }

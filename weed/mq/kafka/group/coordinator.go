@@ -17,6 +17,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
@@ -95,7 +96,7 @@ func (c *Coordinator) Start() {
 			case <-c.stop:
 				return
 			case <-t.C:
-				c.sweep()
+				metrics.Guard("GroupSweep", c.sweep) //nolint:errcheck // logged and counted; the next round tries again
 			}
 		}
 	}()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"runtime/debug"
 	"slices"
 	"time"
 
@@ -131,8 +130,7 @@ func (g *group) manage() {
 func (g *group) run(fn func()) (ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
-			metrics.Panics.WithLabelValues("Group").Inc()
-			glog.Errorf("kafka group %s: panic: %v\n%s", g.name, v, debug.Stack())
+			metrics.Recovered("Group", "group "+g.name, v)
 			g.c.mu.Lock()
 			g.c.unloadLocked(g)
 			g.c.mu.Unlock()

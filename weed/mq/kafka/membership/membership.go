@@ -33,6 +33,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
@@ -161,7 +162,7 @@ func (m *Membership) Start() {
 		defer t.Stop()
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), m.opts.Poll*2)
-			m.poll(ctx)
+			metrics.Guard("Membership", func() { m.poll(ctx) }) //nolint:errcheck // logged and counted; polled again next round
 			cancel()
 			select {
 			case <-m.stop:

@@ -110,8 +110,8 @@ var (
 	}, []string{"topic"})
 	Panics = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "panics_total",
-		Help: "Panics recovered: the connection concerned was closed and the gateway went on.",
-	}, []string{"api"})
+		Help: "Panics recovered, by the API or background task that met one: the connection, partition stream or round of work concerned ended and the gateway went on.",
+	}, []string{"where"})
 	ConnectionsRefused = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "connections_refused_total",
 		Help: "Connections closed at accept: past max.connections or max.connections.per.ip.",

@@ -25,6 +25,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
 // Dir is where the filer keeps the groups' files.
@@ -248,7 +250,8 @@ func (s *Store) drain(g *groupOffsets) {
 		s.mu.Unlock()
 
 		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-		err := s.writeBatch(ctx, g, batch)
+		// A panic fails the batch's commits; their clients retry them.
+		err := metrics.Try("OffsetWrite", func() error { return s.writeBatch(ctx, g, batch) })
 		cancel()
 		for _, w := range batch {
 			w.done <- err

@@ -187,3 +187,34 @@ func TestForgetWhileWriting(t *testing.T) {
 		t.Fatalf("after Forget while writing: %v %v, want partition 0 at 1 and 1 at 5", got, err)
 	}
 }
+
+// panicOnce is a Files whose first write panics.
+type panicOnce struct {
+	*memFiles
+	panicked bool
+}
+
+func (p *panicOnce) WriteFile(ctx context.Context, dir, name string, data []byte) error {
+	if !p.panicked {
+		p.panicked = true
+		panic("a bug under the offset writer")
+	}
+	return p.memFiles.WriteFile(ctx, dir, name, data)
+}
+
+// A panic while writing commits fails those commits (their clients retry)
+// and the store goes on; it once ended the process.
+func TestWritePanicFailsOnlyItsCommits(t *testing.T) {
+	files := &panicOnce{memFiles: &memFiles{files: map[string][]byte{}}}
+	s := NewStore(files)
+	if err := <-s.Commit("g", Topics{"t": {0: {Offset: 5}}}); err == nil || !strings.Contains(err.Error(), "panic") {
+		t.Fatalf("commit under a panic: %v", err)
+	}
+	if err := <-s.Commit("g", Topics{"t": {0: {Offset: 6}}}); err != nil {
+		t.Fatalf("the next commit: %v", err)
+	}
+	got, err := NewStore(files).Fetch(context.Background(), "g", nil)
+	if err != nil || got["t"][0].Offset != 6 {
+		t.Fatalf("offsets read back: %v %v", got, err)
+	}
+}

@@ -21,6 +21,8 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/schema_pb"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
 // reassignEvery bounds how often one topic's assignments are checked.
@@ -70,7 +72,11 @@ func (c *Client) askBalancer(topicName, broker string, cause error) {
 		defer c.background.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
-		moved, err := c.checkAssignments(ctx, topicName)
+		var moved string
+		err := metrics.Try("BrokerReassign", func() (err error) {
+			moved, err = c.checkAssignments(ctx, topicName)
+			return err
+		})
 		c.topics.forget(topicName)
 		switch {
 		case err != nil:

@@ -22,6 +22,8 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/master_pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
 // Namespace is the SeaweedMQ namespace that holds Kafka topics.
@@ -107,7 +109,7 @@ func (c *Client) saveLoop() {
 			}
 			c.parts.mu.Unlock()
 			for _, p := range all {
-				c.saveProducers(p, false)
+				metrics.Guard("ProducerStateSave", func() { c.saveProducers(p, false) }) //nolint:errcheck // logged and counted; saved again next round
 			}
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -254,8 +253,7 @@ func (pub *publisher) readAcks() {
 	// retriable error and the next write opens a new stream.
 	defer func() {
 		if v := recover(); v != nil {
-			metrics.Panics.WithLabelValues("PublishAckReader").Inc()
-			glog.Errorf("kafka publish to %s (topic %s): panic in the ack reader: %v\n%s", pub.leader, pub.topic, v, debug.Stack())
+			metrics.Recovered("PublishAckReader", fmt.Sprintf("publish to %s, topic %s", pub.leader, pub.topic), v)
 			pub.fail(fmt.Errorf("%w: panic in the ack reader: %v", ErrUnavailable, v))
 		}
 	}()

@@ -218,7 +218,7 @@ func (w *wal) commitLoop() {
 			metrics.WALBytes.Add(float64(len(frame)))
 		}
 		for _, e := range batch {
-			e.done(err)
+			metrics.Guard("WALCommitted", func() { e.done(err) }) //nolint:errcheck // logged and counted; the other batches are still told
 		}
 		w.mu.Lock()
 		w.written += uint64(len(batch))
@@ -239,7 +239,8 @@ func (w *wal) commitRetrying(frame []byte, batch []*walEntry) error {
 	var logged string
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
-		err := w.commit(frame, batch)
+		// A panic is tried again, as a filer that does not answer.
+		err := metrics.Try("WALCommit", func() error { return w.commit(frame, batch) })
 		metrics.WALCommitSeconds.Observe(time.Since(start).Seconds())
 		if err == nil {
 			if logged != "" {
@@ -264,7 +265,7 @@ func (w *wal) commitRetrying(frame []byte, batch []*walEntry) error {
 }
 
 // commit writes one frame as a chunk of the current file.
-func (w *wal) commit(frame []byte, batch []*walEntry) error {
+func (w *wal) commit(frame []byte, batch []*walEntry) (err error) {
 	w.filesMu.Lock()
 	w.committing = true
 	if w.cur != nil && (len(w.cur.entry.Chunks) >= walFileChunks || time.Since(w.cur.created) > walFileAge) {
@@ -300,6 +301,13 @@ func (w *wal) commit(frame []byte, batch []*walEntry) error {
 	f.entry.Chunks = append(f.entry.Chunks, chunk)
 	f.entry.Attributes.FileSize = uint64(size) + chunk.Size
 	f.entry.Attributes.Mtime = time.Now().Unix()
+	committed := false
+	defer func() {
+		if !committed { // failed or panicked: the next commit's filer update leaves this chunk out
+			f.entry.Chunks = f.entry.Chunks[:len(f.entry.Chunks)-1]
+			f.entry.Attributes.FileSize = uint64(size)
+		}
+	}()
 	w.filesMu.Lock()
 	ends := maps.Clone(f.ends)
 	for _, e := range batch {
@@ -311,7 +319,7 @@ func (w *wal) commit(frame []byte, batch []*walEntry) error {
 	}
 	f.entry.Extended[walPartitionsAttr] = encodeWALEnds(ends)
 	uploaded := make(chan error, 1)
-	go func() { uploaded <- w.put(slot, frame) }()
+	go func() { uploaded <- metrics.Try("WALUpload", func() error { return w.put(slot, frame) }) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err = w.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
@@ -322,11 +330,9 @@ func (w *wal) commit(frame []byte, batch []*walEntry) error {
 		err = uerr
 	}
 	if err != nil {
-		// The next commit's filer update leaves this chunk out.
-		f.entry.Chunks = f.entry.Chunks[:len(f.entry.Chunks)-1]
-		f.entry.Attributes.FileSize = uint64(size)
 		return err
 	}
+	committed = true
 	w.filesMu.Lock()
 	f.ends = ends
 	w.filesMu.Unlock()

@@ -15,6 +15,8 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/filer"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
 // trimLoop removes log files whose records are all in the segments. It
@@ -28,7 +30,7 @@ func (w *wal) trimLoop() {
 		case <-w.done:
 			return
 		case <-t.C:
-			w.trim()
+			metrics.Guard("WALTrim", w.trim) //nolint:errcheck // logged and counted; trimmed again next round
 		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
@@ -120,7 +121,7 @@ func (c *Coordinator) Start() {
 	go func() {
 		defer c.wg.Done()
 		for {
-			err := c.load()
+			err := metrics.Try("TxnLoad", c.load)
 			if err == nil {
 				break
 			}
@@ -142,13 +143,15 @@ func (c *Coordinator) Start() {
 				return
 			case <-sweep.C:
 			}
-			c.sweep()
-			if n%reloadEvery == 0 {
-				if err := c.load(); err != nil {
-					glog.Warningf("kafka transactions: %v", err)
+			metrics.Guard("TxnSweep", func() { //nolint:errcheck // logged and counted; the next round tries again
+				c.sweep()
+				if n%reloadEvery == 0 {
+					if err := c.load(); err != nil {
+						glog.Warningf("kafka transactions: %v", err)
+					}
+					c.retryUnfinished()
 				}
-				c.retryUnfinished()
-			}
+			})
 		}
 	}()
 }
