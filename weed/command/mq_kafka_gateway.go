@@ -83,6 +83,7 @@ type kafkaGatewayOptions struct {
 	maxConnections      *int
 	maxConnectionsPerIP *int
 	fetchMaxBytes       *int
+	decompressMaxBytes  *int64
 }
 
 var kafkaGatewayOpts kafkaGatewayOptions
@@ -167,6 +168,10 @@ Security (see the README's Security section):
                        false, as Kafka)
   -fetch.max.bytes     most record bytes of one Fetch response, whatever the
                        client asks (default 57671680, as Kafka's)
+  -decompression.max.bytes
+                       most bytes held decompressed from produced batches
+                       across the gateway; beyond it produces wait (default
+                       536870912)
   -connections.max.idle.ms
                        close a connection that sends no request for this long
                        (default 600000, as Kafka; -1: never)
@@ -238,6 +243,7 @@ func init() {
 	o.superUsers = f.String("super.users", "", "principals that may do everything, as User:alice;User:bob")
 	o.allowIfNoACL = f.Bool("allow.everyone.if.no.acl.found", false, "allow what no ACL of the resource speaks of")
 	o.fetchMaxBytes = f.Int("fetch.max.bytes", protocol.DefaultFetchMaxBytes, "most record bytes of one Fetch response, whatever the client asks")
+	o.decompressMaxBytes = f.Int64("decompression.max.bytes", protocol.DefaultDecompressionMaxBytes, "most bytes held decompressed from produced batches across the gateway; beyond it produces wait")
 	o.maxIdleMs = f.Int("connections.max.idle.ms", int(protocol.DefaultMaxIdle/time.Millisecond), "close connections idle this long (-1: never)")
 	o.maxConnections = f.Int("max.connections", 0, "most connections open at once; the excess is closed at accept (0: unbounded)")
 	o.maxConnectionsPerIP = f.Int("max.connections.per.ip", 0, "most connections open at once from one address (0: unbounded)")
@@ -411,24 +417,25 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 			ClientCAFile: *o.sslClientCA, ClientAuth: *o.sslClientAuth,
 			PrincipalRules: *o.sslPrincipalRules,
 		},
-		SASL:                auth,
-		MaxReauth:           time.Duration(*o.maxReauthMs) * time.Millisecond,
-		Users:               users,
-		Authorizer:          authz,
-		NodeID:              self.NodeID,
-		ClusterID:           clusterID(masters, *o.filerGroup),
-		DefaultPartitions:   int32(*o.defaultPartitions),
-		AutoCreateTopics:    *o.autoCreate,
-		MaxRequestSize:      *o.maxRequestBytes,
-		MaxIdle:             time.Duration(*o.maxIdleMs) * time.Millisecond,
-		MaxConnections:      *o.maxConnections,
-		FetchMaxBytes:       *o.fetchMaxBytes,
-		MaxConnectionsPerIP: *o.maxConnectionsPerIP,
-		Backend:             owned,
-		Groups:              groups,
-		Txns:                txns,
-		Cluster:             members,
-		Peers:               peers,
+		SASL:                  auth,
+		MaxReauth:             time.Duration(*o.maxReauthMs) * time.Millisecond,
+		Users:                 users,
+		Authorizer:            authz,
+		NodeID:                self.NodeID,
+		ClusterID:             clusterID(masters, *o.filerGroup),
+		DefaultPartitions:     int32(*o.defaultPartitions),
+		AutoCreateTopics:      *o.autoCreate,
+		MaxRequestSize:        *o.maxRequestBytes,
+		MaxIdle:               time.Duration(*o.maxIdleMs) * time.Millisecond,
+		MaxConnections:        *o.maxConnections,
+		FetchMaxBytes:         *o.fetchMaxBytes,
+		DecompressionMaxBytes: *o.decompressMaxBytes,
+		MaxConnectionsPerIP:   *o.maxConnectionsPerIP,
+		Backend:               owned,
+		Groups:                groups,
+		Txns:                  txns,
+		Cluster:               members,
+		Peers:                 peers,
 		ClusterReady: func(ctx context.Context) error {
 			if err := client.Ready(ctx); err != nil {
 				return err

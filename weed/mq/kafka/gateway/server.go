@@ -69,6 +69,8 @@ type Options struct {
 	MaxConnections, MaxConnectionsPerIP int
 	// FetchMaxBytes caps a Fetch response's record bytes (fetch.max.bytes).
 	FetchMaxBytes int
+	// DecompressionMaxBytes bounds produced bytes held decompressed.
+	DecompressionMaxBytes int64
 
 	// Backend stores topics and records: SeaweedMQ.
 	Backend protocol.Backend
@@ -174,18 +176,19 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.handler = protocol.New(protocol.Config{
-		NodeID:            opts.NodeID,
-		Host:              first.host,
-		Port:              int32(first.port),
-		Listeners:         strings.Join(names, ","),
-		Users:             opts.Users,
-		Authorizer:        opts.Authorizer,
-		FetchMaxBytes:     opts.FetchMaxBytes,
-		ClusterID:         opts.ClusterID,
-		DefaultPartitions: opts.DefaultPartitions,
-		AutoCreateTopics:  opts.AutoCreateTopics,
-		Cluster:           opts.Cluster,
-		Peers:             opts.Peers,
+		NodeID:                opts.NodeID,
+		Host:                  first.host,
+		Port:                  int32(first.port),
+		Listeners:             strings.Join(names, ","),
+		Users:                 opts.Users,
+		Authorizer:            opts.Authorizer,
+		FetchMaxBytes:         opts.FetchMaxBytes,
+		DecompressionMaxBytes: opts.DecompressionMaxBytes,
+		ClusterID:             opts.ClusterID,
+		DefaultPartitions:     opts.DefaultPartitions,
+		AutoCreateTopics:      opts.AutoCreateTopics,
+		Cluster:               opts.Cluster,
+		Peers:                 opts.Peers,
 	}, opts.Backend, opts.Groups, opts.Txns)
 	return s, nil
 }

@@ -108,6 +108,10 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "records_skipped_total",
 		Help: "Stored records that could not be decoded as Kafka records, left out of fetches.",
 	}, []string{"topic"})
+	DecompressionWaits = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "decompression_waits_total",
+		Help: "Produced partitions whose compressed batches waited for room in the gateway's decompression budget (-decompression.max.bytes).",
+	})
 	Panics = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "panics_total",
 		Help: "Panics recovered, by the API or background task that met one: the connection, partition stream or round of work concerned ended and the gateway went on.",
@@ -161,7 +165,7 @@ var (
 func init() {
 	stats.Gather.MustRegister(Requests, RequestSeconds, Errors, BackendSeconds, BackendErrors,
 		MessagesIn, BytesIn, MessagesOut, BytesOut, ProduceBatchRecords, FetchRecords,
-		Connections, ConnectionsTotal, ConnectionsRefused, Panics, RecordsSkipped, Rebalances,
+		Connections, ConnectionsTotal, ConnectionsRefused, DecompressionWaits, Panics, RecordsSkipped, Rebalances,
 		WALCommitSeconds, WALCommitBatches, WALCommitRecords, WALBytes, WALErrors, WALRepublished)
 }
 

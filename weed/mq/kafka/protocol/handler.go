@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
@@ -30,6 +31,9 @@ type Config struct {
 	// FetchMaxBytes caps the record bytes of one Fetch response (Kafka's
 	// fetch.max.bytes); 0: DefaultFetchMaxBytes.
 	FetchMaxBytes int
+	// DecompressionMaxBytes bounds the produced bytes held decompressed
+	// across the gateway; 0: DefaultDecompressionMaxBytes.
+	DecompressionMaxBytes int64
 	// Cluster tells which gateway owns what; nil: this one owns all.
 	Cluster Cluster
 	// Peers reaches the other gateways (nil with Cluster nil).
@@ -53,6 +57,7 @@ type Handler struct {
 	backend Backend
 	groups  *group.Coordinator
 	txns    *txn.Coordinator
+	inflate *semaphore.Weighted // DecompressionMaxBytes
 }
 
 // New returns a Handler serving cfg's cluster from backend, with groups
@@ -67,7 +72,11 @@ func New(cfg Config, backend Backend, groups *group.Coordinator, txns *txn.Coord
 	if cfg.DefaultPartitions <= 0 {
 		cfg.DefaultPartitions = 1
 	}
-	h := &Handler{cfg: cfg, cluster: cfg.Cluster, backend: backend, groups: groups, txns: txns}
+	if cfg.DecompressionMaxBytes <= 0 {
+		cfg.DecompressionMaxBytes = DefaultDecompressionMaxBytes
+	}
+	h := &Handler{cfg: cfg, cluster: cfg.Cluster, backend: backend, groups: groups, txns: txns,
+		inflate: semaphore.NewWeighted(cfg.DecompressionMaxBytes)}
 	if h.cfg.Users == nil {
 		h.cfg.Users = noUsers{}
 	}

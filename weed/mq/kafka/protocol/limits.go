@@ -23,9 +23,17 @@ const (
 	// built whole in memory.
 	DefaultFetchMaxBytes = 55 << 20
 
-	// MaxDecompressedBatch bounds what one compressed batch may expand
-	// to, so a small batch cannot exhaust memory (a decompression bomb).
+	// MaxDecompressedBatch bounds what one partition's compressed batches
+	// may expand to, so a small batch cannot exhaust memory (a
+	// decompression bomb).
 	MaxDecompressedBatch = 128 << 20
+
+	// DefaultDecompressionMaxBytes bounds the bytes the whole gateway
+	// holds decompressed from produced batches and not yet handed to the
+	// log: a partition's batches wait for room beyond it (up to the
+	// request's timeout), so many connections of compressed data cannot
+	// together exhaust memory that each one's limit leaves.
+	DefaultDecompressionMaxBytes = 512 << 20
 
 	// MaxInFlightPerConn bounds requests read from one connection and not
 	// yet answered; the reader waits when it is reached. Clients send up to

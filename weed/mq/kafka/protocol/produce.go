@@ -58,6 +58,8 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 		}
 		return now(resp)
 	}
+	// Waiting for room to decompress ends with the request's timeout.
+	deadline := time.Now().Add(time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond)
 	// A transactional producer needs Write on its transactional id.
 	txnDenied := req.TransactionID != nil && !h.allowedTxn(r, kmsg.ACLOperationWrite, *req.TransactionID)
 
@@ -96,7 +98,7 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				p.ErrorCode = kerr.MessageTooLarge.Code
 				continue
 			}
-			records, kerrCode := decodeProduced(rp.Records)
+			records, release, kerrCode := h.decodeProduced(ctx, rp.Records, deadline)
 			if kerrCode != nil {
 				p.ErrorCode = kerrCode.Code
 				if kerrCode == kerr.CorruptMessage {
@@ -114,16 +116,21 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				// the producer's open transaction, which cannot end
 				// while they are handed to the log.
 				var app *Appended
-				if e := h.verifyTxn(ctx, req.TransactionID, mark, info.Name, rp.Partition, func() {
+				e := h.verifyTxn(ctx, req.TransactionID, mark, info.Name, rp.Partition, func() {
 					app = h.backend.Append(ctx, info.Name, rp.Partition, records, req.Acks == -1)
-				}); e != nil {
+				})
+				release()
+				if e != nil {
 					p.ErrorCode = e.Code
 					continue
 				}
 				pending = append(pending, pendingAppend{p, app})
 				continue
 			}
-			pending = append(pending, pendingAppend{p, h.backend.Append(ctx, info.Name, rp.Partition, records, req.Acks == -1)})
+			// The log holds its own copy once Append returns.
+			app := h.backend.Append(ctx, info.Name, rp.Partition, records, req.Acks == -1)
+			release()
+			pending = append(pending, pendingAppend{p, app})
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
@@ -171,9 +178,48 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 }
 
 // decodeProduced decodes a partition's record batches into records, or
-// returns the Kafka error the producer gets.
-func decodeProduced(raw []byte) ([]record.Record, *kerr.Error) {
-	batches, err := record.ParseBatches(raw, MaxDecompressedBatch)
+// returns the Kafka error the producer gets. Compressed batches are
+// decompressed in room taken from the gateway's decompression budget, which
+// release gives back (once the records are handed to the log). The room
+// needed is not known before, so a first guess grows: the batches are
+// decompressed again in a larger room, taken while holding none, so that two
+// partitions never wait for each other's room.
+func (h *Handler) decodeProduced(ctx context.Context, raw []byte, deadline time.Time) (records []record.Record, release func(), _ *kerr.Error) {
+	release = func() {}
+	if !record.Compressed(raw) {
+		records, e := decodeBatches(raw, MaxDecompressedBatch)
+		return records, release, e
+	}
+	most := min(MaxDecompressedBatch, h.cfg.DecompressionMaxBytes)
+	room := min(max(int64(8*len(raw)), 64<<10), most)
+	for {
+		if !h.inflate.TryAcquire(room) {
+			metrics.DecompressionWaits.Inc()
+			wctx, cancel := context.WithDeadline(ctx, deadline)
+			err := h.inflate.Acquire(wctx, room)
+			cancel()
+			if err != nil {
+				return nil, release, kerr.RequestTimedOut
+			}
+		}
+		records, e := decodeBatches(raw, int(room))
+		if e == kerr.MessageTooLarge && room < most {
+			h.inflate.Release(room)
+			room = min(4*room, most)
+			continue
+		}
+		if e != nil {
+			h.inflate.Release(room)
+			return nil, release, e
+		}
+		taken := room
+		return records, func() { h.inflate.Release(taken) }, nil
+	}
+}
+
+// decodeBatches is decodeProduced within limit decompressed bytes.
+func decodeBatches(raw []byte, limit int) ([]record.Record, *kerr.Error) {
+	batches, err := record.ParseBatches(raw, limit)
 	switch {
 	case errors.Is(err, record.ErrBadMagic):
 		return nil, kerr.UnsupportedForMessageFormat

@@ -80,9 +80,11 @@ type Batch struct {
 func (b *Batch) Codec() Codec { return Codec(b.Header.Attributes & AttrCodecMask) }
 
 // ParseBatches decodes every batch in a Produce request's records field.
-// maxDecompressed bounds the decompressed size of any one batch.
+// maxDecompressed bounds the decompressed size of its batches together
+// (ErrTooLarge beyond it).
 func ParseBatches(data []byte, maxDecompressed int) ([]Batch, error) {
 	var out []Batch
+	left := maxDecompressed
 	for len(data) > 0 {
 		if len(data) < batchLengthEnd {
 			return nil, fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(data))
@@ -91,10 +93,11 @@ func ParseBatches(data []byte, maxDecompressed int) ([]Batch, error) {
 		if n < BatchHeaderLen || n > len(data) {
 			return nil, fmt.Errorf("%w: batch length %d with %d bytes left", ErrCorrupt, n, len(data))
 		}
-		b, err := ParseBatch(data[:n], maxDecompressed)
+		b, inflated, err := parseBatch(data[:n], left)
 		if err != nil {
 			return nil, err
 		}
+		left -= inflated
 		out = append(out, b)
 		data = data[n:]
 	}
@@ -109,58 +112,80 @@ func ParseBatches(data []byte, maxDecompressed int) ([]Batch, error) {
 // header count, one byte each.
 const minRecordBytes = 7
 
+// Compressed says whether any of the record batches in data has its records
+// compressed (looking only at the batches' headers, as far as they are
+// whole).
+func Compressed(data []byte) bool {
+	for len(data) >= crcStart+2 {
+		if data[crcStart+1]&AttrCodecMask != 0 {
+			return true
+		}
+		n := int(int32(binary.BigEndian.Uint32(data[8:]))) + batchLengthEnd
+		if n < BatchHeaderLen || n > len(data) {
+			return false
+		}
+		data = data[n:]
+	}
+	return false
+}
+
 // ParseBatch decodes exactly one v2 record batch, checking its length, magic
 // and CRC-32C, and decompressing its records.
 func ParseBatch(raw []byte, maxDecompressed int) (Batch, error) {
-	var b Batch
+	b, _, err := parseBatch(raw, maxDecompressed)
+	return b, err
+}
+
+// parseBatch is ParseBatch, saying also how many bytes decompressing took.
+func parseBatch(raw []byte, maxDecompressed int) (b Batch, inflated int, err error) {
 	if len(raw) < BatchHeaderLen {
-		return b, fmt.Errorf("%w: %d bytes is shorter than a batch header", ErrCorrupt, len(raw))
+		return b, 0, fmt.Errorf("%w: %d bytes is shorter than a batch header", ErrCorrupt, len(raw))
 	}
 	if raw[magicOffset] != 2 {
-		return b, fmt.Errorf("%w %d", ErrBadMagic, raw[magicOffset])
+		return b, 0, fmt.Errorf("%w %d", ErrBadMagic, raw[magicOffset])
 	}
 	if err := b.Header.ReadFrom(raw); err != nil {
-		return b, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return b, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	if int(b.Header.Length)+batchLengthEnd != len(raw) {
-		return b, fmt.Errorf("%w: batch length %d, have %d bytes", ErrCorrupt, b.Header.Length, len(raw)-batchLengthEnd)
+		return b, 0, fmt.Errorf("%w: batch length %d, have %d bytes", ErrCorrupt, b.Header.Length, len(raw)-batchLengthEnd)
 	}
 	if crc32.Checksum(raw[crcStart:], castagnoli) != uint32(b.Header.CRC) {
-		return b, fmt.Errorf("%w: CRC mismatch", ErrCorrupt)
+		return b, 0, fmt.Errorf("%w: CRC mismatch", ErrCorrupt)
 	}
 	if b.Header.NumRecords <= 0 || int(b.Header.NumRecords) > len(raw) {
-		return b, fmt.Errorf("%w: %d records claimed", ErrCorrupt, b.Header.NumRecords)
+		return b, 0, fmt.Errorf("%w: %d records claimed", ErrCorrupt, b.Header.NumRecords)
 	}
 	body := b.Header.Records
 	b.Header.Records = nil
 	if c := b.Codec(); c != CodecNone {
-		var err error
 		if body, err = Decompress(c, nil, body, maxDecompressed); err != nil {
 			if errors.Is(err, ErrTooLarge) {
-				return b, err
+				return b, 0, err
 			}
-			return b, fmt.Errorf("%w: %s: %v", ErrCorrupt, c, err)
+			return b, 0, fmt.Errorf("%w: %s: %v", ErrCorrupt, c, err)
 		}
+		inflated = len(body)
 	}
 	// A record takes at least minRecordBytes: a count the body cannot
 	// hold is refused before anything is allocated for it, and the
 	// records' slice grows as they are read.
 	if int(b.Header.NumRecords) > len(body)/minRecordBytes {
-		return b, fmt.Errorf("%w: %d records claimed in %d bytes", ErrCorrupt, b.Header.NumRecords, len(body))
+		return b, 0, fmt.Errorf("%w: %d records claimed in %d bytes", ErrCorrupt, b.Header.NumRecords, len(body))
 	}
 	b.Records = make([]Record, 0, min(int(b.Header.NumRecords), 1024))
 	var kr kmsg.Record
 	for i := int32(0); i < b.Header.NumRecords; i++ {
 		l, n := binary.Varint(body)
 		if n <= 0 || l < 0 || l > int64(len(body)-n) {
-			return b, fmt.Errorf("%w: record %d length", ErrCorrupt, i)
+			return b, 0, fmt.Errorf("%w: record %d length", ErrCorrupt, i)
 		}
 		end := n + int(l)
 		if err := kr.ReadFrom(body[:end]); err != nil {
-			return b, fmt.Errorf("%w: record %d: %v", ErrCorrupt, i, err)
+			return b, 0, fmt.Errorf("%w: record %d: %v", ErrCorrupt, i, err)
 		}
 		if kr.OffsetDelta != i {
-			return b, fmt.Errorf("%w: record %d has offset delta %d", ErrCorrupt, i, kr.OffsetDelta)
+			return b, 0, fmt.Errorf("%w: record %d has offset delta %d", ErrCorrupt, i, kr.OffsetDelta)
 		}
 		b.Records = append(b.Records, Record{
 			Key:       kr.Key,
@@ -172,12 +197,12 @@ func ParseBatch(raw []byte, maxDecompressed int) (Batch, error) {
 		body = body[end:]
 	}
 	if len(body) != 0 {
-		return b, fmt.Errorf("%w: %d bytes after the last record", ErrCorrupt, len(body))
+		return b, 0, fmt.Errorf("%w: %d bytes after the last record", ErrCorrupt, len(body))
 	}
 	if int(b.Header.LastOffsetDelta) != len(b.Records)-1 {
-		return b, fmt.Errorf("%w: last offset delta %d for %d records", ErrCorrupt, b.Header.LastOffsetDelta, len(b.Records))
+		return b, 0, fmt.Errorf("%w: last offset delta %d for %d records", ErrCorrupt, b.Header.LastOffsetDelta, len(b.Records))
 	}
-	return b, nil
+	return b, inflated, nil
 }
 
 // Builder appends uncompressed v2 record batches; its buffers are reused

@@ -294,3 +294,24 @@ func TestRecordCountBoundsAllocation(t *testing.T) {
 		t.Fatalf("parsing it allocated %d MiB", grew>>20)
 	}
 }
+
+// ParseBatches bounds its batches' decompressed bytes together, and
+// Compressed tells from the headers whether any batch needs decompressing.
+func TestParseBatchesBoundsTheirSum(t *testing.T) {
+	big := []Record{{Value: bytes.Repeat([]byte("a"), 600<<10), Timestamp: 1}}
+	one := compressedBatch(t, CodecGzip, big)
+	two := append(append([]byte(nil), one...), one...)
+	if _, err := ParseBatches(one, 1<<20); err != nil {
+		t.Fatalf("one batch within the limit: %v", err)
+	}
+	if _, err := ParseBatches(two, 1<<20); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("two batches over the limit together: %v, want ErrTooLarge", err)
+	}
+	var plain Builder
+	plain.Reset(0)
+	plain.Add(&big[0])
+	raw := plain.AppendTo(nil)
+	if Compressed(raw) || !Compressed(append(raw, one...)) || !Compressed(one) || Compressed(nil) || Compressed(raw[:30]) {
+		t.Fatal("Compressed misreads the batch headers")
+	}
+}
