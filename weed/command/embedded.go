@@ -14,23 +14,39 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 )
 
-// embedded is a single-node SeaweedFS started from this binary as a child
-// process (`weed server` with the MQ broker), for the one-command setup.
+// embedded is a single-node SeaweedFS started from this binary as child
+// processes: a master, a volume server, a filer and an MQ broker, for the
+// one-command setup. They run as processes of their own (not one `weed
+// server`) so that they stop in the order they depend on one another: the
+// broker flushes into the filer, the filer its metadata log into the volume
+// server, while what they write to is still up. (`weed server` stops its
+// volume server first, and its filer then retried that flush for 15 s.)
 type embedded struct {
-	cmd    *exec.Cmd
 	master string
+	procs  []*child // in start order
+}
+
+// child is one process of the embedded SeaweedFS.
+type child struct {
+	role   string
+	cmd    *exec.Cmd
 	exited chan struct{}
 }
 
-// startEmbedded starts `weed server` with master, volume, filer and MQ broker
-// on 127.0.0.1, its data and log in dir, and waits until the master answers.
+// EmbeddedRoles are the embedded SeaweedFS's processes, in start order.
+var EmbeddedRoles = []string{"master", "volume", "filer", "broker"}
+
+// startEmbedded starts master, volume server, filer and MQ broker on
+// 127.0.0.1, their data and log (seaweedfs.log) in dir, and waits until the
+// master answers. The layout of dir is `weed server -dir`'s.
 func startEmbedded(dir, ports string) (*embedded, error) {
 	p := strings.Split(ports, ",")
-	if len(p) != 4 {
+	if len(p) != len(EmbeddedRoles) {
 		return nil, fmt.Errorf("-embedded.ports wants master,volume,filer,broker; got %q", ports)
 	}
-	for _, s := range p {
-		if _, err := strconv.Atoi(strings.TrimSpace(s)); err != nil {
+	for i, s := range p {
+		p[i] = strings.TrimSpace(s)
+		if _, err := strconv.Atoi(p[i]); err != nil {
 			return nil, fmt.Errorf("-embedded.ports: %q is not a port", s)
 		}
 	}
@@ -45,29 +61,38 @@ func startEmbedded(dir, ports string) (*embedded, error) {
 	if err != nil {
 		return nil, err
 	}
-	logFile, err := os.OpenFile(filepath.Join(abs, "seaweedfs.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
+	logName := filepath.Join(abs, "seaweedfs.log")
+	e := &embedded{master: "127.0.0.1:" + p[0]}
+	for i, role := range EmbeddedRoles {
+		logFile, err := os.OpenFile(logName, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			e.stop()
+			return nil, err
+		}
+		cmd := exec.Command(self, RoleArgs(role, abs, e.master, p[i])...)
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		// The cluster must not outlive the gateway that started it.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			logFile.Close()
+			e.stop()
+			return nil, err
+		}
+		c := &child{role: role, cmd: cmd, exited: make(chan struct{})}
+		go func() { cmd.Wait(); logFile.Close(); close(c.exited) }() //nolint:errcheck // exit is reported below
+		e.procs = append(e.procs, c)
 	}
-	args := ServerArgs(abs, strings.TrimSpace(p[0]), strings.TrimSpace(p[1]), strings.TrimSpace(p[2]), strings.TrimSpace(p[3]))
-	cmd := exec.Command(self, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// The cluster must not outlive the gateway that started it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, err
-	}
-	e := &embedded{cmd: cmd, master: "127.0.0.1:" + strings.TrimSpace(p[0]), exited: make(chan struct{})}
-	go func() { cmd.Wait(); logFile.Close(); close(e.exited) }() //nolint:errcheck // exit is reported below
-	glog.V(0).Infof("kafka gateway: started embedded SeaweedFS (pid %d), data in %s, log in %s", cmd.Process.Pid, abs, logFile.Name())
+	glog.V(0).Infof("kafka gateway: started embedded SeaweedFS (master, volume, filer, broker), data in %s, log in %s", abs, logName)
 
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		select {
-		case <-e.exited:
-			return nil, fmt.Errorf("weed server exited at start; see %s", logFile.Name())
-		default:
+		for _, c := range e.procs {
+			select {
+			case <-c.exited:
+				e.stop()
+				return nil, fmt.Errorf("the embedded SeaweedFS's %s exited at start; see %s", c.role, logName)
+			default:
+			}
 		}
 		if c, err := net.DialTimeout("tcp", e.master, time.Second); err == nil {
 			c.Close()
@@ -75,14 +100,35 @@ func startEmbedded(dir, ports string) (*embedded, error) {
 		}
 		if time.Now().After(deadline) {
 			e.stop()
-			return nil, fmt.Errorf("master %s did not answer within 60s; see %s", e.master, logFile.Name())
+			return nil, fmt.Errorf("master %s did not answer within 60s; see %s", e.master, logName)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 }
 
+// RoleArgs are the command line of one process of a SeaweedFS on 127.0.0.1
+// (role master, volume, filer or broker; the port its own), with its data
+// in dir laid out as `weed server -dir` lays it out. Tests that run the
+// processes apart start them with these too.
+func RoleArgs(role, dir, master, port string) []string {
+	common := []string{"-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-port=" + port}
+	switch role {
+	case "master":
+		return append([]string{"master", "-mdir=" + dir, "-volumeSizeLimitMB=256", "-telemetry=false"}, common...)
+	case "volume":
+		// One node has no peer to move traffic to before it stops: the
+		// volume server's 10 s pause after its last heartbeat is for
+		// clusters.
+		return append([]string{"volume", "-dir=" + dir, "-max=0", "-master=" + master, "-preStopSeconds=0"}, common...)
+	case "filer":
+		return append([]string{"filer", "-defaultStoreDir=" + dir, "-master=" + master}, common...)
+	default:
+		return append([]string{"mq.broker", "-master=" + master}, common...)
+	}
+}
+
 // ServerArgs are the `weed server` arguments of a single-node SeaweedFS with
-// an MQ broker on 127.0.0.1. Tests start their cluster with them too.
+// an MQ broker on 127.0.0.1: the tests' shared cluster, one process.
 func ServerArgs(dir, masterPort, volumePort, filerPort, brokerPort string) []string {
 	return []string{"server",
 		"-dir=" + dir,
@@ -93,21 +139,23 @@ func ServerArgs(dir, masterPort, volumePort, filerPort, brokerPort string) []str
 		"-mq.broker", "-mq.broker.port=" + brokerPort,
 		"-master.telemetry=false",
 		"-volume.max=0", "-master.volumeSizeLimitMB=256",
-		// One node has no peer to move traffic to before it stops: the
-		// volume server's 10 s pause after its last heartbeat is for
-		// clusters.
 		"-volume.preStopSeconds=0",
 	}
 }
 
-// stop ends the cluster gracefully (SIGTERM lets the broker flush), then
-// kills it if it does not exit in time.
+// stop ends the processes in the reverse of their start order, each
+// gracefully (SIGTERM: the broker and the filer flush), killing one that
+// does not exit in time.
 func (e *embedded) stop() {
-	e.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // it may be gone
-	select {
-	case <-e.exited:
-	case <-time.After(30 * time.Second):
-		e.cmd.Process.Kill() //nolint:errcheck
-		<-e.exited
+	for i := len(e.procs) - 1; i >= 0; i-- {
+		c := e.procs[i]
+		c.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // it may be gone
+		select {
+		case <-c.exited:
+		case <-time.After(20 * time.Second):
+			glog.Warningf("kafka gateway: the embedded SeaweedFS's %s did not stop within 20s; killing it", c.role)
+			c.cmd.Process.Kill() //nolint:errcheck
+			<-c.exited
+		}
 	}
 }

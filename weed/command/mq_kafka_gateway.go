@@ -473,20 +473,29 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	var shutdownOnce sync.Once
 	shutdown := func() {
 		shutdownOnce.Do(func() {
-			srv.Close()
-			members.Close() // the others take over without waiting for the lock to expire
-			owned.Close()
-			txns.Close()
-			peers.Close()
+			began := time.Now()
+			// Each step that takes long is named in the log.
+			step := func(what string, stop func()) {
+				start := time.Now()
+				stop()
+				if d := time.Since(start); d > 500*time.Millisecond {
+					glog.V(0).Infof("kafka gateway: stopping %s took %v", what, d.Round(time.Millisecond))
+				}
+			}
+			step("the listeners and requests in flight", func() { srv.Close() })
+			step("the membership", members.Close) // the others take over without waiting for the lock to expire
+			step("partition ownership", owned.Close)
+			step("the transaction coordinator", txns.Close)
+			step("the connections to other gateways", peers.Close)
 			if authz != nil {
-				authz.Close()
+				step("the ACL refresh", authz.Close)
 			}
-			groups.Close()
-			client.Close()
+			step("the group coordinator", groups.Close)
+			step("the SeaweedMQ client", client.Close)
 			if emb != nil {
-				emb.stop()
+				step("the embedded SeaweedFS", emb.stop)
 			}
-			glog.V(0).Infof("kafka gateway: stopped")
+			glog.V(0).Infof("kafka gateway: stopped in %v", time.Since(began).Round(time.Millisecond))
 			glog.Flush()
 		})
 	}

@@ -5,7 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/seaweedfs-kafka/gateway/weed/command"
 )
 
 // splitCluster is a SeaweedFS whose master, volume server, filer and MQ
@@ -54,21 +57,14 @@ func brokerRole(i int) string {
 	return fmt.Sprintf("broker%d", i)
 }
 
-// args are a role's command line.
+// args are a role's command line: the embedded SeaweedFS's, each process
+// with a folder of its own.
 func (c *splitCluster) args(role string) []string {
-	port := strconv.Itoa(c.ports[role])
-	dir := filepath.Join(c.dir, role)
-	common := []string{"-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-port=" + port}
-	switch role {
-	case "master":
-		return append([]string{"master", "-mdir=" + dir, "-volumeSizeLimitMB=256", "-telemetry=false"}, common...)
-	case "volume":
-		return append([]string{"volume", "-dir=" + dir, "-max=0", "-master=" + c.master}, common...)
-	case "filer":
-		return append([]string{"filer", "-defaultStoreDir=" + dir, "-master=" + c.master}, common...)
-	default:
-		return append([]string{"mq.broker", "-master=" + c.master}, common...)
+	kind := role
+	if strings.HasPrefix(role, "broker") {
+		kind = "broker"
 	}
+	return command.RoleArgs(kind, filepath.Join(c.dir, role), c.master, strconv.Itoa(c.ports[role]))
 }
 
 // start starts a role's process (again), logging to <test>-<role>.log.

@@ -318,6 +318,7 @@ func (s *Server) Close() error {
 		c.stopReading()
 	}
 	s.mu.Unlock()
+	s.handler.Drain() // long-polling fetches answer now; writes and commits finish
 
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()

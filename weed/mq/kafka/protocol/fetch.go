@@ -42,10 +42,10 @@ func (h *Handler) handleFetch(ctx context.Context, r *Request) Reply {
 		for {
 			resp, size, watch := h.fetchOnce(ctx, r, req)
 			left := time.Until(deadline)
-			if size >= int(req.MinBytes) || left <= 0 || len(watch) == 0 {
+			if size >= int(req.MinBytes) || left <= 0 || len(watch) == 0 || h.draining() {
 				return resp, nil
 			}
-			if !waitAny(ctx, watch, min(left, ExternalWriteRecheck)) && ctx.Err() != nil {
+			if !waitAny(ctx, append(watch, h.drain), min(left, ExternalWriteRecheck)) && ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 		}
@@ -200,9 +200,20 @@ func appendBatches(b *record.Builder, dst []byte, records []StoredRecord) []byte
 func waitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
-	if len(chans) == 1 {
+	switch len(chans) { // one partition and the drain: no reflection
+	case 1:
 		select {
 		case <-chans[0]:
+			return true
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		return false
+	case 2:
+		select {
+		case <-chans[0]:
+			return true
+		case <-chans[1]:
 			return true
 		case <-t.C:
 		case <-ctx.Done():

@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -50,4 +51,32 @@ func TestFetchMaxBytesCapped(t *testing.T) {
 			t.Fatalf("a read of up to %d bytes, past fetch.max.bytes %d", n, DefaultFetchMaxBytes)
 		}
 	}
+}
+
+// quietBackend has one empty topic that never changes.
+type quietBackend struct{ readsBackend }
+
+func (b *quietBackend) Changed(string, int32, int64) <-chan struct{} { return make(chan struct{}) }
+
+// A fetch long-polling when the gateway stops answers at once, empty: the
+// gateway's stop once waited out every consumer's max wait.
+func TestDrainAnswersWaitingFetches(t *testing.T) {
+	h := New(Config{}, &quietBackend{}, nil, nil)
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	req.MaxWaitMillis, req.MinBytes = 25_000, 1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "t"
+	rt.Partitions = []kmsg.FetchRequestTopicPartition{kmsg.NewFetchRequestTopicPartition()}
+	req.Topics = append(req.Topics, rt)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		h.Drain()
+	}()
+	resp := handle(t, h, req).(*kmsg.FetchResponse) // handle gives up after 5 s
+	if len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 || len(resp.Topics[0].Partitions[0].RecordBatches) != 0 {
+		t.Fatalf("the drained fetch's answer: %+v", resp.Topics)
+	}
+	// Fetches that come while draining do not wait either.
+	handle(t, h, req)
 }

@@ -6,6 +6,7 @@ package protocol
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sync/semaphore"
@@ -58,6 +59,24 @@ type Handler struct {
 	groups  *group.Coordinator
 	txns    *txn.Coordinator
 	inflate *semaphore.Weighted // DecompressionMaxBytes
+	// drain is closed when the gateway stops: waiting fetches answer at
+	// once with what they have, so that stopping does not wait out
+	// long-polls.
+	drain     chan struct{}
+	drainOnce sync.Once
+}
+
+// Drain makes waiting fetches (and those to come) answer without waiting
+// for more records: the gateway is stopping.
+func (h *Handler) Drain() { h.drainOnce.Do(func() { close(h.drain) }) }
+
+func (h *Handler) draining() bool {
+	select {
+	case <-h.drain:
+		return true
+	default:
+		return false
+	}
 }
 
 // New returns a Handler serving cfg's cluster from backend, with groups
@@ -76,7 +95,7 @@ func New(cfg Config, backend Backend, groups *group.Coordinator, txns *txn.Coord
 		cfg.DecompressionMaxBytes = DefaultDecompressionMaxBytes
 	}
 	h := &Handler{cfg: cfg, cluster: cfg.Cluster, backend: backend, groups: groups, txns: txns,
-		inflate: semaphore.NewWeighted(cfg.DecompressionMaxBytes)}
+		inflate: semaphore.NewWeighted(cfg.DecompressionMaxBytes), drain: make(chan struct{})}
 	if h.cfg.Users == nil {
 		h.cfg.Users = noUsers{}
 	}
