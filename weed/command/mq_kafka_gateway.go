@@ -55,6 +55,8 @@ type kafkaGatewayOptions struct {
 	embeddedDir       *string
 	embeddedPorts     *string
 	groupInitialDelay *int
+	offsetsRetention  *int
+	retentionCheck    *int
 	groupMinSession   *int
 	groupMaxSession   *int
 	metricsIP         *string
@@ -131,6 +133,14 @@ the filers and MQ brokers there and follows them as they move.
   -group.min.session.timeout.ms, -group.max.session.timeout.ms
                        the session timeouts group members may ask for
                        (default 6000 and 1800000, as Kafka)
+  -offsets.retention.minutes
+                       committed offsets of a group empty this long (of a
+                       group that only commits: committed this long ago) are
+                       removed, then the group (default 10080, 7 days, as
+                       Kafka; -1: never)
+  -offsets.retention.check.interval.ms
+                       how often expired offsets are looked for (default
+                       600000, as Kafka)
 Security (see the README's Security section):
   -listeners           PROTOCOL://host:port entries, comma-separated, of
                        PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL (default:
@@ -219,6 +229,8 @@ func init() {
 	o.nodeID = f.Int("node.id", -1, "broker id of this gateway in Metadata (default: derived from -ip and -port)")
 	o.embeddedDir = f.String("embedded.dir", "", "start a single-node SeaweedFS with its data in this folder and serve Kafka on it")
 	o.groupInitialDelay = f.Int("group.initial.rebalance.delay.ms", int(group.DefaultInitialRebalanceDelay/time.Millisecond), "how long a new group waits for more members before its first rebalance")
+	o.offsetsRetention = f.Int("offsets.retention.minutes", int(group.DefaultOffsetsRetention/time.Minute), "committed offsets of a group empty this long (of a group that only commits: committed this long ago) are removed, then the group; -1: never")
+	o.retentionCheck = f.Int("offsets.retention.check.interval.ms", int(group.DefaultRetentionCheck/time.Millisecond), "how often expired offsets are looked for")
 	o.groupMinSession = f.Int("group.min.session.timeout.ms", int(group.DefaultMinSessionTimeout/time.Millisecond), "smallest session timeout a group member may ask for")
 	o.groupMaxSession = f.Int("group.max.session.timeout.ms", int(group.DefaultMaxSessionTimeout/time.Millisecond), "largest session timeout a group member may ask for")
 	o.metricsPort = f.Int("metricsPort", 0, "Prometheus /metrics, /health and /ready HTTP port (0: off)")
@@ -320,6 +332,8 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		InitialRebalanceDelay: max(time.Millisecond, time.Duration(*o.groupInitialDelay)*time.Millisecond),
 		MinSessionTimeout:     time.Duration(*o.groupMinSession) * time.Millisecond,
 		MaxSessionTimeout:     time.Duration(*o.groupMaxSession) * time.Millisecond,
+		OffsetsRetention:      retention(*o.offsetsRetention, time.Minute),
+		RetentionCheck:        time.Duration(*o.retentionCheck) * time.Millisecond,
 		Owner:                 owner(membership.GroupKey),
 	})
 
@@ -692,4 +706,17 @@ func createUsers(store *user.Store, users map[string]string) {
 			time.Sleep(time.Second)
 		}
 	}
+}
+
+// retention is a Kafka retention flag's duration: n units, negative for
+// never (0 would mean the default to the packages, so it is taken as one
+// millisecond: expire at once).
+func retention(n int, unit time.Duration) time.Duration {
+	switch {
+	case n < 0:
+		return -1
+	case n == 0:
+		return time.Millisecond
+	}
+	return time.Duration(n) * unit
 }

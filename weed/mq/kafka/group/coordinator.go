@@ -32,6 +32,14 @@ type Options struct {
 	// members may ask for (group.min/max.session.timeout.ms).
 	MinSessionTimeout time.Duration
 	MaxSessionTimeout time.Duration
+	// OffsetsRetention is offsets.retention.minutes: the committed offsets
+	// of a group empty for this long (or, for a group that only commits,
+	// committed this long ago) are removed, and so is the group once none
+	// are left. Zero: DefaultOffsetsRetention; negative: never.
+	OffsetsRetention time.Duration
+	// RetentionCheck is offsets.retention.check.interval.ms, how often
+	// that is looked at; zero: DefaultRetentionCheck.
+	RetentionCheck time.Duration
 	// Owner reports whether this gateway coordinates a group, and since
 	// which term (a group loaded in an earlier term is stale); nil: every
 	// group, always.
@@ -46,6 +54,11 @@ const (
 	// MaxMetadataBytes bounds a committed offset's metadata
 	// (offset.metadata.max.bytes).
 	MaxMetadataBytes = 4096
+
+	// Kafka's offsets.retention.minutes (7 days) and
+	// offsets.retention.check.interval.ms (10 minutes).
+	DefaultOffsetsRetention = 7 * 24 * time.Hour
+	DefaultRetentionCheck   = 10 * time.Minute
 )
 
 // Coordinator coordinates every group this gateway serves.
@@ -71,6 +84,12 @@ func New(opts Options) *Coordinator {
 	if opts.MaxSessionTimeout == 0 {
 		opts.MaxSessionTimeout = DefaultMaxSessionTimeout
 	}
+	if opts.OffsetsRetention == 0 {
+		opts.OffsetsRetention = DefaultOffsetsRetention
+	}
+	if opts.RetentionCheck <= 0 {
+		opts.RetentionCheck = DefaultRetentionCheck
+	}
 	return &Coordinator{opts: opts, groups: map[string]*group{}, stop: make(chan struct{})}
 }
 
@@ -78,25 +97,29 @@ func New(opts Options) *Coordinator {
 // dropped from memory.
 const sweepEvery = 500 * time.Millisecond
 
-// Start begins dropping the groups this gateway stops coordinating. Groups
-// are loaded from the filer when first asked for, so a gateway that takes a
-// group over (or restarts) carries on from its saved state: members keep
-// heartbeating with their generation and need not rebalance.
+// Start begins dropping the groups this gateway stops coordinating, and
+// expiring offsets (offsets.retention.minutes). Groups are loaded from the
+// filer when first asked for, so a gateway that takes a group over (or
+// restarts) carries on from its saved state: members keep heartbeating with
+// their generation and need not rebalance.
 func (c *Coordinator) Start() {
-	if c.opts.Owner == nil {
-		return
-	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		t := time.NewTicker(sweepEvery)
 		defer t.Stop()
+		expire := time.NewTicker(c.opts.RetentionCheck)
+		defer expire.Stop()
 		for {
 			select {
 			case <-c.stop:
 				return
 			case <-t.C:
-				metrics.Guard("GroupSweep", c.sweep) //nolint:errcheck // logged and counted; the next round tries again
+				if c.opts.Owner != nil {
+					metrics.Guard("GroupSweep", c.sweep) //nolint:errcheck // logged and counted; the next round tries again
+				}
+			case <-expire.C:
+				metrics.Guard("OffsetExpiry", func() { c.ExpireOffsets(time.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
 			}
 		}
 	}()

@@ -51,6 +51,10 @@ type group struct {
 	static       map[string]string // group.instance.id -> member id
 	pending      map[string]uint64 // member ids handed out with MEMBER_ID_REQUIRED -> expiry seq
 	saved        bool              // a state file exists
+	// emptySince is when the group last became Empty (zero: unknown, in
+	// a state saved before it was kept): its offsets expire
+	// offsets.retention.minutes after it.
+	emptySince time.Time
 	// txnOffsets are offsets open transactions commit, by producer id:
 	// committed when the transaction's coordinator sends its commit
 	// marker, dropped at its abort marker.
@@ -96,14 +100,15 @@ type pendingSync struct {
 
 func newGroup(c *Coordinator, name string) *group {
 	return &group{
-		c:       c,
-		name:    name,
-		ctl:     make(chan func()),
-		quit:    make(chan struct{}),
-		state:   Empty,
-		members: map[string]*member{},
-		static:  map[string]string{},
-		pending: map[string]uint64{},
+		c:          c,
+		name:       name,
+		ctl:        make(chan func()),
+		quit:       make(chan struct{}),
+		state:      Empty,
+		emptySince: time.Now(),
+		members:    map[string]*member{},
+		static:     map[string]string{},
+		pending:    map[string]uint64{},
 
 		txnOffsets: map[int64]*txnOffsets{},
 	}
@@ -191,6 +196,8 @@ type savedState struct {
 	Leader       string        `json:"leader"`
 	Stable       bool          `json:"stable"` // every member has its assignment
 	Members      []savedMember `json:"members"`
+	// EmptySince is when the group last became Empty, Unix milliseconds.
+	EmptySince int64 `json:"emptySince,omitempty"`
 	// TxnOffsets are the pending offsets of open transactions.
 	TxnOffsets []*txnOffsets `json:"txnOffsets,omitempty"`
 }
@@ -237,6 +244,9 @@ func (g *group) save() error {
 		Leader:       g.leader,
 		Stable:       g.state == Stable || g.state == Empty,
 	}
+	if g.state == Empty && !g.emptySince.IsZero() {
+		st.EmptySince = g.emptySince.UnixMilli()
+	}
 	for _, pid := range slices.Sorted(maps.Keys(g.txnOffsets)) {
 		st.TxnOffsets = append(st.TxnOffsets, g.txnOffsets[pid])
 	}
@@ -277,6 +287,10 @@ func (g *group) restore(data []byte) error {
 	g.saved = true
 	g.protocolType, g.protocol = st.ProtocolType, st.Protocol
 	g.generation, g.leader = st.Generation, st.Leader
+	g.emptySince = time.Time{}
+	if st.EmptySince > 0 {
+		g.emptySince = time.UnixMilli(st.EmptySince)
+	}
 	for _, t := range st.TxnOffsets {
 		g.txnOffsets[t.ProducerID] = t
 	}

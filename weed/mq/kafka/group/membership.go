@@ -406,6 +406,7 @@ func (g *group) completeJoin() {
 	g.generation++
 	if len(g.members) == 0 {
 		g.state, g.protocol, g.leader = Empty, "", ""
+		g.emptySince = time.Now()
 		glog.V(0).Infof("kafka group %s: generation %d is empty", g.name, g.generation)
 		g.save() //nolint:errcheck // logged; the group carries on in memory
 		return
