@@ -56,6 +56,7 @@ type kafkaGatewayOptions struct {
 	embeddedPorts     *string
 	groupInitialDelay *int
 	offsetsRetention  *int
+	txnIDExpiration   *int
 	retentionCheck    *int
 	groupMinSession   *int
 	groupMaxSession   *int
@@ -141,6 +142,10 @@ the filers and MQ brokers there and follows them as they move.
   -offsets.retention.check.interval.ms
                        how often expired offsets are looked for (default
                        600000, as Kafka)
+  -transactional.id.expiration.ms
+                       a transactional id without a transaction going on and
+                       unchanged this long is removed (default 604800000, 7
+                       days, as Kafka; -1: never)
 Security (see the README's Security section):
   -listeners           PROTOCOL://host:port entries, comma-separated, of
                        PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL (default:
@@ -230,6 +235,7 @@ func init() {
 	o.embeddedDir = f.String("embedded.dir", "", "start a single-node SeaweedFS with its data in this folder and serve Kafka on it")
 	o.groupInitialDelay = f.Int("group.initial.rebalance.delay.ms", int(group.DefaultInitialRebalanceDelay/time.Millisecond), "how long a new group waits for more members before its first rebalance")
 	o.offsetsRetention = f.Int("offsets.retention.minutes", int(group.DefaultOffsetsRetention/time.Minute), "committed offsets of a group empty this long (of a group that only commits: committed this long ago) are removed, then the group; -1: never")
+	o.txnIDExpiration = f.Int("transactional.id.expiration.ms", int(txn.DefaultIDExpiration/time.Millisecond), "a transactional id without a transaction going on and unchanged this long is removed; -1: never")
 	o.retentionCheck = f.Int("offsets.retention.check.interval.ms", int(group.DefaultRetentionCheck/time.Millisecond), "how often expired offsets are looked for")
 	o.groupMinSession = f.Int("group.min.session.timeout.ms", int(group.DefaultMinSessionTimeout/time.Millisecond), "smallest session timeout a group member may ask for")
 	o.groupMaxSession = f.Int("group.max.session.timeout.ms", int(group.DefaultMaxSessionTimeout/time.Millisecond), "largest session timeout a group member may ask for")
@@ -370,7 +376,8 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	}
 	peers := gateway.NewPeers(peerOpts)
 	markers := &gateway.Markers{Log: owned, Groups: groups, Members: members, Peers: peers}
-	txns := txn.New(txn.Options{Files: files, Log: markers, Groups: markers, Owner: owner(membership.TxnKey)})
+	txns := txn.New(txn.Options{Files: files, Log: markers, Groups: markers, Owner: owner(membership.TxnKey),
+		IDExpiration: retention(*o.txnIDExpiration, time.Millisecond)})
 	metrics.RegisterGroups(groups, func(ctx context.Context, topic string, partition int32) (int64, error) {
 		offs, err := backend.Offsets(ctx, topic, partition)
 		return offs.HighWatermark, err

@@ -64,6 +64,15 @@ type Options struct {
 	Files  offset.Files
 	Log    Log
 	Groups Groups
+	// IDExpiration is transactional.id.expiration.ms: an id with no
+	// transaction going on whose state has not changed for this long is
+	// removed (its producer starts afresh with InitProducerID). Zero:
+	// DefaultIDExpiration; negative: never.
+	IDExpiration time.Duration
+	// ExpiryCheck is how often that is looked at
+	// (transaction.remove.expired.transaction.cleanup.interval.ms); zero:
+	// DefaultExpiryCheck.
+	ExpiryCheck time.Duration
 	// Owner reports whether this gateway coordinates a transactional id,
 	// and since which term (state loaded in an earlier term is stale);
 	// nil: every id, always.
@@ -105,8 +114,21 @@ type saved struct {
 	UpdatedMs  int64              `json:"updatedMs"`
 }
 
+// Kafka's transactional.id.expiration.ms (7 days) and
+// transaction.remove.expired.transaction.cleanup.interval.ms (1 hour).
+const (
+	DefaultIDExpiration = 7 * 24 * time.Hour
+	DefaultExpiryCheck  = time.Hour
+)
+
 // New returns a coordinator; Start loads the saved transactions.
 func New(opts Options) *Coordinator {
+	if opts.IDExpiration == 0 {
+		opts.IDExpiration = DefaultIDExpiration
+	}
+	if opts.ExpiryCheck <= 0 {
+		opts.ExpiryCheck = DefaultExpiryCheck
+	}
 	return &Coordinator{opts: opts, txns: map[string]*txn{}, byPID: map[int64]*txn{}, stop: make(chan struct{})}
 }
 
@@ -132,16 +154,21 @@ func (c *Coordinator) Start() {
 			case <-time.After(2 * time.Second):
 			}
 		}
-		if c.opts.Owner == nil {
-			return
-		}
 		sweep := time.NewTicker(500 * time.Millisecond)
 		defer sweep.Stop()
+		expire := time.NewTicker(c.opts.ExpiryCheck)
+		defer expire.Stop()
 		for n := 1; ; n++ {
 			select {
 			case <-c.stop:
 				return
+			case <-expire.C:
+				metrics.Guard("TxnExpiry", func() { c.ExpireIDs(time.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
+				continue
 			case <-sweep.C:
+			}
+			if c.opts.Owner == nil {
+				continue // one gateway: nothing moves
 			}
 			metrics.Guard("TxnSweep", func() { //nolint:errcheck // logged and counted; the next round tries again
 				c.sweep()
@@ -158,6 +185,50 @@ func (c *Coordinator) Start() {
 
 // reloadEvery is how many sweeps pass between listings of the saved ids.
 const reloadEvery = 6
+
+// ExpireIDs removes the transactional ids this gateway coordinates that
+// have no transaction going on (Empty, CompleteCommit, CompleteAbort) and
+// whose state has not changed for IDExpiration by now, from memory and from
+// the filer, as Kafka expires them. Their producers' next InitProducerID
+// starts them afresh; an old producer's other requests are refused as from
+// an unknown producer.
+func (c *Coordinator) ExpireIDs(now time.Time) {
+	if c.opts.IDExpiration < 0 {
+		return
+	}
+	c.mu.Lock()
+	all := make([]*txn, 0, len(c.txns))
+	for _, t := range c.txns {
+		all = append(all, t)
+	}
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	removed := 0
+	for _, t := range all {
+		if !t.mu.TryLock() {
+			continue // busy: not idle anyway
+		}
+		st := t.st.State
+		idle := st == Empty || st == CompleteCommit || st == CompleteAbort
+		if idle && time.UnixMilli(t.st.UpdatedMs).Add(c.opts.IDExpiration).Before(now) {
+			if term, ok := c.owner(t.st.ID); ok && term == t.term {
+				if err := c.opts.Files.Remove(ctx, Dir, offset.Escape(t.st.ID)); err != nil {
+					glog.Warningf("kafka transaction %s: removing the expired id: %v", t.st.ID, err)
+				} else {
+					c.mu.Lock()
+					c.unloadLocked(t)
+					c.mu.Unlock()
+					removed++
+				}
+			}
+		}
+		t.mu.Unlock()
+	}
+	if removed > 0 {
+		glog.V(0).Infof("kafka transactions: removed %d transactional ids unused for %v (transactional.id.expiration.ms)", removed, c.opts.IDExpiration)
+	}
+}
 
 // owner returns the term of this gateway's ownership of the id.
 func (c *Coordinator) owner(id string) (int64, bool) {

@@ -52,7 +52,12 @@ func (m *memFiles) ListFiles(_ context.Context, dir string) ([]offset.File, erro
 	return out, nil
 }
 
-func (m *memFiles) Remove(_ context.Context, dir, name string) error { return nil }
+func (m *memFiles) Remove(_ context.Context, dir, name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.files, path.Join(dir, name))
+	return nil
+}
 
 type marker struct {
 	topic  string
@@ -303,5 +308,53 @@ func TestOwnershipMoves(t *testing.T) {
 	}
 	if len(log.markers) != 1 || !log.markers[0].commit {
 		t.Fatalf("markers %+v", log.markers)
+	}
+}
+
+// Transactional ids with no transaction going on expire after
+// transactional.id.expiration.ms unchanged, from memory and the filer, as
+// Kafka's do; one with an open transaction never does. They were kept, and
+// listed and re-read every few seconds, forever.
+func TestTransactionalIDsExpire(t *testing.T) {
+	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{}
+	c := start(t, files, log, groups)
+	ctx := context.Background()
+	day := 24 * time.Hour
+	idle, _, e := c.InitProducerID(ctx, "idle", time.Minute, -1, -1)
+	if e != nil {
+		t.Fatal(e)
+	}
+	done, doneEpoch, _ := c.InitProducerID(ctx, "done", time.Minute, -1, -1)
+	c.AddPartitions(ctx, "done", done, doneEpoch, map[string][]int32{"a": {0}})
+	if e := c.EndTxn(ctx, "done", done, doneEpoch, true); e != nil {
+		t.Fatal(e)
+	}
+	open, openEpoch, _ := c.InitProducerID(ctx, "open", time.Minute, -1, -1)
+	if e := c.AddPartitions(ctx, "open", open, openEpoch, map[string][]int32{"a": {1}}); e != nil {
+		t.Fatal(e)
+	}
+	c.ExpireIDs(time.Now().Add(6 * day))
+	if all, _ := c.List(); len(all) != 3 {
+		t.Fatalf("%d ids 6 days on, want 3", len(all))
+	}
+	c.ExpireIDs(time.Now().Add(8 * day))
+	all, _ := c.List()
+	if len(all) != 1 || all[0].ID != "open" {
+		t.Fatalf("ids 8 days on: %+v, want only the open transaction's", all)
+	}
+	if _, err := files.ReadFile(ctx, Dir, "idle"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the expired id's file: %v", err)
+	}
+	// A fresh coordinator (a restart) does not bring them back; the
+	// expired id's producer starts afresh.
+	c2 := start(t, files, log, groups)
+	if all, _ := c2.List(); len(all) != 1 {
+		t.Fatalf("%d ids after a restart, want 1", len(all))
+	}
+	if e := c2.AddPartitions(ctx, "idle", idle, 0, map[string][]int32{"a": {2}}); e != kerr.InvalidProducerIDMapping {
+		t.Fatalf("the expired id's old producer: %v, want INVALID_PRODUCER_ID_MAPPING", e)
+	}
+	if _, epoch, e := c2.InitProducerID(ctx, "idle", time.Minute, -1, -1); e != nil || epoch != 0 {
+		t.Fatalf("init of the expired id: epoch %d, %v", epoch, e)
 	}
 }
