@@ -144,9 +144,9 @@ func (i instrumented) WriteMarker(ctx context.Context, topic string, partition i
 	return err
 }
 
-func (i instrumented) Transactions(ctx context.Context, topic string, partition int32) (protocol.PartitionTxns, error) {
+func (i instrumented) Transactions(ctx context.Context, topic string, partition int32, from, to int64) (protocol.PartitionTxns, error) {
 	start := time.Now()
-	t, err := i.b.Transactions(ctx, topic, partition)
+	t, err := i.b.Transactions(ctx, topic, partition, from, to)
 	observe("Transactions", start, ignoreKafka(err))
 	return t, err
 }

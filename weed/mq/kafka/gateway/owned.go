@@ -156,11 +156,11 @@ func (o *Owned) WriteMarker(ctx context.Context, topic string, partition int32, 
 	return o.Backend.WriteMarker(ctx, topic, partition, producerID, epoch, commit)
 }
 
-func (o *Owned) Transactions(ctx context.Context, topic string, partition int32) (protocol.PartitionTxns, error) {
+func (o *Owned) Transactions(ctx context.Context, topic string, partition int32, from, to int64) (protocol.PartitionTxns, error) {
 	if err := o.lead(topic, partition); err != nil {
 		return protocol.PartitionTxns{}, err
 	}
-	return o.Backend.Transactions(ctx, topic, partition)
+	return o.Backend.Transactions(ctx, topic, partition, from, to)
 }
 
 func (o *Owned) Producers(ctx context.Context, topic string, partition int32) ([]protocol.ProducerInfo, error) {

@@ -63,8 +63,10 @@ type Backend interface {
 	// WriteMarker ends the producer's transaction in the partition with a
 	// commit or abort marker; it returns once the marker is durable.
 	WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool) error
-	// Transactions returns the partition's open and aborted transactions.
-	Transactions(ctx context.Context, topic string, partition int32) (PartitionTxns, error)
+	// Transactions returns the partition's open transactions and, of its
+	// aborted ones, those with records between offsets from and to (none
+	// when from > to).
+	Transactions(ctx context.Context, topic string, partition int32, from, to int64) (PartitionTxns, error)
 	// Producers returns the partition's idempotent and transactional
 	// producers.
 	Producers(ctx context.Context, topic string, partition int32) ([]ProducerInfo, error)
@@ -75,7 +77,8 @@ type PartitionTxns struct {
 	// FirstUnstable is the first offset of the earliest open transaction,
 	// -1 if none: the last stable offset is the high watermark or this.
 	FirstUnstable int64
-	// Aborted are the aborted transactions, in the order they ended.
+	// Aborted are the aborted transactions asked for, in the order they
+	// ended.
 	Aborted []AbortedTxn
 }
 

@@ -136,7 +136,11 @@ func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequ
 // readCommitted keeps the records below the partition's last stable offset
 // and names the aborted transactions among them.
 func (h *Handler) readCommitted(ctx context.Context, topic string, sp *kmsg.FetchResponseTopicPartition, res *ReadResult) error {
-	txns, err := h.backend.Transactions(ctx, topic, sp.Partition)
+	from, to := int64(1), int64(0) // no records: no aborted transaction is asked for
+	if len(res.Records) > 0 {
+		from, to = res.Records[0].Offset, res.Records[len(res.Records)-1].Offset
+	}
+	txns, err := h.backend.Transactions(ctx, topic, sp.Partition, from, to)
 	if err != nil {
 		return err
 	}
@@ -154,7 +158,7 @@ func (h *Handler) readCommitted(ctx context.Context, topic string, sp *kmsg.Fetc
 	if n == 0 {
 		return nil
 	}
-	from, to := res.Records[0].Offset, res.Records[n-1].Offset
+	from, to = res.Records[0].Offset, res.Records[n-1].Offset
 	for _, a := range txns.Aborted {
 		if a.LastOffset >= from && a.FirstOffset <= to {
 			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()

@@ -66,7 +66,7 @@ func (h *Handler) listOffset(ctx context.Context, topic string, partition int32,
 		} else if readCommitted {
 			// The last stable offset: before the earliest open
 			// transaction.
-			txns, err := h.backend.Transactions(ctx, topic, partition)
+			txns, err := h.backend.Transactions(ctx, topic, partition, 1, 0)
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package seaweedmq
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -89,5 +90,39 @@ func TestProducerSequences(t *testing.T) {
 func TestLastSequenceWraps(t *testing.T) {
 	if nextSeq(1<<31-1) != 0 || nextSeq(4) != 5 {
 		t.Fatal("sequence numbers do not wrap at MaxInt32")
+	}
+}
+
+// A partition's aborted transactions below its log start are forgotten,
+// and a read_committed fetch gets those among its records only: the whole
+// list was kept forever and copied for every fetch.
+func TestAbortedTransactionsBounded(t *testing.T) {
+	ps := &producerState{ongoing: map[int64]int64{}}
+	// Producer 1 aborts 0-9, 20-29, ...; producer 2 one long transaction
+	// 5-95.
+	ps.applyTxnMark(&record.TxnMark{ProducerID: 2, Control: record.NotControl}, 5)
+	for i := int64(0); i < 10; i++ {
+		if i == 5 {
+			ps.applyTxnMark(&record.TxnMark{ProducerID: 2, Control: record.ControlAbort}, 95)
+		}
+		ps.applyTxnMark(&record.TxnMark{ProducerID: 1, Control: record.NotControl}, 20*i)
+		ps.applyTxnMark(&record.TxnMark{ProducerID: 1, Control: record.ControlAbort}, 20*i+9)
+	}
+	firsts := func(a []protocol.AbortedTxn) []int64 {
+		var out []int64
+		for _, x := range a {
+			out = append(out, x.FirstOffset)
+		}
+		return out
+	}
+	if got := firsts(ps.abortedBetween(42, 61)); !slices.Equal(got, []int64{40, 60, 5}) {
+		t.Fatalf("aborted among offsets 42-61: %v", got)
+	}
+	if got := ps.abortedBetween(1, 0); got != nil {
+		t.Fatalf("none asked: %v", got)
+	}
+	ps.trimAborted(150)
+	if got := firsts(ps.aborted); !slices.Equal(got, []int64{160, 180}) {
+		t.Fatalf("kept after the log start moved to 150: %v", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
@@ -89,7 +90,7 @@ func (c *Client) WriteMarker(ctx context.Context, topic string, index int32, pro
 }
 
 // Transactions implements protocol.Backend.
-func (c *Client) Transactions(ctx context.Context, topic string, index int32) (protocol.PartitionTxns, error) {
+func (c *Client) Transactions(ctx context.Context, topic string, index int32, from, to int64) (protocol.PartitionTxns, error) {
 	if _, err := c.assignment(ctx, topic, index); err != nil {
 		return protocol.PartitionTxns{}, err
 	}
@@ -97,10 +98,12 @@ func (c *Client) Transactions(ctx context.Context, topic string, index int32) (p
 	if err := c.ensureProducers(ctx, p); err != nil {
 		return protocol.PartitionTxns{}, err
 	}
+	logStart := c.logStartOf(ctx, topic, index)
 	ps := &p.producers
 	ps.txnMu.Lock()
 	defer ps.txnMu.Unlock()
-	out := protocol.PartitionTxns{FirstUnstable: -1, Aborted: slices.Clone(ps.aborted)}
+	ps.trimAborted(logStart)
+	out := protocol.PartitionTxns{FirstUnstable: -1, Aborted: ps.abortedBetween(from, to)}
 	for _, first := range ps.ongoing {
 		if out.FirstUnstable < 0 || first < out.FirstUnstable {
 			out.FirstUnstable = first
@@ -140,4 +143,30 @@ func (c *Client) Producers(ctx context.Context, topic string, index int32) ([]pr
 	}
 	slices.SortFunc(out, func(a, b protocol.ProducerInfo) int { return int(a.ProducerID - b.ProducerID) })
 	return out, nil
+}
+
+// trimAborted forgets the aborted transactions that end below the log start
+// offset: no reader gets their records any more. Called with txnMu held.
+func (ps *producerState) trimAborted(logStart int64) {
+	// In the order they ended: by their markers' offsets.
+	n := sort.Search(len(ps.aborted), func(i int) bool { return ps.aborted[i].LastOffset >= logStart })
+	if n > 0 {
+		ps.aborted = slices.Delete(ps.aborted, 0, n)
+		ps.dirty.Store(true)
+	}
+}
+
+// abortedBetween are the aborted transactions with records between from
+// and to: a fetch's, not a copy of them all. Called with txnMu held.
+func (ps *producerState) abortedBetween(from, to int64) []protocol.AbortedTxn {
+	if from > to {
+		return nil
+	}
+	var out []protocol.AbortedTxn
+	for _, a := range ps.aborted[sort.Search(len(ps.aborted), func(i int) bool { return ps.aborted[i].LastOffset >= from }):] {
+		if a.FirstOffset <= to {
+			out = append(out, a)
+		}
+	}
+	return out
 }
