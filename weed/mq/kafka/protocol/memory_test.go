@@ -1,0 +1,357 @@
+package protocol
+
+import (
+	"context"
+	"crypto/sha256"
+	"io/fs"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+)
+
+// memBackend is an in-memory Backend for in-process handler tests and
+// fuzzing: topics with dense offsets, log start offsets, settings and
+// transaction markers, as the SeaweedMQ backend keeps them.
+type memBackend struct {
+	mu      sync.Mutex
+	topics  map[string]*memTopic
+	nextPID int64
+}
+
+type memTopic struct {
+	info  TopicInfo
+	parts []*memPart
+}
+
+type memPart struct {
+	start   int64
+	recs    []StoredRecord // from offset start on
+	changed chan struct{}  // closed when records come
+}
+
+func newMemBackend() *memBackend { return &memBackend{topics: map[string]*memTopic{}} }
+
+func (p *memPart) end() int64 { return p.start + int64(len(p.recs)) }
+
+func (b *memBackend) part(topic string, partition int32) (*memPart, error) {
+	t, ok := b.topics[topic]
+	if !ok || partition < 0 || int(partition) >= len(t.parts) {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	return t.parts[partition], nil
+}
+
+func (b *memBackend) ListTopics(context.Context) ([]TopicInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []TopicInfo
+	for _, name := range slices.Sorted(maps.Keys(b.topics)) {
+		out = append(out, b.topics[name].info)
+	}
+	return out, nil
+}
+
+func (b *memBackend) DescribeTopic(_ context.Context, name string) (TopicInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t, ok := b.topics[name]; ok {
+		return t.info, nil
+	}
+	return TopicInfo{}, kerr.UnknownTopicOrPartition
+}
+
+func (b *memBackend) TopicByID(_ context.Context, id [16]byte) (TopicInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, t := range b.topics {
+		if t.info.ID == id {
+			return t.info, nil
+		}
+	}
+	return TopicInfo{}, kerr.UnknownTopicID
+}
+
+func (b *memBackend) CreateTopic(_ context.Context, spec TopicSpec) (TopicInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.topics[spec.Name]; ok {
+		return TopicInfo{}, kerr.TopicAlreadyExists
+	}
+	sum := sha256.Sum256([]byte(spec.Name))
+	info := TopicInfo{Name: spec.Name, Partitions: spec.Partitions, Configs: maps.Clone(spec.Configs)}
+	copy(info.ID[:], sum[:])
+	if spec.ValidateOnly {
+		return info, nil
+	}
+	t := &memTopic{info: info}
+	for range spec.Partitions {
+		t.parts = append(t.parts, &memPart{changed: make(chan struct{})})
+	}
+	b.topics[spec.Name] = t
+	return info, nil
+}
+
+func (b *memBackend) DeleteTopic(_ context.Context, name string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.topics[name]; !ok {
+		return kerr.UnknownTopicOrPartition
+	}
+	delete(b.topics, name)
+	return nil
+}
+
+func (b *memBackend) AlterTopicConfigs(_ context.Context, name string, change func(map[string]string) error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.topics[name]
+	if !ok {
+		return kerr.UnknownTopicOrPartition
+	}
+	configs := maps.Clone(t.info.Configs)
+	if configs == nil {
+		configs = map[string]string{}
+	}
+	if err := change(configs); err != nil {
+		return err
+	}
+	t.info.Configs = configs
+	return nil
+}
+
+func (b *memBackend) DeleteRecords(_ context.Context, topic string, partition int32, before int64) (int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.part(topic, partition)
+	if err != nil {
+		return 0, err
+	}
+	if before == -1 {
+		before = p.end()
+	}
+	if before < 0 || before > p.end() {
+		return 0, kerr.OffsetOutOfRange
+	}
+	if before > p.start {
+		p.recs = p.recs[before-p.start:]
+		p.start = before
+	}
+	return p.start, nil
+}
+
+func (b *memBackend) PartitionSize(_ context.Context, topic string, partition int32) (int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.part(topic, partition)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range p.recs {
+		n += len(r.Key) + len(r.Value)
+	}
+	return int64(n), nil
+}
+
+func (b *memBackend) appendLocked(p *memPart, records []record.Record) int64 {
+	base := p.end()
+	for i, r := range records {
+		p.recs = append(p.recs, StoredRecord{Offset: base + int64(i), Record: r})
+	}
+	close(p.changed)
+	p.changed = make(chan struct{})
+	return base
+}
+
+func (b *memBackend) Append(_ context.Context, topic string, partition int32, records []record.Record, _ bool) *Appended {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.part(topic, partition)
+	if err != nil {
+		return FailedAppend(err)
+	}
+	// The records' bytes are the request's: keep copies, as a log does.
+	kept := make([]record.Record, len(records))
+	for i, r := range records {
+		r.Key, r.Value = slices.Clone(r.Key), slices.Clone(r.Value)
+		kept[i] = r
+	}
+	app := NewAppended()
+	app.Finish(b.appendLocked(p, kept), nil)
+	return app
+}
+
+func (b *memBackend) Read(_ context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.part(topic, partition)
+	if err != nil {
+		return ReadResult{}, err
+	}
+	res := ReadResult{Offsets: Offsets{LogStart: p.start, HighWatermark: p.end()}}
+	if offset < p.start || offset > p.end() {
+		return res, kerr.OffsetOutOfRange
+	}
+	size := 0
+	for _, r := range p.recs[offset-p.start:] {
+		if len(res.Records) > 0 && size+len(r.Key)+len(r.Value) > maxBytes {
+			break
+		}
+		size += len(r.Key) + len(r.Value)
+		res.Records = append(res.Records, r)
+	}
+	return res, nil
+}
+
+func (b *memBackend) Offsets(_ context.Context, topic string, partition int32) (Offsets, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.part(topic, partition)
+	if err != nil {
+		return Offsets{}, err
+	}
+	return Offsets{LogStart: p.start, HighWatermark: p.end()}, nil
+}
+
+func (b *memBackend) OffsetForTime(_ context.Context, topic string, partition int32, ts int64) (int64, int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.part(topic, partition)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, r := range p.recs {
+		if r.Timestamp >= ts {
+			return r.Offset, r.Timestamp, nil
+		}
+	}
+	return -1, -1, nil
+}
+
+func (b *memBackend) MaxTimestamp(_ context.Context, topic string, partition int32) (int64, int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.part(topic, partition)
+	if err != nil {
+		return 0, 0, err
+	}
+	off, ts := int64(-1), int64(-1)
+	for _, r := range p.recs {
+		if r.Timestamp > ts {
+			off, ts = r.Offset, r.Timestamp
+		}
+	}
+	return off, ts, nil
+}
+
+func (b *memBackend) Changed(topic string, partition int32, hw int64) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.part(topic, partition)
+	if err != nil || p.end() > hw {
+		return closedChan
+	}
+	return p.changed
+}
+
+func (b *memBackend) NewProducerID(context.Context) (int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.nextPID++
+	return b.nextPID, nil
+}
+
+func (b *memBackend) WriteMarker(_ context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.part(topic, partition)
+	if err != nil {
+		return err
+	}
+	control := int8(record.ControlAbort)
+	if commit {
+		control = record.ControlCommit
+	}
+	b.appendLocked(p, []record.Record{{
+		Key: record.ControlKey(control), Value: record.ControlValue(),
+		Txn: &record.TxnMark{ProducerID: producerID, Epoch: epoch, Control: control},
+	}})
+	return nil
+}
+
+func (b *memBackend) Transactions(context.Context, string, int32, int64, int64) (PartitionTxns, error) {
+	return PartitionTxns{FirstUnstable: -1}, nil
+}
+
+func (b *memBackend) Producers(context.Context, string, int32) ([]ProducerInfo, error) {
+	return nil, nil
+}
+
+// memFiles is an in-memory offset.Files: the filer of the group and
+// transaction coordinators in handler tests.
+type memFiles struct {
+	mu    sync.Mutex
+	files map[string][]byte
+}
+
+func newMemFiles() *memFiles { return &memFiles{files: map[string][]byte{}} }
+
+func (m *memFiles) ReadFile(_ context.Context, dir, name string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.files[path.Join(dir, name)]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return slices.Clone(d), nil
+}
+
+func (m *memFiles) WriteFile(_ context.Context, dir, name string, data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.files[path.Join(dir, name)] = slices.Clone(data)
+	return nil
+}
+
+func (m *memFiles) ListFiles(_ context.Context, dir string) ([]offset.File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := map[string]bool{}
+	var out []offset.File
+	for _, p := range slices.Sorted(maps.Keys(m.files)) {
+		rest, ok := strings.CutPrefix(p, dir+"/")
+		if !ok {
+			continue
+		}
+		name, _, isDir := strings.Cut(rest, "/")
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		f := offset.File{Name: name, Dir: isDir}
+		if !isDir {
+			f.Data = slices.Clone(m.files[p])
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func (m *memFiles) Remove(_ context.Context, dir, name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	full := path.Join(dir, name)
+	for p := range m.files {
+		if p == full || strings.HasPrefix(p, full+"/") {
+			delete(m.files, p)
+		}
+	}
+	return nil
+}
