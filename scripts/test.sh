@@ -45,5 +45,11 @@ bin_dir=$(mktemp -d)
 trap 'rm -rf "$bin_dir"' EXIT
 go build -o "$bin_dir/weed" ./weed
 
+echo "== go test -race (the in-process packages, among them the produce path under injected stream failures)"
+go test -race -count=1 -timeout 10m \
+	./weed/mq/kafka/seaweedmq ./weed/mq/kafka/protocol ./weed/mq/kafka/group ./weed/mq/kafka/offset \
+	./weed/mq/kafka/txn ./weed/mq/kafka/record ./weed/mq/kafka/gateway ./weed/mq/kafka/acl \
+	./weed/mq/kafka/sasl ./weed/mq/kafka/membership ./weed/mq/kafka/metrics
+
 echo "== go test"
 WEED_BINARY="$bin_dir/weed" go test -count=1 -timeout 40m ./...
