@@ -38,6 +38,9 @@ type kafkaBenchOptions struct {
 	producers  *int
 	vary       *bool
 	maxBuffer  *int
+	soak       *time.Duration
+	monitor    *string
+	filer      *string
 
 	tlsCA         *string
 	saslMechanism *string
@@ -88,6 +91,15 @@ percentiles. The load is bounded by -records and -timeout.
   -tls.ca      connect with TLS, trusting the PEM certificates of this file
   -sasl.mechanism  log in with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, as
                -sasl.user with -sasl.password
+  -soak        instead of the above, a changing load for this long: every
+               30 s a new topic (3 partitions) with a consumer group reading
+               it, the oldest of more than three deleted with its group,
+               -rate records a second (default 1000) of -size bytes spread
+               over the live topics; every minute the gateway's RSS and
+               goroutines (-monitor=http://host:metricsPort) and the filer's
+               entries under /etc/kafka-gateway and /topics/kafka
+               (-filer=host:port) are printed, and the growth after the
+               first 10 minutes at the end
 
 franz-go's own TestClient_Produce workload (50 goroutines calling
 ProduceSync, 20,000 records of up to 1 KB, one partition):
@@ -122,6 +134,9 @@ func init() {
 	o.saslMechanism = f.String("sasl.mechanism", "", "log in with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
 	o.saslUser = f.String("sasl.user", "", "SASL user")
 	o.saslPassword = f.String("sasl.password", "", "SASL password")
+	o.soak = f.Duration("soak", 0, "instead: a changing load for this long (topics, producers and groups created and deleted), sampling the gateway's footprint")
+	o.monitor = f.String("monitor", "", "with -soak: base URL of the gateway's /metrics (http://host:metricsPort)")
+	o.filer = f.String("filer", "", "with -soak: host:port of the filer's HTTP, to count its entries")
 	o.maxBuffer = f.Int("maxbufferedbytes", 0, "the producer's MaxBufferedBytes (0: franz-go's default)")
 }
 
@@ -160,6 +175,16 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 	// conn are the options that reach the endpoint, for each client.
 	conn := func(more ...kgo.Opt) []kgo.Opt {
 		return append(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, security...), more...)
+	}
+	if *o.soak > 0 {
+		cancel()
+		ctx, cancel = context.WithTimeout(context.Background(), *o.soak+5*time.Minute)
+		defer cancel()
+		rate := *o.rate
+		if rate == 0 {
+			rate = 1000
+		}
+		return runSoak(ctx, conn, *o.soak, *o.monitor, *o.filer, rate, *o.size)
 	}
 	topic := *o.topic
 	if topic == "" {
