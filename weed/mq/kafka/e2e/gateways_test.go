@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -292,11 +293,13 @@ func TestGatewaysAgree(t *testing.T) {
 
 // failover runs an idempotent producer and a two-member consumer group on
 // three gateways while one gateway is killed (SIGKILL) and later started
-// again: the group's coordinator if coordinatorDies, otherwise one that
+// again, or (paused) stopped with SIGSTOP for 8 s, long enough for the
+// others to take over what it led, and then let go on with what it was
+// doing: the group's coordinator if coordinatorDies, otherwise one that
 // leads partitions but not the group. Every acknowledged record is stored
 // exactly once at dense offsets, the group consumes everything, and its
 // commits never go backwards nor past what was consumed.
-func failover(t *testing.T, coordinatorDies bool) {
+func failover(t *testing.T, coordinatorDies, paused bool) {
 	g := threeGateways(t)
 	const partitions = 6
 	topic := newTopic(t)
@@ -372,6 +375,15 @@ func failover(t *testing.T, coordinatorDies bool) {
 		kgo.RetryTimeout(2*time.Minute))
 	produced := produceIdempotent(t, cl, topic, partitions, 1200, func(<-chan struct{}) {
 		time.Sleep(time.Second)
+		if paused {
+			p := g.all()[victim]
+			t.Logf("SIGSTOP %s", p.addr)
+			p.signal(syscall.SIGSTOP)
+			time.Sleep(8 * time.Second)
+			t.Logf("SIGCONT %s", p.addr)
+			p.signal(syscall.SIGCONT)
+			return
+		}
 		g.all()[victim].kill()
 		time.Sleep(8 * time.Second)
 		if err := g.restart(victim); err != nil {
@@ -410,11 +422,18 @@ func failover(t *testing.T, coordinatorDies bool) {
 
 // TestGatewayKilled: a gateway leading partitions dies without a goodbye
 // and comes back.
-func TestGatewayKilled(t *testing.T) { failover(t, false) }
+func TestGatewayKilled(t *testing.T) { failover(t, false, false) }
 
 // TestGatewayCoordinatorKilled: the gateway coordinating the group dies
 // without a goodbye and comes back.
-func TestGatewayCoordinatorKilled(t *testing.T) { failover(t, true) }
+func TestGatewayCoordinatorKilled(t *testing.T) { failover(t, true, false) }
+
+// TestGatewayCoordinatorPaused: the gateway coordinating the group (and
+// leading partitions) stops for 8 s (SIGSTOP) while the others take its
+// group and partitions over, then goes on (SIGCONT) with what it had under
+// way, acting on what it owned before: no committed offset goes back, no
+// offset is written twice, no idempotent batch is stored twice.
+func TestGatewayCoordinatorPaused(t *testing.T) { failover(t, true, true) }
 
 // TestGatewaysTransactions: a consume-transform-produce session on three
 // gateways whose transaction coordinator, group coordinator and partition

@@ -141,6 +141,11 @@ func startProc(name, logPath string, args ...string) (*proc, error) {
 	return p, nil
 }
 
+// signal sends sig to the process (SIGSTOP and SIGCONT pause it).
+func (p *proc) signal(sig syscall.Signal) {
+	p.cmd.Process.Signal(sig) //nolint:errcheck // it may be gone
+}
+
 // stop sends SIGTERM and waits, killing the process after the timeout.
 func (p *proc) stop() {
 	if p == nil {
