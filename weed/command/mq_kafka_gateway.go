@@ -377,7 +377,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	peers := gateway.NewPeers(peerOpts)
 	markers := &gateway.Markers{Log: owned, Groups: groups, Members: members, Peers: peers}
 	txns := txn.New(txn.Options{Files: files, Log: markers, Groups: markers, Owner: owner(membership.TxnKey),
-		IDExpiration: retention(*o.txnIDExpiration, time.Millisecond)})
+		IDExpiration: retention(*o.txnIDExpiration, time.Millisecond), ViewEpoch: members.Epoch})
 	metrics.RegisterGroups(groups, func(ctx context.Context, topic string, partition int32) (int64, error) {
 		offs, err := backend.Offsets(ctx, topic, partition)
 		return offs.HighWatermark, err

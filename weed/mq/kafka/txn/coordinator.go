@@ -77,6 +77,11 @@ type Options struct {
 	// and since which term (state loaded in an earlier term is stale);
 	// nil: every id, always.
 	Owner func(id string) (term int64, ok bool)
+	// ViewEpoch is the cluster view's epoch, which changes when gateways
+	// come and go: the saved ids are listed again (to take over those
+	// that came here) for a while after it changes, not all the time.
+	// Nil: only now and then.
+	ViewEpoch func() int64
 }
 
 // Coordinator coordinates every transactional id.
@@ -154,8 +159,13 @@ func (c *Coordinator) Start() {
 			case <-time.After(2 * time.Second):
 			}
 		}
-		sweep := time.NewTicker(500 * time.Millisecond)
+		sweep := time.NewTicker(sweepEvery)
 		defer sweep.Stop()
+		var epoch int64
+		if c.opts.ViewEpoch != nil {
+			epoch = c.opts.ViewEpoch()
+		}
+		viewChanged, listed := time.Time{}, time.Now()
 		expire := time.NewTicker(c.opts.ExpiryCheck)
 		defer expire.Stop()
 		for n := 1; ; n++ {
@@ -172,19 +182,43 @@ func (c *Coordinator) Start() {
 			}
 			metrics.Guard("TxnSweep", func() { //nolint:errcheck // logged and counted; the next round tries again
 				c.sweep()
-				if n%reloadEvery == 0 {
+				if n%reloadEvery != 0 {
+					return
+				}
+				if c.opts.ViewEpoch != nil {
+					if e := c.opts.ViewEpoch(); e != epoch {
+						epoch, viewChanged = e, time.Now()
+					}
+				}
+				// Ids taken over are served once the new view has
+				// settled: they are listed until a while after.
+				if time.Since(viewChanged) < relistAfterViewChange || time.Since(listed) > relistEvery {
 					if err := c.load(); err != nil {
 						glog.Warningf("kafka transactions: %v", err)
 					}
-					c.retryUnfinished()
+					listed = time.Now()
 				}
+				c.retryUnfinished()
 			})
 		}
 	}()
 }
 
-// reloadEvery is how many sweeps pass between listings of the saved ids.
+// sweepEvery is how often ids whose ownership ended are dropped; a
+// variable for tests.
+var sweepEvery = 500 * time.Millisecond
+
+// reloadEvery is how many sweeps pass between looks at the view (and the
+// retries of unfinished transactions).
 const reloadEvery = 6
+
+// The saved ids are listed again, with several gateways, for
+// relistAfterViewChange after the view changes (past its settle time), and
+// at least every relistEvery: a listing reads every id's state.
+const (
+	relistAfterViewChange = 10 * time.Second
+	relistEvery           = time.Minute
+)
 
 // ExpireIDs removes the transactional ids this gateway coordinates that
 // have no transaction going on (Empty, CompleteCommit, CompleteAbort) and

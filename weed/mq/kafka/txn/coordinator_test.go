@@ -19,8 +19,9 @@ import (
 // fakes: files in memory, a log that records markers, groups that record
 // commits.
 type memFiles struct {
-	mu    sync.Mutex
-	files map[string][]byte
+	mu       sync.Mutex
+	files    map[string][]byte
+	listings int
 }
 
 func (m *memFiles) ReadFile(_ context.Context, dir, name string) ([]byte, error) {
@@ -43,6 +44,7 @@ func (m *memFiles) WriteFile(_ context.Context, dir, name string, data []byte) e
 func (m *memFiles) ListFiles(_ context.Context, dir string) ([]offset.File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.listings++
 	var out []offset.File
 	for p, d := range m.files {
 		if name, ok := strings.CutPrefix(p, dir+"/"); ok && !strings.Contains(name, "/") {
@@ -356,5 +358,67 @@ func TestTransactionalIDsExpire(t *testing.T) {
 	}
 	if _, epoch, e := c2.InitProducerID(ctx, "idle", time.Minute, -1, -1); e != nil || epoch != 0 {
 		t.Fatalf("init of the expired id: epoch %d, %v", epoch, e)
+	}
+}
+
+// With several gateways the saved ids are listed again (each listing reads
+// every id's state) after the cluster's view changes, to take over the ids
+// that came, not every 3 s as they were.
+func TestIDsListedWhenTheViewChanges(t *testing.T) {
+	defer func(d time.Duration) { sweepEvery = d }(sweepEvery)
+	sweepEvery = 5 * time.Millisecond
+	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{}
+	var mu sync.Mutex
+	owner, epoch := 0, int64(1)
+	owns := func(i int) func(string) (int64, bool) {
+		return func(string) (int64, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			return epoch, owner == i
+		}
+	}
+	viewEpoch := func() int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return epoch
+	}
+	var cs []*Coordinator
+	for i := 0; i < 2; i++ {
+		c := New(Options{Files: files, Log: log, Groups: groups, Owner: owns(i), ViewEpoch: viewEpoch})
+		c.Start()
+		t.Cleanup(c.Close)
+		for _, kerrr := c.List(); kerrr != nil; _, kerrr = c.List() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cs = append(cs, c)
+	}
+	if _, _, e := cs[0].InitProducerID(context.Background(), "moving", time.Minute, -1, -1); e != nil {
+		t.Fatal(e)
+	}
+	files.mu.Lock()
+	before := files.listings
+	files.mu.Unlock()
+	time.Sleep(300 * time.Millisecond) // 10 looks at the view
+	files.mu.Lock()
+	after := files.listings
+	files.mu.Unlock()
+	if after != before {
+		t.Fatalf("%d listings in 300 ms with the view unchanged", after-before)
+	}
+	// The id moves with a new view: the gateway it came to lists it
+	// without being asked.
+	mu.Lock()
+	owner, epoch = 1, epoch+1
+	mu.Unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		all, _ := cs[1].List()
+		if len(all) == 1 && all[0].ID == "moving" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the id taken over is not listed: %+v", all)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
