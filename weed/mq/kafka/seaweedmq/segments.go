@@ -63,10 +63,32 @@ func (s segment) key(dir string) string {
 
 // segmentListing is a partition's segments as last listed.
 type segmentListing struct {
-	dir        string
-	segs       []segment
+	dir  string
+	segs []segment
+	// reach[i] is the highest offset_max of segs[:i+1], MaxInt64 once one
+	// of them has none: a read from an offset above reach[i] needs none of
+	// those segments, so it finds where to start by binary search.
+	reach      []int64
 	listed     time.Time
 	fullListed time.Time
+}
+
+// index fills reach.
+func (l *segmentListing) index() {
+	l.reach = make([]int64, len(l.segs))
+	r := int64(-1)
+	for i, s := range l.segs {
+		if s.maxOffset < 0 {
+			r = math.MaxInt64
+		}
+		r = max(r, s.maxOffset)
+		l.reach[i] = r
+	}
+}
+
+// from is the first segment a read from offset needs.
+func (l *segmentListing) from(offset int64) int {
+	return sort.Search(len(l.reach), func(i int) bool { return l.reach[i] >= offset })
 }
 
 // flushedState is what the filer holds for a partition.
@@ -158,15 +180,23 @@ func (c *Client) flushed(ctx context.Context, dir string, force bool) (*flushedS
 		if err != nil {
 			return nil, err
 		}
+		if listing.segs[n-1].maxOffset < 0 {
+			listing.segs[n-1].maxOffset = end - 1 // read now: known
+		}
 		// An earlier segment may end higher if a later flush wrote a
 		// stale range; never report less than any segment holds.
-		for _, s := range listing.segs[:n-1] {
+		for i, s := range listing.segs[:n-1] {
 			if s.maxOffset+1 <= end && s.maxOffset >= 0 {
 				continue
 			}
 			e, err := c.segmentEnd(ctx, dir, s)
 			if err != nil {
 				return nil, err
+			}
+			if s.maxOffset < 0 {
+				// Read now (the first segment has no offset_max):
+				// known, so reads past it skip it.
+				listing.segs[i].maxOffset = e - 1
 			}
 			end = max(end, e)
 		}
@@ -179,6 +209,7 @@ func (c *Client) flushed(ctx context.Context, dir string, force bool) (*flushedS
 			st.start = first.entries[0].Offset
 		}
 	}
+	listing.index()
 	c.segs.mu.Lock()
 	c.segs.listings[dir] = st
 	c.segs.mu.Unlock()
@@ -317,7 +348,7 @@ func (c *Client) readFlushed(ctx context.Context, st *flushedState, offset int64
 	var out []*filer_pb.LogEntry
 	size := 0
 	next := offset
-	for _, s := range st.listing.segs {
+	for _, s := range st.listing.segs[st.listing.from(offset):] {
 		if s.maxOffset >= 0 && s.maxOffset < next {
 			continue
 		}

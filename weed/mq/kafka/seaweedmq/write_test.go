@@ -49,3 +49,25 @@ func TestTopicIDStable(t *testing.T) {
 		t.Fatal("different topics share an id")
 	}
 }
+
+// A read finds the first segment it needs by binary search over the
+// highest offset_max so far: it once looked at every segment of the
+// partition, months of them, on each fetch.
+func TestSegmentListingIndex(t *testing.T) {
+	l := &segmentListing{}
+	for _, m := range []int64{99, 199, 299, 150, 399, -1, 599} {
+		l.segs = append(l.segs, segment{maxOffset: m})
+	}
+	l.index()
+	for _, c := range []struct {
+		offset int64
+		want   int
+	}{{0, 0}, {99, 0}, {100, 1}, {250, 2}, {300, 4}, {400, 5}, {5000, 5}} {
+		if got := l.from(c.offset); got != c.want {
+			t.Errorf("a read from offset %d starts at segment %d, want %d", c.offset, got, c.want)
+		}
+	}
+	if got := (&segmentListing{}).from(7); got != 0 {
+		t.Errorf("no segments: %d", got)
+	}
+}
