@@ -58,6 +58,9 @@ func (i instrumented) DeleteTopic(ctx context.Context, name string) error {
 	start := time.Now()
 	err := i.b.DeleteTopic(ctx, name)
 	observe("DeleteTopic", start, ignoreKafka(err))
+	if err == nil {
+		metrics.ForgetTopic(name)
+	}
 	return err
 }
 

@@ -107,6 +107,21 @@ func (o *Owned) lead(topic string, index int32) error {
 	return nil
 }
 
+// DeleteTopic deletes the topic and forgets its partitions' terms.
+func (o *Owned) DeleteTopic(ctx context.Context, topic string) error {
+	err := o.Backend.DeleteTopic(ctx, topic)
+	if err == nil {
+		o.mu.Lock()
+		for p := range o.terms {
+			if p.topic == topic {
+				delete(o.terms, p)
+			}
+		}
+		o.mu.Unlock()
+	}
+	return err
+}
+
 func (o *Owned) DeleteRecords(ctx context.Context, topic string, partition int32, before int64) (int64, error) {
 	if err := o.lead(topic, partition); err != nil {
 		return -1, err

@@ -464,6 +464,7 @@ func (c *Coordinator) DeleteGroup(ctx context.Context, name string) *kerr.Error 
 		g.state = Dead
 		glog.V(0).Infof("kafka group %s: deleted", g.name)
 		c.forget(g)
+		metrics.ForgetGroup(g.name)
 		return nil
 	})
 	if err != nil {

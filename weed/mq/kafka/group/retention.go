@@ -8,6 +8,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
@@ -137,6 +138,7 @@ func (c *Coordinator) expireGroup(ctx context.Context, g *group, now time.Time) 
 		g.state = Dead
 		glog.V(1).Infof("kafka group %s: removed, empty and without offsets", g.name)
 		c.forget(g)
+		metrics.ForgetGroup(g.name)
 		return outcome{removed: n, gone: true}
 	})
 	if err != nil {

@@ -191,7 +191,26 @@ func (l *labels) value(v string) string {
 	return v
 }
 
+func (l *labels) forget(v string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.seen, v)
+}
+
 var topics, groups labels
+
+// ForgetTopic drops a deleted topic's series and its label value, so that
+// topics created and deleted all along neither keep their series nor use
+// up the label values others would get.
+func ForgetTopic(name string) {
+	topics.forget(name)
+	for _, v := range []*prometheus.CounterVec{MessagesIn, BytesIn, MessagesOut, BytesOut, RecordsSkipped} {
+		v.DeleteLabelValues(name)
+	}
+}
+
+// ForgetGroup drops a deleted group's label value.
+func ForgetGroup(name string) { groups.forget(name) }
 
 // Topic is the label value for a topic.
 func Topic(name string) string { return topics.value(name) }

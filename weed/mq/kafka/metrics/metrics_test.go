@@ -79,3 +79,24 @@ func TestGroupMetricsOverflow(t *testing.T) {
 		t.Fatalf("%d member series, %v members under other", series, otherMembers)
 	}
 }
+
+// A deleted topic's series go, and its label value is free for another:
+// topics created and deleted all along once kept every series and used up
+// the 1,000 label values.
+func TestForgetTopic(t *testing.T) {
+	MessagesIn.WithLabelValues(Topic("forgotten")).Add(3)
+	if n := testutil.CollectAndCount(MessagesIn); n == 0 {
+		t.Fatal("no series")
+	}
+	before := testutil.CollectAndCount(MessagesIn)
+	ForgetTopic("forgotten")
+	if n := testutil.CollectAndCount(MessagesIn); n != before-1 {
+		t.Fatalf("%d series after forgetting, want %d", n, before-1)
+	}
+	topics.mu.Lock()
+	_, kept := topics.seen["forgotten"]
+	topics.mu.Unlock()
+	if kept {
+		t.Fatal("the label value is still taken")
+	}
+}

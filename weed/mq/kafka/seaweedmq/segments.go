@@ -128,6 +128,31 @@ func (ss *segmentStore) init() {
 	ss.ends = map[string]int64{}
 }
 
+// forget drops the listings and decoded segments of the partitions under
+// prefix (a deleted topic's directory).
+func (ss *segmentStore) forget(prefix string) {
+	ss.mu.Lock()
+	for dir := range ss.listings {
+		if strings.HasPrefix(dir, prefix) {
+			delete(ss.listings, dir)
+		}
+	}
+	ss.mu.Unlock()
+	ss.cacheMu.Lock()
+	defer ss.cacheMu.Unlock()
+	for key, el := range ss.byKey {
+		if strings.HasPrefix(key, prefix) {
+			ss.bytes -= ss.lru.Remove(el).(*decodedSegment).bytes
+			delete(ss.byKey, key)
+		}
+	}
+	for key := range ss.ends {
+		if strings.HasPrefix(key, prefix) {
+			delete(ss.ends, key)
+		}
+	}
+}
+
 // partitionDir is where a partition's data lives in the filer.
 func partitionDir(topicName string, a *mq_pb.BrokerPartitionAssignment) string {
 	return topic.PartitionDir(topic.Topic{Namespace: Namespace, Name: topicName}, topic.FromPbPartition(a.Partition))

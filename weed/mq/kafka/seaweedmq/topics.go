@@ -420,6 +420,7 @@ func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 	}
 	c.parts.closeTopic(name)
 	dir := topic.Topic{Namespace: Namespace, Name: name}.Dir()
+	c.segs.forget(dir + "/")
 	parent, base := dir[:len(dir)-len(name)-1], name
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		if err := filer_pb.DoRemove(ctx, fc, parent, base, true, true, true, false, nil); err != nil {

@@ -71,3 +71,21 @@ func TestSegmentListingIndex(t *testing.T) {
 		t.Errorf("no segments: %d", got)
 	}
 }
+
+// A deleted topic's segment listings and decoded segments are dropped:
+// they stayed in memory for every topic ever read.
+func TestSegmentStoreForget(t *testing.T) {
+	var ss segmentStore
+	ss.init()
+	for _, dir := range []string{"/topics/kafka/gone/v1/0000-1260", "/topics/kafka/gone/v1/1260-2520", "/topics/kafka/kept/v1/0000-2520"} {
+		ss.listings[dir] = &flushedState{listing: &segmentListing{dir: dir}}
+		key := dir + "/seg@10"
+		ss.byKey[key] = ss.lru.PushFront(&decodedSegment{key: key, bytes: 100})
+		ss.bytes += 100
+		ss.ends[key] = 5
+	}
+	ss.forget("/topics/kafka/gone/")
+	if len(ss.listings) != 1 || ss.listings["/topics/kafka/kept/v1/0000-2520"] == nil || len(ss.byKey) != 1 || ss.lru.Len() != 1 || ss.bytes != 100 || len(ss.ends) != 1 {
+		t.Fatalf("after forgetting: %d listings, %d decoded (%d in the LRU, %d bytes), %d ends", len(ss.listings), len(ss.byKey), ss.lru.Len(), ss.bytes, len(ss.ends))
+	}
+}
