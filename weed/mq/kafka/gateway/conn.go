@@ -353,9 +353,18 @@ func (c *conn) writeLoop() {
 			continue
 		}
 		metrics.CountErrors(p.api, resp)
-		buf = protocol.AppendResponse(buf[:0], p.correlationID, resp)
-		if _, err := w.Write(buf); err != nil {
-			c.close(err)
+		// A fetch's record batches are written as they are, not
+		// copied into the frame first.
+		pieces := protocol.ResponseFrame(buf[:0], p.correlationID, resp)
+		buf = pieces[0]
+		var werr error
+		for _, piece := range pieces {
+			if _, werr = w.Write(piece); werr != nil {
+				break
+			}
+		}
+		if werr != nil {
+			c.close(werr)
 			continue
 		}
 		if len(c.replies) == 0 {
