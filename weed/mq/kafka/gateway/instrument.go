@@ -172,9 +172,32 @@ func ignoreKafka(err error) error {
 
 // InstrumentFiles wraps the filer's small files (offsets, group and
 // transaction states) the same way.
-func InstrumentFiles(f offset.Files) offset.Files { return instrumentedFiles{f} }
+func InstrumentFiles(f offset.VersionedFiles) offset.VersionedFiles { return instrumentedFiles{f} }
 
-type instrumentedFiles struct{ f offset.Files }
+type instrumentedFiles struct{ f offset.VersionedFiles }
+
+func (i instrumentedFiles) ReadFileVersion(ctx context.Context, dir, name string) ([]byte, string, error) {
+	start := time.Now()
+	d, v, err := i.f.ReadFileVersion(ctx, dir, name)
+	observe("FilerRead", start, ignoreMissing(err))
+	return d, v, err
+}
+
+func (i instrumentedFiles) WriteFileIf(ctx context.Context, dir, name string, data []byte, version string) (string, error) {
+	start := time.Now()
+	v, err := i.f.WriteFileIf(ctx, dir, name, data, version)
+	observe("FilerWrite", start, ignoreChanged(err))
+	return v, err
+}
+
+// ignoreChanged keeps the failures of SeaweedFS: a conditional write
+// refused because another gateway wrote the file is not one.
+func ignoreChanged(err error) error {
+	if errors.Is(err, offset.ErrChanged) {
+		return nil
+	}
+	return err
+}
 
 func (i instrumentedFiles) ReadFile(ctx context.Context, dir, name string) ([]byte, error) {
 	start := time.Now()

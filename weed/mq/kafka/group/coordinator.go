@@ -196,7 +196,7 @@ func (c *Coordinator) lookup(ctx context.Context, name string, create bool) (*gr
 	if g != nil {
 		return g, nil
 	}
-	data, err := c.opts.Store.LoadState(ctx, name)
+	data, version, err := c.opts.Store.LoadState(ctx, name)
 	if err != nil {
 		glog.Warningf("kafka group %s: %v", name, err)
 		return nil, kerr.CoordinatorLoadInProgress
@@ -221,6 +221,7 @@ func (c *Coordinator) lookup(ctx context.Context, name string, create bool) (*gr
 			g.term = term
 		}
 	}
+	g.version = version // the next save replaces what was read
 	c.groups[name] = g
 	c.wg.Add(1)
 	go g.manage()

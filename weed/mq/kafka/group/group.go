@@ -51,6 +51,7 @@ type group struct {
 	static       map[string]string // group.instance.id -> member id
 	pending      map[string]uint64 // member ids handed out with MEMBER_ID_REQUIRED -> expiry seq
 	saved        bool              // a state file exists
+	version      string            // of the state file, as loaded or saved
 	// emptySince is when the group last became Empty (zero: unknown, in
 	// a state saved before it was kept): its offsets expire
 	// offsets.retention.minutes after it.
@@ -267,11 +268,22 @@ func (g *group) save() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
 	defer cancel()
-	if err := g.c.opts.Store.SaveState(ctx, g.name, data); err != nil {
+	version, err := g.c.opts.Store.SaveState(ctx, g.name, data, g.version)
+	if errors.Is(err, offset.ErrChanged) {
+		// Another gateway saved the group since this one loaded it: this
+		// copy is stale (the group moved while this gateway was paused
+		// or slow). It is dropped, and read afresh if it comes back.
+		glog.Warningf("kafka group %s: saved by another gateway since loaded here; dropping this copy", g.name)
+		g.c.mu.Lock()
+		g.c.unloadLocked(g)
+		g.c.mu.Unlock()
+		return kerr.NotCoordinator
+	}
+	if err != nil {
 		glog.Warningf("kafka group %s: %v", g.name, err)
 		return err
 	}
-	g.saved = true
+	g.saved, g.version = true, version
 	return nil
 }
 

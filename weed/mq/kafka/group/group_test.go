@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
 	"strings"
@@ -18,8 +19,46 @@ import (
 
 // memFiles is an in-memory offset.Files for these tests.
 type memFiles struct {
-	mu    sync.Mutex
-	files map[string][]byte // full path -> content
+	mu       sync.Mutex
+	files    map[string][]byte // full path -> content
+	versions map[string]int    // bumped by every write
+}
+
+func (m *memFiles) versionLocked(p string) string {
+	if _, ok := m.files[p]; !ok {
+		return ""
+	}
+	return fmt.Sprint("v", m.versions[p])
+}
+
+func (m *memFiles) ReadFileVersion(_ context.Context, dir, name string) ([]byte, string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := path.Join(dir, name)
+	d, ok := m.files[p]
+	if !ok {
+		return nil, "", fs.ErrNotExist
+	}
+	return d, m.versionLocked(p), nil
+}
+
+func (m *memFiles) WriteFileIf(_ context.Context, dir, name string, data []byte, version string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := path.Join(dir, name)
+	if m.versionLocked(p) != version {
+		return "", offset.ErrChanged
+	}
+	m.writeLocked(p, data)
+	return m.versionLocked(p), nil
+}
+
+func (m *memFiles) writeLocked(p string, data []byte) {
+	if m.versions == nil {
+		m.versions = map[string]int{}
+	}
+	m.versions[p]++
+	m.files[p] = append([]byte(nil), data...)
 }
 
 func (m *memFiles) ReadFile(_ context.Context, dir, name string) ([]byte, error) {
@@ -35,7 +74,7 @@ func (m *memFiles) ReadFile(_ context.Context, dir, name string) ([]byte, error)
 func (m *memFiles) WriteFile(_ context.Context, dir, name string, data []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.files[path.Join(dir, name)] = append([]byte(nil), data...)
+	m.writeLocked(path.Join(dir, name), data)
 	return nil
 }
 
@@ -56,7 +95,7 @@ func (m *memFiles) ListFiles(_ context.Context, dir string) ([]offset.File, erro
 		seen[name] = true
 		f := offset.File{Name: name, Dir: isDir}
 		if !isDir {
-			f.Data = d
+			f.Data, f.Version = d, m.versionLocked(p)
 		}
 		out = append(out, f)
 	}

@@ -6,6 +6,7 @@ package group
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -120,6 +121,16 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, name string, who Commit
 		}
 		if ke, ok := err.(*kerr.Error); ok {
 			return ke
+		}
+		if errors.Is(err, offset.ErrChanged) {
+			// Another gateway wrote the group's offsets: it coordinates
+			// the group now, or this copy is stale. Dropped, read afresh
+			// if it comes back here.
+			glog.Warningf("kafka group %s: offsets written by another gateway since loaded here; dropping this copy", name)
+			c.mu.Lock()
+			c.unloadLocked(g)
+			c.mu.Unlock()
+			return kerr.NotCoordinator
 		}
 		glog.Warningf("kafka group %s: commit failed: %v", name, err)
 		return kerr.CoordinatorNotAvailable

@@ -40,6 +40,9 @@ type File struct {
 	Name string
 	Dir  bool
 	Data []byte
+	// Version is the file's version, as VersionedFiles.WriteFileIf takes
+	// it (empty for a directory).
+	Version string
 }
 
 // Files is the small-file storage the store keeps its state in: the
@@ -50,6 +53,25 @@ type Files interface {
 	ListFiles(ctx context.Context, dir string) ([]File, error)
 	Remove(ctx context.Context, dir, name string) error
 }
+
+// VersionedFiles are Files whose writes can be conditional: what only one
+// gateway may write (a group's offsets and state, a transactional id's
+// state) is written only if the file is still at the version its writer
+// last read or wrote. A gateway that lost a group, paused or slow, and acts
+// on what it held then, cannot overwrite what the group's new coordinator
+// wrote since (the filer checks, atomically with the write).
+type VersionedFiles interface {
+	Files
+	// ReadFileVersion is ReadFile with the file's version.
+	ReadFileVersion(ctx context.Context, dir, name string) ([]byte, string, error)
+	// WriteFileIf writes the file if it is at version ("": if it does
+	// not exist) and returns its new version; ErrChanged if it is not.
+	WriteFileIf(ctx context.Context, dir, name string, data []byte, version string) (string, error)
+}
+
+// ErrChanged is a conditional write's refusal: the file changed since its
+// writer read it (another gateway wrote it).
+var ErrChanged = errors.New("changed since it was read")
 
 // Committed is one partition's committed offset.
 type Committed struct {
@@ -79,7 +101,7 @@ func (t Topics) Clone() Topics {
 
 // Store is the filer-backed store of every group's offsets and state.
 type Store struct {
-	files Files
+	files VersionedFiles
 	dir   string
 
 	mu     sync.Mutex
@@ -87,7 +109,7 @@ type Store struct {
 }
 
 // NewStore returns a store keeping its files under Dir in files.
-func NewStore(files Files) *Store {
+func NewStore(files VersionedFiles) *Store {
 	return &Store{files: files, dir: Dir, groups: map[string]*groupOffsets{}}
 }
 
@@ -99,13 +121,17 @@ type groupOffsets struct {
 	loadMu sync.Mutex
 	loaded bool
 
-	mu      sync.Mutex
-	durable Topics   // what the filer holds
-	queue   []*write // accepted, not yet written
+	mu       sync.Mutex
+	durable  Topics            // what the filer holds
+	versions map[string]string // of each topic's file, as read or written
+	queue    []*write          // accepted, not yet written
 	writing bool
 	// forgotten: dropped from the store once its writes are done
 	// (Forget while they were going on).
 	forgotten atomic.Bool
+	// stale: another gateway wrote the offsets since they were read;
+	// every write fails until the group is forgotten.
+	stale atomic.Bool
 }
 
 // write is one accepted change: offsets to set and partitions to drop.
@@ -138,7 +164,7 @@ func (s *Store) load(ctx context.Context, g *groupOffsets) error {
 	if err != nil {
 		return fmt.Errorf("loading offsets of group %q: %w", g.name, err)
 	}
-	durable := Topics{}
+	durable, versions := Topics{}, map[string]string{}
 	for _, f := range files {
 		if f.Dir {
 			continue
@@ -151,10 +177,10 @@ func (s *Store) load(ctx context.Context, g *groupOffsets) error {
 		if err := json.Unmarshal(f.Data, &parts); err != nil {
 			return fmt.Errorf("offsets of group %q topic %q: %w", g.name, topic, err)
 		}
-		durable[topic] = parts
+		durable[topic], versions[topic] = parts, f.Version
 	}
 	g.mu.Lock()
-	g.durable = durable
+	g.durable, g.versions = durable, versions
 	g.mu.Unlock()
 	g.loaded = true
 	return nil
@@ -251,7 +277,12 @@ func (s *Store) drain(g *groupOffsets) {
 
 		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 		// A panic fails the batch's commits; their clients retry them.
-		err := metrics.Try("OffsetWrite", func() error { return s.writeBatch(ctx, g, batch) })
+		err := metrics.Try("OffsetWrite", func() error {
+			if g.stale.Load() {
+				return fmt.Errorf("offsets of group %q: %w", g.name, ErrChanged)
+			}
+			return s.writeBatch(ctx, g, batch)
+		})
 		cancel()
 		for _, w := range batch {
 			w.done <- err
@@ -295,14 +326,31 @@ func (s *Store) writeBatch(ctx context.Context, g *groupOffsets, batch []*write)
 	for _, topic := range slices.Sorted(maps.Keys(next)) {
 		parts := next[topic]
 		var err error
+		if g.stale.Load() {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("writing offsets of group %q: %w", g.name, ErrChanged)
+			}
+			continue
+		}
+		var version string
 		if len(parts) == 0 {
 			err = s.files.Remove(ctx, dir, Escape(topic))
 		} else {
 			var data []byte
 			data, err = json.Marshal(parts)
 			if err == nil {
-				err = s.files.WriteFile(ctx, dir, Escape(topic), data)
+				g.mu.Lock()
+				was := g.versions[topic]
+				g.mu.Unlock()
+				version, err = s.files.WriteFileIf(ctx, dir, Escape(topic), data, was)
 			}
+		}
+		if errors.Is(err, ErrChanged) {
+			// Another gateway wrote the group's offsets: what this one
+			// holds of them, and the commits it accepted, are stale.
+			// They all fail (clients retry them where the group is
+			// coordinated now); the group is read afresh once forgotten.
+			g.stale.Store(true)
 		}
 		if err != nil {
 			if firstErr == nil {
@@ -313,33 +361,38 @@ func (s *Store) writeBatch(ctx context.Context, g *groupOffsets, batch []*write)
 		g.mu.Lock()
 		if len(parts) == 0 {
 			delete(g.durable, topic)
+			delete(g.versions, topic)
 		} else {
-			g.durable[topic] = parts
+			g.durable[topic], g.versions[topic] = parts, version
 		}
 		g.mu.Unlock()
 	}
 	return firstErr
 }
 
-// LoadState returns the group's saved state, or nil if it has none.
-func (s *Store) LoadState(ctx context.Context, group string) ([]byte, error) {
-	data, err := s.files.ReadFile(ctx, s.dir, Escape(group)+groupSuffix)
+// LoadState returns the group's saved state, or nil if it has none, with
+// its version.
+func (s *Store) LoadState(ctx context.Context, group string) ([]byte, string, error) {
+	data, version, err := s.files.ReadFileVersion(ctx, s.dir, Escape(group)+groupSuffix)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("loading state of group %q: %w", group, err)
+		return nil, "", fmt.Errorf("loading state of group %q: %w", group, err)
 	}
-	return data, nil
+	return data, version, nil
 }
 
-// SaveState writes the group's state, replacing what was saved. The state
+// SaveState writes the group's state if the saved one is still at version
+// (the one loaded or saved last; "" for none), replacing it, and returns
+// the new version; ErrChanged if another gateway saved it since. The state
 // is JSON with the group's name in a "group" field.
-func (s *Store) SaveState(ctx context.Context, group string, state []byte) error {
-	if err := s.files.WriteFile(ctx, s.dir, Escape(group)+groupSuffix, state); err != nil {
-		return fmt.Errorf("saving state of group %q: %w", group, err)
+func (s *Store) SaveState(ctx context.Context, group string, state []byte, version string) (string, error) {
+	version, err := s.files.WriteFileIf(ctx, s.dir, Escape(group)+groupSuffix, state, version)
+	if err != nil {
+		return "", fmt.Errorf("saving state of group %q: %w", group, err)
 	}
-	return nil
+	return version, nil
 }
 
 // States lists every saved group with its state.

@@ -2,6 +2,8 @@ package offset
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"encoding/json"
 	"io/fs"
 	"path"
@@ -12,10 +14,52 @@ import (
 
 // memFiles is an in-memory Files that counts writes.
 type memFiles struct {
-	mu     sync.Mutex
-	files  map[string][]byte
-	writes int
-	gate   chan struct{} // if set, each write waits for it
+	mu       sync.Mutex
+	files    map[string][]byte
+	versions map[string]int // bumped by every write
+	writes   int
+	gate     chan struct{} // if set, each write waits for it
+}
+
+func (m *memFiles) versionLocked(p string) string {
+	if _, ok := m.files[p]; !ok {
+		return ""
+	}
+	return fmt.Sprint("v", m.versions[p])
+}
+
+func (m *memFiles) ReadFileVersion(_ context.Context, dir, name string) ([]byte, string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := path.Join(dir, name)
+	d, ok := m.files[p]
+	if !ok {
+		return nil, "", fs.ErrNotExist
+	}
+	return d, m.versionLocked(p), nil
+}
+
+func (m *memFiles) WriteFileIf(ctx context.Context, dir, name string, data []byte, version string) (string, error) {
+	if m.gate != nil {
+		<-m.gate
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := path.Join(dir, name)
+	if m.versionLocked(p) != version {
+		return "", ErrChanged
+	}
+	m.writeLocked(p, data)
+	return m.versionLocked(p), nil
+}
+
+func (m *memFiles) writeLocked(p string, data []byte) {
+	if m.versions == nil {
+		m.versions = map[string]int{}
+	}
+	m.writes++
+	m.versions[p]++
+	m.files[p] = append([]byte(nil), data...)
 }
 
 func (m *memFiles) ReadFile(_ context.Context, dir, name string) ([]byte, error) {
@@ -34,8 +78,7 @@ func (m *memFiles) WriteFile(_ context.Context, dir, name string, data []byte) e
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.writes++
-	m.files[path.Join(dir, name)] = append([]byte(nil), data...)
+	m.writeLocked(path.Join(dir, name), data)
 	return nil
 }
 
@@ -52,7 +95,11 @@ func (m *memFiles) ListFiles(_ context.Context, dir string) ([]File, error) {
 		name, _, isDir := strings.Cut(rest, "/")
 		if !seen[name] {
 			seen[name] = true
-			out = append(out, File{Name: name, Dir: isDir, Data: map[bool][]byte{false: d}[isDir]})
+			f := File{Name: name, Dir: isDir}
+			if !isDir {
+				f.Data, f.Version = d, m.versionLocked(p)
+			}
+			out = append(out, f)
 		}
 	}
 	return out, nil
@@ -143,7 +190,7 @@ func TestStatesByName(t *testing.T) {
 	long := strings.Repeat("g", 300)
 	for _, name := range []string{"a/b", long} {
 		data, _ := json.Marshal(map[string]string{"group": name})
-		if err := s.SaveState(context.Background(), name, data); err != nil {
+		if _, err := s.SaveState(context.Background(), name, data, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -194,12 +241,12 @@ type panicOnce struct {
 	panicked bool
 }
 
-func (p *panicOnce) WriteFile(ctx context.Context, dir, name string, data []byte) error {
+func (p *panicOnce) WriteFileIf(ctx context.Context, dir, name string, data []byte, version string) (string, error) {
 	if !p.panicked {
 		p.panicked = true
 		panic("a bug under the offset writer")
 	}
-	return p.memFiles.WriteFile(ctx, dir, name, data)
+	return p.memFiles.WriteFileIf(ctx, dir, name, data, version)
 }
 
 // A panic while writing commits fails those commits (their clients retry)
@@ -216,5 +263,50 @@ func TestWritePanicFailsOnlyItsCommits(t *testing.T) {
 	got, err := NewStore(files).Fetch(context.Background(), "g", nil)
 	if err != nil || got["t"][0].Offset != 6 {
 		t.Fatalf("offsets read back: %v %v", got, err)
+	}
+}
+
+// A gateway whose copy of a group's offsets is stale (another gateway wrote
+// them since it read them: it paused, and the group moved) cannot write
+// over them: its commits fail, those it queued too, until it reads them
+// again. Its late writes once took committed offsets back.
+func TestStaleWritesRefused(t *testing.T) {
+	files := &memFiles{files: map[string][]byte{}}
+	old := NewStore(files)
+	if err := <-old.Commit("g", Topics{"t": {0: {Offset: 10}}}); err != nil {
+		t.Fatal(err)
+	}
+	// The group moves: its new coordinator reads and commits.
+	moved := NewStore(files)
+	if err := <-moved.Commit("g", Topics{"t": {0: {Offset: 50}}}); err != nil {
+		t.Fatal(err)
+	}
+	// The old one goes on with what it had accepted.
+	if err := <-old.Commit("g", Topics{"t": {0: {Offset: 20}}}); !errors.Is(err, ErrChanged) {
+		t.Fatalf("a late commit on the old coordinator: %v, want ErrChanged", err)
+	}
+	if err := <-old.Commit("g", Topics{"u": {0: {Offset: 1}}}); !errors.Is(err, ErrChanged) {
+		t.Fatalf("a later commit there, to another topic: %v, want ErrChanged", err)
+	}
+	got, err := NewStore(files).Fetch(context.Background(), "g", nil)
+	if err != nil || got["t"][0].Offset != 50 || got["u"] != nil {
+		t.Fatalf("offsets in the filer: %v %v, want t/0 at 50 only", got, err)
+	}
+	// Once it reads them again (the group came back), it commits.
+	old.Forget("g")
+	if err := <-old.Commit("g", Topics{"t": {0: {Offset: 60}}}); err != nil {
+		t.Fatalf("a commit after reading again: %v", err)
+	}
+	// A group's state the same way.
+	v1, err := old.SaveState(context.Background(), "g", []byte(`{"group":"g"}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, v2, _ := moved.LoadState(context.Background(), "g")
+	if _, err := moved.SaveState(context.Background(), "g", []byte(`{"group":"g","generation":2}`), v2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.SaveState(context.Background(), "g", []byte(`{"group":"g","generation":1}`), v1); !errors.Is(err, ErrChanged) {
+		t.Fatalf("a stale state save: %v, want ErrChanged", err)
 	}
 }

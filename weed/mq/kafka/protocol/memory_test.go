@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"io/fs"
 	"maps"
 	"path"
@@ -297,8 +298,46 @@ func (b *memBackend) Producers(context.Context, string, int32) ([]ProducerInfo, 
 // memFiles is an in-memory offset.Files: the filer of the group and
 // transaction coordinators in handler tests.
 type memFiles struct {
-	mu    sync.Mutex
-	files map[string][]byte
+	mu       sync.Mutex
+	files    map[string][]byte
+	versions map[string]int // bumped by every write
+}
+
+func (m *memFiles) versionLocked(p string) string {
+	if _, ok := m.files[p]; !ok {
+		return ""
+	}
+	return fmt.Sprint("v", m.versions[p])
+}
+
+func (m *memFiles) ReadFileVersion(_ context.Context, dir, name string) ([]byte, string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := path.Join(dir, name)
+	d, ok := m.files[p]
+	if !ok {
+		return nil, "", fs.ErrNotExist
+	}
+	return d, m.versionLocked(p), nil
+}
+
+func (m *memFiles) WriteFileIf(_ context.Context, dir, name string, data []byte, version string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := path.Join(dir, name)
+	if m.versionLocked(p) != version {
+		return "", offset.ErrChanged
+	}
+	m.writeLocked(p, data)
+	return m.versionLocked(p), nil
+}
+
+func (m *memFiles) writeLocked(p string, data []byte) {
+	if m.versions == nil {
+		m.versions = map[string]int{}
+	}
+	m.versions[p]++
+	m.files[p] = slices.Clone(data)
 }
 
 func newMemFiles() *memFiles { return &memFiles{files: map[string][]byte{}} }
@@ -316,7 +355,7 @@ func (m *memFiles) ReadFile(_ context.Context, dir, name string) ([]byte, error)
 func (m *memFiles) WriteFile(_ context.Context, dir, name string, data []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.files[path.Join(dir, name)] = slices.Clone(data)
+	m.writeLocked(path.Join(dir, name), data)
 	return nil
 }
 
@@ -337,7 +376,7 @@ func (m *memFiles) ListFiles(_ context.Context, dir string) ([]offset.File, erro
 		seen[name] = true
 		f := offset.File{Name: name, Dir: isDir}
 		if !isDir {
-			f.Data = slices.Clone(m.files[p])
+			f.Data, f.Version = slices.Clone(m.files[p]), m.versionLocked(p)
 		}
 		out = append(out, f)
 	}

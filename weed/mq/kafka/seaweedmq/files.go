@@ -2,11 +2,17 @@ package seaweedmq
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 
+	"github.com/seaweedfs/seaweedfs/weed/filer"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+	"github.com/seaweedfs/seaweedfs/weed/s3api/s3_constants"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
@@ -16,7 +22,83 @@ import (
 // write is one filer call that replaces the entry, so a reader sees the old
 // file or the new one, never a mix.
 
-var _ offset.Files = (*Client)(nil)
+var _ offset.VersionedFiles = (*Client)(nil)
+
+// A file's version is a token the gateway writes with it, in the attribute
+// the filer's conditional writes compare as the entry's ETag: a write
+// names the version its writer last read or wrote, and the filer refuses it
+// (atomically, under its lock of the path) if the file has another.
+const versionAttr = s3_constants.ExtETagKey
+
+// fileVersion is an entry's version: "v:" and its ETag as the filer's
+// conditions see it: the token, or for a file written before versions were
+// kept what the filer takes instead (its MD5, its chunks, or nothing).
+func fileVersion(e *filer_pb.Entry) string {
+	switch {
+	case len(e.Extended[versionAttr]) > 0:
+		return "v:" + strings.Trim(string(e.Extended[versionAttr]), `"`)
+	case e.Attributes != nil && len(e.Attributes.Md5) > 0:
+		return fmt.Sprintf("v:%x", e.Attributes.Md5)
+	case len(e.Chunks) > 0:
+		return "v:" + strings.Trim(filer.ETagChunks(e.Chunks), `"`)
+	}
+	return "v:"
+}
+
+// ReadFileVersion implements offset.VersionedFiles.
+func (c *Client) ReadFileVersion(ctx context.Context, dir, name string) ([]byte, string, error) {
+	var data []byte
+	var version string
+	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		resp, err := filer_pb.LookupEntry(ctx, fc, &filer_pb.LookupDirectoryEntryRequest{Directory: dir, Name: name})
+		if err != nil {
+			return err
+		}
+		data, version = resp.Entry.Content, fileVersion(resp.Entry)
+		return nil
+	})
+	if errors.Is(err, filer_pb.ErrNotFound) {
+		return nil, "", fs.ErrNotExist
+	}
+	return data, version, err
+}
+
+// WriteFileIf implements offset.VersionedFiles: one conditional filer call.
+func (c *Client) WriteFileIf(ctx context.Context, dir, name string, data []byte, version string) (string, error) {
+	var token [12]byte
+	rand.Read(token[:]) //nolint:errcheck // crypto/rand does not fail
+	next := hex.EncodeToString(token[:])
+	clause := &filer_pb.WriteCondition_Clause{Kind: filer_pb.WriteCondition_IF_NOT_EXISTS}
+	if was, ok := strings.CutPrefix(version, "v:"); ok {
+		clause = &filer_pb.WriteCondition_Clause{Kind: filer_pb.WriteCondition_IF_ETAG_MATCH, Etags: []string{was}}
+	}
+	now := time.Now().Unix()
+	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		resp, err := fc.CreateEntry(ctx, &filer_pb.CreateEntryRequest{
+			Directory: dir,
+			Entry: &filer_pb.Entry{
+				Name:       name,
+				Content:    data,
+				Attributes: &filer_pb.FuseAttributes{Mtime: now, Crtime: now, FileMode: 0o644, FileSize: uint64(len(data))},
+				Extended:   map[string][]byte{versionAttr: []byte(next)},
+			},
+			Condition: &filer_pb.WriteCondition{Clauses: []*filer_pb.WriteCondition_Clause{clause}},
+		})
+		switch {
+		case err != nil:
+			return err
+		case resp.ErrorCode == filer_pb.FilerError_PRECONDITION_FAILED:
+			return offset.ErrChanged
+		case resp.Error != "":
+			return errors.New(resp.Error)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return "v:" + next, nil
+}
 
 // ReadFile implements offset.Files; a missing file is fs.ErrNotExist.
 func (c *Client) ReadFile(ctx context.Context, dir, name string) ([]byte, error) {
@@ -58,7 +140,11 @@ func (c *Client) ListFiles(ctx context.Context, dir string) ([]offset.File, erro
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		out = out[:0]
 		return filer_pb.SeaweedList(ctx, fc, dir, "", func(e *filer_pb.Entry, _ bool) error {
-			out = append(out, offset.File{Name: e.Name, Dir: e.IsDirectory, Data: e.Content})
+			f := offset.File{Name: e.Name, Dir: e.IsDirectory, Data: e.Content}
+			if !e.IsDirectory {
+				f.Version = fileVersion(e)
+			}
+			out = append(out, f)
 			return nil
 		}, "", false, 1<<31-1)
 	})

@@ -61,7 +61,7 @@ type Groups interface {
 
 // Options configure a Coordinator.
 type Options struct {
-	Files  offset.Files
+	Files  offset.VersionedFiles
 	Log    Log
 	Groups Groups
 	// IDExpiration is transactional.id.expiration.ms: an id with no
@@ -100,8 +100,9 @@ type Coordinator struct {
 // txn is one transactional id. mu is held for a whole operation, including
 // the writes of its markers, so operations on one id happen one at a time.
 type txn struct {
-	term  int64 // of this gateway's ownership when loaded
-	mu    sync.Mutex
+	term    int64  // of this gateway's ownership when loaded
+	version string // of its state file, as loaded or saved
+	mu      sync.Mutex
 	st    saved
 	timer *time.Timer
 }
@@ -310,7 +311,7 @@ func (c *Coordinator) load() error {
 		if f.Dir {
 			continue
 		}
-		if t := c.adoptLocked(f.Name, f.Data); t != nil {
+		if t := c.adoptLocked(f.Name, f.Data, f.Version); t != nil {
 			loaded++
 			if t.st.State == PrepareCommit || t.st.State == PrepareAbort {
 				unfinished = append(unfinished, t)
@@ -331,8 +332,8 @@ func (c *Coordinator) load() error {
 
 // adoptLocked takes a saved state in if this gateway coordinates its id and
 // does not hold it already; it returns the new state, or nil.
-func (c *Coordinator) adoptLocked(file string, data []byte) *txn {
-	t := &txn{}
+func (c *Coordinator) adoptLocked(file string, data []byte, version string) *txn {
+	t := &txn{version: version}
 	if err := json.Unmarshal(data, &t.st); err != nil {
 		glog.Errorf("kafka transactions: unreadable state %s, ignored: %v", file, err)
 		return nil
@@ -430,11 +431,12 @@ func (c *Coordinator) get(ctx context.Context, id string) (*txn, int64, *kerr.Er
 		t = nil
 	}
 	c.mu.Unlock()
-	if t != nil || c.opts.Owner == nil {
+	if t != nil {
 		return t, term, nil
 	}
-	// Perhaps just taken over from another gateway: the filer has it.
-	data, err := c.opts.Files.ReadFile(ctx, Dir, offset.Escape(id))
+	// Perhaps just taken over from another gateway, or a stale copy was
+	// dropped: the filer has it.
+	data, version, err := c.opts.Files.ReadFileVersion(ctx, Dir, offset.Escape(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, term, nil
 	}
@@ -443,7 +445,7 @@ func (c *Coordinator) get(ctx context.Context, id string) (*txn, int64, *kerr.Er
 		return nil, 0, kerr.CoordinatorLoadInProgress
 	}
 	c.mu.Lock()
-	t = c.adoptLocked(offset.Escape(id), data)
+	t = c.adoptLocked(offset.Escape(id), data, version)
 	if t == nil {
 		t = c.txns[id]
 	}
@@ -464,9 +466,21 @@ func (c *Coordinator) save(ctx context.Context, t *txn) error {
 	if err != nil {
 		return err
 	}
-	if err := c.opts.Files.WriteFile(ctx, Dir, offset.Escape(t.st.ID), data); err != nil {
+	version, err := c.opts.Files.WriteFileIf(ctx, Dir, offset.Escape(t.st.ID), data, t.version)
+	if errors.Is(err, offset.ErrChanged) {
+		// Another gateway saved the id since this one loaded it: this
+		// copy is stale (the id moved while this gateway was paused or
+		// slow). It is dropped, and read afresh if it comes back.
+		glog.Warningf("kafka transaction %s: saved by another gateway since loaded here; dropping this copy", t.st.ID)
+		c.mu.Lock()
+		c.unloadLocked(t)
+		c.mu.Unlock()
+		return fmt.Errorf("transaction %s: %w", t.st.ID, kerr.NotCoordinator)
+	}
+	if err != nil {
 		return fmt.Errorf("saving transaction %s: %w", t.st.ID, err)
 	}
+	t.version = version
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
 	"strings"
@@ -21,7 +22,45 @@ import (
 type memFiles struct {
 	mu       sync.Mutex
 	files    map[string][]byte
+	versions map[string]int // bumped by every write
 	listings int
+}
+
+func (m *memFiles) versionLocked(p string) string {
+	if _, ok := m.files[p]; !ok {
+		return ""
+	}
+	return fmt.Sprint("v", m.versions[p])
+}
+
+func (m *memFiles) ReadFileVersion(_ context.Context, dir, name string) ([]byte, string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := path.Join(dir, name)
+	d, ok := m.files[p]
+	if !ok {
+		return nil, "", fs.ErrNotExist
+	}
+	return d, m.versionLocked(p), nil
+}
+
+func (m *memFiles) WriteFileIf(_ context.Context, dir, name string, data []byte, version string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := path.Join(dir, name)
+	if m.versionLocked(p) != version {
+		return "", offset.ErrChanged
+	}
+	m.writeLocked(p, data)
+	return m.versionLocked(p), nil
+}
+
+func (m *memFiles) writeLocked(p string, data []byte) {
+	if m.versions == nil {
+		m.versions = map[string]int{}
+	}
+	m.versions[p]++
+	m.files[p] = append([]byte(nil), data...)
 }
 
 func (m *memFiles) ReadFile(_ context.Context, dir, name string) ([]byte, error) {
@@ -37,7 +76,7 @@ func (m *memFiles) ReadFile(_ context.Context, dir, name string) ([]byte, error)
 func (m *memFiles) WriteFile(_ context.Context, dir, name string, data []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.files[path.Join(dir, name)] = append([]byte(nil), data...)
+	m.writeLocked(path.Join(dir, name), data)
 	return nil
 }
 
@@ -48,7 +87,7 @@ func (m *memFiles) ListFiles(_ context.Context, dir string) ([]offset.File, erro
 	var out []offset.File
 	for p, d := range m.files {
 		if name, ok := strings.CutPrefix(p, dir+"/"); ok && !strings.Contains(name, "/") {
-			out = append(out, offset.File{Name: name, Data: d})
+			out = append(out, offset.File{Name: name, Data: d, Version: m.versionLocked(p)})
 		}
 	}
 	return out, nil
@@ -420,5 +459,38 @@ func TestIDsListedWhenTheViewChanges(t *testing.T) {
 			t.Fatalf("the id taken over is not listed: %+v", all)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A coordinator whose copy of a transactional id is stale (another gateway
+// saved the id since: it paused while the id moved) cannot save over it:
+// the save is refused by the filer, the copy dropped and read again. Its
+// late saves once overwrote the new coordinator's state.
+func TestStaleSavesRefused(t *testing.T) {
+	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{}
+	old := start(t, files, log, groups)
+	ctx := context.Background()
+	pid, epoch, e := old.InitProducerID(ctx, "x", time.Minute, -1, -1)
+	if e != nil {
+		t.Fatal(e)
+	}
+	// The id moves: the new coordinator fences the producer with a new
+	// epoch, while the old one still holds the id at the old epoch.
+	moved := start(t, files, log, groups)
+	_, newEpoch, e := moved.InitProducerID(ctx, "x", time.Minute, -1, -1)
+	if e != nil || newEpoch != epoch+1 {
+		t.Fatalf("init on the new coordinator: epoch %d, %v", newEpoch, e)
+	}
+	if e := old.AddPartitions(ctx, "x", pid, epoch, map[string][]int32{"a": {0}}); e == nil {
+		t.Fatal("the stale coordinator began a transaction of a fenced producer")
+	}
+	var st saved
+	data, _ := files.ReadFile(ctx, Dir, "x")
+	if err := json.Unmarshal(data, &st); err != nil || st.Epoch != newEpoch || st.State != Empty {
+		t.Fatalf("the saved state: %+v %v, want the new coordinator's (epoch %d, Empty)", st, err, newEpoch)
+	}
+	// Read again, the old copy knows the producer is fenced.
+	if e := old.AddPartitions(ctx, "x", pid, epoch, map[string][]int32{"a": {0}}); e != kerr.ProducerFenced && e != kerr.InvalidProducerEpoch {
+		t.Fatalf("the old producer after the copy was read again: %v, want it fenced", e)
 	}
 }
