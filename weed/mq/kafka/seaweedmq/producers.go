@@ -27,6 +27,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
@@ -65,10 +66,11 @@ type producerEntry struct {
 // producerState is a partition's idempotent producers; guarded by the
 // partition's writeMu.
 type producerState struct {
-	loaded bool
-	m      map[int64]*producerEntry
-	dirty  atomic.Bool // changed since saved
-	saved  time.Time
+	loaded  bool
+	version string // of the state file, as read or written last
+	m       map[int64]*producerEntry
+	dirty   atomic.Bool // changed since saved
+	saved   time.Time
 
 	// Transactions, under txnMu (fetches read them without writeMu).
 	txnMu   sync.Mutex
@@ -232,7 +234,8 @@ func (c *Client) loadProducers(ctx context.Context, p *partition) error {
 	ps.ongoing, ps.aborted, ps.pendingMarks = map[int64]int64{}, nil, map[int64]int64{}
 	ps.txnMu.Unlock()
 	dir, name := p.producersFile()
-	data, err := c.ReadFile(ctx, dir, name)
+	data, version, err := c.ReadFileVersion(ctx, dir, name)
+	ps.version = version
 	var saved savedProducers
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -243,7 +246,7 @@ func (c *Client) loadProducers(ctx context.Context, p *partition) error {
 			return err
 		}
 		saved.Offset = offs.HighWatermark
-		if err := c.saveProducerState(ctx, p, saved); err != nil {
+		if ps.version, err = c.saveProducerState(ctx, p, saved, ""); err != nil {
 			return err
 		}
 	case err != nil:
@@ -314,13 +317,17 @@ func (e *producerEntry) has(pb *record.ProducerBatch) bool {
 	return false
 }
 
-func (c *Client) saveProducerState(ctx context.Context, p *partition, s savedProducers) error {
+// saveProducerState writes the partition's producer state if the file is
+// still at version (as this gateway read or wrote it last), and returns its
+// new version: a gateway that lost the partition (paused, or slow) cannot
+// write over what its new leader saved (offset.ErrChanged).
+func (c *Client) saveProducerState(ctx context.Context, p *partition, s savedProducers, version string) (string, error) {
 	data, err := json.Marshal(s)
 	if err != nil {
-		return err
+		return "", err
 	}
 	dir, name := p.producersFile()
-	return c.WriteFile(ctx, dir, name, data)
+	return c.WriteFileIf(ctx, dir, name, data, version)
 }
 
 // snapshotProducers returns the partition's producer state to save, if it
@@ -383,17 +390,28 @@ func (c *Client) saveProducers(p *partition, force bool) {
 	if ok {
 		p.producers.saved = time.Now()
 	}
+	version := p.producers.version
 	p.writeMu.Unlock()
 	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.saveProducerState(ctx, p, s); err != nil {
-		p.writeMu.Lock()
+	next, err := c.saveProducerState(ctx, p, s, version)
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	switch {
+	case errors.Is(err, offset.ErrChanged):
+		// Another gateway led the partition and saved its producers
+		// since: what this one holds is stale, and is read again before
+		// its next idempotent write here.
+		p.producers.loaded = false
+		glog.Warningf("kafka partition %s/%d: producer state saved by another gateway since read here; reading it again before the next write", p.topic, p.index)
+	case err != nil:
 		p.producers.dirty.Store(true)
-		p.writeMu.Unlock()
 		glog.Warningf("kafka partition %s/%d: saving producer state: %v", p.topic, p.index, err)
+	case p.producers.version == version:
+		p.producers.version = next
 	}
 }
 
