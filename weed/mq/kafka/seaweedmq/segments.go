@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -94,6 +95,9 @@ func (l *segmentListing) from(offset int64) int {
 // flushedState is what the filer holds for a partition.
 type flushedState struct {
 	listing *segmentListing
+	// used is when a read last asked for it (Unix nanoseconds): listings
+	// no read asked for in listingIdle are dropped.
+	used atomic.Int64
 	// end is one past the highest offset in the segments (0 if none).
 	end int64
 	// start is the lowest offset in the segments (end if none).
@@ -103,6 +107,7 @@ type flushedState struct {
 type segmentStore struct {
 	mu       sync.Mutex
 	listings map[string]*flushedState // by partition dir
+	swept    time.Time                // when idle listings were last dropped
 
 	cacheMu sync.Mutex
 	lru     *list.List               // of *decodedSegment, most recent first
@@ -114,6 +119,25 @@ type segmentStore struct {
 // maxSegmentEnds bounds the segment ends remembered; past it they are
 // forgotten and read again when asked for.
 const maxSegmentEnds = 4096
+
+// listingIdle is how long a partition's segment listing is kept with no
+// read asking for it: memory holds the listings of the partitions read,
+// not of every partition ever read.
+const listingIdle = 10 * time.Minute
+
+// sweepIdleLocked drops the listings no read asked for in listingIdle, at
+// most once a minute. ss.mu is held.
+func (ss *segmentStore) sweepIdleLocked(now time.Time) {
+	if now.Sub(ss.swept) < time.Minute {
+		return
+	}
+	ss.swept = now
+	for dir, st := range ss.listings {
+		if now.Sub(time.Unix(0, st.used.Load())) > listingIdle {
+			delete(ss.listings, dir)
+		}
+	}
+}
 
 type decodedSegment struct {
 	key     string
@@ -162,9 +186,14 @@ func partitionDir(topicName string, a *mq_pb.BrokerPartitionAssignment) string {
 // partition again if the last listing is older than segmentListTTL or
 // force is set.
 func (c *Client) flushed(ctx context.Context, dir string, force bool) (*flushedState, error) {
+	now := time.Now()
 	c.segs.mu.Lock()
 	st := c.segs.listings[dir]
+	c.segs.sweepIdleLocked(now)
 	c.segs.mu.Unlock()
+	if st != nil {
+		st.used.Store(now.UnixNano())
+	}
 	if st != nil && !force && time.Since(st.listing.listed) < segmentListTTL {
 		return st, nil
 	}
@@ -196,6 +225,7 @@ func (c *Client) flushed(ctx context.Context, dir string, force bool) (*flushedS
 	// Segment names are their flush times, so name order is offset order.
 	sort.Slice(listing.segs, func(i, j int) bool { return listing.segs[i].entry.Name < listing.segs[j].entry.Name })
 	st = &flushedState{listing: listing}
+	st.used.Store(now.UnixNano())
 	if n := len(listing.segs); n > 0 {
 		// A segment ends at its last entry. Its offset_max attribute is
 		// only a hint: the broker can count in it the first record of

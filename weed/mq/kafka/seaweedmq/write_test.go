@@ -89,3 +89,21 @@ func TestSegmentStoreForget(t *testing.T) {
 		t.Fatalf("after forgetting: %d listings, %d decoded (%d in the LRU, %d bytes), %d ends", len(ss.listings), len(ss.byKey), ss.lru.Len(), ss.bytes, len(ss.ends))
 	}
 }
+
+// The segment listings of partitions no read asked for in listingIdle are
+// dropped (at most once a minute): every partition ever read kept its
+// listing, each segment's entry, for good.
+func TestIdleListingsDropped(t *testing.T) {
+	var ss segmentStore
+	ss.init()
+	now := time.Now()
+	for dir, used := range map[string]time.Time{"busy": now.Add(-time.Minute), "idle": now.Add(-11 * time.Minute)} {
+		st := &flushedState{listing: &segmentListing{dir: dir}}
+		st.used.Store(used.UnixNano())
+		ss.listings[dir] = st
+	}
+	ss.sweepIdleLocked(now)
+	if len(ss.listings) != 1 || ss.listings["busy"] == nil {
+		t.Fatalf("listings kept: %v", ss.listings)
+	}
+}
