@@ -35,6 +35,8 @@ type memPart struct {
 	start   int64
 	recs    []StoredRecord // from offset start on
 	changed chan struct{}  // closed when records come
+	ongoing map[int64]int64 // producer id -> first offset of its open transaction
+	aborted []AbortedTxn
 }
 
 func newMemBackend() *memBackend { return &memBackend{topics: map[string]*memTopic{}} }
@@ -166,6 +168,21 @@ func (b *memBackend) appendLocked(p *memPart, records []record.Record) int64 {
 	for i, r := range records {
 		p.recs = append(p.recs, StoredRecord{Offset: base + int64(i), Record: r})
 	}
+	if t := records[0].Txn; t != nil {
+		if p.ongoing == nil {
+			p.ongoing = map[int64]int64{}
+		}
+		first, open := p.ongoing[t.ProducerID]
+		switch {
+		case t.Control == record.NotControl && !open:
+			p.ongoing[t.ProducerID] = base
+		case t.Control != record.NotControl:
+			delete(p.ongoing, t.ProducerID)
+			if t.Control == record.ControlAbort && open {
+				p.aborted = append(p.aborted, AbortedTxn{ProducerID: t.ProducerID, FirstOffset: first, LastOffset: base})
+			}
+		}
+	}
 	close(p.changed)
 	p.changed = make(chan struct{})
 	return base
@@ -287,8 +304,25 @@ func (b *memBackend) WriteMarker(_ context.Context, topic string, partition int3
 	return nil
 }
 
-func (b *memBackend) Transactions(context.Context, string, int32, int64, int64) (PartitionTxns, error) {
-	return PartitionTxns{FirstUnstable: -1}, nil
+func (b *memBackend) Transactions(_ context.Context, topic string, partition int32, from, to int64) (PartitionTxns, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.part(topic, partition)
+	if err != nil {
+		return PartitionTxns{}, err
+	}
+	out := PartitionTxns{FirstUnstable: -1}
+	for _, first := range p.ongoing {
+		if out.FirstUnstable < 0 || first < out.FirstUnstable {
+			out.FirstUnstable = first
+		}
+	}
+	for _, a := range p.aborted {
+		if from <= to && a.LastOffset >= from && a.FirstOffset <= to {
+			out.Aborted = append(out.Aborted, a)
+		}
+	}
+	return out, nil
 }
 
 func (b *memBackend) Producers(context.Context, string, int32) ([]ProducerInfo, error) {
