@@ -2,9 +2,17 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -71,4 +79,70 @@ func TestConditionalFilerWrites(t *testing.T) {
 		}
 	}
 	c.Remove(ctx, "/etc", "kafka-gateway-e2e") //nolint:errcheck
+}
+
+// A deleted topic leaves nothing in the filer: its broker makes its empty
+// partition directories again when it flushes what the closed publish
+// streams left, and every deleted topic once left them behind for good.
+func TestDeletedTopicLeavesNothing(t *testing.T) {
+	topic, again := newTopic(t), newTopic(t)+"-again"
+	adm := kadm.NewClient(newClient(t))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, name := range []string{topic, again} {
+		createTopic(t, name, 3, nil)
+		produceBatch(t, name, 0, 300, map[int32][]string{})
+		if resp, err := adm.DeleteTopics(ctx, name); err != nil || resp.Error() != nil {
+			t.Fatalf("delete: %v %v", err, resp.Error())
+		}
+	}
+	// One is created again at once under its name: what the cleanup
+	// removes is the old topic's only.
+	createTopic(t, again, 1, nil)
+	produceBatch(t, again, 0, 1, map[int32][]string{})
+	// The broker makes them again within seconds; the gateway removes
+	// them 3 and 15 s after the deletion (and once more later).
+	time.Sleep(17 * time.Second)
+	dir := "http://127.0.0.1:" + strconv.Itoa(cluster.filerPort) + "/topics/kafka/" + topic + "/"
+	resp, err := http.Get(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the deleted topic's directory, 17 s on: %s, holding %v", resp.Status, filerTree(dir))
+	}
+	got := consumeN(t, again, 1)
+	if len(got) != 1 || string(got[0].Value) != "record-0" {
+		t.Fatalf("the topic created again holds %d records", len(got))
+	}
+}
+
+// filerTree lists what the filer holds under dir (an http URL ending in /).
+func filerTree(dir string) []string {
+	req, _ := http.NewRequest(http.MethodGet, dir, nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer resp.Body.Close()
+	var listing struct {
+		Entries []struct {
+			FullPath string
+			Mode     uint32
+			FileSize uint64
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&listing); err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, e := range listing.Entries {
+		out = append(out, fmt.Sprintf("%s (%d bytes)", e.FullPath, e.FileSize))
+		if e.Mode&(1<<31) != 0 {
+			out = append(out, filerTree(strings.TrimSuffix(dir, "/")+"/"+path.Base(e.FullPath)+"/")...)
+		}
+	}
+	return out
 }

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"path"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +26,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/schema_pb"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 )
 
@@ -415,14 +418,19 @@ func retention(configs map[string]string) *mq_pb.TopicRetention {
 // gateway's streams to it are closed.
 func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 	c.topics.forget(name)
-	if _, err := c.readTopic(ctx, name); err != nil {
+	e, err := c.readTopic(ctx, name)
+	if err != nil {
 		return err
+	}
+	var partDirs []string
+	for _, a := range e.parts {
+		partDirs = append(partDirs, partitionDir(name, a))
 	}
 	c.parts.closeTopic(name)
 	dir := topic.Topic{Namespace: Namespace, Name: name}.Dir()
 	c.segs.forget(dir + "/")
 	parent, base := dir[:len(dir)-len(name)-1], name
-	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+	err = c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		if err := filer_pb.DoRemove(ctx, fc, parent, base, true, true, true, false, nil); err != nil {
 			return err
 		}
@@ -441,6 +449,79 @@ func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 	c.topics.forget(name)
 	if err == nil {
 		glog.V(0).Infof("kafka gateway: deleted topic %s", name)
+		c.removeLeftovers(parent+"/"+base, partDirs)
+	}
+	return err
+}
+
+// removeLeftovers removes, a few seconds after a topic was deleted, the
+// partition directories its broker makes again when the closed publish
+// streams end (with its offset checkpoint in each): every deleted topic
+// left them in the filer for good. Only the deleted topic's own partition
+// directories go (named for when it was created), and only holding nothing
+// but the checkpoint; the directories above only if empty: a topic created
+// again under the name is not touched.
+func (c *Client) removeLeftovers(topicDir string, partDirs []string) {
+	if len(partDirs) == 0 {
+		return
+	}
+	c.background.Add(1)
+	go func() {
+		defer c.background.Done()
+		for _, wait := range []time.Duration{3 * time.Second, 12 * time.Second, 45 * time.Second} {
+			select {
+			case <-c.stop:
+				return
+			case <-time.After(wait):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err := metrics.Try("TopicLeftovers", func() error {
+				return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+					for _, dir := range partDirs {
+						only, err := onlyCheckpoint(ctx, fc, dir)
+						if err != nil || !only {
+							return err
+						}
+						if err := removeIfThere(ctx, fc, dir, true); err != nil {
+							return err
+						}
+					}
+					for _, dir := range []string{path.Dir(partDirs[0]), topicDir} {
+						removeIfThere(ctx, fc, dir, false) //nolint:errcheck // not empty: something else is there
+					}
+					return nil
+				})
+			})
+			cancel()
+			if err != nil {
+				glog.V(1).Infof("kafka topic %s: removing what its broker left after the deletion: %v", path.Base(topicDir), err)
+			}
+		}
+	}()
+}
+
+// onlyCheckpoint says whether a partition directory holds nothing but the
+// broker's offset checkpoint (a missing one holds nothing).
+func onlyCheckpoint(ctx context.Context, fc filer_pb.SeaweedFilerClient, dir string) (bool, error) {
+	only := true
+	err := filer_pb.SeaweedList(ctx, fc, dir, "", func(e *filer_pb.Entry, _ bool) error {
+		if e.IsDirectory || e.Name != checkpointFile {
+			only = false
+		}
+		return nil
+	}, "", false, 100)
+	if errors.Is(err, filer_pb.ErrNotFound) {
+		return true, nil
+	}
+	return only, err
+}
+
+// removeIfThere removes a directory (with what it holds if recursive; a
+// non-recursive removal of a directory that is not empty fails).
+func removeIfThere(ctx context.Context, fc filer_pb.SeaweedFilerClient, dir string, recursive bool) error {
+	err := filer_pb.DoRemove(ctx, fc, path.Dir(dir), path.Base(dir), true, recursive, true, false, nil)
+	if errors.Is(err, filer_pb.ErrNotFound) || (err != nil && strings.Contains(err.Error(), "not found")) {
+		return nil
 	}
 	return err
 }
