@@ -40,7 +40,7 @@ func runSoak(ctx context.Context, conn func(...kgo.Opt) []kgo.Opt, d time.Durati
 	}
 	defer admin.Close()
 	adm := kadm.NewClient(admin)
-	producer, err := kgo.NewClient(conn(kgo.ProducerLinger(5*time.Millisecond))...)
+	producer, err := kgo.NewClient(conn(kgo.ProducerLinger(5 * time.Millisecond))...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return false

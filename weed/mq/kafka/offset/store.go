@@ -125,7 +125,7 @@ type groupOffsets struct {
 	durable  Topics            // what the filer holds
 	versions map[string]string // of each topic's file, as read or written
 	queue    []*write          // accepted, not yet written
-	writing bool
+	writing  bool
 	// forgotten: dropped from the store once its writes are done
 	// (Forget while they were going on).
 	forgotten atomic.Bool

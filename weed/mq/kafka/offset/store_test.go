@@ -2,9 +2,9 @@ package offset
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"encoding/json"
 	"io/fs"
 	"path"
 	"strings"

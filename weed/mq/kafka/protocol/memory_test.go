@@ -33,8 +33,8 @@ type memTopic struct {
 
 type memPart struct {
 	start   int64
-	recs    []StoredRecord // from offset start on
-	changed chan struct{}  // closed when records come
+	recs    []StoredRecord  // from offset start on
+	changed chan struct{}   // closed when records come
 	ongoing map[int64]int64 // producer id -> first offset of its open transaction
 	aborted []AbortedTxn
 }

@@ -103,8 +103,8 @@ type txn struct {
 	term    int64  // of this gateway's ownership when loaded
 	version string // of its state file, as loaded or saved
 	mu      sync.Mutex
-	st    saved
-	timer *time.Timer
+	st      saved
+	timer   *time.Timer
 }
 
 // saved is a transactional id's state file.
