@@ -258,7 +258,10 @@ func startNamedGateway(name, master string, port int, extra ...string) (*gateway
 	}
 	args := append([]string{"-v=1", "mq.kafka.gateway",
 		"-ip=127.0.0.1", "-port=" + strconv.Itoa(port), "-master=" + master, "-default-partitions=1",
-		"-group.initial.rebalance.delay.ms=300", "-metricsPort=" + strconv.Itoa(metricsPort),
+		"-group.initial.rebalance.delay.ms=300",
+		// Expired offsets are looked for every 2 s (not 10 minutes): idle groups
+		// are dropped from memory and read again all along the suite.
+		"-offsets.retention.check.interval.ms=2000", "-metricsPort=" + strconv.Itoa(metricsPort),
 		"-listeners=" + strings.Join(listeners, ",")}, creds.gatewayFlags()...)
 	args = append(args, extra...)
 	p, err := startProc(name, filepath.Join(work, name+".log"), args...)

@@ -175,6 +175,16 @@ func (c *Coordinator) Close() {
 // if create is set; nil if it does not exist. The error is a Kafka error for
 // the whole request.
 func (c *Coordinator) lookup(ctx context.Context, name string, create bool) (*group, *kerr.Error) {
+	g, kerrr := c.load(ctx, name, create)
+	if g != nil {
+		g.used.Store(time.Now().UnixNano())
+	}
+	return g, kerrr
+}
+
+// load is lookup without counting as a use of the group (the expiry pass
+// looks at groups no client asks for).
+func (c *Coordinator) load(ctx context.Context, name string, create bool) (*group, *kerr.Error) {
 	if name == "" {
 		return nil, kerr.InvalidGroupID
 	}

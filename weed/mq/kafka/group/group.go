@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -51,6 +52,7 @@ type group struct {
 	static       map[string]string // group.instance.id -> member id
 	pending      map[string]uint64 // member ids handed out with MEMBER_ID_REQUIRED -> expiry seq
 	saved        bool              // a state file exists
+	used         atomic.Int64      // when a request last looked the group up (Unix ns)
 	version      string            // of the state file, as loaded or saved
 	// emptySince is when the group last became Empty (zero: unknown, in
 	// a state saved before it was kept): its offsets expire

@@ -24,8 +24,8 @@ import (
 //     to, retention after their commit;
 //
 // never a partition an open transaction is committing offsets for. An
-// Empty group left with no offsets is removed. Groups this pass loaded
-// only to look at them are dropped from memory again.
+// Empty group left with no offsets is removed. Groups with nothing going on
+// that no request asked for since the last pass are dropped from memory.
 func (c *Coordinator) ExpireOffsets(now time.Time) {
 	if c.opts.OffsetsRetention < 0 {
 		return
@@ -42,10 +42,7 @@ func (c *Coordinator) ExpireOffsets(now time.Time) {
 		if _, owned := c.owner(name); !owned {
 			continue
 		}
-		c.mu.Lock()
-		wasLoaded := c.groups[name] != nil
-		c.mu.Unlock()
-		g, kerrr := c.lookup(ctx, name, false)
+		g, kerrr := c.load(ctx, name, false)
 		if kerrr != nil || g == nil {
 			continue
 		}
@@ -53,7 +50,7 @@ func (c *Coordinator) ExpireOffsets(now time.Time) {
 		removed += n
 		if gone {
 			groups++
-		} else if !wasLoaded {
+		} else {
 			c.unloadIdle(ctx, g)
 		}
 	}
@@ -156,8 +153,12 @@ func countOffsets(t offset.Topics) int {
 }
 
 // unloadIdle drops a group from memory if nothing is going on in it (no
-// members, no open transaction): it is loaded again when asked for.
+// members, no open transaction) and no request asked for it for a
+// RetentionCheck: it is loaded again when asked for.
 func (c *Coordinator) unloadIdle(ctx context.Context, g *group) {
+	if time.Since(time.Unix(0, g.used.Load())) < c.opts.RetentionCheck {
+		return
+	}
 	idle, err := call(ctx, g, func() bool {
 		return len(g.members) == 0 && len(g.pending) == 0 && len(g.txnOffsets) == 0
 	})

@@ -95,6 +95,14 @@ func (c *Client) WriteFileIf(ctx context.Context, dir, name string, data []byte,
 		return nil
 	})
 	if err != nil {
+		// A write that landed though its answer did not come back (a
+		// timeout, a connection lost) holds this write's own token:
+		// it is this write, not another gateway's.
+		lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, v, lerr := c.ReadFileVersion(lctx, dir, name); lerr == nil && v == "v:"+next {
+			return v, nil
+		}
 		return "", err
 	}
 	return "v:" + next, nil
