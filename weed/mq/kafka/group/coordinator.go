@@ -251,7 +251,20 @@ func (c *Coordinator) forget(g *group) {
 // call runs fn on the group's goroutine and waits for it.
 func call[T any](ctx context.Context, g *group, fn func() T) (T, error) {
 	done := make(chan T, 1)
-	if err := g.send(ctx, func() { done <- fn() }); err != nil {
+	started, failed := make(chan struct{}), make(chan struct{})
+	err := g.send(ctx, func() {
+		close(started)
+		ok := false
+		defer func() {
+			if !ok {
+				close(failed) // it panicked
+			}
+		}()
+		v := fn()
+		ok = true
+		done <- v
+	})
+	if err != nil {
 		var zero T
 		return zero, err
 	}
@@ -260,8 +273,12 @@ func call[T any](ctx context.Context, g *group, fn func() T) (T, error) {
 		return v, nil
 	case <-g.quit:
 		select {
-		case v := <-done: // it ran before the group went away
-			return v, nil
+		case <-started: // it runs (it may be what ended the group): its answer comes
+			select {
+			case v := <-done:
+				return v, nil
+			case <-failed:
+			}
 		default:
 		}
 		var zero T

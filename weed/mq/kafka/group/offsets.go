@@ -474,8 +474,8 @@ func (c *Coordinator) DeleteGroup(ctx context.Context, name string) *kerr.Error 
 		}
 		g.state = Dead
 		glog.V(0).Infof("kafka group %s: deleted", g.name)
-		c.forget(g)
 		metrics.ForgetGroup(g.name)
+		c.forget(g) // last: the caller is answered as the group ends
 		return nil
 	})
 	if err != nil {

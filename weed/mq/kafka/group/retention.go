@@ -134,8 +134,8 @@ func (c *Coordinator) expireGroup(ctx context.Context, g *group, now time.Time) 
 		}
 		g.state = Dead
 		glog.V(1).Infof("kafka group %s: removed, empty and without offsets", g.name)
-		c.forget(g)
 		metrics.ForgetGroup(g.name)
+		c.forget(g) // last: the caller is answered as the group ends
 		return outcome{removed: n, gone: true}
 	})
 	if err != nil {
