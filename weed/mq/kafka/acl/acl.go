@@ -34,8 +34,8 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
 // Dir is where the filer keeps the ACLs.
@@ -184,7 +184,7 @@ func patternMatches(b Binding, name string) bool {
 
 // Options configure an Authorizer.
 type Options struct {
-	Files offset.Files
+	Files filerfs.Files
 	// SuperUsers may do everything (super.users).
 	SuperUsers []string
 	// AllowIfNoACL allows what no ACL of the resource speaks of

@@ -2,12 +2,11 @@ package acl
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
 )
 
 func bind(rt ResourceType, name string, pt PatternType, principal string, op Operation, perm Permission) Binding {
@@ -117,34 +116,10 @@ func TestFilters(t *testing.T) {
 	}
 }
 
-// memFiles is an in-memory offset.Files for the store test.
-type memFiles map[string][]byte
-
-func (m memFiles) ReadFile(_ context.Context, dir, name string) ([]byte, error) {
-	return m[dir+"/"+name], nil
-}
-func (m memFiles) WriteFile(_ context.Context, dir, name string, data []byte) error {
-	m[dir+"/"+name] = data
-	return nil
-}
-func (m memFiles) ListFiles(_ context.Context, dir string) ([]offset.File, error) {
-	var out []offset.File
-	for k, v := range m {
-		if name, ok := strings.CutPrefix(k, dir+"/"); ok {
-			out = append(out, offset.File{Name: name, Data: v})
-		}
-	}
-	return out, nil
-}
-func (m memFiles) Remove(_ context.Context, dir, name string) error {
-	delete(m, dir+"/"+name)
-	return nil
-}
-
 // Created bindings are read back by another gateway's authorizer; deleted
 // ones disappear from both.
 func TestStoreShared(t *testing.T) {
-	files := memFiles{}
+	files := filerfstest.New()
 	one, two := New(Options{Files: files}), New(Options{Files: files})
 	b := bind(topic, "orders", literal, "User:bob", kmsg.ACLOperationRead, allow)
 	if errs := one.Create(context.Background(), []Binding{b, b}); errs[0] != nil || errs[1] != nil {

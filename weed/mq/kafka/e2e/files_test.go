@@ -19,7 +19,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/pb"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq"
 )
 
@@ -39,7 +39,7 @@ func TestConditionalFilerWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.WriteFileIf(ctx, dir, "f", []byte("again"), ""); !errors.Is(err, offset.ErrChanged) {
+	if _, err := c.WriteFileIf(ctx, dir, "f", []byte("again"), ""); !errors.Is(err, filerfs.ErrChanged) {
 		t.Fatalf("creating an existing file: %v, want ErrChanged", err)
 	}
 	// Written at its version; then that version is stale.
@@ -47,7 +47,7 @@ func TestConditionalFilerWrites(t *testing.T) {
 	if err != nil || v2 == v1 {
 		t.Fatalf("write at the current version: %q %v", v2, err)
 	}
-	if _, err := c.WriteFileIf(ctx, dir, "f", []byte("late"), v1); !errors.Is(err, offset.ErrChanged) {
+	if _, err := c.WriteFileIf(ctx, dir, "f", []byte("late"), v1); !errors.Is(err, filerfs.ErrChanged) {
 		t.Fatalf("write at a stale version: %v, want ErrChanged", err)
 	}
 	data, v, err := c.ReadFileVersion(ctx, dir, "f")
@@ -66,7 +66,7 @@ func TestConditionalFilerWrites(t *testing.T) {
 	if _, err := c.WriteFileIf(ctx, dir, "old", []byte("versioned"), vOld); err != nil {
 		t.Fatalf("first conditional write over an unversioned file: %v", err)
 	}
-	if _, err := c.WriteFileIf(ctx, dir, "old", []byte("late"), vOld); !errors.Is(err, offset.ErrChanged) {
+	if _, err := c.WriteFileIf(ctx, dir, "old", []byte("late"), vOld); !errors.Is(err, filerfs.ErrChanged) {
 		t.Fatalf("a stale write over it: %v, want ErrChanged", err)
 	}
 	files, err := c.ListFiles(ctx, dir)

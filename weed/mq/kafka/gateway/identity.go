@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
 )
@@ -48,7 +48,7 @@ func (id *Identity) Password() string {
 // Ensure reads the gateways' password from the filer, making it if no
 // gateway has (under a filer lock, so that two gateways starting together
 // agree), and gives GatewayUser its SCRAM credentials.
-func (id *Identity) Ensure(ctx context.Context, files offset.Files, locks Locker, users *user.Store, owner string) error {
+func (id *Identity) Ensure(ctx context.Context, files filerfs.Files, locks Locker, users *user.Store, owner string) error {
 	read := func() (string, error) {
 		data, err := files.ReadFile(ctx, identityDir, identityFile)
 		if errors.Is(err, fs.ErrNotExist) {

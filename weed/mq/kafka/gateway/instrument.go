@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
@@ -172,9 +172,9 @@ func ignoreKafka(err error) error {
 
 // InstrumentFiles wraps the filer's small files (offsets, group and
 // transaction states) the same way.
-func InstrumentFiles(f offset.VersionedFiles) offset.VersionedFiles { return instrumentedFiles{f} }
+func InstrumentFiles(f filerfs.VersionedFiles) filerfs.VersionedFiles { return instrumentedFiles{f} }
 
-type instrumentedFiles struct{ f offset.VersionedFiles }
+type instrumentedFiles struct{ f filerfs.VersionedFiles }
 
 func (i instrumentedFiles) ReadFileVersion(ctx context.Context, dir, name string) ([]byte, string, error) {
 	start := time.Now()
@@ -193,7 +193,7 @@ func (i instrumentedFiles) WriteFileIf(ctx context.Context, dir, name string, da
 // ignoreChanged keeps the failures of SeaweedFS: a conditional write
 // refused because another gateway wrote the file is not one.
 func ignoreChanged(err error) error {
-	if errors.Is(err, offset.ErrChanged) {
+	if errors.Is(err, filerfs.ErrChanged) {
 		return nil
 	}
 	return err
@@ -213,7 +213,7 @@ func (i instrumentedFiles) WriteFile(ctx context.Context, dir, name string, data
 	return err
 }
 
-func (i instrumentedFiles) ListFiles(ctx context.Context, dir string) ([]offset.File, error) {
+func (i instrumentedFiles) ListFiles(ctx context.Context, dir string) ([]filerfs.File, error) {
 	start := time.Now()
 	l, err := i.f.ListFiles(ctx, dir)
 	observe("FilerList", start, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/util/fla9"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
@@ -31,7 +32,7 @@ func FuzzGroupRequests(f *testing.F) {
 	// worker's output, and a worker blocked writing logs looks hung.
 	fla9.Set("alsologtostderr", "false") //nolint:errcheck // a known flag
 	c := New(Options{
-		Store:                 offset.NewStore(&memFiles{files: map[string][]byte{}}),
+		Store:                 offset.NewStore(filerfstest.New()),
 		InitialRebalanceDelay: time.Millisecond,
 		MinSessionTimeout:     time.Millisecond,
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
@@ -271,7 +272,7 @@ func (g *group) save() error {
 	ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
 	defer cancel()
 	version, err := g.c.opts.Store.SaveState(ctx, g.name, data, g.version)
-	if errors.Is(err, offset.ErrChanged) {
+	if errors.Is(err, filerfs.ErrChanged) {
 		// Another gateway saved the group since this one loaded it: this
 		// copy is stale (the group moved while this gateway was paused
 		// or slow). It is dropped, and read afresh if it comes back.

@@ -3,10 +3,6 @@ package group
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io/fs"
-	"path"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,107 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
-// memFiles is an in-memory offset.Files for these tests.
-type memFiles struct {
-	mu       sync.Mutex
-	files    map[string][]byte // full path -> content
-	versions map[string]int    // bumped by every write
-}
-
-func (m *memFiles) versionLocked(p string) string {
-	if _, ok := m.files[p]; !ok {
-		return ""
-	}
-	return fmt.Sprint("v", m.versions[p])
-}
-
-func (m *memFiles) ReadFileVersion(_ context.Context, dir, name string) ([]byte, string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p := path.Join(dir, name)
-	d, ok := m.files[p]
-	if !ok {
-		return nil, "", fs.ErrNotExist
-	}
-	return d, m.versionLocked(p), nil
-}
-
-func (m *memFiles) WriteFileIf(_ context.Context, dir, name string, data []byte, version string) (string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p := path.Join(dir, name)
-	if m.versionLocked(p) != version {
-		return "", offset.ErrChanged
-	}
-	m.writeLocked(p, data)
-	return m.versionLocked(p), nil
-}
-
-func (m *memFiles) writeLocked(p string, data []byte) {
-	if m.versions == nil {
-		m.versions = map[string]int{}
-	}
-	m.versions[p]++
-	m.files[p] = append([]byte(nil), data...)
-}
-
-func (m *memFiles) ReadFile(_ context.Context, dir, name string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	d, ok := m.files[path.Join(dir, name)]
-	if !ok {
-		return nil, fs.ErrNotExist
-	}
-	return d, nil
-}
-
-func (m *memFiles) WriteFile(_ context.Context, dir, name string, data []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.writeLocked(path.Join(dir, name), data)
-	return nil
-}
-
-func (m *memFiles) ListFiles(_ context.Context, dir string) ([]offset.File, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	seen := map[string]bool{}
-	var out []offset.File
-	for p, d := range m.files {
-		rest, ok := strings.CutPrefix(p, dir+"/")
-		if !ok {
-			continue
-		}
-		name, _, isDir := strings.Cut(rest, "/")
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
-		f := offset.File{Name: name, Dir: isDir}
-		if !isDir {
-			f.Data, f.Version = d, m.versionLocked(p)
-		}
-		out = append(out, f)
-	}
-	return out, nil
-}
-
-func (m *memFiles) Remove(_ context.Context, dir, name string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	full := path.Join(dir, name)
-	for p := range m.files {
-		if p == full || strings.HasPrefix(p, full+"/") {
-			delete(m.files, p)
-		}
-	}
-	return nil
-}
-
-func newCoordinator(t *testing.T, files *memFiles) *Coordinator {
+func newCoordinator(t *testing.T, files *filerfstest.Files) *Coordinator {
 	t.Helper()
 	c := New(Options{
 		Store:                 offset.NewStore(files),
@@ -198,7 +98,7 @@ func (j *joiner) heartbeat(gen int32) int16 {
 }
 
 func TestJoinSyncHeartbeat(t *testing.T) {
-	c := newCoordinator(t, &memFiles{files: map[string][]byte{}})
+	c := newCoordinator(t, filerfstest.New())
 	a := &joiner{c: c, group: "g", session: 5000, meta: "a"}
 	b := &joiner{c: c, group: "g", session: 5000, meta: "b"}
 	ra, rb := a.joinAsync(t), b.joinAsync(t)
@@ -286,7 +186,7 @@ func stable(t *testing.T, j *joiner) int32 {
 }
 
 func TestSessionTimeoutRemovesMember(t *testing.T) {
-	c := newCoordinator(t, &memFiles{files: map[string][]byte{}})
+	c := newCoordinator(t, filerfstest.New())
 	j := &joiner{c: c, group: "g", session: 100}
 	gen := stable(t, j)
 	time.Sleep(300 * time.Millisecond)
@@ -300,7 +200,7 @@ func TestSessionTimeoutRemovesMember(t *testing.T) {
 }
 
 func TestStaticMemberRejoinKeepsGeneration(t *testing.T) {
-	c := newCoordinator(t, &memFiles{files: map[string][]byte{}})
+	c := newCoordinator(t, filerfstest.New())
 	inst := "instance-1"
 	j := &joiner{c: c, group: "g", session: 5000, instance: &inst}
 	gen := stable(t, j)
@@ -320,7 +220,7 @@ func TestStaticMemberRejoinKeepsGeneration(t *testing.T) {
 }
 
 func TestCommitsAndStateSurviveRestart(t *testing.T) {
-	files := &memFiles{files: map[string][]byte{}}
+	files := filerfstest.New()
 	c := newCoordinator(t, files)
 	j := &joiner{c: c, group: "g/1", session: 5000}
 	gen := stable(t, j)
@@ -364,8 +264,8 @@ func TestCommitsAndStateSurviveRestart(t *testing.T) {
 		}
 		return 0
 	}, 0)
-	if len(files.files) != 0 {
-		t.Fatalf("files left after delete: %v", files.files)
+	if left := files.Paths(); len(left) != 0 {
+		t.Fatalf("files left after delete: %v", left)
 	}
 	if e := c2.DeleteGroup(context.Background(), "g/1"); e != kerr.GroupIDNotFound {
 		t.Fatalf("deleting a deleted group: %v", e)
@@ -373,7 +273,7 @@ func TestCommitsAndStateSurviveRestart(t *testing.T) {
 }
 
 func TestSimpleCommits(t *testing.T) {
-	c := newCoordinator(t, &memFiles{files: map[string][]byte{}})
+	c := newCoordinator(t, filerfstest.New())
 	if e := c.CommitOffsets(context.Background(), "simple", Committer{Generation: 5, MemberID: "x"}, offset.Topics{"t": {0: {Offset: 1}}}); e != kerr.IllegalGeneration {
 		t.Fatalf("member commit to an unknown group: %v", e)
 	}
@@ -394,7 +294,7 @@ func TestSimpleCommits(t *testing.T) {
 }
 
 func TestJoinValidation(t *testing.T) {
-	c := newCoordinator(t, &memFiles{files: map[string][]byte{}})
+	c := newCoordinator(t, filerfstest.New())
 	req := kmsg.NewPtrJoinGroupRequest()
 	req.Version = 9
 	req.Group, req.SessionTimeoutMillis, req.ProtocolType = "g", 1, "consumer"
@@ -418,7 +318,7 @@ func TestJoinValidation(t *testing.T) {
 // TestRebalanceEndsWhenAllRejoin: a rebalance of an existing group ends as
 // soon as every member is back, not at the rebalance timeout.
 func TestRebalanceEndsWhenAllRejoin(t *testing.T) {
-	c := newCoordinator(t, &memFiles{files: map[string][]byte{}})
+	c := newCoordinator(t, filerfstest.New())
 	a := &joiner{c: c, group: "g", session: 5000}
 	gen := stable(t, a)
 	b := &joiner{c: c, group: "g", session: 5000}
@@ -456,7 +356,7 @@ func (o *owners) move(to int) {
 }
 
 func TestOwnershipMovesBetweenCoordinators(t *testing.T) {
-	files := &memFiles{files: map[string][]byte{}}
+	files := filerfstest.New()
 	own := &owners{owner: 0, term: 1}
 	var cs []*Coordinator
 	for i := 0; i < 2; i++ {
@@ -514,7 +414,7 @@ func TestOwnershipMovesBetweenCoordinators(t *testing.T) {
 }
 
 func TestTxnOffsetsWaitForTheirMarker(t *testing.T) {
-	files := &memFiles{files: map[string][]byte{}}
+	files := filerfstest.New()
 	c := newCoordinator(t, files)
 	ctx := context.Background()
 	j := &joiner{c: c, group: "txg", session: 5000}
@@ -564,7 +464,7 @@ func TestTxnOffsetsWaitForTheirMarker(t *testing.T) {
 // it get an answer at once, and the next request loads it afresh (it once
 // ended the process).
 func TestGroupPanicUnloadsTheGroup(t *testing.T) {
-	c := newCoordinator(t, &memFiles{files: map[string][]byte{}})
+	c := newCoordinator(t, filerfstest.New())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	g, e := c.lookup(ctx, "g", true)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
@@ -122,7 +123,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, name string, who Commit
 		if ke, ok := err.(*kerr.Error); ok {
 			return ke
 		}
-		if errors.Is(err, offset.ErrChanged) {
+		if errors.Is(err, filerfs.ErrChanged) {
 			// Another gateway wrote the group's offsets: it coordinates
 			// the group now, or this copy is stale. Dropped, read afresh
 			// if it comes back here.

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
@@ -30,7 +31,7 @@ func offsetsOf(t *testing.T, c *Coordinator, group string) offset.Topics {
 // a group left empty without offsets goes too: they were kept forever, and
 // every group ever seen stayed in the filer and in each listing.
 func TestOffsetsExpire(t *testing.T) {
-	files := &memFiles{files: map[string][]byte{}}
+	files := filerfstest.New()
 	c := newCoordinator(t, files)
 	ctx := context.Background()
 	day := 24 * time.Hour

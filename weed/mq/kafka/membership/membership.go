@@ -33,13 +33,13 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
 // Filer is what the membership needs of the filer: small files and locks.
 type Filer interface {
-	offset.Files
+	filerfs.Files
 	// Lock takes (token "") or renews the lock name for ttl and returns
 	// the token to renew it with; it fails while another owner holds it.
 	Lock(ctx context.Context, name, owner, token string, ttl time.Duration) (string, error)

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
 )
 
 // fakeFiler keeps files and locks in memory, with locks expiring on the
@@ -19,7 +18,7 @@ import (
 type fakeFiler struct {
 	mu    sync.Mutex
 	now   func() time.Time
-	files map[string][]byte
+	files *filerfstest.Files
 	locks map[string]fakeLock
 	seq   int
 	down  map[string]bool // by lock owner prefix (gateway address)
@@ -31,7 +30,7 @@ type fakeLock struct {
 }
 
 func newFakeFiler(now func() time.Time) *fakeFiler {
-	return &fakeFiler{now: now, files: map[string][]byte{}, locks: map[string]fakeLock{}, down: map[string]bool{}}
+	return &fakeFiler{now: now, files: filerfstest.New(), locks: map[string]fakeLock{}, down: map[string]bool{}}
 }
 
 var errDown = errors.New("filer unreachable")
@@ -48,52 +47,32 @@ func (f filerFor) cut() bool {
 	return f.down[f.addr]
 }
 
-func (f filerFor) ReadFile(_ context.Context, dir, name string) ([]byte, error) {
+func (f filerFor) ReadFile(ctx context.Context, dir, name string) ([]byte, error) {
 	if f.cut() {
 		return nil, errDown
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	d, ok := f.files[dir+"/"+name]
-	if !ok {
-		return nil, fs.ErrNotExist
-	}
-	return d, nil
+	return f.files.ReadFile(ctx, dir, name)
 }
 
-func (f filerFor) WriteFile(_ context.Context, dir, name string, data []byte) error {
+func (f filerFor) WriteFile(ctx context.Context, dir, name string, data []byte) error {
 	if f.cut() {
 		return errDown
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.files[dir+"/"+name] = append([]byte(nil), data...)
-	return nil
+	return f.files.WriteFile(ctx, dir, name, data)
 }
 
-func (f filerFor) ListFiles(_ context.Context, dir string) ([]offset.File, error) {
+func (f filerFor) ListFiles(ctx context.Context, dir string) ([]filerfs.File, error) {
 	if f.cut() {
 		return nil, errDown
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []offset.File
-	for k, v := range f.files {
-		if name, ok := strings.CutPrefix(k, dir+"/"); ok && !strings.Contains(name, "/") {
-			out = append(out, offset.File{Name: name, Data: v})
-		}
-	}
-	return out, nil
+	return f.files.ListFiles(ctx, dir)
 }
 
-func (f filerFor) Remove(_ context.Context, dir, name string) error {
+func (f filerFor) Remove(ctx context.Context, dir, name string) error {
 	if f.cut() {
 		return errDown
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.files, dir+"/"+name)
-	return nil
+	return f.files.Remove(ctx, dir, name)
 }
 
 func (f filerFor) Lock(_ context.Context, name, owner, token string, ttl time.Duration) (string, error) {

@@ -7,7 +7,7 @@
 //	<group>.group         the group's state (members, generation), written by package group
 //	<group>/<topic>       the group's committed offsets of one topic, JSON
 //
-// A group's name is escaped to a file name (see Escape). A commit is written
+// A group's name is escaped to a file name (see filerfs.Escape). A commit is written
 // to the filer before it is acknowledged; commits of one group are written in
 // the order they were accepted, and those waiting together are written
 // together (one filer write per topic touched).
@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
@@ -34,44 +35,6 @@ const Dir = "/etc/kafka-gateway/groups"
 
 // groupSuffix names a group's state file.
 const groupSuffix = ".group"
-
-// File is one entry of a directory listing.
-type File struct {
-	Name string
-	Dir  bool
-	Data []byte
-	// Version is the file's version, as VersionedFiles.WriteFileIf takes
-	// it (empty for a directory).
-	Version string
-}
-
-// Files is the small-file storage the store keeps its state in: the
-// SeaweedFS filer. A missing file reads as fs.ErrNotExist.
-type Files interface {
-	ReadFile(ctx context.Context, dir, name string) ([]byte, error)
-	WriteFile(ctx context.Context, dir, name string, data []byte) error
-	ListFiles(ctx context.Context, dir string) ([]File, error)
-	Remove(ctx context.Context, dir, name string) error
-}
-
-// VersionedFiles are Files whose writes can be conditional: what only one
-// gateway may write (a group's offsets and state, a transactional id's
-// state) is written only if the file is still at the version its writer
-// last read or wrote. A gateway that lost a group, paused or slow, and acts
-// on what it held then, cannot overwrite what the group's new coordinator
-// wrote since (the filer checks, atomically with the write).
-type VersionedFiles interface {
-	Files
-	// ReadFileVersion is ReadFile with the file's version.
-	ReadFileVersion(ctx context.Context, dir, name string) ([]byte, string, error)
-	// WriteFileIf writes the file if it is at version ("": if it does
-	// not exist) and returns its new version; ErrChanged if it is not.
-	WriteFileIf(ctx context.Context, dir, name string, data []byte, version string) (string, error)
-}
-
-// ErrChanged is a conditional write's refusal: the file changed since its
-// writer read it (another gateway wrote it).
-var ErrChanged = errors.New("changed since it was read")
 
 // Committed is one partition's committed offset.
 type Committed struct {
@@ -101,7 +64,7 @@ func (t Topics) Clone() Topics {
 
 // Store is the filer-backed store of every group's offsets and state.
 type Store struct {
-	files VersionedFiles
+	files filerfs.VersionedFiles
 	dir   string
 
 	mu     sync.Mutex
@@ -109,7 +72,7 @@ type Store struct {
 }
 
 // NewStore returns a store keeping its files under Dir in files.
-func NewStore(files VersionedFiles) *Store {
+func NewStore(files filerfs.VersionedFiles) *Store {
 	return &Store{files: files, dir: Dir, groups: map[string]*groupOffsets{}}
 }
 
@@ -160,7 +123,7 @@ func (s *Store) load(ctx context.Context, g *groupOffsets) error {
 	if g.loaded {
 		return nil
 	}
-	files, err := s.files.ListFiles(ctx, s.dir+"/"+Escape(g.name))
+	files, err := s.files.ListFiles(ctx, s.dir+"/"+filerfs.Escape(g.name))
 	if err != nil {
 		return fmt.Errorf("loading offsets of group %q: %w", g.name, err)
 	}
@@ -169,7 +132,7 @@ func (s *Store) load(ctx context.Context, g *groupOffsets) error {
 		if f.Dir {
 			continue
 		}
-		topic, ok := unescape(f.Name)
+		topic, ok := filerfs.Unescape(f.Name)
 		if !ok {
 			continue
 		}
@@ -279,7 +242,7 @@ func (s *Store) drain(g *groupOffsets) {
 		// A panic fails the batch's commits; their clients retry them.
 		err := metrics.Try("OffsetWrite", func() error {
 			if g.stale.Load() {
-				return fmt.Errorf("offsets of group %q: %w", g.name, ErrChanged)
+				return fmt.Errorf("offsets of group %q: %w", g.name, filerfs.ErrChanged)
 			}
 			return s.writeBatch(ctx, g, batch)
 		})
@@ -321,20 +284,20 @@ func (s *Store) writeBatch(ctx context.Context, g *groupOffsets, batch []*write)
 	}
 	g.mu.Unlock()
 
-	dir := s.dir + "/" + Escape(g.name)
+	dir := s.dir + "/" + filerfs.Escape(g.name)
 	var firstErr error
 	for _, topic := range slices.Sorted(maps.Keys(next)) {
 		parts := next[topic]
 		var err error
 		if g.stale.Load() {
 			if firstErr == nil {
-				firstErr = fmt.Errorf("writing offsets of group %q: %w", g.name, ErrChanged)
+				firstErr = fmt.Errorf("writing offsets of group %q: %w", g.name, filerfs.ErrChanged)
 			}
 			continue
 		}
 		var version string
 		if len(parts) == 0 {
-			err = s.files.Remove(ctx, dir, Escape(topic))
+			err = s.files.Remove(ctx, dir, filerfs.Escape(topic))
 		} else {
 			var data []byte
 			data, err = json.Marshal(parts)
@@ -342,10 +305,10 @@ func (s *Store) writeBatch(ctx context.Context, g *groupOffsets, batch []*write)
 				g.mu.Lock()
 				was := g.versions[topic]
 				g.mu.Unlock()
-				version, err = s.files.WriteFileIf(ctx, dir, Escape(topic), data, was)
+				version, err = s.files.WriteFileIf(ctx, dir, filerfs.Escape(topic), data, was)
 			}
 		}
-		if errors.Is(err, ErrChanged) {
+		if errors.Is(err, filerfs.ErrChanged) {
 			// Another gateway wrote the group's offsets: what this one
 			// holds of them, and the commits it accepted, are stale.
 			// They all fail (clients retry them where the group is
@@ -373,7 +336,7 @@ func (s *Store) writeBatch(ctx context.Context, g *groupOffsets, batch []*write)
 // LoadState returns the group's saved state, or nil if it has none, with
 // its version.
 func (s *Store) LoadState(ctx context.Context, group string) ([]byte, string, error) {
-	data, version, err := s.files.ReadFileVersion(ctx, s.dir, Escape(group)+groupSuffix)
+	data, version, err := s.files.ReadFileVersion(ctx, s.dir, filerfs.Escape(group)+groupSuffix)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "", nil
 	}
@@ -385,10 +348,10 @@ func (s *Store) LoadState(ctx context.Context, group string) ([]byte, string, er
 
 // SaveState writes the group's state if the saved one is still at version
 // (the one loaded or saved last; "" for none), replacing it, and returns
-// the new version; ErrChanged if another gateway saved it since. The state
+// the new version; filerfs.ErrChanged if another gateway saved it since. The state
 // is JSON with the group's name in a "group" field.
 func (s *Store) SaveState(ctx context.Context, group string, state []byte, version string) (string, error) {
-	version, err := s.files.WriteFileIf(ctx, s.dir, Escape(group)+groupSuffix, state, version)
+	version, err := s.files.WriteFileIf(ctx, s.dir, filerfs.Escape(group)+groupSuffix, state, version)
 	if err != nil {
 		return "", fmt.Errorf("saving state of group %q: %w", group, err)
 	}
@@ -406,7 +369,7 @@ func (s *Store) States(ctx context.Context) (map[string][]byte, error) {
 		if f.Dir || !strings.HasSuffix(f.Name, groupSuffix) {
 			continue
 		}
-		name, ok := unescape(strings.TrimSuffix(f.Name, groupSuffix))
+		name, ok := filerfs.Unescape(strings.TrimSuffix(f.Name, groupSuffix))
 		if !ok {
 			// A hashed name: the state names its group.
 			var named struct {
@@ -425,10 +388,10 @@ func (s *Store) States(ctx context.Context) (map[string][]byte, error) {
 // DeleteGroup removes the group's state and offsets. The caller makes sure
 // nothing else writes to the group meanwhile.
 func (s *Store) DeleteGroup(ctx context.Context, group string) error {
-	if err := s.files.Remove(ctx, s.dir, Escape(group)); err != nil {
+	if err := s.files.Remove(ctx, s.dir, filerfs.Escape(group)); err != nil {
 		return fmt.Errorf("deleting offsets of group %q: %w", group, err)
 	}
-	if err := s.files.Remove(ctx, s.dir, Escape(group)+groupSuffix); err != nil {
+	if err := s.files.Remove(ctx, s.dir, filerfs.Escape(group)+groupSuffix); err != nil {
 		return fmt.Errorf("deleting group %q: %w", group, err)
 	}
 	s.Forget(group)

@@ -1,5 +1,7 @@
 package protocol
 
+import "github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
+
 // For the in-process tests of package protocol_test, which run the real
 // gateway (it imports this package) over the in-memory backend.
 
@@ -10,4 +12,4 @@ type MemBackend = memBackend
 func NewMemBackend() *MemBackend { return newMemBackend() }
 
 // NewMemFiles returns an in-memory filer for the coordinators.
-func NewMemFiles() *memFiles { return newMemFiles() }
+func NewMemFiles() *filerfstest.Files { return filerfstest.New() }

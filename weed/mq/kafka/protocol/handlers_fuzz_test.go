@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
@@ -19,7 +20,7 @@ import (
 func inProcess(tb testing.TB) *Handler {
 	tb.Helper()
 	b := newMemBackend()
-	files := newMemFiles()
+	files := filerfstest.New()
 	groups := group.New(group.Options{Store: offset.NewStore(files), InitialRebalanceDelay: time.Millisecond})
 	txns := txn.New(txn.Options{Files: files, Log: b, Groups: groups})
 	txns.Start()

@@ -3,17 +3,12 @@ package protocol
 import (
 	"context"
 	"crypto/sha256"
-	"fmt"
-	"io/fs"
 	"maps"
-	"path"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
 
@@ -327,104 +322,4 @@ func (b *memBackend) Transactions(_ context.Context, topic string, partition int
 
 func (b *memBackend) Producers(context.Context, string, int32) ([]ProducerInfo, error) {
 	return nil, nil
-}
-
-// memFiles is an in-memory offset.Files: the filer of the group and
-// transaction coordinators in handler tests.
-type memFiles struct {
-	mu       sync.Mutex
-	files    map[string][]byte
-	versions map[string]int // bumped by every write
-}
-
-func (m *memFiles) versionLocked(p string) string {
-	if _, ok := m.files[p]; !ok {
-		return ""
-	}
-	return fmt.Sprint("v", m.versions[p])
-}
-
-func (m *memFiles) ReadFileVersion(_ context.Context, dir, name string) ([]byte, string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p := path.Join(dir, name)
-	d, ok := m.files[p]
-	if !ok {
-		return nil, "", fs.ErrNotExist
-	}
-	return d, m.versionLocked(p), nil
-}
-
-func (m *memFiles) WriteFileIf(_ context.Context, dir, name string, data []byte, version string) (string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p := path.Join(dir, name)
-	if m.versionLocked(p) != version {
-		return "", offset.ErrChanged
-	}
-	m.writeLocked(p, data)
-	return m.versionLocked(p), nil
-}
-
-func (m *memFiles) writeLocked(p string, data []byte) {
-	if m.versions == nil {
-		m.versions = map[string]int{}
-	}
-	m.versions[p]++
-	m.files[p] = slices.Clone(data)
-}
-
-func newMemFiles() *memFiles { return &memFiles{files: map[string][]byte{}} }
-
-func (m *memFiles) ReadFile(_ context.Context, dir, name string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	d, ok := m.files[path.Join(dir, name)]
-	if !ok {
-		return nil, fs.ErrNotExist
-	}
-	return slices.Clone(d), nil
-}
-
-func (m *memFiles) WriteFile(_ context.Context, dir, name string, data []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.writeLocked(path.Join(dir, name), data)
-	return nil
-}
-
-func (m *memFiles) ListFiles(_ context.Context, dir string) ([]offset.File, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	seen := map[string]bool{}
-	var out []offset.File
-	for _, p := range slices.Sorted(maps.Keys(m.files)) {
-		rest, ok := strings.CutPrefix(p, dir+"/")
-		if !ok {
-			continue
-		}
-		name, _, isDir := strings.Cut(rest, "/")
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
-		f := offset.File{Name: name, Dir: isDir}
-		if !isDir {
-			f.Data, f.Version = slices.Clone(m.files[p]), m.versionLocked(p)
-		}
-		out = append(out, f)
-	}
-	return out, nil
-}
-
-func (m *memFiles) Remove(_ context.Context, dir, name string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	full := path.Join(dir, name)
-	for p := range m.files {
-		if p == full || strings.HasPrefix(p, full+"/") {
-			delete(m.files, p)
-		}
-	}
-	return nil
 }

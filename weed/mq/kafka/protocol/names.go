@@ -7,7 +7,7 @@ package protocol
 // and Metadata with INVALID_TOPIC_EXCEPTION. The backend checks again
 // (ValidTopicName), so that no path is built from an unchecked name.
 // Group ids and transactional ids are escaped by the stores that keep
-// them (offset.Escape).
+// them (filerfs.Escape).
 
 import (
 	"context"

@@ -14,7 +14,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/s3api/s3_constants"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 )
 
 // The small files the gateway keeps in the filer (committed offsets, group
@@ -22,7 +22,7 @@ import (
 // write is one filer call that replaces the entry, so a reader sees the old
 // file or the new one, never a mix.
 
-var _ offset.VersionedFiles = (*Client)(nil)
+var _ filerfs.VersionedFiles = (*Client)(nil)
 
 // A file's version is a token the gateway writes with it, in the attribute
 // the filer's conditional writes compare as the entry's ETag: a write
@@ -45,7 +45,7 @@ func fileVersion(e *filer_pb.Entry) string {
 	return "v:"
 }
 
-// ReadFileVersion implements offset.VersionedFiles.
+// ReadFileVersion implements filerfs.VersionedFiles.
 func (c *Client) ReadFileVersion(ctx context.Context, dir, name string) ([]byte, string, error) {
 	var data []byte
 	var version string
@@ -63,7 +63,7 @@ func (c *Client) ReadFileVersion(ctx context.Context, dir, name string) ([]byte,
 	return data, version, err
 }
 
-// WriteFileIf implements offset.VersionedFiles: one conditional filer call.
+// WriteFileIf implements filerfs.VersionedFiles: one conditional filer call.
 func (c *Client) WriteFileIf(ctx context.Context, dir, name string, data []byte, version string) (string, error) {
 	var token [12]byte
 	rand.Read(token[:]) //nolint:errcheck // crypto/rand does not fail
@@ -88,7 +88,7 @@ func (c *Client) WriteFileIf(ctx context.Context, dir, name string, data []byte,
 		case err != nil:
 			return err
 		case resp.ErrorCode == filer_pb.FilerError_PRECONDITION_FAILED:
-			return offset.ErrChanged
+			return filerfs.ErrChanged
 		case resp.Error != "":
 			return errors.New(resp.Error)
 		}
@@ -108,7 +108,7 @@ func (c *Client) WriteFileIf(ctx context.Context, dir, name string, data []byte,
 	return "v:" + next, nil
 }
 
-// ReadFile implements offset.Files; a missing file is fs.ErrNotExist.
+// ReadFile implements filerfs.Files; a missing file is fs.ErrNotExist.
 func (c *Client) ReadFile(ctx context.Context, dir, name string) ([]byte, error) {
 	var data []byte
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
@@ -125,7 +125,7 @@ func (c *Client) ReadFile(ctx context.Context, dir, name string) ([]byte, error)
 	return data, err
 }
 
-// WriteFile implements offset.Files: it creates or replaces the file, and
+// WriteFile implements filerfs.Files: it creates or replaces the file, and
 // the directories above it, in one filer call.
 func (c *Client) WriteFile(ctx context.Context, dir, name string, data []byte) error {
 	now := time.Now().Unix()
@@ -141,14 +141,14 @@ func (c *Client) WriteFile(ctx context.Context, dir, name string, data []byte) e
 	})
 }
 
-// ListFiles implements offset.Files: the entries of dir with the content of
+// ListFiles implements filerfs.Files: the entries of dir with the content of
 // its files; a missing directory has none.
-func (c *Client) ListFiles(ctx context.Context, dir string) ([]offset.File, error) {
-	var out []offset.File
+func (c *Client) ListFiles(ctx context.Context, dir string) ([]filerfs.File, error) {
+	var out []filerfs.File
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		out = out[:0]
 		return filer_pb.SeaweedList(ctx, fc, dir, "", func(e *filer_pb.Entry, _ bool) error {
-			f := offset.File{Name: e.Name, Dir: e.IsDirectory, Data: e.Content}
+			f := filerfs.File{Name: e.Name, Dir: e.IsDirectory, Data: e.Content}
 			if !e.IsDirectory {
 				f.Version = fileVersion(e)
 			}
@@ -162,7 +162,7 @@ func (c *Client) ListFiles(ctx context.Context, dir string) ([]offset.File, erro
 	return out, err
 }
 
-// Remove implements offset.Files: it deletes a file or a directory with
+// Remove implements filerfs.Files: it deletes a file or a directory with
 // everything in it; a missing one is not an error.
 func (c *Client) Remove(ctx context.Context, dir, name string) error {
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {

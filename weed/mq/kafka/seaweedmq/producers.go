@@ -27,7 +27,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
@@ -320,7 +320,7 @@ func (e *producerEntry) has(pb *record.ProducerBatch) bool {
 // saveProducerState writes the partition's producer state if the file is
 // still at version (as this gateway read or wrote it last), and returns its
 // new version: a gateway that lost the partition (paused, or slow) cannot
-// write over what its new leader saved (offset.ErrChanged).
+// write over what its new leader saved (filerfs.ErrChanged).
 func (c *Client) saveProducerState(ctx context.Context, p *partition, s savedProducers, version string) (string, error) {
 	data, err := json.Marshal(s)
 	if err != nil {
@@ -401,7 +401,7 @@ func (c *Client) saveProducers(p *partition, force bool) {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 	switch {
-	case errors.Is(err, offset.ErrChanged):
+	case errors.Is(err, filerfs.ErrChanged):
 		// Another gateway led the partition and saved its producers
 		// since: what this one holds is stale, and is read again before
 		// its next idempotent write here.

@@ -23,8 +23,8 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
 // Dir is where the filer keeps the transactional ids' states.
@@ -61,7 +61,7 @@ type Groups interface {
 
 // Options configure a Coordinator.
 type Options struct {
-	Files  offset.VersionedFiles
+	Files  filerfs.VersionedFiles
 	Log    Log
 	Groups Groups
 	// IDExpiration is transactional.id.expiration.ms: an id with no
@@ -248,7 +248,7 @@ func (c *Coordinator) ExpireIDs(now time.Time) {
 		idle := st == Empty || st == CompleteCommit || st == CompleteAbort
 		if idle && time.UnixMilli(t.st.UpdatedMs).Add(c.opts.IDExpiration).Before(now) {
 			if term, ok := c.owner(t.st.ID); ok && term == t.term {
-				if err := c.opts.Files.Remove(ctx, Dir, offset.Escape(t.st.ID)); err != nil {
+				if err := c.opts.Files.Remove(ctx, Dir, filerfs.Escape(t.st.ID)); err != nil {
 					glog.Warningf("kafka transaction %s: removing the expired id: %v", t.st.ID, err)
 				} else {
 					c.mu.Lock()
@@ -436,7 +436,7 @@ func (c *Coordinator) get(ctx context.Context, id string) (*txn, int64, *kerr.Er
 	}
 	// Perhaps just taken over from another gateway, or a stale copy was
 	// dropped: the filer has it.
-	data, version, err := c.opts.Files.ReadFileVersion(ctx, Dir, offset.Escape(id))
+	data, version, err := c.opts.Files.ReadFileVersion(ctx, Dir, filerfs.Escape(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, term, nil
 	}
@@ -445,7 +445,7 @@ func (c *Coordinator) get(ctx context.Context, id string) (*txn, int64, *kerr.Er
 		return nil, 0, kerr.CoordinatorLoadInProgress
 	}
 	c.mu.Lock()
-	t = c.adoptLocked(offset.Escape(id), data, version)
+	t = c.adoptLocked(filerfs.Escape(id), data, version)
 	if t == nil {
 		t = c.txns[id]
 	}
@@ -466,8 +466,8 @@ func (c *Coordinator) save(ctx context.Context, t *txn) error {
 	if err != nil {
 		return err
 	}
-	version, err := c.opts.Files.WriteFileIf(ctx, Dir, offset.Escape(t.st.ID), data, t.version)
-	if errors.Is(err, offset.ErrChanged) {
+	version, err := c.opts.Files.WriteFileIf(ctx, Dir, filerfs.Escape(t.st.ID), data, t.version)
+	if errors.Is(err, filerfs.ErrChanged) {
 		// Another gateway saved the id since this one loaded it: this
 		// copy is stale (the id moved while this gateway was paused or
 		// slow). It is dropped, and read afresh if it comes back.

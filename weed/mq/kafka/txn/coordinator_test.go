@@ -4,102 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
-	"path"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
 )
 
 // fakes: files in memory, a log that records markers, groups that record
 // commits.
-type memFiles struct {
-	mu       sync.Mutex
-	files    map[string][]byte
-	versions map[string]int // bumped by every write
-	listings int
-}
-
-func (m *memFiles) versionLocked(p string) string {
-	if _, ok := m.files[p]; !ok {
-		return ""
-	}
-	return fmt.Sprint("v", m.versions[p])
-}
-
-func (m *memFiles) ReadFileVersion(_ context.Context, dir, name string) ([]byte, string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p := path.Join(dir, name)
-	d, ok := m.files[p]
-	if !ok {
-		return nil, "", fs.ErrNotExist
-	}
-	return d, m.versionLocked(p), nil
-}
-
-func (m *memFiles) WriteFileIf(_ context.Context, dir, name string, data []byte, version string) (string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p := path.Join(dir, name)
-	if m.versionLocked(p) != version {
-		return "", offset.ErrChanged
-	}
-	m.writeLocked(p, data)
-	return m.versionLocked(p), nil
-}
-
-func (m *memFiles) writeLocked(p string, data []byte) {
-	if m.versions == nil {
-		m.versions = map[string]int{}
-	}
-	m.versions[p]++
-	m.files[p] = append([]byte(nil), data...)
-}
-
-func (m *memFiles) ReadFile(_ context.Context, dir, name string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	d, ok := m.files[path.Join(dir, name)]
-	if !ok {
-		return nil, fs.ErrNotExist
-	}
-	return d, nil
-}
-
-func (m *memFiles) WriteFile(_ context.Context, dir, name string, data []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.writeLocked(path.Join(dir, name), data)
-	return nil
-}
-
-func (m *memFiles) ListFiles(_ context.Context, dir string) ([]offset.File, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.listings++
-	var out []offset.File
-	for p, d := range m.files {
-		if name, ok := strings.CutPrefix(p, dir+"/"); ok && !strings.Contains(name, "/") {
-			out = append(out, offset.File{Name: name, Data: d, Version: m.versionLocked(p)})
-		}
-	}
-	return out, nil
-}
-
-func (m *memFiles) Remove(_ context.Context, dir, name string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.files, path.Join(dir, name))
-	return nil
-}
-
 type marker struct {
 	topic  string
 	part   int32
@@ -152,7 +68,7 @@ func (g *fakeGroups) EndTxnOffsets(_ context.Context, group string, pid int64, e
 	return nil
 }
 
-func start(t *testing.T, files *memFiles, log *fakeLog, groups *fakeGroups) *Coordinator {
+func start(t *testing.T, files *filerfstest.Files, log *fakeLog, groups *fakeGroups) *Coordinator {
 	t.Helper()
 	c := New(Options{Files: files, Log: log, Groups: groups})
 	c.Start()
@@ -170,7 +86,7 @@ func start(t *testing.T, files *memFiles, log *fakeLog, groups *fakeGroups) *Coo
 }
 
 func TestCommitWritesMarkersAndOffsets(t *testing.T) {
-	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{}
+	files, log, groups := filerfstest.New(), &fakeLog{}, &fakeGroups{}
 	c := start(t, files, log, groups)
 	ctx := context.Background()
 	pid, epoch, e := c.InitProducerID(ctx, "tx", time.Minute, -1, -1)
@@ -201,7 +117,7 @@ func TestCommitWritesMarkersAndOffsets(t *testing.T) {
 }
 
 func TestFencingAndTimeouts(t *testing.T) {
-	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{}
+	files, log, groups := filerfstest.New(), &fakeLog{}, &fakeGroups{}
 	c := start(t, files, log, groups)
 	ctx := context.Background()
 	if _, _, e := c.InitProducerID(ctx, "tx", 16*time.Minute, -1, -1); e != kerr.InvalidTransactionTimeout {
@@ -243,7 +159,7 @@ func TestFencingAndTimeouts(t *testing.T) {
 }
 
 func TestRestartFinishesDecidedTransactions(t *testing.T) {
-	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{}
+	files, log, groups := filerfstest.New(), &fakeLog{}, &fakeGroups{}
 	c := start(t, files, log, groups)
 	ctx := context.Background()
 	pid, epoch, _ := c.InitProducerID(ctx, "tx", time.Minute, -1, -1)
@@ -253,7 +169,8 @@ func TestRestartFinishesDecidedTransactions(t *testing.T) {
 		t.Fatalf("end with the log down: %v", e)
 	}
 	var st saved
-	json.Unmarshal(files.files[Dir+"/tx"], &st) //nolint:errcheck // checked below
+	data, _ := files.Get(Dir + "/tx")
+	json.Unmarshal(data, &st) //nolint:errcheck // checked below
 	if st.State != PrepareCommit {
 		t.Fatalf("saved state %s", st.State)
 	}
@@ -281,7 +198,7 @@ func TestRestartFinishesDecidedTransactions(t *testing.T) {
 // loads the id when a write or request names it, and finishes a
 // transaction decided on the old one.
 func TestOwnershipMoves(t *testing.T) {
-	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{}
+	files, log, groups := filerfstest.New(), &fakeLog{}, &fakeGroups{}
 	var mu sync.Mutex
 	owner, term := 0, int64(1)
 	owns := func(i int) func(string) (int64, bool) {
@@ -357,7 +274,7 @@ func TestOwnershipMoves(t *testing.T) {
 // Kafka's do; one with an open transaction never does. They were kept, and
 // listed and re-read every few seconds, forever.
 func TestTransactionalIDsExpire(t *testing.T) {
-	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{}
+	files, log, groups := filerfstest.New(), &fakeLog{}, &fakeGroups{}
 	c := start(t, files, log, groups)
 	ctx := context.Background()
 	day := 24 * time.Hour
@@ -406,7 +323,7 @@ func TestTransactionalIDsExpire(t *testing.T) {
 func TestIDsListedWhenTheViewChanges(t *testing.T) {
 	defer func(d time.Duration) { sweepEvery = d }(sweepEvery)
 	sweepEvery = 5 * time.Millisecond
-	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{}
+	files, log, groups := filerfstest.New(), &fakeLog{}, &fakeGroups{}
 	var mu sync.Mutex
 	owner, epoch := 0, int64(1)
 	owns := func(i int) func(string) (int64, bool) {
@@ -434,13 +351,9 @@ func TestIDsListedWhenTheViewChanges(t *testing.T) {
 	if _, _, e := cs[0].InitProducerID(context.Background(), "moving", time.Minute, -1, -1); e != nil {
 		t.Fatal(e)
 	}
-	files.mu.Lock()
-	before := files.listings
-	files.mu.Unlock()
+	before := files.Listings()
 	time.Sleep(300 * time.Millisecond) // 10 looks at the view
-	files.mu.Lock()
-	after := files.listings
-	files.mu.Unlock()
+	after := files.Listings()
 	if after != before {
 		t.Fatalf("%d listings in 300 ms with the view unchanged", after-before)
 	}
@@ -467,7 +380,7 @@ func TestIDsListedWhenTheViewChanges(t *testing.T) {
 // the save is refused by the filer, the copy dropped and read again. Its
 // late saves once overwrote the new coordinator's state.
 func TestStaleSavesRefused(t *testing.T) {
-	files, log, groups := &memFiles{files: map[string][]byte{}}, &fakeLog{}, &fakeGroups{}
+	files, log, groups := filerfstest.New(), &fakeLog{}, &fakeGroups{}
 	old := start(t, files, log, groups)
 	ctx := context.Background()
 	pid, epoch, e := old.InitProducerID(ctx, "x", time.Minute, -1, -1)

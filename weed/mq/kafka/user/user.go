@@ -7,7 +7,7 @@
 //
 // Layout, under Dir:
 //
-//	<user>.json   the user's credentials by mechanism (name escaped as offset.Escape does)
+//	<user>.json   the user's credentials by mechanism (name escaped as filerfs.Escape does)
 //
 // Every lookup reads the filer, so a user created, changed or deleted on
 // one gateway applies on every other at the next login.
@@ -29,7 +29,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 )
 
 // Dir is where the filer keeps the users' files.
@@ -127,16 +127,16 @@ func (cred Credential) Verify(mechanism, password string) bool {
 
 // Store reads and writes the users' files.
 type Store struct {
-	files offset.Files
+	files filerfs.Files
 	// mu orders this gateway's changes of a user's file (two gateways
 	// changing one user at the same moment may lose one change).
 	mu sync.Mutex
 }
 
 // NewStore returns a store keeping its files under Dir in files.
-func NewStore(files offset.Files) *Store { return &Store{files: files} }
+func NewStore(files filerfs.Files) *Store { return &Store{files: files} }
 
-func fileName(name string) string { return offset.Escape(name) + ".json" }
+func fileName(name string) string { return filerfs.Escape(name) + ".json" }
 
 func (s *Store) read(ctx context.Context, name string) (file, error) {
 	data, err := s.files.ReadFile(ctx, Dir, fileName(name))

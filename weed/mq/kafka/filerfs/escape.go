@@ -1,4 +1,4 @@
-package offset
+package filerfs
 
 import (
 	"crypto/sha256"
@@ -36,8 +36,8 @@ func Escape(name string) string {
 	return b.String()
 }
 
-// unescape reverses Escape; it reports false for hashed and foreign names.
-func unescape(file string) (string, bool) {
+// Unescape reverses Escape; it reports false for hashed and foreign names.
+func Unescape(file string) (string, bool) {
 	if file == "" || file[0] == '~' {
 		return "", false
 	}
