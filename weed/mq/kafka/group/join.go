@@ -1,13 +1,13 @@
 package group
 
-// The classic group protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-// session and rebalance timeouts, static membership (KIP-345). Every
-// function here runs on the group's goroutine.
+// The classic group protocol's join phase: JoinGroup, the protocol the
+// members share, rebalances and their timers, a new generation; static
+// members rejoining (KIP-345). SyncGroup is in sync.go, a member's session
+// and leaving in members.go. Every function here runs on the group's
+// goroutine.
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"slices"
 	"strings"
 	"time"
@@ -19,19 +19,6 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
-
-// Client is who sent a request: for member ids and DescribeGroups.
-type Client struct {
-	ID   string // client.id from the request header
-	Host string // the connection's remote host
-}
-
-func newMemberID(clientID string) string {
-	var b [16]byte
-	rand.Read(b[:]) //nolint:errcheck // crypto/rand does not fail
-	u := hex.EncodeToString(b[:])
-	return clientID + "-" + u[:8] + "-" + u[8:12] + "-" + u[12:16] + "-" + u[16:20] + "-" + u[20:]
-}
 
 func joinError(req *kmsg.JoinGroupRequest, code *kerr.Error) *kmsg.JoinGroupResponse {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
@@ -48,16 +35,6 @@ func (g *group) sortedMembers() []*member {
 	}
 	slices.SortFunc(ms, func(a, b *member) int { return strings.Compare(a.id, b.id) })
 	return ms
-}
-
-// fenced reports whether a request naming instanceID comes from an older
-// incarnation of that static member.
-func (g *group) fenced(memberID string, instanceID *string) bool {
-	if instanceID == nil {
-		return false
-	}
-	id, ok := g.static[*instanceID]
-	return ok && id != memberID
 }
 
 // supports reports whether a member with these protocols may join: the
@@ -128,25 +105,6 @@ func (m *member) metadataFor(protocol string) []byte {
 		}
 	}
 	return nil
-}
-
-// touch restarts the member's session timer: without a heartbeat (or
-// another request) within its session timeout, it is removed. A member
-// waiting on a JoinGroup or SyncGroup answer is kept.
-func (g *group) touch(m *member) {
-	id := g.nextSeq()
-	m.sessionT = id
-	g.after(m.session, func() {
-		if g.members[m.id] != m || m.sessionT != id {
-			return
-		}
-		if m.joining != nil || m.syncing != nil {
-			g.touch(m)
-			return
-		}
-		glog.V(0).Infof("kafka group %s: member %s left the group: session timeout %v expired", g.name, m.id, m.session)
-		g.removeMember(m, "session timeout")
-	})
 }
 
 // join handles a JoinGroup; reply is answered now or when the join phase
@@ -448,38 +406,6 @@ func (g *group) completeJoin() {
 	g.startSyncTimer()
 }
 
-// startSyncTimer removes the members that have not sent SyncGroup within
-// the rebalance timeout, and rebalances without them.
-func (g *group) startSyncTimer() {
-	var d time.Duration
-	for _, m := range g.members {
-		d = max(d, m.rebalance)
-	}
-	id := g.nextSeq()
-	g.syncSeq = id
-	gen := g.generation
-	g.after(d, func() {
-		if g.syncSeq != id || g.generation != gen || (g.state != CompletingRebalance && g.state != Stable) {
-			return
-		}
-		var late []*member
-		for mid := range g.pendingSync {
-			if m := g.members[mid]; m != nil {
-				late = append(late, m)
-			}
-		}
-		g.pendingSync = nil
-		if len(late) == 0 {
-			return
-		}
-		for _, m := range late {
-			glog.V(0).Infof("kafka group %s: member %s left the group: no SyncGroup within the rebalance timeout", g.name, m.id)
-			g.dropMember(m)
-		}
-		g.afterRemoval("members did not sync")
-	})
-}
-
 func (g *group) joinResponse(req *kmsg.JoinGroupRequest, m *member) *kmsg.JoinGroupResponse {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	resp.Generation = g.generation
@@ -496,187 +422,4 @@ func (g *group) joinResponse(req *kmsg.JoinGroupRequest, m *member) *kmsg.JoinGr
 		}
 	}
 	return resp
-}
-
-// dropMember forgets a member, answering what it waits on.
-func (g *group) dropMember(m *member) {
-	if m.joining != nil {
-		m.joining.reply <- joinError(m.joining.req, kerr.UnknownMemberID)
-		m.joining = nil
-	}
-	if m.syncing != nil {
-		m.syncing.reply <- syncError(m.syncing.req, kerr.UnknownMemberID)
-		m.syncing = nil
-	}
-	delete(g.members, m.id)
-	delete(g.pendingSync, m.id)
-	if m.instanceID != nil && g.static[*m.instanceID] == m.id {
-		delete(g.static, *m.instanceID)
-	}
-	m.sessionT = 0
-}
-
-// removeMember takes a member out (it left, or its session ended) and
-// rebalances the others.
-func (g *group) removeMember(m *member, reason string) {
-	g.dropMember(m)
-	g.afterRemoval("member " + m.id + " left: " + reason)
-}
-
-func (g *group) afterRemoval(reason string) {
-	switch g.state {
-	case Stable, CompletingRebalance:
-		g.prepareRebalance(reason)
-		if len(g.members) == 0 {
-			g.completeJoin()
-		}
-	case PreparingRebalance:
-		if len(g.members) == 0 && !g.initialJoin {
-			g.completeJoin()
-			return
-		}
-		g.maybeCompleteJoin()
-	}
-}
-
-func syncError(req *kmsg.SyncGroupRequest, code *kerr.Error) *kmsg.SyncGroupResponse {
-	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-	resp.ErrorCode = code.Code
-	return resp
-}
-
-// sync handles a SyncGroup: the leader's brings every member's assignment.
-func (g *group) sync(req *kmsg.SyncGroupRequest, reply chan *kmsg.SyncGroupResponse) {
-	answer := func(code *kerr.Error) { reply <- syncError(req, code) }
-	if g.fenced(req.MemberID, req.InstanceID) {
-		answer(kerr.FencedInstanceID)
-		return
-	}
-	m := g.members[req.MemberID]
-	if m == nil {
-		answer(kerr.UnknownMemberID)
-		return
-	}
-	if req.Generation != g.generation {
-		answer(kerr.IllegalGeneration)
-		return
-	}
-	if (req.ProtocolType != nil && *req.ProtocolType != g.protocolType) || (req.Protocol != nil && *req.Protocol != g.protocol) {
-		answer(kerr.InconsistentGroupProtocol)
-		return
-	}
-	switch g.state {
-	case PreparingRebalance:
-		answer(kerr.RebalanceInProgress)
-	case Stable:
-		delete(g.pendingSync, m.id)
-		g.touch(m)
-		reply <- g.syncResponse(req, m)
-	case CompletingRebalance:
-		delete(g.pendingSync, m.id)
-		if m.syncing != nil {
-			m.syncing.reply <- syncError(m.syncing.req, kerr.RebalanceInProgress)
-		}
-		m.syncing = &pendingSync{req: req, reply: reply}
-		g.touch(m)
-		if m.id != g.leader {
-			return
-		}
-		assigned := map[string][]byte{}
-		for _, a := range req.GroupAssignment {
-			assigned[a.MemberID] = a.MemberAssignment
-		}
-		for _, o := range g.members {
-			o.assignment = assigned[o.id]
-		}
-		g.state = Stable
-		if err := g.save(); err != nil {
-			// The assignment is not saved: nobody gets it, and
-			// everyone joins again.
-			for _, o := range g.members {
-				if o.syncing != nil {
-					o.syncing.reply <- syncError(o.syncing.req, kerr.CoordinatorNotAvailable)
-					o.syncing = nil
-				}
-				o.assignment = nil
-			}
-			g.state = CompletingRebalance
-			g.prepareRebalance("saving the assignment failed")
-			return
-		}
-		glog.V(1).Infof("kafka group %s: generation %d is stable", g.name, g.generation)
-		for _, o := range g.members {
-			if o.syncing != nil {
-				o.syncing.reply <- g.syncResponse(o.syncing.req, o)
-				o.syncing = nil
-			}
-		}
-	default:
-		answer(kerr.UnknownMemberID)
-	}
-}
-
-func (g *group) syncResponse(req *kmsg.SyncGroupRequest, m *member) *kmsg.SyncGroupResponse {
-	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-	pt, p := g.protocolType, g.protocol
-	resp.ProtocolType, resp.Protocol = &pt, &p
-	resp.MemberAssignment = m.assignment
-	if resp.MemberAssignment == nil {
-		resp.MemberAssignment = []byte{}
-	}
-	return resp
-}
-
-// heartbeat handles a Heartbeat: it keeps the member's session and tells
-// it when to rejoin.
-func (g *group) heartbeat(req *kmsg.HeartbeatRequest) *kerr.Error {
-	if g.fenced(req.MemberID, req.InstanceID) {
-		return kerr.FencedInstanceID
-	}
-	m := g.members[req.MemberID]
-	if m == nil {
-		return kerr.UnknownMemberID
-	}
-	if req.Generation != g.generation {
-		return kerr.IllegalGeneration
-	}
-	switch g.state {
-	case Stable, CompletingRebalance:
-		g.touch(m)
-		return nil
-	case PreparingRebalance:
-		g.touch(m)
-		return kerr.RebalanceInProgress
-	default:
-		return kerr.UnknownMemberID
-	}
-}
-
-// leave handles one member of a LeaveGroup.
-func (g *group) leave(memberID string, instanceID *string, reason *string) *kerr.Error {
-	why := "LeaveGroup"
-	if reason != nil && *reason != "" {
-		why += " (" + *reason + ")"
-	}
-	if instanceID != nil {
-		id, ok := g.static[*instanceID]
-		if !ok {
-			return kerr.UnknownMemberID
-		}
-		if memberID != "" && memberID != id {
-			return kerr.FencedInstanceID
-		}
-		memberID = id
-	} else if _, ok := g.pending[memberID]; ok {
-		delete(g.pending, memberID)
-		g.maybeCompleteJoin()
-		return nil
-	}
-	m := g.members[memberID]
-	if m == nil {
-		return kerr.UnknownMemberID
-	}
-	glog.V(1).Infof("kafka group %s: member %s leaves: %s", g.name, m.id, why)
-	g.removeMember(m, why)
-	return nil
 }
