@@ -1,0 +1,274 @@
+package txn
+
+// Loading: which transactional ids this gateway coordinates, reading their
+// saved states, finishing the transactions a stopped gateway left half
+// ended, dropping ids that moved away, and expiring idle ids.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+)
+
+// sweepEvery is how often ids whose ownership ended are dropped; a
+// variable for tests.
+var sweepEvery = 500 * time.Millisecond
+
+// reloadEvery is how many sweeps pass between looks at the view (and the
+// retries of unfinished transactions).
+const reloadEvery = 6
+
+// The saved ids are listed again, with several gateways, for
+// relistAfterViewChange after the view changes (past its settle time), and
+// at least every relistEvery: a listing reads every id's state.
+const (
+	relistAfterViewChange = 10 * time.Second
+	relistEvery           = time.Minute
+)
+
+// Start loads the saved transactional ids this gateway coordinates in the
+// background, retrying until the filer answers, and finishes the
+// transactions a stopped gateway left between their two phases. Until then
+// requests get COORDINATOR_LOAD_IN_PROGRESS. With several gateways it goes
+// on dropping the ids that moved away and loading those that came, so that
+// their open transactions time out and decided ones finish.
+func (c *Coordinator) Start() {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for {
+			err := metrics.Try("TxnLoad", c.load)
+			if err == nil {
+				break
+			}
+			glog.Warningf("kafka transactions: %v; retrying", err)
+			select {
+			case <-c.stop:
+				return
+			case <-time.After(2 * time.Second):
+			}
+		}
+		sweep := time.NewTicker(sweepEvery)
+		defer sweep.Stop()
+		var epoch int64
+		if c.opts.ViewEpoch != nil {
+			epoch = c.opts.ViewEpoch()
+		}
+		viewChanged, listed := time.Time{}, time.Now()
+		expire := time.NewTicker(c.opts.ExpiryCheck)
+		defer expire.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-c.stop:
+				return
+			case <-expire.C:
+				metrics.Guard("TxnExpiry", func() { c.ExpireIDs(time.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
+				continue
+			case <-sweep.C:
+			}
+			if c.opts.Owner == nil {
+				continue // one gateway: nothing moves
+			}
+			metrics.Guard("TxnSweep", func() { //nolint:errcheck // logged and counted; the next round tries again
+				c.sweep()
+				if n%reloadEvery != 0 {
+					return
+				}
+				if c.opts.ViewEpoch != nil {
+					if e := c.opts.ViewEpoch(); e != epoch {
+						epoch, viewChanged = e, time.Now()
+					}
+				}
+				// Ids taken over are served once the new view has
+				// settled: they are listed until a while after.
+				if time.Since(viewChanged) < relistAfterViewChange || time.Since(listed) > relistEvery {
+					if err := c.load(); err != nil {
+						glog.Warningf("kafka transactions: %v", err)
+					}
+					listed = time.Now()
+				}
+				c.retryUnfinished()
+			})
+		}
+	}()
+}
+
+// ExpireIDs removes the transactional ids this gateway coordinates that
+// have no transaction going on (Empty, CompleteCommit, CompleteAbort) and
+// whose state has not changed for IDExpiration by now, from memory and from
+// the filer, as Kafka expires them. Their producers' next InitProducerID
+// starts them afresh; an old producer's other requests are refused as from
+// an unknown producer.
+func (c *Coordinator) ExpireIDs(now time.Time) {
+	if c.opts.IDExpiration < 0 {
+		return
+	}
+	c.mu.Lock()
+	all := make([]*txn, 0, len(c.txns))
+	for _, t := range c.txns {
+		all = append(all, t)
+	}
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	removed := 0
+	for _, t := range all {
+		if !t.mu.TryLock() {
+			continue // busy: not idle anyway
+		}
+		st := t.st.State
+		idle := st == Empty || st == CompleteCommit || st == CompleteAbort
+		if idle && time.UnixMilli(t.st.UpdatedMs).Add(c.opts.IDExpiration).Before(now) {
+			if term, ok := c.owner(t.st.ID); ok && term == t.term {
+				if err := c.opts.Files.Remove(ctx, Dir, filerfs.Escape(t.st.ID)); err != nil {
+					glog.Warningf("kafka transaction %s: removing the expired id: %v", t.st.ID, err)
+				} else {
+					c.mu.Lock()
+					c.unloadLocked(t)
+					c.mu.Unlock()
+					removed++
+				}
+			}
+		}
+		t.mu.Unlock()
+	}
+	if removed > 0 {
+		glog.V(0).Infof("kafka transactions: removed %d transactional ids unused for %v (transactional.id.expiration.ms)", removed, c.opts.IDExpiration)
+	}
+}
+
+// owner returns the term of this gateway's ownership of the id.
+func (c *Coordinator) owner(id string) (int64, bool) {
+	if c.opts.Owner == nil {
+		return 0, true
+	}
+	return c.opts.Owner(id)
+}
+
+// sweep drops the ids whose ownership ended or broke since they were
+// loaded.
+func (c *Coordinator) sweep() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, t := range c.txns {
+		if term, ok := c.owner(id); !ok || term != t.term {
+			c.unloadLocked(t)
+		}
+	}
+}
+
+func (c *Coordinator) unloadLocked(t *txn) {
+	if c.txns[t.st.ID] == t {
+		delete(c.txns, t.st.ID)
+	}
+	if c.byPID[t.st.ProducerID] == t {
+		delete(c.byPID, t.st.ProducerID)
+	}
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+}
+
+func (c *Coordinator) load() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	files, err := c.opts.Files.ListFiles(ctx, Dir)
+	if err != nil {
+		return fmt.Errorf("listing transactions: %w", err)
+	}
+	var unfinished []*txn
+	loaded := 0
+	c.mu.Lock()
+	for _, f := range files {
+		if f.Dir {
+			continue
+		}
+		if t := c.adoptLocked(f.Name, f.Data, f.Version); t != nil {
+			loaded++
+			if t.st.State == PrepareCommit || t.st.State == PrepareAbort {
+				unfinished = append(unfinished, t)
+			}
+		}
+	}
+	first := !c.ready
+	c.ready = true
+	c.mu.Unlock()
+	if first || loaded > 0 {
+		glog.V(0).Infof("kafka transactions: loaded %d transactional ids, %d to finish", loaded, len(unfinished))
+	}
+	for _, t := range unfinished {
+		c.finishLoaded(ctx, t)
+	}
+	return nil
+}
+
+// adoptLocked takes a saved state in if this gateway coordinates its id and
+// does not hold it already; it returns the new state, or nil.
+func (c *Coordinator) adoptLocked(file string, data []byte, version string) *txn {
+	t := &txn{version: version}
+	if err := json.Unmarshal(data, &t.st); err != nil {
+		glog.Errorf("kafka transactions: unreadable state %s, ignored: %v", file, err)
+		return nil
+	}
+	term, ok := c.owner(t.st.ID)
+	if !ok {
+		return nil
+	}
+	if old := c.txns[t.st.ID]; old != nil {
+		if old.term == term {
+			return nil
+		}
+		c.unloadLocked(old)
+	}
+	t.term = term
+	c.txns[t.st.ID] = t
+	c.byPID[t.st.ProducerID] = t
+	if t.st.State == Ongoing {
+		c.armTimeout(t)
+	}
+	return t
+}
+
+// retryUnfinished finishes again the decided transactions whose markers
+// could not all be written (a partition's or group's gateway was moving),
+// those no request is busy with.
+func (c *Coordinator) retryUnfinished() {
+	c.mu.Lock()
+	var todo []*txn
+	for _, t := range c.txns {
+		todo = append(todo, t)
+	}
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, t := range todo {
+		if !t.mu.TryLock() {
+			continue
+		}
+		if t.st.State == PrepareCommit || t.st.State == PrepareAbort {
+			if err := c.finish(ctx, t); err != nil {
+				glog.V(1).Infof("kafka transaction %s: finishing: %v (tried again later)", t.st.ID, err)
+			}
+		}
+		t.mu.Unlock()
+	}
+}
+
+// finishLoaded carries out a transaction that was decided before it was
+// loaded.
+func (c *Coordinator) finishLoaded(ctx context.Context, t *txn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.st.State != PrepareCommit && t.st.State != PrepareAbort {
+		return
+	}
+	if err := c.finish(ctx, t); err != nil {
+		glog.Warningf("kafka transaction %s: finishing a transaction decided before: %v (the producer's retry or the next load finishes it)", t.st.ID, err)
+	}
+}

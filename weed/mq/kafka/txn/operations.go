@@ -1,0 +1,205 @@
+package txn
+
+// The operations of a transaction's life before its end: InitProducerID,
+// AddPartitionsToTxn, AddOffsetsToTxn, and the check of each transactional
+// produce.
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+)
+
+// InitProducerID gives a transactional id its producer id and a new epoch,
+// fencing the producers of older epochs; an open transaction of the id is
+// aborted first.
+func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout time.Duration, producerID int64, epoch int16) (int64, int16, *kerr.Error) {
+	if timeout <= 0 || timeout > MaxTimeout {
+		return -1, -1, kerr.InvalidTransactionTimeout
+	}
+	t, term, kerrr := c.get(ctx, id)
+	if kerrr != nil {
+		return -1, -1, kerrr
+	}
+	if t == nil {
+		pid, err := c.opts.Log.NewProducerID(ctx)
+		if err != nil {
+			return -1, -1, storageErr(id, err)
+		}
+		c.mu.Lock()
+		if t = c.txns[id]; t == nil {
+			t = &txn{term: term, st: saved{ID: id, ProducerID: pid, Epoch: -1, State: Empty}}
+			c.txns[id] = t
+			c.byPID[pid] = t
+		}
+		c.mu.Unlock()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if producerID >= 0 && (producerID != t.st.ProducerID || epoch != t.st.Epoch) {
+		// KIP-360: a producer re-initializing names its id and epoch;
+		// another one has taken its place.
+		return -1, -1, kerr.ProducerFenced
+	}
+	switch t.st.State {
+	case Ongoing:
+		// Fence the producer of the open transaction, then abort it.
+		t.st.Epoch++
+		t.st.State = PrepareAbort
+		if err := c.save(ctx, t); err != nil {
+			return -1, -1, storageErr(id, err)
+		}
+		fallthrough
+	case PrepareCommit, PrepareAbort:
+		if err := c.finish(ctx, t); err != nil {
+			return -1, -1, storageErr(id, err)
+		}
+	}
+	if t.st.Epoch >= math.MaxInt16-1 {
+		pid, err := c.opts.Log.NewProducerID(ctx)
+		if err != nil {
+			return -1, -1, storageErr(id, err)
+		}
+		c.mu.Lock()
+		delete(c.byPID, t.st.ProducerID)
+		c.byPID[pid] = t
+		c.mu.Unlock()
+		t.st.ProducerID, t.st.Epoch = pid, 0
+	} else {
+		t.st.Epoch++
+	}
+	t.st.TimeoutMs = int32(timeout.Milliseconds())
+	t.st.State = Empty
+	t.st.Partitions, t.st.Groups = nil, nil
+	if err := c.save(ctx, t); err != nil {
+		return -1, -1, storageErr(id, err)
+	}
+	glog.V(1).Infof("kafka transaction %s: producer %d epoch %d", id, t.st.ProducerID, t.st.Epoch)
+	return t.st.ProducerID, t.st.Epoch, nil
+}
+
+// begin makes the transaction Ongoing if it is not.
+func (c *Coordinator) begin(t *txn) *kerr.Error {
+	switch t.st.State {
+	case PrepareCommit, PrepareAbort:
+		return kerr.ConcurrentTransactions
+	case Ongoing:
+		return nil
+	}
+	t.st.State = Ongoing
+	t.st.StartMs = time.Now().UnixMilli()
+	t.st.Partitions, t.st.Groups = nil, nil
+	return nil
+}
+
+// AddPartitions adds partitions to the producer's transaction.
+func (c *Coordinator) AddPartitions(ctx context.Context, id string, producerID int64, epoch int16, partitions map[string][]int32) *kerr.Error {
+	t, kerrr := c.producerTxn(ctx, id, producerID, epoch)
+	if kerrr != nil {
+		return kerrr
+	}
+	defer t.mu.Unlock()
+	wasOngoing := t.st.State == Ongoing
+	if e := c.begin(t); e != nil {
+		return e
+	}
+	changed := !wasOngoing
+	if t.st.Partitions == nil {
+		t.st.Partitions = map[string][]int32{}
+	}
+	for topic, parts := range partitions {
+		for _, p := range parts {
+			if !contains(t.st.Partitions[topic], p) {
+				t.st.Partitions[topic] = append(t.st.Partitions[topic], p)
+				changed = true
+			}
+		}
+	}
+	if changed {
+		if err := c.save(ctx, t); err != nil {
+			return storageErr(id, err)
+		}
+	}
+	if !wasOngoing {
+		c.armTimeout(t)
+	}
+	return nil
+}
+
+func contains(s []int32, v int32) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// AddGroup adds a group's offsets to the producer's transaction.
+func (c *Coordinator) AddGroup(ctx context.Context, id string, producerID int64, epoch int16, group string) *kerr.Error {
+	t, kerrr := c.producerTxn(ctx, id, producerID, epoch)
+	if kerrr != nil {
+		return kerrr
+	}
+	defer t.mu.Unlock()
+	wasOngoing := t.st.State == Ongoing
+	if e := c.begin(t); e != nil {
+		return e
+	}
+	for _, g := range t.st.Groups {
+		if g == group && wasOngoing {
+			return nil
+		}
+	}
+	t.st.Groups = append(t.st.Groups, group)
+	if err := c.save(ctx, t); err != nil {
+		return storageErr(id, err)
+	}
+	if !wasOngoing {
+		c.armTimeout(t)
+	}
+	return nil
+}
+
+// Verify checks that a transactional batch of producerID may go to the
+// partition: its transaction is open and has the partition. fn (the write)
+// runs while the transaction cannot end. id is the transactional id when
+// the request names it (Produce v3+): its state is loaded if this gateway
+// has just taken it over.
+func (c *Coordinator) Verify(ctx context.Context, id *string, producerID int64, epoch int16, topic string, partition int32, fn func()) *kerr.Error {
+	var t *txn
+	if id != nil {
+		var kerrr *kerr.Error
+		if t, _, kerrr = c.get(ctx, *id); kerrr != nil {
+			return kerr.NotEnoughReplicas // retriable for a producer: the coordinator is loading or moving
+		}
+		if t != nil && t.st.ProducerID != producerID {
+			t = nil
+		}
+	} else {
+		c.mu.Lock()
+		t = c.byPID[producerID]
+		ready := c.ready
+		c.mu.Unlock()
+		if !ready {
+			return kerr.NotLeaderForPartition // retriable; states still loading
+		}
+	}
+	if t == nil {
+		return kerr.InvalidTxnState
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case epoch < t.st.Epoch:
+		return kerr.InvalidProducerEpoch
+	case t.st.State != Ongoing || !contains(t.st.Partitions[topic], partition):
+		return kerr.InvalidTxnState
+	}
+	fn()
+	return nil
+}
