@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
@@ -105,11 +107,20 @@ func (m *Markers) WriteMarker(ctx context.Context, topic string, partition int32
 }
 
 // EndTxnOffsets implements txn.Groups.
-func (m *Markers) EndTxnOffsets(ctx context.Context, name string, producerID int64, epoch int16, commit bool) error {
+func (m *Markers) EndTxnOffsets(ctx context.Context, name string, producerID int64, epoch int16, commit bool) *kerr.Error {
 	if _, ok := m.Members.Serving(membership.GroupKey(name)); ok {
 		return m.Groups.EndTxnOffsets(ctx, name, producerID, epoch, commit)
 	}
-	return m.send(ctx, membership.GroupKey(name), protocol.GroupMarkerTopic(name), 0, producerID, epoch, commit, kerr.NotCoordinator)
+	err := m.send(ctx, membership.GroupKey(name), protocol.GroupMarkerTopic(name), 0, producerID, epoch, commit, kerr.NotCoordinator)
+	if err == nil {
+		return nil
+	}
+	var e *kerr.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	glog.Warningf("kafka transactions: %v", err)
+	return kerr.CoordinatorNotAvailable
 }
 
 // send writes one marker through the gateway that owns key; notOwned is

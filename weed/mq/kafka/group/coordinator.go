@@ -17,6 +17,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
@@ -175,11 +176,11 @@ func (c *Coordinator) Close() {
 // if create is set; nil if it does not exist. The error is a Kafka error for
 // the whole request.
 func (c *Coordinator) lookup(ctx context.Context, name string, create bool) (*group, *kerr.Error) {
-	g, kerrr := c.load(ctx, name, create)
+	g, e := c.load(ctx, name, create)
 	if g != nil {
 		g.used.Store(time.Now().UnixNano())
 	}
-	return g, kerrr
+	return g, e
 }
 
 // load is lookup without counting as a use of the group (the expiry pass
@@ -297,82 +298,96 @@ func goneErr(err error) *kerr.Error {
 	return kerr.RequestTimedOut
 }
 
-// JoinGroup answers a JoinGroup; it waits until the join phase ends. A nil
-// response with an error means the connection is gone.
-func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest, cl Client) (*kmsg.JoinGroupResponse, error) {
+// storeErr is the Kafka error for err, the outcome of writing the group's
+// offsets or state (nil: written). Another gateway having written them
+// since they were read here means it coordinates the group now, or this
+// copy is stale: the copy is dropped (read afresh if the group comes back)
+// and the client told NOT_COORDINATOR.
+func (c *Coordinator) storeErr(g *group, what string, err error) *kerr.Error {
+	if err == nil {
+		return nil
+	}
+	if e, ok := err.(*kerr.Error); ok {
+		return e
+	}
+	if errors.Is(err, filerfs.ErrChanged) {
+		glog.Warningf("kafka group %s: %s: written by another gateway since loaded here; dropping this copy", g.name, what)
+		c.mu.Lock()
+		c.unloadLocked(g)
+		c.mu.Unlock()
+		return kerr.NotCoordinator
+	}
+	glog.Warningf("kafka group %s: %s: %v", g.name, what, err)
+	return kerr.CoordinatorNotAvailable
+}
+
+// JoinGroup answers a JoinGroup; it waits until the join phase ends. The
+// error is one for the whole request (the handler answers with it alone);
+// a member's own answer, errors included, is in the response.
+func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest, cl Client) (*kmsg.JoinGroupResponse, *kerr.Error) {
 	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
 	if session < c.opts.MinSessionTimeout || session > c.opts.MaxSessionTimeout {
-		return joinError(req, kerr.InvalidSessionTimeout), nil
+		return nil, kerr.InvalidSessionTimeout
 	}
 	if req.InstanceID != nil && *req.InstanceID == "" {
-		return joinError(req, kerr.InvalidGroupID), nil
+		return nil, kerr.InvalidGroupID
 	}
-	g, kerrr := c.lookup(ctx, req.Group, true)
-	if kerrr != nil {
-		return joinError(req, kerrr), nil
+	g, e := c.lookup(ctx, req.Group, true)
+	if e != nil {
+		return nil, e
 	}
 	reply := make(chan *kmsg.JoinGroupResponse, 2)
 	if err := g.send(ctx, func() { g.join(req, cl, reply) }); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return joinError(req, goneErr(err)), nil
+		return nil, goneErr(err)
 	}
 	select {
 	case resp := <-reply:
 		return resp, nil
 	case <-g.quit:
-		return joinError(req, kerr.CoordinatorNotAvailable), nil
+		return nil, kerr.CoordinatorNotAvailable
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, goneErr(ctx.Err())
 	}
 }
 
-// SyncGroup answers a SyncGroup; a follower's waits for the leader's.
-func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse, error) {
-	g, kerrr := c.lookup(ctx, req.Group, false)
-	if kerrr != nil {
-		return syncError(req, kerrr), nil
+// SyncGroup answers a SyncGroup; a follower's waits for the leader's. The
+// error is one for the whole request, as JoinGroup's.
+func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse, *kerr.Error) {
+	g, e := c.lookup(ctx, req.Group, false)
+	if e != nil {
+		return nil, e
 	}
 	if g == nil {
-		return syncError(req, kerr.UnknownMemberID), nil
+		return nil, kerr.UnknownMemberID
 	}
 	reply := make(chan *kmsg.SyncGroupResponse, 2)
 	if err := g.send(ctx, func() { g.sync(req, reply) }); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return syncError(req, goneErr(err)), nil
+		return nil, goneErr(err)
 	}
 	select {
 	case resp := <-reply:
 		return resp, nil
 	case <-g.quit:
-		return syncError(req, kerr.CoordinatorNotAvailable), nil
+		return nil, kerr.CoordinatorNotAvailable
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, goneErr(ctx.Err())
 	}
 }
 
-// Heartbeat answers a Heartbeat with its error code.
-func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) int16 {
-	g, kerrr := c.lookup(ctx, req.Group, false)
-	if kerrr != nil {
-		return kerrr.Code
+// Heartbeat answers a Heartbeat.
+func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) *kerr.Error {
+	g, e := c.lookup(ctx, req.Group, false)
+	if e != nil {
+		return e
 	}
 	if g == nil {
-		return kerr.UnknownMemberID.Code
+		return kerr.UnknownMemberID
 	}
-	code, err := call(ctx, g, func() int16 {
-		if e := g.heartbeat(req); e != nil {
-			return e.Code
-		}
-		return 0
-	})
+	e, err := call(ctx, g, func() *kerr.Error { return g.heartbeat(req) })
 	if err != nil {
-		return goneErr(err).Code
+		return goneErr(err)
 	}
-	return code
+	return e
 }
 
 // Leaving is one member of a LeaveGroup.
@@ -382,30 +397,28 @@ type Leaving struct {
 	Reason     *string
 }
 
-// LeaveGroup removes members; it returns a code for the request and one per
-// member.
-func (c *Coordinator) LeaveGroup(ctx context.Context, name string, members []Leaving) (int16, []int16) {
-	codes := make([]int16, len(members))
-	g, kerrr := c.lookup(ctx, name, false)
-	if kerrr != nil {
-		return kerrr.Code, codes
+// LeaveGroup removes members; it returns each member's error and the
+// request's.
+func (c *Coordinator) LeaveGroup(ctx context.Context, name string, members []Leaving) ([]*kerr.Error, *kerr.Error) {
+	errs := make([]*kerr.Error, len(members))
+	g, e := c.lookup(ctx, name, false)
+	if e != nil {
+		return errs, e
 	}
 	if g == nil {
-		for i := range codes {
-			codes[i] = kerr.UnknownMemberID.Code
+		for i := range errs {
+			errs[i] = kerr.UnknownMemberID
 		}
-		return 0, codes
+		return errs, nil
 	}
 	_, err := call(ctx, g, func() struct{} {
 		for i, l := range members {
-			if e := g.leave(l.MemberID, l.InstanceID, l.Reason); e != nil {
-				codes[i] = e.Code
-			}
+			errs[i] = g.leave(l.MemberID, l.InstanceID, l.Reason)
 		}
 		return struct{}{}
 	})
 	if err != nil {
-		return goneErr(err).Code, codes
+		return errs, goneErr(err)
 	}
-	return 0, codes
+	return errs, nil
 }

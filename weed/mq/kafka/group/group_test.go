@@ -45,11 +45,9 @@ func (j *joiner) joinAsync(t *testing.T) chan *kmsg.JoinGroupResponse {
 			req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = j.session, 2000
 			req.ProtocolType = "consumer"
 			req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte(j.meta)}}
-			resp, err := j.c.JoinGroup(context.Background(), req, Client{ID: "test", Host: "/127.0.0.1"})
-			if err != nil {
-				t.Error(err)
-				close(out)
-				return
+			resp, e := j.c.JoinGroup(context.Background(), req, Client{ID: "test", Host: "/127.0.0.1"})
+			if e != nil {
+				resp = JoinError(req, e)
 			}
 			if resp.ErrorCode == kerr.MemberIDRequired.Code {
 				j.id = resp.MemberID
@@ -84,9 +82,9 @@ func (j *joiner) sync(t *testing.T, gen int32, assign map[string]string) *kmsg.S
 	for m, a := range assign {
 		req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: m, MemberAssignment: []byte(a)})
 	}
-	resp, err := j.c.SyncGroup(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
+	resp, e := j.c.SyncGroup(context.Background(), req)
+	if e != nil {
+		return SyncError(req, e)
 	}
 	return resp
 }
@@ -94,7 +92,10 @@ func (j *joiner) sync(t *testing.T, gen int32, assign map[string]string) *kmsg.S
 func (j *joiner) heartbeat(gen int32) int16 {
 	req := kmsg.NewPtrHeartbeatRequest()
 	req.Group, req.Generation, req.MemberID, req.InstanceID = j.group, gen, j.id, j.instance
-	return j.c.Heartbeat(context.Background(), req)
+	if e := j.c.Heartbeat(context.Background(), req); e != nil {
+		return e.Code
+	}
+	return 0
 }
 
 func TestJoinSyncHeartbeat(t *testing.T) {
@@ -147,13 +148,13 @@ func TestJoinSyncHeartbeat(t *testing.T) {
 	}
 
 	// A member leaves: the others rebalance without it.
-	code, codes := c.LeaveGroup(context.Background(), "g", []Leaving{{MemberID: third.id}})
-	if code != 0 || codes[0] != 0 {
-		t.Fatalf("leave: %d %v", code, codes)
+	errs, e := c.LeaveGroup(context.Background(), "g", []Leaving{{MemberID: third.id}})
+	if e != nil || errs[0] != nil {
+		t.Fatalf("leave: %v %v", e, errs)
 	}
-	code, codes = c.LeaveGroup(context.Background(), "g", []Leaving{{MemberID: third.id}})
-	if code != 0 || codes[0] != kerr.UnknownMemberID.Code {
-		t.Fatalf("leaving twice: %d %v", code, codes)
+	errs, e = c.LeaveGroup(context.Background(), "g", []Leaving{{MemberID: third.id}})
+	if e != nil || errs[0] != kerr.UnknownMemberID {
+		t.Fatalf("leaving twice: %v %v", e, errs)
 	}
 }
 
@@ -254,9 +255,8 @@ func TestCommitsAndStateSurviveRestart(t *testing.T) {
 	if len(list) != 1 || list[0].Name != "g/1" || list[0].State != Stable {
 		t.Fatalf("groups after restart: %+v", list)
 	}
-	code, _ := c2.LeaveGroup(context.Background(), "g/1", []Leaving{{MemberID: j.id}})
-	if code != 0 {
-		t.Fatalf("leave: %v", kerr.ErrorForCode(code))
+	if _, e := c2.LeaveGroup(context.Background(), "g/1", []Leaving{{MemberID: j.id}}); e != nil {
+		t.Fatalf("leave: %v", e)
 	}
 	waitCode(t, func() int16 {
 		if e := c2.DeleteGroup(context.Background(), "g/1"); e != nil {
@@ -299,19 +299,18 @@ func TestJoinValidation(t *testing.T) {
 	req.Version = 9
 	req.Group, req.SessionTimeoutMillis, req.ProtocolType = "g", 1, "consumer"
 	req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
-	resp, _ := c.JoinGroup(context.Background(), req, Client{})
-	if resp.ErrorCode != kerr.InvalidSessionTimeout.Code {
-		t.Fatalf("tiny session timeout: %v", kerr.ErrorForCode(resp.ErrorCode))
+	if _, e := c.JoinGroup(context.Background(), req, Client{}); e != kerr.InvalidSessionTimeout {
+		t.Fatalf("tiny session timeout: %v", e)
 	}
 	req.SessionTimeoutMillis, req.Group = 1000, ""
-	if resp, _ = c.JoinGroup(context.Background(), req, Client{}); resp.ErrorCode != kerr.InvalidGroupID.Code {
-		t.Fatalf("empty group id: %v", kerr.ErrorForCode(resp.ErrorCode))
+	if _, e := c.JoinGroup(context.Background(), req, Client{}); e != kerr.InvalidGroupID {
+		t.Fatalf("empty group id: %v", e)
 	}
 	a := &joiner{c: c, group: "g", session: 5000}
 	stable(t, a)
 	req.Group, req.ProtocolType = "g", "connect"
-	if resp, _ = c.JoinGroup(context.Background(), req, Client{}); resp.ErrorCode != kerr.InconsistentGroupProtocol.Code {
-		t.Fatalf("another protocol type: %v", kerr.ErrorForCode(resp.ErrorCode))
+	if resp, e := c.JoinGroup(context.Background(), req, Client{}); e != nil || resp.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("another protocol type: %v %v", e, resp)
 	}
 }
 

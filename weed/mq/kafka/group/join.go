@@ -20,9 +20,10 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
-func joinError(req *kmsg.JoinGroupRequest, code *kerr.Error) *kmsg.JoinGroupResponse {
+// JoinError is the answer to a JoinGroup that failed with e.
+func JoinError(req *kmsg.JoinGroupRequest, e *kerr.Error) *kmsg.JoinGroupResponse {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-	resp.ErrorCode = code.Code
+	resp.ErrorCode = e.Code
 	resp.Generation = -1
 	resp.MemberID = req.MemberID
 	return resp
@@ -110,7 +111,7 @@ func (m *member) metadataFor(protocol string) []byte {
 // join handles a JoinGroup; reply is answered now or when the join phase
 // ends.
 func (g *group) join(req *kmsg.JoinGroupRequest, cl Client, reply chan *kmsg.JoinGroupResponse) {
-	answer := func(code *kerr.Error) { reply <- joinError(req, code) }
+	answer := func(e *kerr.Error) { reply <- JoinError(req, e) }
 	if !g.supports(req.ProtocolType, req.Protocols) {
 		answer(kerr.InconsistentGroupProtocol)
 		return
@@ -188,7 +189,7 @@ func (g *group) joinNew(req *kmsg.JoinGroupRequest, cl Client, reply chan *kmsg.
 				g.maybeCompleteJoin()
 			}
 		})
-		resp := joinError(req, kerr.MemberIDRequired)
+		resp := JoinError(req, kerr.MemberIDRequired)
 		resp.MemberID = id
 		reply <- resp
 		return
@@ -220,7 +221,7 @@ func (g *group) addMember(req *kmsg.JoinGroupRequest, id string, cl Client, repl
 func (g *group) updateMember(m *member, req *kmsg.JoinGroupRequest, cl Client, reply chan *kmsg.JoinGroupResponse) {
 	if m.joining != nil && m.joining.reply != reply {
 		// A second JoinGroup replaces the first, which is answered.
-		m.joining.reply <- joinError(m.joining.req, kerr.RebalanceInProgress)
+		m.joining.reply <- JoinError(m.joining.req, kerr.RebalanceInProgress)
 	}
 	m.clientID, m.clientHost = cl.ID, cl.Host
 	m.session = time.Duration(req.SessionTimeoutMillis) * time.Millisecond
@@ -239,11 +240,11 @@ func (g *group) updateMember(m *member, req *kmsg.JoinGroupRequest, cl Client, r
 // unchanged nothing is rebalanced: it gets its old assignment.
 func (g *group) replaceStatic(old *member, id string, req *kmsg.JoinGroupRequest, cl Client, reply chan *kmsg.JoinGroupResponse) {
 	if old.joining != nil {
-		old.joining.reply <- joinError(old.joining.req, kerr.FencedInstanceID)
+		old.joining.reply <- JoinError(old.joining.req, kerr.FencedInstanceID)
 		old.joining = nil
 	}
 	if old.syncing != nil {
-		old.syncing.reply <- syncError(old.syncing.req, kerr.FencedInstanceID)
+		old.syncing.reply <- SyncError(old.syncing.req, kerr.FencedInstanceID)
 		old.syncing = nil
 	}
 	oldID := old.id
@@ -268,7 +269,7 @@ func (g *group) replaceStatic(old *member, id string, req *kmsg.JoinGroupRequest
 			m.rebalance = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
 			g.touch(m)
 			if err := g.save(); err != nil {
-				reply <- joinError(req, kerr.UnknownServerError)
+				reply <- JoinError(req, kerr.UnknownServerError)
 				return
 			}
 			resp := g.joinResponse(req, m)
@@ -301,7 +302,7 @@ func (g *group) prepareRebalance(reason string) {
 	if g.state == CompletingRebalance {
 		for _, m := range g.members {
 			if m.syncing != nil {
-				m.syncing.reply <- syncError(m.syncing.req, kerr.RebalanceInProgress)
+				m.syncing.reply <- SyncError(m.syncing.req, kerr.RebalanceInProgress)
 				m.syncing = nil
 			}
 		}
@@ -396,7 +397,7 @@ func (g *group) completeJoin() {
 			continue
 		}
 		if saveErr != nil {
-			m.joining.reply <- joinError(m.joining.req, kerr.UnknownServerError)
+			m.joining.reply <- JoinError(m.joining.req, kerr.UnknownServerError)
 		} else {
 			m.joining.reply <- g.joinResponse(m.joining.req, m)
 		}

@@ -59,11 +59,11 @@ func (g *group) touch(m *member) {
 // dropMember forgets a member, answering what it waits on.
 func (g *group) dropMember(m *member) {
 	if m.joining != nil {
-		m.joining.reply <- joinError(m.joining.req, kerr.UnknownMemberID)
+		m.joining.reply <- JoinError(m.joining.req, kerr.UnknownMemberID)
 		m.joining = nil
 	}
 	if m.syncing != nil {
-		m.syncing.reply <- syncError(m.syncing.req, kerr.UnknownMemberID)
+		m.syncing.reply <- SyncError(m.syncing.req, kerr.UnknownMemberID)
 		m.syncing = nil
 	}
 	delete(g.members, m.id)

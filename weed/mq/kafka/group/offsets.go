@@ -6,7 +6,6 @@ package group
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
@@ -78,16 +76,16 @@ func (g *group) validateCommit(who Committer) *kerr.Error {
 // validated, and returns when they are in the filer. The error is a Kafka
 // error for every partition of the request.
 func (c *Coordinator) CommitOffsets(ctx context.Context, name string, who Committer, offsets offset.Topics) *kerr.Error {
-	g, kerrr := c.lookup(ctx, name, false)
-	if kerrr != nil {
-		return kerrr
+	g, e := c.lookup(ctx, name, false)
+	if e != nil {
+		return e
 	}
 	if g == nil {
 		if who.Generation >= 0 {
 			return kerr.IllegalGeneration
 		}
-		if g, kerrr = c.lookup(ctx, name, true); kerrr != nil {
-			return kerrr
+		if g, e = c.lookup(ctx, name, true); e != nil {
+			return e
 		}
 	}
 	now := time.Now().UnixMilli()
@@ -117,24 +115,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, name string, who Commit
 	}
 	select {
 	case err := <-done:
-		if err == nil {
-			return nil
-		}
-		if ke, ok := err.(*kerr.Error); ok {
-			return ke
-		}
-		if errors.Is(err, filerfs.ErrChanged) {
-			// Another gateway wrote the group's offsets: it coordinates
-			// the group now, or this copy is stale. Dropped, read afresh
-			// if it comes back here.
-			glog.Warningf("kafka group %s: offsets written by another gateway since loaded here; dropping this copy", name)
-			c.mu.Lock()
-			c.unloadLocked(g)
-			c.mu.Unlock()
-			return kerr.NotCoordinator
-		}
-		glog.Warningf("kafka group %s: commit failed: %v", name, err)
-		return kerr.CoordinatorNotAvailable
+		return c.storeErr(g, "commit", err)
 	case <-ctx.Done():
 		return kerr.RequestTimedOut
 	}
@@ -148,9 +129,9 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, name string, who Commit
 // send, are not checked.
 func (c *Coordinator) AddTxnOffsets(ctx context.Context, name string, who Committer, producerID int64, epoch int16, offsets offset.Topics) *kerr.Error {
 	checked := who.names()
-	g, kerrr := c.lookup(ctx, name, !checked)
-	if kerrr != nil {
-		return kerrr
+	g, e := c.lookup(ctx, name, !checked)
+	if e != nil {
+		return e
 	}
 	if g == nil {
 		return kerr.IllegalGeneration
@@ -188,8 +169,8 @@ func (c *Coordinator) AddTxnOffsets(ctx context.Context, name string, who Commit
 			} else {
 				g.txnOffsets[producerID] = old
 			}
-			if ke, ok := err.(*kerr.Error); ok {
-				return ke
+			if e, ok := err.(*kerr.Error); ok {
+				return e
 			}
 			return kerr.CoordinatorNotAvailable
 		}
@@ -205,10 +186,10 @@ func (c *Coordinator) AddTxnOffsets(ctx context.Context, name string, who Commit
 // producer's pending offsets become the group's committed offsets if it
 // committed, and are dropped if it aborted. It returns once that is in the
 // filer; a repeated marker does nothing.
-func (c *Coordinator) EndTxnOffsets(ctx context.Context, name string, producerID int64, epoch int16, commit bool) error {
-	g, kerrr := c.lookup(ctx, name, false)
-	if kerrr != nil {
-		return kerrr
+func (c *Coordinator) EndTxnOffsets(ctx context.Context, name string, producerID int64, epoch int16, commit bool) *kerr.Error {
+	g, e := c.lookup(ctx, name, false)
+	if e != nil {
+		return e
 	}
 	if g == nil {
 		return nil // nothing pending: the group was deleted, or ended before
@@ -233,16 +214,16 @@ func (c *Coordinator) EndTxnOffsets(ctx context.Context, name string, producerID
 		return nil
 	})
 	if err != nil {
-		return err
+		return goneErr(err)
 	}
-	return res
+	return c.storeErr(g, "ending a transaction's offsets", res)
 }
 
 // PendingTxnOffsets reports whether an open transaction will commit an
 // offset of the group's partition (OffsetFetch with require_stable).
 func (c *Coordinator) PendingTxnOffsets(ctx context.Context, name, topic string, partition int32) bool {
-	g, kerrr := c.lookup(ctx, name, false)
-	if kerrr != nil || g == nil {
+	g, e := c.lookup(ctx, name, false)
+	if e != nil || g == nil {
 		return false
 	}
 	pending, err := call(ctx, g, func() bool {
@@ -259,9 +240,9 @@ func (c *Coordinator) PendingTxnOffsets(ctx context.Context, name, topic string,
 // FetchOffsets returns the group's committed offsets of topics (all topics
 // if nil). A group that does not exist has none.
 func (c *Coordinator) FetchOffsets(ctx context.Context, name string, topics []string) (offset.Topics, *kerr.Error) {
-	g, kerrr := c.lookup(ctx, name, false)
-	if kerrr != nil {
-		return nil, kerrr
+	g, e := c.lookup(ctx, name, false)
+	if e != nil {
+		return nil, e
 	}
 	if g == nil {
 		return offset.Topics{}, nil
@@ -276,14 +257,14 @@ func (c *Coordinator) FetchOffsets(ctx context.Context, name string, topics []st
 
 // DeleteOffsets answers an OffsetDelete: the group's commits of partitions
 // are removed, unless members of the group are subscribed to the topic.
-// It returns the request's error, or one per partition.
-func (c *Coordinator) DeleteOffsets(ctx context.Context, name string, partitions map[string][]int32) (*kerr.Error, map[string]*kerr.Error) {
-	g, kerrr := c.lookup(ctx, name, false)
-	if kerrr != nil {
-		return kerrr, nil
+// It returns an error per topic, and the request's.
+func (c *Coordinator) DeleteOffsets(ctx context.Context, name string, partitions map[string][]int32) (map[string]*kerr.Error, *kerr.Error) {
+	g, e := c.lookup(ctx, name, false)
+	if e != nil {
+		return nil, e
 	}
 	if g == nil {
-		return kerr.GroupIDNotFound, nil
+		return nil, kerr.GroupIDNotFound
 	}
 	type result struct {
 		group  *kerr.Error
@@ -314,20 +295,19 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, name string, partitions
 		return res
 	})
 	if err != nil {
-		return goneErr(err), nil
+		return nil, goneErr(err)
 	}
 	if r.done != nil {
 		select {
 		case err := <-r.done:
-			if err != nil {
-				glog.Warningf("kafka group %s: deleting offsets: %v", name, err)
-				return kerr.CoordinatorNotAvailable, nil
+			if e := c.storeErr(g, "deleting offsets", err); e != nil {
+				return nil, e
 			}
 		case <-ctx.Done():
-			return kerr.RequestTimedOut, nil
+			return nil, kerr.RequestTimedOut
 		}
 	}
-	return r.group, r.topics
+	return r.topics, r.group
 }
 
 // subscribedTopics are the topics the members of a consumer group are
@@ -349,9 +329,9 @@ func (c *Coordinator) Describe(ctx context.Context, name string, version int16) 
 	d := kmsg.NewDescribeGroupsResponseGroup()
 	d.Group = name
 	d.State = string(Dead)
-	g, kerrr := c.lookup(ctx, name, false)
-	if kerrr != nil {
-		d.ErrorCode = kerrr.Code
+	g, e := c.lookup(ctx, name, false)
+	if e != nil {
+		d.ErrorCode = e.Code
 		return d
 	}
 	notFound := func() {
@@ -450,9 +430,9 @@ func (c *Coordinator) List(ctx context.Context) ([]Listed, *kerr.Error) {
 // DeleteGroup answers DeleteGroups for one group: an empty group is
 // removed with its offsets; one with members is refused.
 func (c *Coordinator) DeleteGroup(ctx context.Context, name string) *kerr.Error {
-	g, kerrr := c.lookup(ctx, name, false)
-	if kerrr != nil {
-		return kerrr
+	g, e := c.lookup(ctx, name, false)
+	if e != nil {
+		return e
 	}
 	if g == nil {
 		return kerr.GroupIDNotFound
@@ -488,9 +468,9 @@ func (c *Coordinator) DeleteGroup(ctx context.Context, name string) *kerr.Error 
 // GroupStats implements metrics.GroupSource: every group with its members
 // and committed offsets.
 func (c *Coordinator) GroupStats(ctx context.Context) ([]metrics.GroupStat, error) {
-	listed, kerrr := c.List(ctx)
-	if kerrr != nil {
-		return nil, kerrr
+	listed, e := c.List(ctx)
+	if e != nil {
+		return nil, e
 	}
 	out := make([]metrics.GroupStat, 0, len(listed))
 	for _, l := range listed {

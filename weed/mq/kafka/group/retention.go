@@ -42,8 +42,8 @@ func (c *Coordinator) ExpireOffsets(now time.Time) {
 		if _, owned := c.owner(name); !owned {
 			continue
 		}
-		g, kerrr := c.load(ctx, name, false)
-		if kerrr != nil || g == nil {
+		g, e := c.load(ctx, name, false)
+		if e != nil || g == nil {
 			continue
 		}
 		n, gone := c.expireGroup(ctx, g, now)

@@ -45,15 +45,16 @@ func (g *group) startSyncTimer() {
 	})
 }
 
-func syncError(req *kmsg.SyncGroupRequest, code *kerr.Error) *kmsg.SyncGroupResponse {
+// SyncError is the answer to a SyncGroup that failed with e.
+func SyncError(req *kmsg.SyncGroupRequest, e *kerr.Error) *kmsg.SyncGroupResponse {
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-	resp.ErrorCode = code.Code
+	resp.ErrorCode = e.Code
 	return resp
 }
 
 // sync handles a SyncGroup: the leader's brings every member's assignment.
 func (g *group) sync(req *kmsg.SyncGroupRequest, reply chan *kmsg.SyncGroupResponse) {
-	answer := func(code *kerr.Error) { reply <- syncError(req, code) }
+	answer := func(e *kerr.Error) { reply <- SyncError(req, e) }
 	if g.fenced(req.MemberID, req.InstanceID) {
 		answer(kerr.FencedInstanceID)
 		return
@@ -81,7 +82,7 @@ func (g *group) sync(req *kmsg.SyncGroupRequest, reply chan *kmsg.SyncGroupRespo
 	case CompletingRebalance:
 		delete(g.pendingSync, m.id)
 		if m.syncing != nil {
-			m.syncing.reply <- syncError(m.syncing.req, kerr.RebalanceInProgress)
+			m.syncing.reply <- SyncError(m.syncing.req, kerr.RebalanceInProgress)
 		}
 		m.syncing = &pendingSync{req: req, reply: reply}
 		g.touch(m)
@@ -101,7 +102,7 @@ func (g *group) sync(req *kmsg.SyncGroupRequest, reply chan *kmsg.SyncGroupRespo
 			// everyone joins again.
 			for _, o := range g.members {
 				if o.syncing != nil {
-					o.syncing.reply <- syncError(o.syncing.req, kerr.CoordinatorNotAvailable)
+					o.syncing.reply <- SyncError(o.syncing.req, kerr.CoordinatorNotAvailable)
 					o.syncing = nil
 				}
 				o.assignment = nil

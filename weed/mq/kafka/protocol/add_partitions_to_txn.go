@@ -37,14 +37,14 @@ func (h *Handler) addPartitions(ctx context.Context, r *Request, id string, pid 
 			}
 			continue
 		}
-		info, terr := h.authorizedTopic(ctx, r, kmsg.ACLOperationWrite, t.topic)
+		info, topicErr := h.authorizedTopic(ctx, r, kmsg.ACLOperationWrite, t.topic)
 		for j, p := range t.partitions {
-			if terr == kerr.TopicAuthorizationFailed {
-				codes[i][j] = terr.Code
+			if topicErr == kerr.TopicAuthorizationFailed {
+				codes[i][j] = topicErr.Code
 				unknown = true
 				continue
 			}
-			if terr != nil || p < 0 || p >= info.Partitions {
+			if topicErr != nil || p < 0 || p >= info.Partitions {
 				codes[i][j] = kerr.UnknownTopicOrPartition.Code
 				unknown = true
 				continue
@@ -60,10 +60,10 @@ func (h *Handler) addPartitions(ctx context.Context, r *Request, id string, pid 
 	case unknown:
 		code = kerr.OperationNotAttempted.Code
 	case verifyOnly:
-		d, ok, kerrr := h.txns.Describe(id)
+		d, ok, e := h.txns.Describe(id)
 		switch {
-		case kerrr != nil:
-			code = kerrr.Code
+		case e != nil:
+			code = e.Code
 		case !ok || d.ProducerID != pid:
 			code = kerr.InvalidProducerIDMapping.Code
 		case d.Epoch != epoch:

@@ -163,9 +163,9 @@ func kafkaErr(err error, fallback *kerr.Error) *kerr.Error {
 	if err == nil {
 		return nil
 	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke
+	var e *kerr.Error
+	if errors.As(err, &e) {
+		return e
 	}
 	return fallback
 }
@@ -173,6 +173,6 @@ func kafkaErr(err error, fallback *kerr.Error) *kerr.Error {
 // IsKafkaError reports whether err carries a Kafka error for the client,
 // rather than an outage of the backend.
 func IsKafkaError(err error) bool {
-	var ke *kerr.Error
-	return errors.As(err, &ke)
+	var e *kerr.Error
+	return errors.As(err, &e)
 }

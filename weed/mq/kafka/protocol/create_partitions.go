@@ -23,11 +23,11 @@ func (h *Handler) handleCreatePartitions(ctx context.Context, r *Request) Reply 
 		for _, rt := range req.Topics {
 			st := kmsg.NewCreatePartitionsResponseTopic()
 			st.Topic = rt.Topic
-			info, terr := h.authorizedTopic(ctx, r, kmsg.ACLOperationAlter, rt.Topic)
+			info, e := h.authorizedTopic(ctx, r, kmsg.ACLOperationAlter, rt.Topic)
 			var msg string
 			switch {
-			case terr != nil:
-				st.ErrorCode = terr.Code
+			case e != nil:
+				st.ErrorCode = e.Code
 			case rt.Count <= info.Partitions:
 				st.ErrorCode = kerr.InvalidPartitions.Code
 				msg = fmt.Sprintf("topic %s has %d partitions; the count can only grow", rt.Topic, info.Partitions)

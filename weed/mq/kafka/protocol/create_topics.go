@@ -61,8 +61,7 @@ func (h *Handler) handleCreateTopics(ctx context.Context, r *Request) Reply {
 			}
 			info, err := h.backend.CreateTopic(ctx, TopicSpec{Name: rt.Topic, Partitions: partitions, Configs: configs, ValidateOnly: req.ValidateOnly})
 			if err != nil {
-				ke := kafkaErr(err, kerr.RequestTimedOut)
-				fail(ke, err.Error())
+				fail(kafkaErr(err, kerr.RequestTimedOut), err.Error())
 				break
 			}
 			st.TopicID = info.ID

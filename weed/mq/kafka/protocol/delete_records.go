@@ -28,8 +28,8 @@ func (h *Handler) handleDeleteRecords(ctx context.Context, r *Request) Reply {
 				sp.Partition, sp.LowWatermark = rp.Partition, -1
 				if !h.allowedTopic(r, kmsg.ACLOperationDelete, rt.Topic) {
 					sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-				} else if ke := knownName(rt.Topic); ke != nil {
-					sp.ErrorCode = ke.Code
+				} else if e := knownName(rt.Topic); e != nil {
+					sp.ErrorCode = e.Code
 				} else if low, err := h.backend.DeleteRecords(ctx, rt.Topic, rp.Partition, rp.Offset); err != nil {
 					sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
 				} else {

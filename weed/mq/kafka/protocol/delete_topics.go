@@ -39,8 +39,8 @@ func (h *Handler) handleDeleteTopics(ctx context.Context, r *Request) Reply {
 		}
 		if !h.allowedTopic(r, kmsg.ACLOperationDelete, name) {
 			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
-		} else if ke := knownName(name); ke != nil {
-			st.ErrorCode = ke.Code
+		} else if e := knownName(name); e != nil {
+			st.ErrorCode = e.Code
 		} else if err := h.backend.DeleteTopic(ctx, name); err != nil {
 			st.ErrorCode = kafkaErr(err, kerr.RequestTimedOut).Code
 			msg := err.Error()

@@ -27,8 +27,8 @@ func (h *Handler) handleDescribeProducers(ctx context.Context, r *Request) Reply
 				var producers []ProducerInfo
 				if !h.allowedTopic(r, kmsg.ACLOperationRead, rt.Topic) {
 					sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-				} else if ke := knownName(rt.Topic); ke != nil {
-					sp.ErrorCode = ke.Code
+				} else if e := knownName(rt.Topic); e != nil {
+					sp.ErrorCode = e.Code
 				} else if ps, err := h.backend.Producers(ctx, rt.Topic, p); err != nil {
 					sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
 				} else {

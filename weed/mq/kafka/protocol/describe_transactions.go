@@ -21,12 +21,12 @@ func (h *Handler) handleDescribeTransactions(_ context.Context, r *Request) Repl
 	for _, id := range req.TransactionalIDs {
 		s := kmsg.NewDescribeTransactionsResponseTransactionState()
 		s.TransactionalID = id
-		d, ok, kerrr := h.txns.Describe(id)
+		d, ok, e := h.txns.Describe(id)
 		switch {
 		case !h.allowedTxn(r, kmsg.ACLOperationDescribe, id):
 			s.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		case kerrr != nil:
-			s.ErrorCode = kerrr.Code
+		case e != nil:
+			s.ErrorCode = e.Code
 		case !ok:
 			s.ErrorCode = kerr.TransactionalIDNotFound.Code
 		default:

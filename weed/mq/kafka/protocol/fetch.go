@@ -73,7 +73,7 @@ func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequ
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		// A consumer's fetch needs Read.
-		info, terr := h.lookupTopic(ctx, r, kmsg.ACLOperationRead, version >= 13, rt.Topic, rt.TopicID)
+		info, e := h.lookupTopic(ctx, r, kmsg.ACLOperationRead, version >= 13, rt.Topic, rt.TopicID)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -82,8 +82,8 @@ func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequ
 			// null record set for a corrupt response.
 			sp.RecordBatches = []byte{}
 			switch {
-			case terr != nil:
-				sp.ErrorCode = terr.Code
+			case e != nil:
+				sp.ErrorCode = e.Code
 			case rp.Partition < 0 || rp.Partition >= info.Partitions:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:

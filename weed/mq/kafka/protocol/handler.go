@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sync/semaphore"
 
@@ -133,6 +134,15 @@ type Request struct {
 type Reply func() (kmsg.Response, error)
 
 func now(resp kmsg.Response) Reply { return func() (kmsg.Response, error) { return resp, nil } }
+
+// errCode is e's error code: 0 for nil, success. A Kafka error is a
+// *kerr.Error throughout, named e (or for what it is about, topicErr).
+func errCode(e *kerr.Error) int16 {
+	if e == nil {
+		return 0
+	}
+	return e.Code
+}
 
 type api struct {
 	min, max int16

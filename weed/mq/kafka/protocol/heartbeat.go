@@ -21,7 +21,9 @@ func (h *Handler) handleHeartbeat(ctx context.Context, r *Request) Reply {
 			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			return resp, nil
 		}
-		resp.ErrorCode = h.groups.Heartbeat(ctx, req)
+		if e := h.groups.Heartbeat(ctx, req); e != nil {
+			resp.ErrorCode = e.Code
+		}
 		return resp, nil
 	}
 }

@@ -33,9 +33,9 @@ func (h *Handler) handleInitProducerID(ctx context.Context, r *Request) Reply {
 				return resp, nil
 			}
 			timeout := time.Duration(req.TransactionTimeoutMillis) * time.Millisecond
-			pid, epoch, kerrr := h.txns.InitProducerID(ctx, *req.TransactionalID, timeout, req.ProducerID, req.ProducerEpoch)
-			if kerrr != nil {
-				resp.ErrorCode = kerrr.Code
+			pid, epoch, e := h.txns.InitProducerID(ctx, *req.TransactionalID, timeout, req.ProducerID, req.ProducerEpoch)
+			if e != nil {
+				resp.ErrorCode = e.Code
 				return resp, nil
 			}
 			resp.ProducerID, resp.ProducerEpoch = pid, epoch

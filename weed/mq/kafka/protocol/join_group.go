@@ -26,9 +26,9 @@ func (h *Handler) handleJoinGroup(ctx context.Context, r *Request) Reply {
 		return now(resp)
 	}
 	return func() (kmsg.Response, error) {
-		resp, err := h.groups.JoinGroup(ctx, req, cl)
-		if err != nil {
-			return nil, err
+		resp, e := h.groups.JoinGroup(ctx, req, cl)
+		if e != nil {
+			return group.JoinError(req, e), nil
 		}
 		return resp, nil
 	}

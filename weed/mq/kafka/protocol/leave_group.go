@@ -23,25 +23,25 @@ func (h *Handler) handleLeaveGroup(ctx context.Context, r *Request) Reply {
 			return resp, nil
 		}
 		if r.Version < 3 {
-			code, codes := h.groups.LeaveGroup(ctx, req.Group, []group.Leaving{{MemberID: req.MemberID}})
-			resp.ErrorCode = code
-			if code == 0 {
-				resp.ErrorCode = codes[0]
+			errs, e := h.groups.LeaveGroup(ctx, req.Group, []group.Leaving{{MemberID: req.MemberID}})
+			if e == nil {
+				e = errs[0]
 			}
+			resp.ErrorCode = errCode(e)
 			return resp, nil
 		}
 		leaving := make([]group.Leaving, len(req.Members))
 		for i, m := range req.Members {
 			leaving[i] = group.Leaving{MemberID: m.MemberID, InstanceID: m.InstanceID, Reason: m.Reason}
 		}
-		code, codes := h.groups.LeaveGroup(ctx, req.Group, leaving)
-		resp.ErrorCode = code
-		if code != 0 {
+		errs, e := h.groups.LeaveGroup(ctx, req.Group, leaving)
+		if e != nil {
+			resp.ErrorCode = e.Code
 			return resp, nil
 		}
 		for i, m := range req.Members {
 			rm := kmsg.NewLeaveGroupResponseMember()
-			rm.MemberID, rm.InstanceID, rm.ErrorCode = m.MemberID, m.InstanceID, codes[i]
+			rm.MemberID, rm.InstanceID, rm.ErrorCode = m.MemberID, m.InstanceID, errCode(errs[i])
 			resp.Members = append(resp.Members, rm)
 		}
 		return resp, nil

@@ -22,9 +22,9 @@ func (h *Handler) handleListGroups(ctx context.Context, r *Request) Reply {
 	}
 	return func() (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-		groups, kerrr := h.groups.List(ctx)
-		if kerrr != nil {
-			resp.ErrorCode = kerrr.Code
+		groups, e := h.groups.List(ctx)
+		if e != nil {
+			resp.ErrorCode = e.Code
 			return resp, nil
 		}
 		// Every group with Describe on the cluster, else those the

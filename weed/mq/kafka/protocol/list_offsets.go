@@ -31,14 +31,14 @@ func (h *Handler) handleListOffsets(ctx context.Context, r *Request) Reply {
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		info, terr := h.authorizedTopic(ctx, r, kmsg.ACLOperationDescribe, rt.Topic)
+		info, e := h.authorizedTopic(ctx, r, kmsg.ACLOperationDescribe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, 0
 			switch {
-			case terr != nil:
-				sp.ErrorCode = terr.Code
+			case e != nil:
+				sp.ErrorCode = e.Code
 			case rp.Partition < 0 || rp.Partition >= info.Partitions:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:

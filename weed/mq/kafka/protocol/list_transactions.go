@@ -38,9 +38,9 @@ func (h *Handler) handleListTransactions(_ context.Context, r *Request) Reply {
 			resp.UnknownStateFilters = append(resp.UnknownStateFilters, s)
 		}
 	}
-	all, kerrr := h.txns.List()
-	if kerrr != nil {
-		resp.ErrorCode = kerrr.Code
+	all, e := h.txns.List()
+	if e != nil {
+		resp.ErrorCode = e.Code
 		return now(resp)
 	}
 	nowMs := time.Now().UnixMilli()

@@ -36,7 +36,7 @@ func (h *Handler) handleOffsetDelete(ctx context.Context, r *Request) Reply {
 				}
 			}
 		}
-		groupErr, topicErrs := h.groups.DeleteOffsets(ctx, req.Group, parts)
+		topicErrs, groupErr := h.groups.DeleteOffsets(ctx, req.Group, parts)
 		if groupErr != nil {
 			resp.ErrorCode = groupErr.Code
 			return resp, nil

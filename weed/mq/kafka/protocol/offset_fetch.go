@@ -113,10 +113,10 @@ func (h *Handler) fetchOffsets(ctx context.Context, r *Request, groupName string
 			names = append(names, t.Topic)
 		}
 	}
-	committed, kerrr := h.groups.FetchOffsets(ctx, groupName, names)
+	committed, e := h.groups.FetchOffsets(ctx, groupName, names)
 	code := int16(0)
-	if kerrr != nil {
-		code = kerrr.Code
+	if e != nil {
+		code = e.Code
 		committed = offset.Topics{}
 	}
 	committed = h.currentCommits(ctx, committed)

@@ -27,13 +27,13 @@ func (h *Handler) handleOffsetForLeaderEpoch(ctx context.Context, r *Request) Re
 		for _, rt := range req.Topics {
 			st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 			st.Topic = rt.Topic
-			info, terr := h.authorizedTopic(ctx, r, kmsg.ACLOperationDescribe, rt.Topic)
+			info, e := h.authorizedTopic(ctx, r, kmsg.ACLOperationDescribe, rt.Topic)
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 				sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1
 				switch {
-				case terr != nil:
-					sp.ErrorCode = terr.Code
+				case e != nil:
+					sp.ErrorCode = e.Code
 				case rp.Partition < 0 || rp.Partition >= info.Partitions:
 					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				}

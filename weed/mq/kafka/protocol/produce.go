@@ -69,11 +69,11 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 		// Sized up front: pending keeps pointers into it.
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(rt.Partitions))
 		var info TopicInfo
-		var terr *kerr.Error
+		var topicErr *kerr.Error
 		if txnDenied {
-			terr = kerr.TransactionalIDAuthorizationFailed
+			topicErr = kerr.TransactionalIDAuthorizationFailed
 		} else {
-			info, terr = h.lookupTopic(ctx, r, kmsg.ACLOperationWrite, r.Version >= 13, rt.Topic, rt.TopicID)
+			info, topicErr = h.lookupTopic(ctx, r, kmsg.ACLOperationWrite, r.Version >= 13, rt.Topic, rt.TopicID)
 		}
 		maxBytes := topicMaxMessageBytes(info, h.cfg.MaxMessageBytes)
 		for _, rp := range rt.Partitions {
@@ -85,8 +85,8 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 			st.Partitions = append(st.Partitions, sp)
 			p := &st.Partitions[len(st.Partitions)-1]
 			switch {
-			case terr != nil:
-				p.ErrorCode = terr.Code
+			case topicErr != nil:
+				p.ErrorCode = topicErr.Code
 				continue
 			case rp.Partition < 0 || rp.Partition >= info.Partitions:
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
@@ -98,10 +98,10 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				p.ErrorCode = kerr.MessageTooLarge.Code
 				continue
 			}
-			records, release, kerrCode := h.decodeProduced(ctx, rp.Records, deadline)
-			if kerrCode != nil {
-				p.ErrorCode = kerrCode.Code
-				if kerrCode == kerr.CorruptMessage {
+			records, release, decodeErr := h.decodeProduced(ctx, rp.Records, deadline)
+			if decodeErr != nil {
+				p.ErrorCode = decodeErr.Code
+				if decodeErr == kerr.CorruptMessage {
 					msg := "record batch failed validation"
 					p.ErrorMessage = &msg
 				}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 )
 
 func init() { register(kmsg.SyncGroup, 0, 5, (*Handler).handleSyncGroup) }
@@ -21,9 +23,9 @@ func (h *Handler) handleSyncGroup(ctx context.Context, r *Request) Reply {
 		return now(resp)
 	}
 	return func() (kmsg.Response, error) {
-		resp, err := h.groups.SyncGroup(ctx, req)
-		if err != nil {
-			return nil, err
+		resp, e := h.groups.SyncGroup(ctx, req)
+		if e != nil {
+			return group.SyncError(req, e), nil
 		}
 		return resp, nil
 	}

@@ -43,20 +43,15 @@ func (h *Handler) handleWriteTxnMarkers(ctx context.Context, r *Request) Reply {
 				for _, p := range t.Partitions {
 					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 					rp.Partition = p
-					var err error
-					fallback := kerr.KafkaStorageError
+					var e *kerr.Error
 					if denied {
-						err = kerr.ClusterAuthorizationFailed
+						e = kerr.ClusterAuthorizationFailed
 					} else if group, ok := strings.CutPrefix(t.Topic, groupMarkerPrefix); ok {
-						err, fallback = h.groups.EndTxnOffsets(ctx, group, m.ProducerID, m.ProducerEpoch, m.Committed), kerr.CoordinatorNotAvailable
-					} else if ke := knownName(t.Topic); ke != nil {
-						err = ke
-					} else {
-						err = h.backend.WriteMarker(ctx, t.Topic, p, m.ProducerID, m.ProducerEpoch, m.Committed)
+						e = h.groups.EndTxnOffsets(ctx, group, m.ProducerID, m.ProducerEpoch, m.Committed)
+					} else if e = knownName(t.Topic); e == nil {
+						e = kafkaErr(h.backend.WriteMarker(ctx, t.Topic, p, m.ProducerID, m.ProducerEpoch, m.Committed), kerr.KafkaStorageError)
 					}
-					if ke := kafkaErr(err, fallback); ke != nil {
-						rp.ErrorCode = ke.Code
-					}
+					rp.ErrorCode = errCode(e)
 					rt.Partitions = append(rt.Partitions, rp)
 				}
 				rm.Topics = append(rm.Topics, rt)

@@ -427,9 +427,9 @@ func (c *Client) appendIdempotent(ctx context.Context, p *partition, records []r
 		}
 	}
 	pb := records[0].Producer
-	dup, kerrr := p.producers.check(pb)
-	if kerrr != nil {
-		return protocol.FailedAppend(kerrr)
+	dup, e := p.producers.check(pb)
+	if e != nil {
+		return protocol.FailedAppend(e)
 	}
 	if dup != nil {
 		return duplicate(dup)

@@ -18,9 +18,9 @@ func TestProducerSequences(t *testing.T) {
 	}
 	write := func(pb *record.ProducerBatch, base int64, err error) *protocol.Appended {
 		t.Helper()
-		dup, kerrr := ps.check(pb)
-		if dup != nil || kerrr != nil {
-			t.Fatalf("batch %+v: duplicate %v, error %v", *pb, dup != nil, kerrr)
+		dup, e := ps.check(pb)
+		if dup != nil || e != nil {
+			t.Fatalf("batch %+v: duplicate %v, error %v", *pb, dup != nil, e)
 		}
 		app := protocol.NewAppended()
 		ps.add(pb, app, -1, 0)
@@ -65,8 +65,8 @@ func TestProducerSequences(t *testing.T) {
 	// sends it again, and then it is written.
 	failed := ps.m[7].batches[len(ps.m[7].batches)-1].app
 	failed.Finish(-1, errors.New("stream broke"))
-	if dup, kerrr := ps.check(batch(0, 10, 10)); dup != nil || kerrr != nil {
-		t.Fatalf("the failed batch again: duplicate %v, error %v", dup != nil, kerrr)
+	if dup, e := ps.check(batch(0, 10, 10)); dup != nil || e != nil {
+		t.Fatalf("the failed batch again: duplicate %v, error %v", dup != nil, e)
 	}
 
 	// A new epoch fences the old one.

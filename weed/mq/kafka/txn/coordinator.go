@@ -53,7 +53,7 @@ type Log interface {
 // coordinators hold the offsets (TxnOffsetCommit) and commit or drop them
 // at the transaction's end.
 type Groups interface {
-	EndTxnOffsets(ctx context.Context, group string, producerID int64, epoch int16, commit bool) error
+	EndTxnOffsets(ctx context.Context, group string, producerID int64, epoch int16, commit bool) *kerr.Error
 }
 
 // Options configure a Coordinator.
@@ -240,9 +240,9 @@ func (t *txn) check(producerID int64, epoch int16) *kerr.Error {
 // producerTxn returns the transactional id's state, locked, once the
 // producer's id and epoch are checked against it; the caller unlocks.
 func (c *Coordinator) producerTxn(ctx context.Context, id string, producerID int64, epoch int16) (*txn, *kerr.Error) {
-	t, _, kerrr := c.get(ctx, id)
-	if kerrr != nil {
-		return nil, kerrr
+	t, _, e := c.get(ctx, id)
+	if e != nil {
+		return nil, e
 	}
 	if t == nil {
 		return nil, kerr.InvalidProducerIDMapping

@@ -61,7 +61,7 @@ type groupEnd struct {
 	commit bool
 }
 
-func (g *fakeGroups) EndTxnOffsets(_ context.Context, group string, pid int64, epoch int16, commit bool) error {
+func (g *fakeGroups) EndTxnOffsets(_ context.Context, group string, pid int64, epoch int16, commit bool) *kerr.Error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.ends = append(g.ends, groupEnd{group, pid, epoch, commit})
@@ -75,7 +75,7 @@ func start(t *testing.T, files *filerfstest.Files, log *fakeLog, groups *fakeGro
 	t.Cleanup(c.Close)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if _, kerrr := c.List(); kerrr == nil {
+		if _, e := c.List(); e == nil {
 			return c
 		}
 		if time.Now().After(deadline) {
@@ -218,7 +218,7 @@ func TestOwnershipMoves(t *testing.T) {
 		c := New(Options{Files: files, Log: log, Groups: groups, Owner: owns(i)})
 		c.Start()
 		t.Cleanup(c.Close)
-		for _, kerrr := c.List(); kerrr != nil; _, kerrr = c.List() {
+		for _, e := c.List(); e != nil; _, e = c.List() {
 			time.Sleep(5 * time.Millisecond)
 		}
 		cs = append(cs, c)
@@ -343,7 +343,7 @@ func TestIDsListedWhenTheViewChanges(t *testing.T) {
 		c := New(Options{Files: files, Log: log, Groups: groups, Owner: owns(i), ViewEpoch: viewEpoch})
 		c.Start()
 		t.Cleanup(c.Close)
-		for _, kerrr := c.List(); kerrr != nil; _, kerrr = c.List() {
+		for _, e := c.List(); e != nil; _, e = c.List() {
 			time.Sleep(5 * time.Millisecond)
 		}
 		cs = append(cs, c)

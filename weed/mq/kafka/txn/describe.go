@@ -23,9 +23,9 @@ type Described struct {
 
 // Describe returns the transactional id's state, or false if unknown.
 func (c *Coordinator) Describe(id string) (Described, bool, *kerr.Error) {
-	t, _, kerrr := c.get(context.Background(), id)
-	if kerrr != nil || t == nil {
-		return Described{}, false, kerrr
+	t, _, e := c.get(context.Background(), id)
+	if e != nil || t == nil {
+		return Described{}, false, e
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

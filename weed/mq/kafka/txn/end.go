@@ -18,9 +18,9 @@ import (
 // EndTxn commits or aborts the producer's transaction. A retry of an end
 // that completed succeeds again.
 func (c *Coordinator) EndTxn(ctx context.Context, id string, producerID int64, epoch int16, commit bool) *kerr.Error {
-	t, kerrr := c.producerTxn(ctx, id, producerID, epoch)
-	if kerrr != nil {
-		return kerrr
+	t, e := c.producerTxn(ctx, id, producerID, epoch)
+	if e != nil {
+		return e
 	}
 	defer t.mu.Unlock()
 	switch t.st.State {
@@ -81,8 +81,8 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) error {
 		return firstErr
 	}
 	for _, g := range t.st.Groups {
-		if err := c.opts.Groups.EndTxnOffsets(ctx, g, t.st.ProducerID, t.st.Epoch, commit); err != nil {
-			return fmt.Errorf("ending the offsets of group %s: %w", g, err)
+		if e := c.opts.Groups.EndTxnOffsets(ctx, g, t.st.ProducerID, t.st.Epoch, commit); e != nil {
+			return fmt.Errorf("ending the offsets of group %s: %w", g, e)
 		}
 	}
 	topics := len(t.st.Partitions)

@@ -21,9 +21,9 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	if timeout <= 0 || timeout > MaxTimeout {
 		return -1, -1, kerr.InvalidTransactionTimeout
 	}
-	t, term, kerrr := c.get(ctx, id)
-	if kerrr != nil {
-		return -1, -1, kerrr
+	t, term, e := c.get(ctx, id)
+	if e != nil {
+		return -1, -1, e
 	}
 	if t == nil {
 		pid, err := c.opts.Log.NewProducerID(ctx)
@@ -98,9 +98,9 @@ func (c *Coordinator) begin(t *txn) *kerr.Error {
 
 // AddPartitions adds partitions to the producer's transaction.
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, producerID int64, epoch int16, partitions map[string][]int32) *kerr.Error {
-	t, kerrr := c.producerTxn(ctx, id, producerID, epoch)
-	if kerrr != nil {
-		return kerrr
+	t, e := c.producerTxn(ctx, id, producerID, epoch)
+	if e != nil {
+		return e
 	}
 	defer t.mu.Unlock()
 	wasOngoing := t.st.State == Ongoing
@@ -141,9 +141,9 @@ func contains(s []int32, v int32) bool {
 
 // AddGroup adds a group's offsets to the producer's transaction.
 func (c *Coordinator) AddGroup(ctx context.Context, id string, producerID int64, epoch int16, group string) *kerr.Error {
-	t, kerrr := c.producerTxn(ctx, id, producerID, epoch)
-	if kerrr != nil {
-		return kerrr
+	t, e := c.producerTxn(ctx, id, producerID, epoch)
+	if e != nil {
+		return e
 	}
 	defer t.mu.Unlock()
 	wasOngoing := t.st.State == Ongoing
@@ -173,8 +173,8 @@ func (c *Coordinator) AddGroup(ctx context.Context, id string, producerID int64,
 func (c *Coordinator) Verify(ctx context.Context, id *string, producerID int64, epoch int16, topic string, partition int32, fn func()) *kerr.Error {
 	var t *txn
 	if id != nil {
-		var kerrr *kerr.Error
-		if t, _, kerrr = c.get(ctx, *id); kerrr != nil {
+		var e *kerr.Error
+		if t, _, e = c.get(ctx, *id); e != nil {
 			return kerr.NotEnoughReplicas // retriable for a producer: the coordinator is loading or moving
 		}
 		if t != nil && t.st.ProducerID != producerID {
