@@ -328,8 +328,8 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	// The gateways of the cluster share its partitions, groups and
 	// transactional ids: this one serves only what it owns.
 	members := membership.New(membership.Options{Self: self, Filer: client})
-	owned := gateway.NewOwned(backend, client, members.Serving)
-	owner := func(key func(string) string) func(string) (int64, bool) {
+	owned := gateway.NewOwned(backend, client, members.Serving, members.Changed)
+	serving := func(key func(string) string) func(string) (int64, bool) {
 		return func(name string) (int64, bool) { return members.Serving(key(name)) }
 	}
 
@@ -340,7 +340,8 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		MaxSessionTimeout:     time.Duration(*o.groupMaxSession) * time.Millisecond,
 		OffsetsRetention:      retention(*o.offsetsRetention, time.Minute),
 		RetentionCheck:        time.Duration(*o.retentionCheck) * time.Millisecond,
-		Owner:                 owner(membership.GroupKey),
+		Serving:               serving(membership.GroupKey),
+		Changed:               members.Changed,
 	})
 
 	// Transactions reach the partitions and groups they span on whichever
@@ -376,8 +377,8 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	}
 	peers := gateway.NewPeers(peerOpts)
 	markers := &gateway.Markers{Log: owned, Groups: groups, Members: members, Peers: peers}
-	txns := txn.New(txn.Options{Files: files, Log: markers, Groups: markers, Owner: owner(membership.TxnKey),
-		IDExpiration: retention(*o.txnIDExpiration, time.Millisecond), ViewEpoch: members.Epoch})
+	txns := txn.New(txn.Options{Files: files, Log: markers, Groups: markers, Serving: serving(membership.TxnKey),
+		Changed: members.Changed, IDExpiration: retention(*o.txnIDExpiration, time.Millisecond)})
 	metrics.RegisterGroups(groups, func(ctx context.Context, topic string, partition int32) (int64, error) {
 		offs, err := backend.Offsets(ctx, topic, partition)
 		return offs.HighWatermark, err

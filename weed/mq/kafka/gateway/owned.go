@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -30,6 +29,7 @@ type Owned struct {
 	protocol.Backend
 	rel     Releaser
 	serving func(key string) (term int64, ok bool)
+	changed func() <-chan struct{}
 
 	mu    sync.Mutex
 	terms map[partition]int64 // partitions in use, and the term they are held in
@@ -43,9 +43,11 @@ type partition struct {
 	index int32
 }
 
-// NewOwned wraps b; serving is the membership's.
-func NewOwned(b protocol.Backend, rel Releaser, serving func(key string) (int64, bool)) *Owned {
-	o := &Owned{Backend: b, rel: rel, serving: serving, terms: map[partition]int64{}, stop: make(chan struct{}), done: make(chan struct{})}
+// NewOwned wraps b; serving and changed are the membership's Serving and
+// Changed: the partitions whose leadership ended are released at each
+// change.
+func NewOwned(b protocol.Backend, rel Releaser, serving func(key string) (int64, bool), changed func() <-chan struct{}) *Owned {
+	o := &Owned{Backend: b, rel: rel, serving: serving, changed: changed, terms: map[partition]int64{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go o.sweepLoop()
 	return o
 }
@@ -58,14 +60,13 @@ func (o *Owned) Close() {
 
 func (o *Owned) sweepLoop() {
 	defer close(o.done)
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
 	for {
+		changed := o.changed()                   // before looking: no change goes unseen
+		metrics.Guard("PartitionSweep", o.sweep) //nolint:errcheck // logged and counted; the next change tries again
 		select {
 		case <-o.stop:
 			return
-		case <-t.C:
-			metrics.Guard("PartitionSweep", o.sweep) //nolint:errcheck // logged and counted; the next round tries again
+		case <-changed:
 		}
 	}
 }

@@ -41,10 +41,14 @@ type Options struct {
 	// RetentionCheck is offsets.retention.check.interval.ms, how often
 	// that is looked at; zero: DefaultRetentionCheck.
 	RetentionCheck time.Duration
-	// Owner reports whether this gateway coordinates a group, and since
-	// which term (a group loaded in an earlier term is stale); nil: every
-	// group, always.
-	Owner func(group string) (term int64, ok bool)
+	// Serving reports whether this gateway serves a group now, as its
+	// coordinator, and in which term (a group loaded in an earlier term is
+	// stale): membership.Serving. Nil: every group, always.
+	Serving func(group string) (term int64, ok bool)
+	// Changed is closed when what Serving answers may have changed
+	// (membership.Changed); the groups no longer served here are dropped
+	// then. Nil: it never changes.
+	Changed func() <-chan struct{}
 }
 
 // Kafka's defaults.
@@ -94,10 +98,6 @@ func New(opts Options) *Coordinator {
 	return &Coordinator{opts: opts, groups: map[string]*group{}, stop: make(chan struct{})}
 }
 
-// sweepEvery is how often groups this gateway no longer coordinates are
-// dropped from memory.
-const sweepEvery = 500 * time.Millisecond
-
 // Start begins dropping the groups this gateway stops coordinating, and
 // expiring offsets (offsets.retention.minutes). Groups are loaded from the
 // filer when first asked for, so a gateway that takes a group over (or
@@ -107,18 +107,16 @@ func (c *Coordinator) Start() {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		t := time.NewTicker(sweepEvery)
-		defer t.Stop()
+		changed := c.changed()
 		expire := time.NewTicker(c.opts.RetentionCheck)
 		defer expire.Stop()
 		for {
 			select {
 			case <-c.stop:
 				return
-			case <-t.C:
-				if c.opts.Owner != nil {
-					metrics.Guard("GroupSweep", c.sweep) //nolint:errcheck // logged and counted; the next round tries again
-				}
+			case <-changed:
+				changed = c.changed()                // before looking: no change goes unseen
+				metrics.Guard("GroupSweep", c.sweep) //nolint:errcheck // logged and counted; the next change tries again
 			case <-expire.C:
 				metrics.Guard("OffsetExpiry", func() { c.ExpireOffsets(time.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
 			}
@@ -132,7 +130,7 @@ func (c *Coordinator) sweep() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for name, g := range c.groups {
-		if term, ok := c.owner(name); !ok || term != g.term {
+		if term, ok := c.serving(name); !ok || term != g.term {
 			glog.V(1).Infof("kafka group %s: no longer coordinated here", name)
 			c.unloadLocked(g)
 		}
@@ -147,12 +145,22 @@ func (c *Coordinator) unloadLocked(g *group) {
 	c.opts.Store.Forget(g.name)
 }
 
-// owner returns the term of this gateway's ownership of the group.
-func (c *Coordinator) owner(name string) (int64, bool) {
-	if c.opts.Owner == nil {
+// serving returns the term of this gateway's ownership of the group, if it
+// serves it.
+func (c *Coordinator) serving(name string) (int64, bool) {
+	if c.opts.Serving == nil {
 		return 0, true
 	}
-	return c.opts.Owner(name)
+	return c.opts.Serving(name)
+}
+
+// changed is the channel closed at the next change of what is served here
+// (nil, never closed, if nothing changes).
+func (c *Coordinator) changed() <-chan struct{} {
+	if c.opts.Changed == nil {
+		return nil
+	}
+	return c.opts.Changed()
 }
 
 // Close ends every group's goroutine. Requests still waiting on a group get
@@ -189,7 +197,7 @@ func (c *Coordinator) load(ctx context.Context, name string, create bool) (*grou
 	if name == "" {
 		return nil, kerr.InvalidGroupID
 	}
-	term, owned := c.owner(name)
+	term, owned := c.serving(name)
 	if !owned {
 		return nil, kerr.NotCoordinator
 	}

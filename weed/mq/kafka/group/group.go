@@ -235,7 +235,7 @@ const saveTimeout = 10 * time.Second
 
 // save writes the group's state to the filer.
 func (g *group) save() error {
-	if term, ok := g.c.owner(g.name); !ok || term != g.term {
+	if term, ok := g.c.serving(g.name); !ok || term != g.term {
 		// Another gateway coordinates the group now; this copy is
 		// about to be dropped and must not overwrite its state.
 		return kerr.NotCoordinator

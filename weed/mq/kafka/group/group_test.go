@@ -3,7 +3,6 @@ package group
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership/membershiptest"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
@@ -332,35 +332,13 @@ func TestRebalanceEndsWhenAllRejoin(t *testing.T) {
 	}
 }
 
-// owners stands in for the gateways' membership: which of two coordinators
-// owns every group, and the term of its ownership.
-type owners struct {
-	mu    sync.Mutex
-	owner int
-	term  int64
-}
-
-func (o *owners) of(i int) func(string) (int64, bool) {
-	return func(string) (int64, bool) {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		return o.term, o.owner == i
-	}
-}
-
-func (o *owners) move(to int) {
-	o.mu.Lock()
-	o.owner, o.term = to, o.term+1
-	o.mu.Unlock()
-}
-
 func TestOwnershipMovesBetweenCoordinators(t *testing.T) {
 	files := filerfstest.New()
-	own := &owners{owner: 0, term: 1}
+	own := membershiptest.New(0)
 	var cs []*Coordinator
 	for i := 0; i < 2; i++ {
 		c := New(Options{Store: offset.NewStore(files), InitialRebalanceDelay: 20 * time.Millisecond,
-			MinSessionTimeout: 10 * time.Millisecond, Owner: own.of(i)})
+			MinSessionTimeout: 10 * time.Millisecond, Serving: own.Serving(i), Changed: own.Changed})
 		c.Start()
 		t.Cleanup(c.Close)
 		cs = append(cs, c)
@@ -380,7 +358,7 @@ func TestOwnershipMovesBetweenCoordinators(t *testing.T) {
 	// The group moves: the old owner refuses and drops it; the new one
 	// loads it from the filer and the member carries on without a
 	// rebalance, its commits intact.
-	own.move(1)
+	own.Move(1)
 	if code := j.heartbeat(gen); code != kerr.NotCoordinator.Code {
 		t.Fatalf("heartbeat at the old owner: %v", kerr.ErrorForCode(code))
 	}
@@ -398,7 +376,7 @@ func TestOwnershipMovesBetweenCoordinators(t *testing.T) {
 	}
 
 	// And back: the first gateway must not use what it held before.
-	own.move(0)
+	own.Move(0)
 	j.c = cs[0]
 	if code := j.heartbeat(gen); code != 0 {
 		t.Fatalf("heartbeat back at the first owner: %v", kerr.ErrorForCode(code))

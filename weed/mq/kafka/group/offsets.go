@@ -396,7 +396,7 @@ func (c *Coordinator) List(ctx context.Context) ([]Listed, *kerr.Error) {
 	c.mu.Unlock()
 	groups := make([]*group, 0, len(saved))
 	for name := range saved {
-		if _, owned := c.owner(name); !owned {
+		if _, owned := c.serving(name); !owned {
 			continue
 		}
 		if g, _ := c.lookup(ctx, name, false); g != nil {

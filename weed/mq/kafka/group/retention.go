@@ -39,7 +39,7 @@ func (c *Coordinator) ExpireOffsets(now time.Time) {
 	}
 	removed, groups := 0, 0
 	for _, name := range slices.Sorted(maps.Keys(saved)) {
-		if _, owned := c.owner(name); !owned {
+		if _, owned := c.serving(name); !owned {
 			continue
 		}
 		g, e := c.load(ctx, name, false)

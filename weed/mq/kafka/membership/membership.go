@@ -120,6 +120,11 @@ type Membership struct {
 	lockless   map[int32]time.Time
 	lastErr    map[string]string // the last failure logged, by step
 
+	// changed is closed, and replaced, when what Serving answers may have
+	// changed (see Changed); announced is what it was then.
+	changed   chan struct{}
+	announced servingState
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -146,6 +151,7 @@ func New(opts Options) *Membership {
 		instance: fmt.Sprintf("%s#%d", opts.Self.Addr(), time.Now().UnixNano()),
 		lockless: map[int32]time.Time{},
 		lastErr:  map[string]string{},
+		changed:  make(chan struct{}),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -160,17 +166,99 @@ func (m *Membership) Start() {
 		defer close(m.done)
 		t := time.NewTicker(m.opts.Poll)
 		defer t.Stop()
+		// next fires when the answers of Serving change with time alone:
+		// a view's settle time passing, the view read or the lock
+		// going stale.
+		next := time.NewTimer(time.Hour)
+		defer next.Stop()
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), m.opts.Poll*2)
 			metrics.Guard("Membership", func() { m.poll(ctx) }) //nolint:errcheck // logged and counted; polled again next round
 			cancel()
-			select {
-			case <-m.stop:
-				return
-			case <-t.C:
+			for polled := false; !polled; {
+				m.mu.Lock()
+				m.announceLocked()
+				wait := m.nextChangeLocked(m.opts.now())
+				m.mu.Unlock()
+				next.Reset(wait)
+				select {
+				case <-m.stop:
+					return
+				case <-t.C:
+					polled = true
+				case <-next.C:
+				}
 			}
 		}
 	}()
+}
+
+// servingState is what Serving's answers depend on, besides the key: the
+// view, whether it may be acted on, and how many of the views read have
+// been held for the settle time.
+type servingState struct {
+	epoch   int64
+	fresh   bool
+	settled int
+}
+
+func (m *Membership) stateLocked(now time.Time) servingState {
+	var st servingState
+	v, fresh := m.currentLocked(now)
+	if v != nil {
+		st.epoch, st.fresh = v.Epoch, fresh
+	}
+	for _, h := range m.history {
+		if now.Sub(h.seen) >= m.opts.Settle {
+			st.settled++
+		}
+	}
+	return st
+}
+
+// announceLocked tells the subscribers of Changed if the serving state
+// differs from what they were last told.
+func (m *Membership) announceLocked() {
+	if st := m.stateLocked(m.opts.now()); st != m.announced {
+		m.announced = st
+		close(m.changed)
+		m.changed = make(chan struct{})
+	}
+}
+
+// nextChangeLocked is how long until the serving state changes with time
+// alone, if no view is read meanwhile (at most an hour).
+func (m *Membership) nextChangeLocked(now time.Time) time.Duration {
+	wait := time.Hour
+	soonest := func(at time.Time) {
+		if d := at.Sub(now); d > 0 && d < wait {
+			wait = d
+		}
+	}
+	for _, h := range m.history {
+		soonest(h.seen.Add(m.opts.Settle))
+	}
+	if _, fresh := m.currentLocked(now); fresh {
+		soonest(m.readAt.Add(m.opts.ViewLease))
+		soonest(m.leaseEnd)
+	}
+	return wait + time.Millisecond
+}
+
+// Changed returns a channel that is closed once what Serving answers may
+// have changed: a new view was read, one was held for the settle time, or
+// this gateway's lock or its read of the view went stale (or fresh again).
+// Take the channel before looking, so that no change goes unseen:
+//
+//	for {
+//		changed := m.Changed()
+//		// look at Serving ...
+//		<-changed
+//	}
+func (m *Membership) Changed() <-chan struct{} {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.changed
 }
 
 // Close stops serving and leaves the cluster: the lock is released so the
@@ -183,6 +271,7 @@ func (m *Membership) Close() {
 	}
 	m.closed = true
 	started := m.started
+	m.announceLocked()
 	m.mu.Unlock()
 	close(m.stop)
 	if started {

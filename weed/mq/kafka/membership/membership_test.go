@@ -366,3 +366,70 @@ func TestTermChangesWhenOwnershipBreaks(t *testing.T) {
 		t.Fatalf("after the gap and Settle: serving %v term %d, want term %d", ok, tm, last.view.Epoch)
 	}
 }
+
+// announce is what the poll loop does after each poll and at each
+// deadline nextChangeLocked names.
+func announce(m *Membership) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.announceLocked()
+	return m.nextChangeLocked(m.opts.now())
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Changed is closed at every change of what Serving answers, and only
+// then: a new view, a view held for the settle time, the lease going
+// stale. The coordinators react to it instead of polling Serving.
+func TestChangedAnnounces(t *testing.T) {
+	c := newCluster(t, 1)
+	m := c.gws[0]
+	key := GroupKey("g1")
+	ch := m.Changed()
+	c.step()
+	c.step() // the first poll writes the view, the second reads it
+	announce(m)
+	if !closed(ch) {
+		t.Fatal("no announcement of the first view")
+	}
+	ch = m.Changed()
+	if announce(m); closed(ch) {
+		t.Fatal("announced with nothing changed")
+	}
+	if _, ok := m.Serving(key); ok {
+		t.Fatal("serving before the settle time")
+	}
+	// The next change comes with time alone: the settle time of the view.
+	wait := announce(m)
+	if wait <= 0 || wait > DefaultSettle+time.Millisecond {
+		t.Fatalf("next change in %v, want within the settle time %v", wait, DefaultSettle)
+	}
+	for i := 0; i < int(DefaultSettle/DefaultPoll); i++ {
+		c.step()
+	}
+	announce(m)
+	if !closed(ch) {
+		t.Fatal("no announcement once the view settled")
+	}
+	if _, ok := m.Serving(key); !ok {
+		t.Fatal("not serving after the settle time")
+	}
+	// No poll succeeds for longer than the view lease: serving stops,
+	// and that is announced too.
+	ch = m.Changed()
+	c.clock = c.clock.Add(DefaultViewLease)
+	announce(m)
+	if !closed(ch) {
+		t.Fatal("no announcement when the view went stale")
+	}
+	if _, ok := m.Serving(key); ok {
+		t.Fatal("serving on a stale view")
+	}
+}

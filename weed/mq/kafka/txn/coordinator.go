@@ -70,15 +70,15 @@ type Options struct {
 	// (transaction.remove.expired.transaction.cleanup.interval.ms); zero:
 	// DefaultExpiryCheck.
 	ExpiryCheck time.Duration
-	// Owner reports whether this gateway coordinates a transactional id,
-	// and since which term (state loaded in an earlier term is stale);
-	// nil: every id, always.
-	Owner func(id string) (term int64, ok bool)
-	// ViewEpoch is the cluster view's epoch, which changes when gateways
-	// come and go: the saved ids are listed again (to take over those
-	// that came here) for a while after it changes, not all the time.
-	// Nil: only now and then.
-	ViewEpoch func() int64
+	// Serving reports whether this gateway serves a transactional id
+	// now, as its coordinator, and in which term (state loaded in an
+	// earlier term is stale): membership.Serving. Nil: every id, always.
+	Serving func(id string) (term int64, ok bool)
+	// Changed is closed when what Serving answers may have changed
+	// (membership.Changed): the ids that moved away are dropped then, and
+	// the saved ids listed to take over those that came. Nil: it never
+	// changes.
+	Changed func() <-chan struct{}
 }
 
 // Coordinator coordinates every transactional id.
@@ -156,7 +156,7 @@ func (c *Coordinator) Close() {
 // of this gateway's ownership, or the error for a request that comes before
 // the states are loaded or to a gateway that does not coordinate the id.
 func (c *Coordinator) get(ctx context.Context, id string) (*txn, int64, *kerr.Error) {
-	term, owned := c.owner(id)
+	term, owned := c.serving(id)
 	if !owned {
 		return nil, 0, kerr.NotCoordinator
 	}
@@ -197,7 +197,7 @@ func (c *Coordinator) get(ctx context.Context, id string) (*txn, int64, *kerr.Er
 }
 
 func (c *Coordinator) save(ctx context.Context, t *txn) error {
-	if term, ok := c.owner(t.st.ID); !ok || term != t.term {
+	if term, ok := c.serving(t.st.ID); !ok || term != t.term {
 		// Another gateway coordinates the id now: this copy is stale.
 		return fmt.Errorf("transaction %s: %w", t.st.ID, kerr.NotCoordinator)
 	}

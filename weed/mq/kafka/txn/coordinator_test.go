@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership/membershiptest"
 )
 
 // fakes: files in memory, a log that records markers, groups that record
@@ -199,23 +200,10 @@ func TestRestartFinishesDecidedTransactions(t *testing.T) {
 // transaction decided on the old one.
 func TestOwnershipMoves(t *testing.T) {
 	files, log, groups := filerfstest.New(), &fakeLog{}, &fakeGroups{}
-	var mu sync.Mutex
-	owner, term := 0, int64(1)
-	owns := func(i int) func(string) (int64, bool) {
-		return func(string) (int64, bool) {
-			mu.Lock()
-			defer mu.Unlock()
-			return term, owner == i
-		}
-	}
-	move := func(to int) {
-		mu.Lock()
-		owner, term = to, term+1
-		mu.Unlock()
-	}
+	own := membershiptest.New(0)
 	var cs []*Coordinator
 	for i := 0; i < 2; i++ {
-		c := New(Options{Files: files, Log: log, Groups: groups, Owner: owns(i)})
+		c := New(Options{Files: files, Log: log, Groups: groups, Serving: own.Serving(i), Changed: own.Changed})
 		c.Start()
 		t.Cleanup(c.Close)
 		for _, e := c.List(); e != nil; _, e = c.List() {
@@ -235,7 +223,7 @@ func TestOwnershipMoves(t *testing.T) {
 	if e := cs[0].AddPartitions(ctx, id, pid, epoch, map[string][]int32{"a": {0}}); e != nil {
 		t.Fatal(e)
 	}
-	move(1)
+	own.Move(1)
 	if e := cs[0].EndTxn(ctx, id, pid, epoch, true); e != kerr.NotCoordinator {
 		t.Fatalf("end at the old coordinator: %v", e)
 	}
@@ -256,7 +244,7 @@ func TestOwnershipMoves(t *testing.T) {
 	log.mu.Lock()
 	log.fail = false
 	log.mu.Unlock()
-	move(0)
+	own.Move(0)
 	if e := cs[0].EndTxn(ctx, id, pid, epoch, true); e != nil {
 		t.Fatalf("the producer's retry at the first coordinator again: %v", e)
 	}
@@ -318,29 +306,14 @@ func TestTransactionalIDsExpire(t *testing.T) {
 }
 
 // With several gateways the saved ids are listed again (each listing reads
-// every id's state) after the cluster's view changes, to take over the ids
-// that came, not every 3 s as they were.
+// every id's state) when what the gateway serves changes, to take over the
+// ids that came, not every 3 s as they were.
 func TestIDsListedWhenTheViewChanges(t *testing.T) {
-	defer func(d time.Duration) { sweepEvery = d }(sweepEvery)
-	sweepEvery = 5 * time.Millisecond
 	files, log, groups := filerfstest.New(), &fakeLog{}, &fakeGroups{}
-	var mu sync.Mutex
-	owner, epoch := 0, int64(1)
-	owns := func(i int) func(string) (int64, bool) {
-		return func(string) (int64, bool) {
-			mu.Lock()
-			defer mu.Unlock()
-			return epoch, owner == i
-		}
-	}
-	viewEpoch := func() int64 {
-		mu.Lock()
-		defer mu.Unlock()
-		return epoch
-	}
+	own := membershiptest.New(0)
 	var cs []*Coordinator
 	for i := 0; i < 2; i++ {
-		c := New(Options{Files: files, Log: log, Groups: groups, Owner: owns(i), ViewEpoch: viewEpoch})
+		c := New(Options{Files: files, Log: log, Groups: groups, Serving: own.Serving(i), Changed: own.Changed})
 		c.Start()
 		t.Cleanup(c.Close)
 		for _, e := c.List(); e != nil; _, e = c.List() {
@@ -352,16 +325,14 @@ func TestIDsListedWhenTheViewChanges(t *testing.T) {
 		t.Fatal(e)
 	}
 	before := files.Listings()
-	time.Sleep(300 * time.Millisecond) // 10 looks at the view
+	time.Sleep(300 * time.Millisecond)
 	after := files.Listings()
 	if after != before {
 		t.Fatalf("%d listings in 300 ms with the view unchanged", after-before)
 	}
 	// The id moves with a new view: the gateway it came to lists it
 	// without being asked.
-	mu.Lock()
-	owner, epoch = 1, epoch+1
-	mu.Unlock()
+	own.Move(1)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		all, _ := cs[1].List()

@@ -16,20 +16,13 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
-// sweepEvery is how often ids whose ownership ended are dropped; a
-// variable for tests.
-var sweepEvery = 500 * time.Millisecond
-
-// reloadEvery is how many sweeps pass between looks at the view (and the
-// retries of unfinished transactions).
-const reloadEvery = 6
-
-// The saved ids are listed again, with several gateways, for
-// relistAfterViewChange after the view changes (past its settle time), and
-// at least every relistEvery: a listing reads every id's state.
+// With several gateways, the decided transactions whose markers could not
+// all be written are tried again every retryEvery, and the saved ids are
+// listed at least every relistEvery besides at each change of what this
+// gateway serves (a listing reads every id's state).
 const (
-	relistAfterViewChange = 10 * time.Second
-	relistEvery           = time.Minute
+	retryEvery  = 3 * time.Second
+	relistEvery = time.Minute
 )
 
 // Start loads the saved transactional ids this gateway coordinates in the
@@ -42,6 +35,7 @@ func (c *Coordinator) Start() {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		changed := c.changed() // before the first listing: no change goes unseen
 		for {
 			err := metrics.Try("TxnLoad", c.load)
 			if err == nil {
@@ -54,47 +48,46 @@ func (c *Coordinator) Start() {
 			case <-time.After(2 * time.Second):
 			}
 		}
-		sweep := time.NewTicker(sweepEvery)
-		defer sweep.Stop()
-		var epoch int64
-		if c.opts.ViewEpoch != nil {
-			epoch = c.opts.ViewEpoch()
-		}
-		viewChanged, listed := time.Time{}, time.Now()
 		expire := time.NewTicker(c.opts.ExpiryCheck)
 		defer expire.Stop()
-		for n := 1; ; n++ {
+		if c.opts.Serving == nil {
+			for { // one gateway: nothing moves
+				select {
+				case <-c.stop:
+					return
+				case <-expire.C:
+					metrics.Guard("TxnExpiry", func() { c.ExpireIDs(time.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
+				}
+			}
+		}
+		retry := time.NewTicker(retryEvery)
+		defer retry.Stop()
+		relist := time.NewTicker(relistEvery)
+		defer relist.Stop()
+		failed := false // the last listing: tried again at the next retry
+		for {
+			list := false
 			select {
 			case <-c.stop:
 				return
 			case <-expire.C:
 				metrics.Guard("TxnExpiry", func() { c.ExpireIDs(time.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
-				continue
-			case <-sweep.C:
+			case <-changed:
+				changed = c.changed()              // before looking: no change goes unseen
+				metrics.Guard("TxnSweep", c.sweep) //nolint:errcheck // logged and counted; the next change tries again
+				list = true
+			case <-relist.C:
+				list = true
+			case <-retry.C:
+				metrics.Guard("TxnRetry", c.retryUnfinished) //nolint:errcheck // logged and counted; the next round tries again
+				list = failed
 			}
-			if c.opts.Owner == nil {
-				continue // one gateway: nothing moves
+			if list {
+				err := metrics.Try("TxnLoad", c.load)
+				if failed = err != nil; failed {
+					glog.Warningf("kafka transactions: %v (listed again in %v)", err, retryEvery)
+				}
 			}
-			metrics.Guard("TxnSweep", func() { //nolint:errcheck // logged and counted; the next round tries again
-				c.sweep()
-				if n%reloadEvery != 0 {
-					return
-				}
-				if c.opts.ViewEpoch != nil {
-					if e := c.opts.ViewEpoch(); e != epoch {
-						epoch, viewChanged = e, time.Now()
-					}
-				}
-				// Ids taken over are served once the new view has
-				// settled: they are listed until a while after.
-				if time.Since(viewChanged) < relistAfterViewChange || time.Since(listed) > relistEvery {
-					if err := c.load(); err != nil {
-						glog.Warningf("kafka transactions: %v", err)
-					}
-					listed = time.Now()
-				}
-				c.retryUnfinished()
-			})
 		}
 	}()
 }
@@ -125,7 +118,7 @@ func (c *Coordinator) ExpireIDs(now time.Time) {
 		st := t.st.State
 		idle := st == Empty || st == CompleteCommit || st == CompleteAbort
 		if idle && time.UnixMilli(t.st.UpdatedMs).Add(c.opts.IDExpiration).Before(now) {
-			if term, ok := c.owner(t.st.ID); ok && term == t.term {
+			if term, ok := c.serving(t.st.ID); ok && term == t.term {
 				if err := c.opts.Files.Remove(ctx, Dir, filerfs.Escape(t.st.ID)); err != nil {
 					glog.Warningf("kafka transaction %s: removing the expired id: %v", t.st.ID, err)
 				} else {
@@ -143,12 +136,22 @@ func (c *Coordinator) ExpireIDs(now time.Time) {
 	}
 }
 
-// owner returns the term of this gateway's ownership of the id.
-func (c *Coordinator) owner(id string) (int64, bool) {
-	if c.opts.Owner == nil {
+// serving returns the term of this gateway's ownership of the id, if it
+// serves it.
+func (c *Coordinator) serving(id string) (int64, bool) {
+	if c.opts.Serving == nil {
 		return 0, true
 	}
-	return c.opts.Owner(id)
+	return c.opts.Serving(id)
+}
+
+// changed is the channel closed at the next change of what is served here
+// (nil, never closed, if nothing changes).
+func (c *Coordinator) changed() <-chan struct{} {
+	if c.opts.Changed == nil {
+		return nil
+	}
+	return c.opts.Changed()
 }
 
 // sweep drops the ids whose ownership ended or broke since they were
@@ -157,7 +160,7 @@ func (c *Coordinator) sweep() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for id, t := range c.txns {
-		if term, ok := c.owner(id); !ok || term != t.term {
+		if term, ok := c.serving(id); !ok || term != t.term {
 			c.unloadLocked(t)
 		}
 	}
@@ -216,7 +219,7 @@ func (c *Coordinator) adoptLocked(file string, data []byte, version string) *txn
 		glog.Errorf("kafka transactions: unreadable state %s, ignored: %v", file, err)
 		return nil
 	}
-	term, ok := c.owner(t.st.ID)
+	term, ok := c.serving(t.st.ID)
 	if !ok {
 		return nil
 	}
