@@ -90,14 +90,11 @@ func (i instrumented) PartitionSize(ctx context.Context, topic string, partition
 func (i instrumented) Append(ctx context.Context, topic string, partition int32, records []record.Record, durable bool) *protocol.Appended {
 	start := time.Now()
 	app := i.b.Append(ctx, topic, partition, records, durable)
-	go func() {
-		<-app.Done
-		call := "Append"
-		if durable {
-			call = "AppendDurable"
-		}
-		observe(call, start, ignoreKafka(app.Err))
-	}()
+	call := "Append"
+	if durable {
+		call = "AppendDurable"
+	}
+	app.Then(func(app *protocol.Appended) { observe(call, start, ignoreKafka(app.Err)) })
 	return app
 }
 

@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -139,15 +140,42 @@ type Appended struct {
 	Done chan struct{}
 	Base int64 // offset of the first record
 	Err  error
+
+	mu       sync.Mutex
+	finished bool
+	then     []func(*Appended)
 }
 
 // NewAppended returns an Appended that is not yet done.
 func NewAppended() *Appended { return &Appended{Done: make(chan struct{})} }
 
-// Finish records the outcome and closes Done.
+// Finish records the outcome, closes Done and runs what Then was given.
 func (a *Appended) Finish(base int64, err error) {
 	a.Base, a.Err = base, err
+	a.mu.Lock()
+	a.finished = true
+	then := a.then
+	a.then = nil
+	a.mu.Unlock()
 	close(a.Done)
+	for _, fn := range then {
+		fn(a)
+	}
+}
+
+// Then runs fn with the outcome once it is known: at once if it is, else
+// on the goroutine that finishes the append (a partition's acknowledgement
+// reader), so fn must be quick and must not block. It finishes a batch
+// where its outcome becomes known, without a goroutine waiting on Done.
+func (a *Appended) Then(fn func(*Appended)) {
+	a.mu.Lock()
+	if !a.finished {
+		a.then = append(a.then, fn)
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Unlock()
+	fn(a)
 }
 
 // FailedAppend returns an Appended that is already done with err.

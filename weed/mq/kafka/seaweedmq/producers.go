@@ -187,12 +187,8 @@ func duplicate(b *producerBatch) *protocol.Appended {
 		app.Finish(b.base, nil)
 		return app
 	}
-	orig := b.app
 	app := protocol.NewAppended()
-	go func() {
-		<-orig.Done
-		app.Finish(orig.Base, orig.Err)
-	}()
+	b.app.Then(func(orig *protocol.Appended) { app.Finish(orig.Base, orig.Err) })
 	return app
 }
 

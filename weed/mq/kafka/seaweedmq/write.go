@@ -155,11 +155,11 @@ func (c *Client) appendVerifying(ctx context.Context, p *partition, pub *publish
 	case <-probe.Done:
 	case <-ctx.Done():
 		pub.fail(ctx.Err())
-		go func() {
-			if <-probe.Done; probe.Err == nil {
+		probe.Then(func(probe *protocol.Appended) {
+			if probe.Err == nil {
 				p.mark(pb, batchFailed) // in the broker, not acknowledged: recovery logs it
 			}
-		}()
+		})
 		return protocol.FailedAppend(ctx.Err())
 	}
 	if probe.Err != nil {
@@ -189,28 +189,25 @@ func (c *Client) appendVerifying(ctx context.Context, p *partition, pub *publish
 	}
 	pub.verified, pub.next = true, base+1
 	app := protocol.NewAppended()
-	probeLogged := make(chan error, 1)
+	// Alone and durable, the probe is done once the log holds it; with
+	// more records, once they are (in order behind it).
+	durableProbe := durable && len(records) == 1
 	p.mark(pb, batchAcked)
 	c.wal.add(walBatch{dir: p.dir, base: base, n: 1, recs: pb.wal.buf}, func(err error) {
 		p.walDone(pb, err)
-		probeLogged <- err
+		if !durableProbe {
+			return
+		}
+		if err != nil {
+			app.Finish(-1, err)
+		} else {
+			app.Finish(base, nil)
+		}
 	})
 	switch {
 	case len(records) > 1:
-		rest := p.send(ctx, pub, records[1:], durable)
-		go func() {
-			<-rest.Done
-			app.Finish(base, rest.Err)
-		}()
-	case durable:
-		go func() {
-			if err := <-probeLogged; err != nil {
-				app.Finish(-1, err)
-			} else {
-				app.Finish(base, nil)
-			}
-		}()
-	default:
+		p.send(ctx, pub, records[1:], durable).Then(func(rest *protocol.Appended) { app.Finish(base, rest.Err) })
+	case !durable:
 		app.Finish(base, nil)
 	}
 	return app
