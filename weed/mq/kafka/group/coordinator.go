@@ -298,6 +298,43 @@ func call[T any](ctx context.Context, g *group, fn func() T) (T, error) {
 	}
 }
 
+// await runs fn on the group's goroutine and waits for the answer fn gives,
+// there or later from work it started (a save's outcome, delivered back to
+// the goroutine).
+func await[T any](ctx context.Context, g *group, fn func(answer func(T))) (T, error) {
+	done := make(chan T, 1)
+	answer := func(v T) {
+		select {
+		case done <- v:
+		default: // answered already
+		}
+	}
+	var zero T
+	if err := g.send(ctx, func() { fn(answer) }); err != nil {
+		return zero, err
+	}
+	select {
+	case v := <-done:
+		return v, nil
+	case <-g.quit:
+		select {
+		case v := <-done:
+			return v, nil
+		default:
+			return zero, errGroupGone
+		}
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+// failed is an outcome channel that holds err.
+func failed(err error) <-chan error {
+	ch := make(chan error, 1)
+	ch <- err
+	return ch
+}
+
 // goneErr is the Kafka error for a request whose group went away under it.
 func goneErr(err error) *kerr.Error {
 	if errors.Is(err, errGroupGone) {

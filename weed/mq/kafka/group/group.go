@@ -55,6 +55,12 @@ type group struct {
 	saved        bool              // a state file exists
 	used         atomic.Int64      // when a request last looked the group up (Unix ns)
 	version      string            // of the state file, as loaded or saved
+	// Saves under way: one is written at a time, outside this goroutine;
+	// the state to write next (the latest) waits with its waiters.
+	saving       bool
+	writingThens []func(error) // told the outcome of the write under way
+	next         []byte
+	nextThens    []func(error)
 	// emptySince is when the group last became Empty (zero: unknown, in
 	// a state saved before it was kept): its offsets expire
 	// offsets.retention.minutes after it.
@@ -233,12 +239,110 @@ type savedProtocol struct {
 // saveTimeout bounds writing a group's state.
 const saveTimeout = 10 * time.Second
 
-// save writes the group's state to the filer.
-func (g *group) save() error {
+// saveThen saves the group's state as it is now and runs then (if not nil)
+// on the group's goroutine with the outcome: nil once the state is in the
+// filer, NOT_COORDINATOR if another gateway coordinates the group now or
+// saved it since it was loaded here (this copy is then dropped), the
+// filer's error otherwise. The filer is written outside the group's
+// goroutine, which goes on answering meanwhile: one write at a time, in
+// order; states that pile up behind a write are written once, the latest
+// (each is the whole state). then never runs before saveThen returns, nor
+// at all if the group ends first (its waiters watch quit).
+func (g *group) saveThen(then func(error)) {
+	data, err := g.snapshot()
+	if err != nil {
+		if then != nil { // later, as after a write: never within the caller
+			g.c.wg.Add(1)
+			go func() {
+				defer g.c.wg.Done()
+				g.deliver(func() { then(err) })
+			}()
+		}
+		return
+	}
+	g.next = data
+	if then != nil {
+		g.nextThens = append(g.nextThens, then)
+	}
+	if !g.saving {
+		g.writeNext()
+	}
+}
+
+// writeNext starts writing the waiting state.
+func (g *group) writeNext() {
+	data, version := g.next, g.version
+	g.writingThens, g.saving = g.nextThens, true
+	g.next, g.nextThens = nil, nil
+	g.c.wg.Add(1)
+	go func() {
+		defer g.c.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
+		version, err := g.c.opts.Store.SaveState(ctx, g.name, data, version)
+		cancel()
+		g.deliver(func() {
+			thens := g.writingThens
+			g.saving, g.writingThens = false, nil
+			stale := errors.Is(err, filerfs.ErrChanged)
+			switch {
+			case stale:
+				// Another gateway saved the group since this one
+				// loaded it: this copy is stale (the group moved
+				// while this gateway was paused or slow). It is
+				// dropped, and read afresh if it comes back.
+				glog.Warningf("kafka group %s: saved by another gateway since loaded here; dropping this copy", g.name)
+				err = kerr.NotCoordinator
+			case err != nil:
+				glog.Warningf("kafka group %s: %v", g.name, err)
+			default:
+				g.saved, g.version = true, version
+			}
+			for _, then := range thens {
+				then(err)
+			}
+			if stale {
+				g.c.mu.Lock()
+				g.c.unloadLocked(g)
+				g.c.mu.Unlock()
+				return
+			}
+			if g.next != nil {
+				g.writeNext()
+			}
+		})
+	}()
+}
+
+// afterSaves runs fn on the group's goroutine once the saves asked for so
+// far are done, with the outcome of the last one; at once, with nil, if no
+// save is under way. What must follow the group's saves in order (a commit
+// behind the save of a group's first state) waits with it.
+func (g *group) afterSaves(fn func(error)) {
+	switch {
+	case g.next != nil:
+		g.nextThens = append(g.nextThens, fn)
+	case g.saving:
+		g.writingThens = append(g.writingThens, fn)
+	default:
+		fn(nil)
+	}
+}
+
+// deliver runs fn on the group's goroutine, unless the group ends first.
+func (g *group) deliver(fn func()) {
+	select {
+	case g.ctl <- fn:
+	case <-g.quit:
+	}
+}
+
+// snapshot encodes the group's state file, if this gateway still
+// coordinates the group in the term it was loaded in.
+func (g *group) snapshot() ([]byte, error) {
 	if term, ok := g.c.serving(g.name); !ok || term != g.term {
 		// Another gateway coordinates the group now; this copy is
 		// about to be dropped and must not overwrite its state.
-		return kerr.NotCoordinator
+		return nil, kerr.NotCoordinator
 	}
 	st := savedState{
 		Group:        g.name,
@@ -265,29 +369,7 @@ func (g *group) save() error {
 		}
 		st.Members = append(st.Members, sm)
 	}
-	data, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
-	defer cancel()
-	version, err := g.c.opts.Store.SaveState(ctx, g.name, data, g.version)
-	if errors.Is(err, filerfs.ErrChanged) {
-		// Another gateway saved the group since this one loaded it: this
-		// copy is stale (the group moved while this gateway was paused
-		// or slow). It is dropped, and read afresh if it comes back.
-		glog.Warningf("kafka group %s: saved by another gateway since loaded here; dropping this copy", g.name)
-		g.c.mu.Lock()
-		g.c.unloadLocked(g)
-		g.c.mu.Unlock()
-		return kerr.NotCoordinator
-	}
-	if err != nil {
-		glog.Warningf("kafka group %s: %v", g.name, err)
-		return err
-	}
-	g.saved, g.version = true, version
-	return nil
+	return json.Marshal(st)
 }
 
 // restore sets the group from its state file. A group saved with its

@@ -459,3 +459,46 @@ func TestGroupPanicUnloadsTheGroup(t *testing.T) {
 		t.Fatalf("the reloaded group: %v %v", v, err)
 	}
 }
+
+// A slow filer does not stall a group: while its state is being saved
+// (here held back), its members' heartbeats are answered; the request
+// waiting for the save is answered once it is done. The save once ran on
+// the group's goroutine, which answered nothing meanwhile.
+func TestSlowSaveLeavesTheGroupAnswering(t *testing.T) {
+	files := filerfstest.New()
+	c := newCoordinator(t, files)
+	ctx := context.Background()
+	j := &joiner{c: c, group: "slow", session: 5000}
+	gen := stable(t, j)
+	gate := make(chan struct{})
+	files.Gate(gate)
+	saved := make(chan *kerr.Error, 1)
+	go func() {
+		saved <- c.AddTxnOffsets(ctx, "slow", Committer{Generation: -1}, 9, 0, offset.Topics{"t": {0: {Offset: 3}}})
+	}()
+	for i := 0; i < 5; i++ {
+		answered := make(chan int16, 1)
+		go func() { answered <- j.heartbeat(gen) }()
+		select {
+		case code := <-answered:
+			if code != 0 {
+				t.Fatalf("heartbeat during the save: %v", kerr.ErrorForCode(code))
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a heartbeat waited for the filer")
+		}
+	}
+	select {
+	case e := <-saved:
+		t.Fatalf("answered before the save was done: %v", e)
+	default:
+	}
+	files.Gate(nil)
+	close(gate)
+	if e := <-saved; e != nil {
+		t.Fatal(e)
+	}
+	if !c.PendingTxnOffsets(ctx, "slow", "t", 0) {
+		t.Fatal("the transaction's offsets are not held")
+	}
+}

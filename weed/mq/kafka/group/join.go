@@ -268,17 +268,23 @@ func (g *group) replaceStatic(old *member, id string, req *kmsg.JoinGroupRequest
 			m.session = time.Duration(req.SessionTimeoutMillis) * time.Millisecond
 			m.rebalance = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
 			g.touch(m)
-			if err := g.save(); err != nil {
-				reply <- JoinError(req, kerr.UnknownServerError)
-				return
-			}
-			resp := g.joinResponse(req, m)
-			// KIP-814: a returning leader keeps the assignment it made.
-			resp.SkipAssignment = m.id == g.leader
-			if m.id == g.leader && req.Version < 9 {
-				resp.Members = nil
-			}
-			reply <- resp
+			g.saveThen(func(err error) {
+				switch {
+				case err != nil:
+					reply <- JoinError(req, kerr.UnknownServerError)
+					return
+				case g.members[m.id] != m:
+					reply <- JoinError(req, kerr.UnknownMemberID) // fenced or removed meanwhile
+					return
+				}
+				resp := g.joinResponse(req, m)
+				// KIP-814: a returning leader keeps the assignment it made.
+				resp.SkipAssignment = m.id == g.leader
+				if m.id == g.leader && req.Version < 9 {
+					resp.Members = nil
+				}
+				reply <- resp
+			})
 			return
 		}
 		g.updateMember(m, req, cl, reply)
@@ -367,7 +373,7 @@ func (g *group) completeJoin() {
 		g.state, g.protocol, g.leader = Empty, "", ""
 		g.emptySince = time.Now()
 		glog.V(0).Infof("kafka group %s: generation %d is empty", g.name, g.generation)
-		g.save() //nolint:errcheck // logged; the group carries on in memory
+		g.saveThen(nil) // a failure is logged; the group carries on in memory
 		return
 	}
 	g.protocol = g.selectProtocol()
@@ -391,16 +397,17 @@ func (g *group) completeJoin() {
 	}
 	glog.V(0).Infof("kafka group %s: generation %d with %d members, protocol %s, leader %s", g.name, g.generation, len(g.members), g.protocol, g.leader)
 	metrics.Rebalances.WithLabelValues(metrics.Group(g.name)).Inc()
-	saveErr := g.save()
+	// The members are answered without waiting for the save, as Kafka
+	// does: what they are given is only kept once the leader's assignment
+	// is saved (SyncGroup). Saved meanwhile, a gateway taking the group
+	// over finds this generation; if not, the previous one, whose
+	// members are told to rejoin.
+	g.saveThen(nil)
 	for _, m := range g.members {
 		if m.joining == nil {
 			continue
 		}
-		if saveErr != nil {
-			m.joining.reply <- JoinError(m.joining.req, kerr.UnknownServerError)
-		} else {
-			m.joining.reply <- g.joinResponse(m.joining.req, m)
-		}
+		m.joining.reply <- g.joinResponse(m.joining.req, m)
 		m.joining = nil
 		g.touch(m)
 	}

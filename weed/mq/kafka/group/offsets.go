@@ -95,20 +95,26 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, name string, who Commit
 			parts[p] = o
 		}
 	}
-	done, err := call(ctx, g, func() <-chan error {
+	done, err := await(ctx, g, func(answer func(<-chan error)) {
 		if e := g.validateCommit(who); e != nil {
-			ch := make(chan error, 1)
-			ch <- e
-			return ch
+			answer(failed(e))
+			return
 		}
-		if !g.saved && g.save() != nil {
-			ch := make(chan error, 1)
-			ch <- kerr.CoordinatorNotAvailable
-			return ch
+		// Queued in the order validated, behind the saves under way
+		// (a group's first commit saves the group first); written
+		// outside the group's goroutine.
+		commit := func(err error) {
+			if err != nil {
+				answer(failed(err))
+				return
+			}
+			answer(c.opts.Store.Commit(g.name, offsets))
 		}
-		// Queued in the order validated; written outside the
-		// group's goroutine.
-		return c.opts.Store.Commit(g.name, offsets)
+		if !g.saved && !g.saving && g.next == nil {
+			g.saveThen(commit)
+		} else {
+			g.afterSaves(commit)
+		}
 	})
 	if err != nil {
 		return goneErr(err)
@@ -137,16 +143,18 @@ func (c *Coordinator) AddTxnOffsets(ctx context.Context, name string, who Commit
 		return kerr.IllegalGeneration
 	}
 	now := time.Now().UnixMilli()
-	e, err := call(ctx, g, func() *kerr.Error {
+	e, err := await(ctx, g, func(answer func(*kerr.Error)) {
 		if checked {
 			if _, e := g.checkMember(who); e != nil {
-				return e
+				answer(e)
+				return
 			}
 		}
 		t := g.txnOffsets[producerID]
 		switch {
 		case t != nil && epoch < t.Epoch:
-			return kerr.ProducerFenced
+			answer(kerr.ProducerFenced)
+			return
 		case t == nil || epoch > t.Epoch:
 			t = &txnOffsets{ProducerID: producerID, Epoch: epoch, Offsets: offset.Topics{}}
 		default:
@@ -163,18 +171,20 @@ func (c *Coordinator) AddTxnOffsets(ctx context.Context, name string, who Commit
 		}
 		old := g.txnOffsets[producerID]
 		g.txnOffsets[producerID] = t
-		if err := g.save(); err != nil {
-			if old == nil {
-				delete(g.txnOffsets, producerID)
-			} else {
-				g.txnOffsets[producerID] = old
+		g.saveThen(func(err error) {
+			if err == nil {
+				answer(nil)
+				return
 			}
-			if e, ok := err.(*kerr.Error); ok {
-				return e
+			if g.txnOffsets[producerID] == t { // not changed again meanwhile
+				if old == nil {
+					delete(g.txnOffsets, producerID)
+				} else {
+					g.txnOffsets[producerID] = old
+				}
 			}
-			return kerr.CoordinatorNotAvailable
-		}
-		return nil
+			answer(c.storeErr(g, "saving a transaction's offsets", err))
+		})
 	})
 	if err != nil {
 		return goneErr(err)
@@ -194,24 +204,44 @@ func (c *Coordinator) EndTxnOffsets(ctx context.Context, name string, producerID
 	if g == nil {
 		return nil // nothing pending: the group was deleted, or ended before
 	}
-	res, err := call(ctx, g, func() error {
+	res, err := await(ctx, g, func(answer func(error)) {
 		t := g.txnOffsets[producerID]
 		if t == nil || t.Epoch > epoch {
-			return nil
+			answer(nil)
+			return
 		}
-		if commit {
-			// Committed before the pending copy goes: a marker
-			// repeated after a failure commits them again.
-			if err := <-c.opts.Store.Commit(g.name, t.Offsets); err != nil {
-				return err
-			}
+		drop := func() {
+			delete(g.txnOffsets, producerID)
+			g.saveThen(func(err error) {
+				if err != nil && g.txnOffsets[producerID] == nil {
+					g.txnOffsets[producerID] = t
+				}
+				answer(err)
+			})
 		}
-		delete(g.txnOffsets, producerID)
-		if err := g.save(); err != nil {
-			g.txnOffsets[producerID] = t
-			return err
+		if !commit {
+			drop()
+			return
 		}
-		return nil
+		// Committed before the pending copy goes: a marker repeated
+		// after a failure commits them again. The commit is queued
+		// here, in order, and waited for outside the goroutine.
+		done := c.opts.Store.Commit(g.name, t.Offsets)
+		g.c.wg.Add(1)
+		go func() {
+			defer g.c.wg.Done()
+			err := <-done
+			g.deliver(func() {
+				switch {
+				case err != nil:
+					answer(err)
+				case g.txnOffsets[producerID] != t:
+					answer(nil) // ended or replaced meanwhile
+				default:
+					drop()
+				}
+			})
+		}()
 	})
 	if err != nil {
 		return goneErr(err)

@@ -96,28 +96,37 @@ func (g *group) sync(req *kmsg.SyncGroupRequest, reply chan *kmsg.SyncGroupRespo
 		for _, o := range g.members {
 			o.assignment = assigned[o.id]
 		}
+		// Nobody gets the assignment before it is saved: the state
+		// is saved as Stable, and becomes so once that is done.
+		gen := g.generation
 		g.state = Stable
-		if err := g.save(); err != nil {
-			// The assignment is not saved: nobody gets it, and
-			// everyone joins again.
+		g.saveThen(func(err error) {
+			if g.state != CompletingRebalance || g.generation != gen {
+				return // a later sync or rebalance took over
+			}
+			if err != nil {
+				// Not saved: nobody gets it, and everyone
+				// joins again.
+				for _, o := range g.members {
+					if o.syncing != nil {
+						o.syncing.reply <- SyncError(o.syncing.req, kerr.CoordinatorNotAvailable)
+						o.syncing = nil
+					}
+					o.assignment = nil
+				}
+				g.prepareRebalance("saving the assignment failed")
+				return
+			}
+			g.state = Stable
+			glog.V(1).Infof("kafka group %s: generation %d is stable", g.name, g.generation)
 			for _, o := range g.members {
 				if o.syncing != nil {
-					o.syncing.reply <- SyncError(o.syncing.req, kerr.CoordinatorNotAvailable)
+					o.syncing.reply <- g.syncResponse(o.syncing.req, o)
 					o.syncing = nil
 				}
-				o.assignment = nil
 			}
-			g.state = CompletingRebalance
-			g.prepareRebalance("saving the assignment failed")
-			return
-		}
-		glog.V(1).Infof("kafka group %s: generation %d is stable", g.name, g.generation)
-		for _, o := range g.members {
-			if o.syncing != nil {
-				o.syncing.reply <- g.syncResponse(o.syncing.req, o)
-				o.syncing = nil
-			}
-		}
+		})
+		g.state = CompletingRebalance
 	default:
 		answer(kerr.UnknownMemberID)
 	}
