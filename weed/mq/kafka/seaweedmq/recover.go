@@ -7,7 +7,7 @@ package seaweedmq
 // its offset, as a log segment of its own. Offsets the logs do not hold
 // either (records of acks=0/1 batches a crash caught before their commit)
 // get fillers, which readers skip, so that offsets stay dense and none is
-// handed out twice.
+// handed out twice. openPublisher recovers, then opens the stream.
 
 import (
 	"context"
@@ -18,9 +18,8 @@ import (
 	"sort"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/twmb/franz-go/pkg/kerr"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/seaweedfs/seaweedfs/weed/filer"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
@@ -334,4 +333,61 @@ var fillerValue = record.AppendFiller(nil)
 // fillerEntry is a filler at offset, stored with ts_ns tsNs.
 func fillerEntry(offset, tsNs int64) *filer_pb.LogEntry {
 	return &filer_pb.LogEntry{TsNs: tsNs, Data: fillerValue, Offset: offset}
+}
+
+// openPublisher recovers the partition from the write-ahead logs
+// (recover.go), opens its publish stream and notes where the stored records
+// end, which appendVerifying checks the broker against.
+//
+// The broker recovers its offset counter after a restart from a checkpoint
+// it writes every two seconds, which can lag what it flushed; the gateway
+// moves the checkpoint up to the flushed data first, so that a broker that
+// loads the counter afterwards starts at the right place.
+//
+// It also learns the ts_ns of the partition's last record, so that the
+// ts_ns it sends stay increasing and SeaweedMQ keeps them as they are.
+func (c *Client) openPublisher(ctx context.Context, p *partition, a *mq_pb.BrokerPartitionAssignment) (*publisher, error) {
+	dir := partitionDir(p.topic, a)
+	p.dir = dir
+	end, err := c.recoverPartition(ctx, p, a)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.flushed(ctx, dir, false)
+	if err != nil {
+		return nil, err
+	}
+	if st.end > 0 {
+		cp, err := c.readCheckpoint(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		if cp < st.end-1 {
+			glog.V(1).Infof("kafka partition %s/%d: broker checkpoint at offset %d lags the stored records (up to %d); moving it up", p.topic, p.index, cp, st.end-1)
+			if err := c.writeCheckpoint(ctx, dir, st.end-1); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if p.lastTsNs == 0 {
+		offs, err := c.offsetsOf(ctx, p.topic, a, p.knownHW())
+		if err != nil {
+			return nil, err
+		}
+		if hw := offs.HighWatermark; hw > 0 {
+			tail, err := c.rawAt(ctx, p.topic, a, hw-1)
+			if err != nil {
+				return nil, err
+			}
+			if tail != nil {
+				p.lastTsNs = tail.tsNs
+			}
+		}
+	}
+	p.storedEnd = max(end, st.end)
+	pub, err := c.openStream(ctx, p, a)
+	if err == nil {
+		p.streamOpened(p.storedEnd)
+	}
+	return pub, err
 }
