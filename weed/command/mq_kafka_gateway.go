@@ -376,9 +376,10 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		}
 	}
 	peers := gateway.NewPeers(peerOpts)
-	markers := &gateway.Markers{Log: owned, Groups: groups, Members: members, Peers: peers}
-	txns := txn.New(txn.Options{Files: files, Log: markers, Groups: markers, Serving: serving(membership.TxnKey),
+	forward := &gateway.Forwarder{Log: owned, Groups: groups, Members: members, Peers: peers}
+	txns := txn.New(txn.Options{Files: files, Log: forward, Groups: forward, Serving: serving(membership.TxnKey),
 		Changed: members.Changed, IDExpiration: retention(*o.txnIDExpiration, time.Millisecond)})
+	forward.Txns = txns
 	metrics.RegisterGroups(groups, func(ctx context.Context, topic string, partition int32) (int64, error) {
 		offs, err := backend.Offsets(ctx, topic, partition)
 		return offs.HighWatermark, err
@@ -457,7 +458,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		Groups:                groups,
 		Txns:                  txns,
 		Cluster:               members,
-		Peers:                 peers,
+		Verifier:              forward,
 		ClusterReady: func(ctx context.Context) error {
 			if err := client.Ready(ctx); err != nil {
 				return err

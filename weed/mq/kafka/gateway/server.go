@@ -81,8 +81,9 @@ type Options struct {
 	// Cluster tells which gateway leads each partition and coordinates
 	// each group and transactional id; nil: this one, all of them.
 	Cluster protocol.Cluster
-	// Peers reaches the other gateways.
-	Peers protocol.Peers
+	// Verifier checks transactional produces with their coordinator, on
+	// whichever gateway (nil: this gateway's Txns alone).
+	Verifier protocol.TxnVerifier
 	// ClusterReady reports whether the SeaweedFS cluster answers (for
 	// /ready); nil means always.
 	ClusterReady func(ctx context.Context) error
@@ -188,7 +189,7 @@ func NewServer(opts Options) (*Server, error) {
 		DefaultPartitions:     opts.DefaultPartitions,
 		AutoCreateTopics:      opts.AutoCreateTopics,
 		Cluster:               opts.Cluster,
-		Peers:                 opts.Peers,
+		Txns:                  opts.Verifier,
 	}, opts.Backend, opts.Groups, opts.Txns)
 	return s, nil
 }

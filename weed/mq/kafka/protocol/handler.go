@@ -38,8 +38,10 @@ type Config struct {
 	DecompressionMaxBytes int64
 	// Cluster tells which gateway owns what; nil: this one owns all.
 	Cluster Cluster
-	// Peers reaches the other gateways (nil with Cluster nil).
-	Peers Peers
+	// Txns checks a transactional produce with the transactional id's
+	// coordinator, on whichever gateway it is (nil: this gateway's
+	// coordinator, with Cluster nil).
+	Txns TxnVerifier
 	// Users keeps the SCRAM credentials (nil: none are kept).
 	Users Users
 	// Authorizer decides requests by the cluster's ACLs (nil: everyone
@@ -47,9 +49,10 @@ type Config struct {
 	Authorizer *acl.Authorizer
 }
 
-// Peers sends a request to another gateway of the cluster.
-type Peers interface {
-	Request(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error)
+// TxnVerifier checks that a transactional batch's transaction is open and
+// has the partition, then runs write (see txn.Coordinator.Verify).
+type TxnVerifier interface {
+	Verify(ctx context.Context, id *string, producerID int64, epoch int16, topic string, partition int32, write func()) *kerr.Error
 }
 
 // Handler answers decoded requests.

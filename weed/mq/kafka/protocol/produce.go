@@ -26,7 +26,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
@@ -281,55 +280,11 @@ func topicMaxMessageBytes(t TopicInfo, def int32) int {
 }
 
 // verifyTxn checks that the transaction of a transactional batch is open
-// and has the partition, then runs write. The transactional id's
-// coordinator knows: this gateway's (write runs while the transaction
-// cannot end), or another gateway asked as Kafka's partition leaders ask
-// (AddPartitionsToTxn with VerifyOnly, KIP-890). A client ends a
-// transaction only after its writes were answered, so a transaction cannot
-// end between that answer and the write.
+// and has the partition, then runs write: with the transactional id's
+// coordinator, here or on another gateway (Config.Txns).
 func (h *Handler) verifyTxn(ctx context.Context, id *string, mark *record.TxnMark, topic string, partition int32, write func()) *kerr.Error {
-	if id == nil || h.cfg.Peers == nil {
+	if id == nil || h.cfg.Txns == nil {
 		return h.txns.Verify(ctx, id, mark.ProducerID, mark.Epoch, topic, partition, write)
 	}
-	owner, _, ok := h.cluster.Owner(membership.TxnKey(*id))
-	if !ok {
-		return kerr.NotEnoughReplicas // retriable: no coordinator known yet
-	}
-	if owner.NodeID == h.cfg.NodeID {
-		return h.txns.Verify(ctx, id, mark.ProducerID, mark.Epoch, topic, partition, write)
-	}
-	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.Version = 4
-	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = *id, mark.ProducerID, mark.Epoch, true
-	tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-	tt.Topic, tt.Partitions = topic, []int32{partition}
-	tx.Topics = append(tx.Topics, tt)
-	req.Transactions = append(req.Transactions, tx)
-	resp, err := h.cfg.Peers.Request(ctx, owner.Addr(), req)
-	if err != nil {
-		return kerr.NotEnoughReplicas
-	}
-	r := resp.(*kmsg.AddPartitionsToTxnResponse)
-	code := r.ErrorCode
-	for _, t := range r.Transactions {
-		for _, rt := range t.Topics {
-			for _, rp := range rt.Partitions {
-				if code == 0 {
-					code = rp.ErrorCode
-				}
-			}
-		}
-	}
-	switch e := kerr.ErrorForCode(code); {
-	case code == 0:
-		write()
-		return nil
-	case e == kerr.NotCoordinator || e == kerr.CoordinatorLoadInProgress || e == kerr.CoordinatorNotAvailable:
-		return kerr.NotEnoughReplicas // retriable for a producer; the coordinator is moving
-	case e == kerr.ProducerFenced:
-		return kerr.InvalidProducerEpoch
-	default:
-		return e.(*kerr.Error)
-	}
+	return h.cfg.Txns.Verify(ctx, id, mark.ProducerID, mark.Epoch, topic, partition, write)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
 
 // Peers sends requests to the other gateways of the cluster, as their Kafka
@@ -84,22 +85,28 @@ func (p *Peers) Close() {
 	p.clients = nil
 }
 
-// Markers carries a transaction's markers (txn.Log and txn.Groups): to this
-// gateway's partitions and groups directly, to another gateway's as
-// WriteTxnMarkers, the way Kafka's transaction coordinators reach the
-// leaders of a transaction's partitions.
-type Markers struct {
+// Forwarder is every request one gateway's coordinators and handlers make
+// of the others, the way Kafka's brokers reach one another: a
+// transaction's markers (txn.Log and txn.Groups) go to this gateway's
+// partitions and groups directly, to another gateway's as WriteTxnMarkers;
+// a transactional produce is checked with the transactional id's
+// coordinator (protocol.TxnVerifier) here, or on its gateway with
+// AddPartitionsToTxn VerifyOnly (KIP-890).
+type Forwarder struct {
 	Log     protocol.Backend // this gateway's, leading-checked
 	Groups  *group.Coordinator
+	Txns    *txn.Coordinator // set once made (it uses the Forwarder)
 	Members *membership.Membership
 	Peers   *Peers
 }
 
 // NewProducerID implements txn.Log.
-func (m *Markers) NewProducerID(ctx context.Context) (int64, error) { return m.Log.NewProducerID(ctx) }
+func (m *Forwarder) NewProducerID(ctx context.Context) (int64, error) {
+	return m.Log.NewProducerID(ctx)
+}
 
 // WriteMarker implements txn.Log.
-func (m *Markers) WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool) error {
+func (m *Forwarder) WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool) error {
 	if _, ok := m.Members.Serving(membership.PartitionKey(topic, partition)); ok {
 		return m.Log.WriteMarker(ctx, topic, partition, producerID, epoch, commit)
 	}
@@ -107,7 +114,7 @@ func (m *Markers) WriteMarker(ctx context.Context, topic string, partition int32
 }
 
 // EndTxnOffsets implements txn.Groups.
-func (m *Markers) EndTxnOffsets(ctx context.Context, name string, producerID int64, epoch int16, commit bool) *kerr.Error {
+func (m *Forwarder) EndTxnOffsets(ctx context.Context, name string, producerID int64, epoch int16, commit bool) *kerr.Error {
 	if _, ok := m.Members.Serving(membership.GroupKey(name)); ok {
 		return m.Groups.EndTxnOffsets(ctx, name, producerID, epoch, commit)
 	}
@@ -125,7 +132,7 @@ func (m *Markers) EndTxnOffsets(ctx context.Context, name string, producerID int
 
 // send writes one marker through the gateway that owns key; notOwned is
 // the error while that is this gateway, not serving it yet.
-func (m *Markers) send(ctx context.Context, key, topic string, partition int32, producerID int64, epoch int16, commit bool, notOwned *kerr.Error) error {
+func (m *Forwarder) send(ctx context.Context, key, topic string, partition int32, producerID int64, epoch int16, commit bool, notOwned *kerr.Error) error {
 	owner, _, ok := m.Members.Owner(key)
 	if !ok || owner.NodeID == m.Members.Self().NodeID {
 		return notOwned
@@ -149,4 +156,51 @@ func (m *Markers) send(ctx context.Context, key, topic string, partition int32, 
 		return kerr.ErrorForCode(code)
 	}
 	return nil
+}
+
+// Verify implements protocol.TxnVerifier. A client ends a transaction only
+// after its writes were answered, so a transaction cannot end between the
+// coordinator's answer and the write.
+func (m *Forwarder) Verify(ctx context.Context, id *string, producerID int64, epoch int16, topic string, partition int32, write func()) *kerr.Error {
+	owner, _, ok := m.Members.Owner(membership.TxnKey(*id))
+	if !ok {
+		return kerr.NotEnoughReplicas // retriable: no coordinator known yet
+	}
+	if owner.NodeID == m.Members.Self().NodeID {
+		return m.Txns.Verify(ctx, id, producerID, epoch, topic, partition, write)
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 4
+	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = *id, producerID, epoch, true
+	tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+	tt.Topic, tt.Partitions = topic, []int32{partition}
+	tx.Topics = append(tx.Topics, tt)
+	req.Transactions = append(req.Transactions, tx)
+	resp, err := m.Peers.Request(ctx, owner.Addr(), req)
+	if err != nil {
+		return kerr.NotEnoughReplicas
+	}
+	r := resp.(*kmsg.AddPartitionsToTxnResponse)
+	code := r.ErrorCode
+	for _, t := range r.Transactions {
+		for _, rt := range t.Topics {
+			for _, rp := range rt.Partitions {
+				if code == 0 {
+					code = rp.ErrorCode
+				}
+			}
+		}
+	}
+	switch e := kerr.ErrorForCode(code); {
+	case code == 0:
+		write()
+		return nil
+	case e == kerr.NotCoordinator || e == kerr.CoordinatorLoadInProgress || e == kerr.CoordinatorNotAvailable:
+		return kerr.NotEnoughReplicas // retriable for a producer; the coordinator is moving
+	case e == kerr.ProducerFenced:
+		return kerr.InvalidProducerEpoch
+	default:
+		return e.(*kerr.Error)
+	}
 }
