@@ -33,7 +33,7 @@ echo "== go mod download"
 go mod download
 
 echo "== gofmt, go vet"
-unformatted=$(gofmt -l weed scripts 2>/dev/null || true)
+unformatted=$(gofmt -l weed scripts docker 2>/dev/null || true)
 if [ -n "$unformatted" ]; then
 	echo "gofmt would change: $unformatted" >&2
 	exit 1
@@ -49,7 +49,7 @@ echo "== go test -race (the in-process packages, among them the produce path und
 go test -race -count=1 -timeout 10m \
 	./weed/mq/kafka/seaweedmq ./weed/mq/kafka/protocol ./weed/mq/kafka/group ./weed/mq/kafka/offset \
 	./weed/mq/kafka/txn ./weed/mq/kafka/record ./weed/mq/kafka/gateway ./weed/mq/kafka/acl \
-	./weed/mq/kafka/sasl ./weed/mq/kafka/membership ./weed/mq/kafka/metrics
+	./weed/mq/kafka/sasl ./weed/mq/kafka/membership ./weed/mq/kafka/metrics ./docker
 
 echo "== go test"
 WEED_BINARY="$bin_dir/weed" go test -count=1 -timeout 40m ./...

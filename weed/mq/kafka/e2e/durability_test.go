@@ -13,11 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/seaweedfs/seaweedfs/weed/mq/topic"
-	"github.com/seaweedfs/seaweedfs/weed/pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 )
 
@@ -303,18 +300,6 @@ func TestDurabilityChaos(t *testing.T) {
 	waitPlain()
 	t.Logf("%d records acknowledged, %d failed; longest time without an acknowledgement %v", acks.count(), acks.failed, acks.longestGap())
 	checkAcknowledged(t, g.addr, topic, acks, map[int32]bool{0: true})
-}
-
-// withFilerAt runs fn with a client of the filer at 127.0.0.1:port.
-func withFilerAt(t *testing.T, port int, fn func(context.Context, filer_pb.SeaweedFilerClient) error) {
-	t.Helper()
-	addr := pb.ServerAddress("127.0.0.1:" + strconv.Itoa(port))
-	opt := grpc.WithTransportCredentials(insecure.NewCredentials())
-	if err := pb.WithGrpcFilerClient(false, 0, addr, opt, func(fc filer_pb.SeaweedFilerClient) error {
-		return fn(ctxT(t), fc)
-	}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // listDir calls fn for each entry of a filer directory.

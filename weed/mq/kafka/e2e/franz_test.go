@@ -11,58 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-func newClient(t *testing.T, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(gw.addr)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
-func createTopic(t *testing.T, name string, partitions int32, configs map[string]*string) {
-	t.Helper()
-	adm := kadm.NewClient(newClient(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := adm.CreateTopic(ctx, partitions, 1, configs, name)
-	if err != nil {
-		t.Fatalf("create topic %s: %v", name, err)
-	}
-	if resp.Err != nil {
-		t.Fatalf("create topic %s: %v", name, resp.Err)
-	}
-}
-
-func produceSync(t *testing.T, cl *kgo.Client, recs ...*kgo.Record) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
-}
-
-// consumeN reads n records of topic from the start with a new consumer.
-func consumeN(t *testing.T, topic string, n int, opts ...kgo.Opt) []*kgo.Record {
-	t.Helper()
-	cl := newClient(t, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(500 * time.Millisecond)}, opts...)...)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var out []*kgo.Record
-	for len(out) < n {
-		fetches := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of %d records of %s before the deadline", len(out), n, topic)
-		}
-		fetches.EachError(func(tp string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", tp, p, err) })
-		out = append(out, fetches.Records()...)
-	}
-	return out
-}
-
 func sameRecord(t *testing.T, i int, want, got *kgo.Record) {
 	t.Helper()
 	eqBytes := func(what string, w, g []byte) {

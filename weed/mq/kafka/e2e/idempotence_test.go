@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"sync"
 	"testing"
 	"time"
@@ -12,78 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
-
-// exactlyOnce reads every partition of topic and checks that it holds each
-// record of produced (partition -> values in produce order) exactly once,
-// in order, at offsets 0, 1, 2, ...
-func exactlyOnce(t *testing.T, topic string, produced map[int32][]string) {
-	t.Helper()
-	total := 0
-	for _, vals := range produced {
-		total += len(vals)
-	}
-	got := map[int32][]*kgo.Record{}
-	for _, r := range consumeN(t, topic, total) {
-		got[r.Partition] = append(got[r.Partition], r)
-	}
-	for p, vals := range produced {
-		recs := got[p]
-		if len(recs) != len(vals) {
-			t.Errorf("partition %d holds %d records, %d were produced", p, len(recs), len(vals))
-		}
-		for i := 0; i < min(len(recs), len(vals)); i++ {
-			if recs[i].Offset != int64(i) || string(recs[i].Value) != vals[i] {
-				t.Fatalf("partition %d: record %d is %q at offset %d, want %q at %d", p, i, recs[i].Value, recs[i].Offset, vals[i], i)
-			}
-		}
-	}
-}
-
-// produceIdempotent produces n records (values p<i>) over the partitions
-// with a franz-go idempotent producer, one at a time per partition so that
-// the order per partition is the produce order, while disturb runs; every
-// record must be acknowledged.
-func produceIdempotent(t *testing.T, cl *kgo.Client, topic string, partitions int32, n int, disturb func(done <-chan struct{})) map[int32][]string {
-	t.Helper()
-	produced := map[int32][]string{}
-	var mu sync.Mutex
-	done := make(chan struct{})
-	var dwg sync.WaitGroup
-	dwg.Add(1)
-	go func() { defer dwg.Done(); disturb(done) }()
-	var wg sync.WaitGroup
-	errs := make(chan error, partitions)
-	for p := int32(0); p < partitions; p++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < n/int(partitions); i++ {
-				v := fmt.Sprintf("p%d-%d", p, i)
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-				err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte(v)}).FirstErr()
-				cancel()
-				if err != nil {
-					errs <- fmt.Errorf("record %s: %w", v, err)
-					return
-				}
-				mu.Lock()
-				produced[p] = append(produced[p], v)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	close(done)
-	dwg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	return produced
-}
 
 // TestIdempotentProducerConnectionsCut: a franz-go idempotent producer
 // (acks=all, its default) whose connections are
@@ -170,24 +97,6 @@ func TestIdempotentProducerGatewayKilled(t *testing.T) {
 		}
 	})
 	exactlyOnce(t, topic, produced)
-}
-
-// idempotentBatch is a batch of one record from producer id/epoch with
-// sequence number seq.
-func idempotentBatch(id int64, epoch int16, seq int32, value string) []byte {
-	var b record.Builder
-	b.Reset(0)
-	b.Add(&record.Record{Value: []byte(value), Timestamp: time.Now().UnixMilli()})
-	raw := b.AppendTo(nil)
-	batch := kmsg.RecordBatch{}
-	if err := batch.ReadFrom(raw); err != nil {
-		panic(err)
-	}
-	batch.ProducerID, batch.ProducerEpoch, batch.FirstSequence = id, epoch, seq
-	raw = batch.AppendTo(nil)
-	// The CRC-32C at byte 17 covers the attributes (byte 21) to the end.
-	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return raw
 }
 
 // TestIdempotentSequences: Kafka's answers to an idempotent producer's

@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"context"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 )
@@ -15,37 +12,6 @@ import (
 func kcat(t *testing.T, stdin string, args ...string) string {
 	t.Helper()
 	return kcatAt(t, gw.addr, stdin, args...)
-}
-
-// kcatAt runs kcat against the listener at addr and returns its output.
-func kcatAt(t *testing.T, addr, stdin string, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "kcat", append([]string{"-b", addr}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("kcat %v: %v\n%s%s", args, err, out, stderr)
-	}
-	return string(out)
-}
-
-// kcatFails runs kcat against addr expecting it to fail, and returns what
-// it printed.
-func kcatFails(t *testing.T, addr string, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "kcat", append([]string{"-b", addr}, args...)...).CombinedOutput()
-	if err == nil {
-		t.Fatalf("kcat %v succeeded:\n%s", args, out)
-	}
-	return string(out)
 }
 
 // TestKcat: kcat (librdkafka) lists the cluster and a topic with its

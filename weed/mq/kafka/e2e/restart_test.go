@@ -58,24 +58,6 @@ func checkTopic(t *testing.T, topic string, produced map[int32][]string) {
 	})
 }
 
-// produceBatch produces n records spread over the topic's partitions and
-// notes where each landed.
-func produceBatch(t *testing.T, topic string, from, n int, produced map[int32][]string) {
-	t.Helper()
-	cl := newClient(t, kgo.ProducerLinger(5*time.Millisecond))
-	var recs []*kgo.Record
-	for i := from; i < from+n; i++ {
-		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprint(i % 13)), Value: []byte(fmt.Sprintf("record-%d", i))})
-	}
-	produceSync(t, cl, recs...)
-	for _, r := range recs {
-		if r.Offset != int64(len(produced[r.Partition])) {
-			t.Fatalf("record %s acknowledged at %d/%d, want offset %d", r.Value, r.Partition, r.Offset, len(produced[r.Partition]))
-		}
-		produced[r.Partition] = append(produced[r.Partition], string(r.Value))
-	}
-}
-
 // TestRestarts restarts the gateway, then the whole SeaweedFS, and checks
 // that every acknowledged record is still there and offsets go on densely.
 func TestRestarts(t *testing.T) {

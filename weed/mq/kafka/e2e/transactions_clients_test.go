@@ -1,17 +1,12 @@
 package e2e
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestTransactionsGroupTransactSession: consume-transform-produce with
@@ -29,162 +24,6 @@ func TestTransactionsGroupTransactSession(t *testing.T) {
 	createTopic(t, in, 4, nil)
 	createTopic(t, in+"-out", 3, nil)
 	transactSession(t, in, in+"-group", in+"-txn", nil, func() { restartGateway(t) })
-}
-
-// transactSession consumes 300 records of topic in (4 partitions) in group
-// and writes each to in+"-out" (3 partitions) in transactions of txnID,
-// every third aborted, with disturb run after the second commit; every
-// input's output is read once read_committed and the group's commits reach
-// the input's end.
-func transactSession(t *testing.T, in, group, txnID string, opts []kgo.Opt, disturb func()) {
-	const n = 300
-	out := in + "-out"
-	produced := map[int32][]string{}
-	produceBatch(t, in, 0, n, produced)
-
-	sess, err := kgo.NewGroupTransactSession(append(append(memberOpts("eos", group, in),
-		kgo.TransactionalID(txnID), kgo.TransactionTimeout(10*time.Second),
-		txnReadCommitted(), kgo.RetryTimeout(time.Minute)), opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var closeOnce sync.Once
-	closeSess := func() { closeOnce.Do(sess.Close) }
-	t.Cleanup(closeSess)
-
-	done := map[recordAt]int{}       // input records whose output was committed, and how often
-	committedOut := map[string]int{} // outputs of committed transactions
-	next := map[int32]int64{}        // where each input partition's next transaction must start
-	var txns, commits, aborts, deliberate, producedOut int
-	restarted := false
-	deadline := time.Now().Add(2 * time.Minute)
-	for len(done) < n {
-		if time.Now().After(deadline) || txns >= 100 {
-			t.Fatalf("after %d transactions (%d committed, %d aborted), %d of %d input records committed", txns, commits, aborts, len(done), n)
-		}
-		pctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		fs := sess.PollRecords(pctx, 50)
-		cancel()
-		fs.EachError(func(tp string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				t.Logf("poll %s/%d: %v", tp, p, err)
-			}
-		})
-		recs := fs.Records()
-		if len(recs) == 0 {
-			continue
-		}
-		txns++
-		first := map[int32]int64{}
-		last := map[int32]int64{}
-		for _, r := range recs {
-			vals := produced[r.Partition]
-			if r.Offset >= int64(len(vals)) || vals[r.Offset] != string(r.Value) {
-				t.Fatalf("polled %q at %d/%d, which does not hold that record", r.Value, r.Partition, r.Offset)
-			}
-			if _, ok := first[r.Partition]; !ok {
-				first[r.Partition] = r.Offset
-			} else if r.Offset != last[r.Partition]+1 {
-				t.Errorf("transaction %d: partition %d polled offset %d after %d", txns, r.Partition, r.Offset, last[r.Partition])
-			}
-			last[r.Partition] = r.Offset
-		}
-		// A transaction starts where the last committed one stopped: the
-		// aborted ones were consumed again.
-		for p, o := range first {
-			if o != next[p] {
-				t.Errorf("transaction %d: partition %d consumed from %d, the committed position is %d", txns, p, o, next[p])
-			}
-		}
-		if err := sess.Begin(); err != nil {
-			t.Fatalf("transaction %d: begin: %v", txns, err)
-		}
-		outs := make([]*kgo.Record, 0, len(recs))
-		for _, r := range recs {
-			outs = append(outs, &kgo.Record{Topic: out, Key: r.Key, Value: append(slices.Clone(r.Value), "-out"...)})
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		if err := sess.ProduceSync(ctx, outs...).FirstErr(); err != nil {
-			cancel()
-			t.Fatalf("transaction %d: produce: %v", txns, err)
-		}
-		producedOut += len(outs)
-		abort := txns%3 == 0
-		how := kgo.TryCommit
-		if abort {
-			how = kgo.TryAbort
-		}
-		committed, err := sess.End(ctx, how)
-		cancel()
-		if err != nil {
-			t.Fatalf("transaction %d: end (commit %v): %v", txns, how, err)
-		}
-		switch {
-		case committed && abort:
-			t.Fatalf("transaction %d committed though it was ended with TryAbort", txns)
-		case committed:
-			commits++
-			for _, r := range recs {
-				done[recordAt{r.Partition, r.Offset}]++
-			}
-			for _, o := range outs {
-				committedOut[string(o.Value)]++
-			}
-			for p, o := range last {
-				next[p] = o + 1
-			}
-		default:
-			// Deliberately, or because the group rebalanced (after the
-			// restart) before the commit.
-			aborts++
-			if abort {
-				deliberate++
-			}
-		}
-		if commits == 2 && !restarted {
-			restarted = true
-			disturb()
-		}
-	}
-	t.Logf("%d transactions: %d committed, %d aborted (%d deliberately)", txns, commits, aborts, deliberate)
-	if !restarted || deliberate == 0 {
-		t.Fatalf("restarted %v, %d deliberate aborts: the test did not exercise what it is for", restarted, deliberate)
-	}
-	for at, c := range done {
-		if c > 1 {
-			t.Errorf("input %d/%d committed in %d transactions", at.partition, at.offset, c)
-		}
-	}
-	closeSess()
-
-	waitCommitted(t, group, in, highWatermarks(t, in, produced))
-
-	ends := txnAppendEnds(t, out, 3)
-	got := map[string]int{}
-	total := 0
-	for _, recs := range txnReadTo(t, out, ends, time.Minute, txnReadCommitted()) {
-		for _, r := range recs {
-			got[string(r.Value)]++
-			total++
-		}
-	}
-	for p, vals := range produced {
-		for o, v := range vals {
-			if c := got[v+"-out"]; c != 1 {
-				t.Errorf("input %d/%d (%s): its output read %d times read_committed, want once", p, o, v, c)
-			}
-		}
-	}
-	if total != n || !maps.Equal(got, committedOut) {
-		t.Errorf("read_committed: %d records, want %d; equal to the committed transactions' outputs: %v", total, n, maps.Equal(got, committedOut))
-	}
-	all := 0
-	for _, recs := range txnReadTo(t, out, ends, time.Minute) {
-		all += len(recs)
-	}
-	if all != producedOut || all <= n {
-		t.Errorf("read_uncommitted: %d records, want the %d produced in all transactions (more than the %d committed)", all, producedOut, n)
-	}
 }
 
 // TestTransactionsConfluent: librdkafka's transactional producer commits

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -92,24 +91,6 @@ func waitConsumed(t *testing.T, log *consumedLog, produced map[int32][]string) {
 		}
 		return nil
 	})
-}
-
-// highWatermarks is each partition's end as produced, checked against the
-// end the gateway lists.
-func highWatermarks(t *testing.T, topic string, produced map[int32][]string) map[int32]int64 {
-	t.Helper()
-	ends, err := kadm.NewClient(newClient(t)).ListEndOffsets(ctxT(t), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hwm := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil || o.Offset != int64(len(produced[o.Partition])) {
-			t.Fatalf("partition %d: high watermark %d (%v), produced %d", o.Partition, o.Offset, o.Err, len(produced[o.Partition]))
-		}
-		hwm[o.Partition] = o.Offset
-	})
-	return hwm
 }
 
 // committed is what group committed for topic, by partition.
@@ -254,55 +235,6 @@ func pollN(t *testing.T, cl *kgo.Client, n int) []*kgo.Record {
 		out = append(out, fs.Records()...)
 	}
 	return out
-}
-
-// cutDialer dials the gateway for one client and can cut it off: it closes
-// the client's connections and refuses new ones, so that to the gateway the
-// client is gone as if its process had been killed.
-type cutDialer struct {
-	mu    sync.Mutex
-	cut   bool
-	conns []net.Conn
-}
-
-func (d *cutDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
-	d.mu.Lock()
-	cut := d.cut
-	d.mu.Unlock()
-	if cut {
-		return nil, errors.New("member crashed")
-	}
-	c, err := (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, network, host)
-	if err != nil {
-		return nil, err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.cut {
-		c.Close()
-		return nil, errors.New("member crashed")
-	}
-	d.conns = append(d.conns, c)
-	return c, nil
-}
-
-// cutConns closes the connections open now; new ones may be dialed.
-func (d *cutDialer) cutConns() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, c := range d.conns {
-		c.Close()
-	}
-	d.conns = nil
-}
-
-func (d *cutDialer) cutOff() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.cut = true
-	for _, c := range d.conns {
-		c.Close()
-	}
 }
 
 // franzMember is a franz-go group member polling in its own goroutine: it

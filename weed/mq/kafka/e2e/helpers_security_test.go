@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -11,12 +10,10 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,15 +23,11 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/golang-jwt/jwt/v5"
-	kafkago "github.com/segmentio/kafka-go"
 	kgosasl "github.com/segmentio/kafka-go/sasl"
 	kgoplain "github.com/segmentio/kafka-go/sasl/plain"
 	kgoscram "github.com/segmentio/kafka-go/sasl/scram"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	xscram "github.com/xdg-go/scram"
@@ -42,6 +35,8 @@ import (
 
 // The package's gateways serve SASL_SSL, SASL_PLAINTEXT and SSL listeners
 // beside PLAINTEXT, with the certificates, users and token keys made here.
+// Here too: the ways a client reaches them (secureMode) and each client
+// family's configuration for one, shared by the security_*_test.go tests.
 
 // admin is the user -sasl.users creates at start.
 const adminUser, adminPassword = "admin", "admin-secret"
@@ -310,148 +305,6 @@ func checkValues(t *testing.T, who string, got, want []string) {
 	}
 }
 
-// Each client family produces and consumes over SASL_SSL with SCRAM-SHA-512,
-// over SASL_PLAINTEXT with PLAIN and over SSL with a client certificate;
-// what it wrote reads back, in order, with its offsets.
-func TestSecureClients(t *testing.T) {
-	families := map[string]func(t *testing.T, m secureMode, topic string){
-		"franz-go": franzProduceConsume, "sarama": saramaProduceConsume, "kafka-go": kafkaGoProduceConsume,
-		"librdkafka": confluentProduceConsume, "kcat": kcatProduceConsume,
-	}
-	for _, m := range secureModes {
-		for _, name := range []string{"franz-go", "sarama", "kafka-go", "librdkafka", "kcat"} {
-			t.Run(m.name+"/"+name, func(t *testing.T) {
-				topic := newTopic(t)
-				createTopic(t, topic, 1, nil)
-				families[name](t, m, topic)
-				// What it wrote is plain records to every other client.
-				var got []string
-				for _, r := range consumeN(t, topic, 10) {
-					got = append(got, string(r.Value))
-				}
-				checkValues(t, "franz-go over PLAINTEXT", got, secureValues(topic))
-			})
-		}
-	}
-	// sarama's PLAIN login with a v0 handshake: the login's messages are
-	// bare frames.
-	t.Run("SASL_PLAINTEXT-PLAIN-v0/sarama", func(t *testing.T) {
-		topic := newTopic(t)
-		createTopic(t, topic, 1, nil)
-		m := secureModes[1]
-		cfg := m.saramaConfig()
-		cfg.Net.SASL.Version = sarama.SASLHandshakeV0
-		cfg.ApiVersionsRequest = false // sarama's rule for v0 logins
-		saramaWith(t, cfg, m, topic)
-	})
-}
-
-func franzProduceConsume(t *testing.T, m secureMode, topic string) {
-	cl, err := kgo.NewClient(append(m.franzOpts(), kgo.DefaultProduceTopic(topic), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	for _, v := range secureValues(topic) {
-		if err := cl.ProduceSync(ctxT(t), &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var got []string
-	for len(got) < 10 {
-		fs := cl.PollFetches(ctxT(t))
-		if err := fs.Err(); err != nil {
-			t.Fatal(err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset != int64(len(got)) {
-				t.Fatalf("offset %d, want %d", r.Offset, len(got))
-			}
-			got = append(got, string(r.Value))
-		})
-	}
-	checkValues(t, "franz-go", got, secureValues(topic))
-}
-
-func saramaProduceConsume(t *testing.T, m secureMode, topic string) {
-	saramaWith(t, m.saramaConfig(), m, topic)
-}
-
-func saramaWith(t *testing.T, cfg *sarama.Config, m secureMode, topic string) {
-	prod, err := sarama.NewSyncProducer([]string{m.addr()}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	for _, v := range secureValues(topic) {
-		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder(v)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cons, err := sarama.NewConsumer([]string{m.addr()}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	pc, err := cons.ConsumePartition(topic, 0, sarama.OffsetOldest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	var got []string
-	for len(got) < 10 {
-		select {
-		case msg := <-pc.Messages():
-			if msg.Offset != int64(len(got)) {
-				t.Fatalf("offset %d, want %d", msg.Offset, len(got))
-			}
-			got = append(got, string(msg.Value))
-		case err := <-pc.Errors():
-			t.Fatal(err)
-		case <-time.After(30 * time.Second):
-			t.Fatalf("sarama read %d of 10", len(got))
-		}
-	}
-	checkValues(t, "sarama", got, secureValues(topic))
-}
-
-func kafkaGoProduceConsume(t *testing.T, m secureMode, topic string) {
-	var tlsCfg *tls.Config
-	if m.tls() {
-		tlsCfg = creds.tlsConfig(m.listener == "SSL")
-	}
-	w := &kafkago.Writer{Addr: kafkago.TCP(m.addr()), Topic: topic, RequiredAcks: kafkago.RequireAll,
-		Transport: &kafkago.Transport{TLS: tlsCfg, SASL: m.kafkaGoSASL(t)}, BatchTimeout: 10 * time.Millisecond}
-	defer w.Close()
-	var msgs []kafkago.Message
-	for _, v := range secureValues(topic) {
-		msgs = append(msgs, kafkago.Message{Value: []byte(v)})
-	}
-	if err := w.WriteMessages(ctxT(t), msgs...); err != nil {
-		t.Fatal(err)
-	}
-	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: []string{m.addr()}, Topic: topic, Partition: 0, MaxWait: 200 * time.Millisecond,
-		Dialer: &kafkago.Dialer{Timeout: 10 * time.Second, TLS: tlsCfg, SASLMechanism: m.kafkaGoSASL(t)}})
-	defer r.Close()
-	var got []string
-	for len(got) < 10 {
-		msg, err := r.ReadMessage(ctxT(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if msg.Offset != int64(len(got)) {
-			t.Fatalf("offset %d, want %d", msg.Offset, len(got))
-		}
-		got = append(got, string(msg.Value))
-	}
-	checkValues(t, "kafka-go", got, secureValues(topic))
-}
-
-func confluentProduceConsume(t *testing.T, m secureMode, topic string) {
-	librdkafkaWith(t, m.librdkafka(), topic)
-}
-
 func librdkafkaWith(t *testing.T, props map[string]string, topic string) {
 	cfg := kafka.ConfigMap{}
 	for k, v := range props {
@@ -506,174 +359,4 @@ func librdkafkaWith(t *testing.T, props map[string]string, topic string) {
 		got = append(got, string(msg.Value))
 	}
 	checkValues(t, "librdkafka", got, secureValues(topic))
-}
-
-func kcatProduceConsume(t *testing.T, m secureMode, topic string) {
-	props := m.librdkafka()
-	if strings.HasPrefix(m.mechanism, "SCRAM") {
-		// The kcat of Debian's packages links librdkafka 2.0: before
-		// 2.6.1 it sends the client nonce twice in client-final, which
-		// Apache Kafka 4 refuses (CVE-2024-56128) and so does the
-		// gateway. The bundled librdkafka above logs in with SCRAM.
-		props["sasl.mechanisms"] = "PLAIN"
-	}
-	var args []string
-	for k, v := range props {
-		if k != "bootstrap.servers" {
-			args = append(args, "-X", k+"="+v)
-		}
-	}
-	kcatAt(t, m.addr(), strings.Join(secureValues(topic), "\n")+"\n", append(args, "-P", "-t", topic, "-p", "0")...)
-	out := kcatAt(t, m.addr(), "", append(args, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-f", "%o:%s\n")...)
-	var got []string
-	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		off, v, _ := strings.Cut(line, ":")
-		if off != fmt.Sprint(i) {
-			t.Fatalf("kcat: offset %s, want %d", off, i)
-		}
-		got = append(got, v)
-	}
-	checkValues(t, "kcat", got, secureValues(topic))
-}
-
-// A wrong password gets SASL_AUTHENTICATION_FAILED, with franz-go, sarama
-// and librdkafka alike, and nothing is produced.
-func TestSASLWrongPassword(t *testing.T) {
-	topic := newTopic(t)
-	createTopic(t, topic, 1, nil)
-	for _, m := range secureModes[:2] {
-		m.password = "wrong"
-		cl, err := kgo.NewClient(append(m.franzOpts(), kgo.DefaultProduceTopic(topic), kgo.RecordRetries(1))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = cl.ProduceSync(ctxT(t), &kgo.Record{Value: []byte("must not land")}).FirstErr()
-		cl.Close()
-		if !errors.Is(err, kerr.SaslAuthenticationFailed) {
-			t.Errorf("%s: franz-go produce: %v, want SASL_AUTHENTICATION_FAILED", m.name, err)
-		}
-		cfg := m.saramaConfig()
-		cfg.Metadata.Retry.Max = 0
-		if _, err := sarama.NewClient([]string{m.addr()}, cfg); !errors.Is(err, sarama.ErrSASLAuthenticationFailed) &&
-			!strings.Contains(fmt.Sprint(err), "SASL Authentication failed") {
-			t.Errorf("%s: sarama: %v, want SASL authentication failed", m.name, err)
-		}
-	}
-	out := kcatFails(t, secureModes[0].addr(), "-X", "security.protocol=SASL_SSL", "-X", "ssl.ca.location="+creds.caFile,
-		"-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username="+adminUser, "-X", "sasl.password=wrong", "-L", "-m", "5")
-	if !strings.Contains(out, "SASL authentication error") {
-		t.Errorf("kcat with a wrong password:\n%s", out)
-	}
-	offs := listEnd(t, topic, 0)
-	if offs != 0 {
-		t.Fatalf("the partition's end is %d after refused logins, want 0", offs)
-	}
-}
-
-// listEnd is a partition's high watermark, asked over PLAINTEXT.
-func listEnd(t *testing.T, topic string, partition int32) int64 {
-	t.Helper()
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -1
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition, rp.Timestamp = partition, -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctxT(t), newClient(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
-		t.Fatal(kerr.ErrorForCode(code))
-	}
-	return resp.Topics[0].Partitions[0].Offset
-}
-
-// franz-go logs in with OAUTHBEARER tokens signed by the JWKS's key, and
-// re-authenticates (KIP-368) when a short-lived token's session ends;
-// librdkafka logs in with its unsecured token (-sasl.oauthbearer.unsecured).
-// A token signed by another key, or expired, is refused.
-func TestOAuthBearer(t *testing.T) {
-	topic := newTopic(t)
-	createTopic(t, topic, 1, nil)
-	tokens := 0
-	cl, err := kgo.NewClient(kgo.SeedBrokers(gw.secure["SASL_SSL"]), kgo.DialTLSConfig(creds.tlsConfig(false)),
-		kgo.DefaultProduceTopic(topic),
-		kgo.SASL(oauth.Oauth(func(context.Context) (oauth.Auth, error) {
-			tokens++
-			return oauth.Auth{Token: creds.token(t, "svc", 6*time.Second)}, nil
-		})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := cl.ProduceSync(ctxT(t), &kgo.Record{Value: []byte("before")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	// Past the first token's end, the connection goes on with a new one.
-	time.Sleep(8 * time.Second)
-	if err := cl.ProduceSync(ctxT(t), &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	if tokens < 2 {
-		t.Fatalf("franz-go asked for %d tokens: no re-authentication", tokens)
-	}
-
-	other, _ := rsa.GenerateKey(rand.Reader, 2048)
-	forged := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{"sub": "svc", "exp": time.Now().Add(time.Hour).Unix()})
-	forged.Header["kid"] = "e2e"
-	forgedToken, _ := forged.SignedString(other)
-	for what, token := range map[string]string{"another key": forgedToken, "expired": creds.token(t, "svc", -time.Hour)} {
-		bad, err := kgo.NewClient(kgo.SeedBrokers(gw.secure["SASL_PLAINTEXT"]), kgo.DefaultProduceTopic(topic), kgo.RecordRetries(1),
-			kgo.SASL(oauth.Auth{Token: token}.AsMechanism()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = bad.ProduceSync(ctxT(t), &kgo.Record{Value: []byte("must not land")}).FirstErr()
-		bad.Close()
-		if !errors.Is(err, kerr.SaslAuthenticationFailed) {
-			t.Errorf("a token signed by %s: %v, want SASL_AUTHENTICATION_FAILED", what, err)
-		}
-	}
-
-	// librdkafka with its own unsecured token.
-	t.Run("librdkafka", func(t *testing.T) {
-		topic := newTopic(t)
-		createTopic(t, topic, 1, nil)
-		librdkafkaWith(t, map[string]string{"bootstrap.servers": gw.secure["SASL_PLAINTEXT"], "security.protocol": "SASL_PLAINTEXT",
-			"sasl.mechanisms": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": "true", "sasl.oauthbearer.config": "principal=svc"}, topic)
-	})
-	var got []string
-	for _, r := range consumeN(t, topic, 2) {
-		got = append(got, string(r.Value))
-	}
-	checkValues(t, "franz-go over PLAINTEXT", got, []string{"before", "after"})
-}
-
-// franz-go's own kgo suite runs its SCRAM and OAUTHBEARER tests against the
-// gateway: TestSCRAMAuth (SCRAM-SHA-512 as the administrator),
-// TestSCRAMAuthBadCredentials and TestOAuthAuth (an unsecured token, and an
-// expired one refused with invalid_token, as Kafka's default validator).
-func TestFranzGoSASLSuite(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v",
-		"-run", "^(TestSCRAMAuth|TestSCRAMAuthBadCredentials|TestOAuthAuth)$", "github.com/twmb/franz-go/pkg/kgo")
-	cmd.Env = append(os.Environ(),
-		"KGO_SEEDS="+gw.addr,
-		"KGO_TEST_SCRAM_SEEDS="+gw.secure["SASL_PLAINTEXT"],
-		"KGO_TEST_SCRAM="+adminUser+":"+adminPassword+":512",
-		"KGO_TEST_OAUTH_SEEDS="+gw.secure["SASL_PLAINTEXT"],
-	)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("kgo suite: %v\n%s", err, out)
-	}
-	for _, name := range []string{"TestSCRAMAuth", "TestSCRAMAuthBadCredentials", "TestOAuthAuth"} {
-		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
-			t.Errorf("%s did not pass:\n%s", name, out)
-		}
-	}
 }
