@@ -1,0 +1,183 @@
+package command
+
+// What the gateway command puts together besides the servers: its place
+// among the cluster's gateways (node, listener for the others, their TLS),
+// the cluster id, users from a file, and flag values turned into settings.
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"hash/fnv"
+	"net"
+	_ "net/http/pprof" // served on -port.pprof
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
+)
+
+// watchCluster logs when the SeaweedFS cluster becomes reachable and when
+// it is lost, so an operator sees why clients get retriable errors.
+func watchCluster(backend *seaweedmq.Client, masters string) {
+	ready := false
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := backend.Ready(ctx)
+		cancel()
+		switch {
+		case err == nil && !ready:
+			glog.V(0).Infof("kafka gateway: SeaweedFS cluster at %s is ready", masters)
+		case err != nil && ready:
+			glog.Warningf("kafka gateway: SeaweedFS cluster at %s unreachable, clients get retriable errors: %v", masters, err)
+		case err != nil:
+			glog.V(0).Infof("kafka gateway: waiting for SeaweedFS at %s: %v", masters, err)
+		}
+		ready = err == nil
+		time.Sleep(5 * time.Second)
+	}
+}
+
+// clusterID names the Kafka cluster after the SeaweedFS cluster it serves,
+// so every gateway of one cluster reports the same id.
+func clusterID(masters, filerGroup string) string {
+	list := strings.Split(masters, ",")
+	h := fnv.New64a()
+	for _, m := range list {
+		h.Write([]byte(strings.TrimSpace(m)))
+		h.Write([]byte{0})
+	}
+	h.Write([]byte(filerGroup))
+	return fmt.Sprintf("seaweedfs-%016x", h.Sum64())
+}
+
+// selfMember is this gateway as the others and Metadata name it: its
+// address for the other gateways is its PLAINTEXT listener's (or its first
+// listener's), and it lists every listener.
+func selfMember(nodeID int32, listeners []gateway.Listener, authorizer bool) (membership.Member, error) {
+	inter := interListener(listeners, authorizer)
+	var all []string
+	m := membership.Member{NodeID: nodeID}
+	for _, l := range listeners {
+		addr := l.Advertised
+		if addr == "" {
+			addr = l.Bind
+		}
+		host, port, err := net.SplitHostPort(addr)
+		p, perr := strconv.Atoi(port)
+		if err != nil || perr != nil || p == 0 {
+			return m, fmt.Errorf("listener %s: advertised address %q has no port", l.Name, addr)
+		}
+		if l.Name == inter.Name {
+			m.Host, m.Port = host, int32(p)
+		}
+		all = append(all, l.Name+"://"+addr)
+	}
+	if len(listeners) > 1 {
+		m.Listeners = strings.Join(all, ",")
+	}
+	return m, nil
+}
+
+// interListener is the listener the other gateways reach this one on: with
+// the authorizer a SASL one, where they log in as the gateways' own user;
+// else PLAINTEXT; else the first.
+func interListener(listeners []gateway.Listener, authorizer bool) gateway.Listener {
+	order := []string{gateway.Plaintext}
+	if authorizer {
+		order = []string{gateway.SASLPlaintext, gateway.SASLSSL, gateway.Plaintext}
+	}
+	for _, name := range order {
+		for _, l := range listeners {
+			if l.Name == name {
+				return l
+			}
+		}
+	}
+	return listeners[0]
+}
+
+// peerTLS is how a gateway checks another's certificate: against the CAs
+// of -ssl.client.ca, or the system's.
+func peerTLS(caFile string) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		var err error
+		if c.RootCAs, err = gateway.ReadCAs(caFile); err != nil {
+			return nil, fmt.Errorf("-ssl.client.ca: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// splitList splits a flag's list at sep, leaving out blank entries
+// (-sasl.enabled.mechanisms with ",", -super.users with ";").
+func splitList(s, sep string) []string {
+	var out []string
+	for _, e := range strings.Split(s, sep) {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// readUsersFile reads -sasl.users: user:password lines; blank lines and
+// lines starting with # are skipped.
+func readUsersFile(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimRight(line, "\r")
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue
+		}
+		name, pass, ok := strings.Cut(line, ":")
+		if !ok || name == "" || pass == "" {
+			return nil, fmt.Errorf("line %d is not user:password", i+1)
+		}
+		out[name] = pass
+	}
+	return out, nil
+}
+
+// createUsers gives the users of -sasl.users their credentials, retrying
+// until the filer takes them (it may not be up yet when the gateway starts).
+func createUsers(store *user.Store, users map[string]string) {
+	for name, pass := range users {
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := store.SetPassword(ctx, name, pass)
+			cancel()
+			if err == nil {
+				glog.V(0).Infof("kafka gateway: user %s has SCRAM credentials (from -sasl.users)", name)
+				break
+			}
+			glog.V(1).Infof("kafka gateway: user %s from -sasl.users: %v; retrying", name, err)
+			time.Sleep(time.Second)
+		}
+	}
+}
+
+// retention is a Kafka retention flag's duration: n units, negative for
+// never (0 would mean the default to the packages, so it is taken as one
+// millisecond: expire at once).
+func retention(n int, unit time.Duration) time.Duration {
+	switch {
+	case n < 0:
+		return -1
+	case n == 0:
+		return time.Millisecond
+	}
+	return time.Duration(n) * unit
+}
