@@ -472,9 +472,10 @@ func (m *Membership) sinceLocked(owned func(*View) bool) (epoch int64, seen time
 	return m.history[j].view.Epoch, m.history[j].seen, j == 0 && m.truncated, true
 }
 
-// Serving reports whether this gateway serves key now, and the epoch of the
-// view from which it has owned it without a break: state kept from an
-// earlier term is stale.
+// Serving reports whether this gateway serves key now, and its term: the
+// period it has owned the key without a break, named by the epoch of the
+// view it began in (for a partition, its Kafka leader epoch). State kept
+// from an earlier term is stale.
 func (m *Membership) Serving(key string) (term int64, ok bool) {
 	now := m.opts.now()
 	self := m.opts.Self.NodeID
@@ -487,7 +488,8 @@ func (m *Membership) Serving(key string) (term int64, ok bool) {
 	if o, found := v.owner(key); !found || o.NodeID != self {
 		return 0, false
 	}
-	// The term is the owner epoch the view gives (exact however old);
+	// The term begins at the owner epoch the view gives (exact however
+	// old);
 	// it is settled once this gateway has held a view of that epoch for
 	// the settle time (or held one older than it remembers).
 	epoch := v.ownerEpoch(key)
@@ -507,9 +509,10 @@ func (m *Membership) Serving(key string) (term int64, ok bool) {
 // Self returns this gateway.
 func (m *Membership) Self() Member { return m.opts.Self }
 
-// Owner returns the gateway that owns key in the current view, and the
-// epoch since which it has owned it (a partition's leader epoch); ok is
-// false before a view naming any gateway is read.
+// Owner returns the gateway that owns key in the current view, whether or
+// not it serves it yet, and the epoch of the view its term began in (a
+// partition's leader epoch); ok is false before a view naming any gateway
+// is read.
 func (m *Membership) Owner(key string) (owner Member, epoch int64, ok bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

@@ -1,0 +1,15 @@
+// Package kafka holds the Kafka gateway's packages, in layers: each imports
+// only packages of the layers below it (layers_test.go checks it against
+// `go list`, and that the README's layout names each package).
+//
+//	0  record, metrics, filerfs       the wire's records, the metrics, the filer's small files
+//	1  offset, membership, acl,       what is kept in the filer: offsets, the gateways'
+//	   user, txn                      view, ACLs, users; the transaction coordinator
+//	2  group, sasl                    the group coordinator, the SASL logins
+//	3  protocol                       one file per Kafka API, over a Backend interface
+//	4  seaweedmq, gateway             SeaweedMQ as that Backend; the network server
+//	5  weed/command                   the weed subcommands that put it together
+//
+// The test-only stand-ins (filerfs/filerfstest, membership/membershiptest)
+// sit just above what they stand in for.
+package kafka

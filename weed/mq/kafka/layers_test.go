@@ -1,0 +1,96 @@
+package kafka
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/seaweedfs-kafka/gateway/"
+
+// layers gives each of the module's packages its layer (see doc.go, layer
+// n here is n/10 there); the test-only stand-ins sit just above what they
+// stand in for, below what their tests test.
+var layers = map[string]int{
+	"weed/mq/kafka/record":                    0,
+	"weed/mq/kafka/metrics":                   0,
+	"weed/mq/kafka/filerfs":                   0,
+	"weed/mq/kafka/membership/membershiptest": 5,
+	"weed/mq/kafka/filerfs/filerfstest":       5,
+	"weed/mq/kafka/offset":                    10,
+	"weed/mq/kafka/membership":                10,
+	"weed/mq/kafka/acl":                       10,
+	"weed/mq/kafka/user":                      10,
+	"weed/mq/kafka/txn":                       10,
+	"weed/mq/kafka/group":                     20,
+	"weed/mq/kafka/sasl":                      20,
+	"weed/mq/kafka/protocol":                  30,
+	"weed/mq/kafka/seaweedmq":                 40,
+	"weed/mq/kafka/gateway":                   40,
+	"weed/command":                            50,
+	"weed":                                    60,
+	// Tests only, above everything.
+	"weed/mq/kafka":     70,
+	"weed/mq/kafka/e2e": 70,
+	"docker":            70,
+}
+
+// The packages' imports form layers: none imports a package of its own
+// layer or one above (package tests included, external test packages
+// not: they may drive the real gateway).
+func TestImportsFormLayers(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \",\"}} {{join .TestImports \",\"}}", module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		seen[pkg] = true
+		layer, ok := layers[pkg]
+		if !ok {
+			t.Errorf("package %s has no layer: give it one here and in doc.go", pkg)
+			continue
+		}
+		for _, list := range fields[1:] {
+			for _, imp := range strings.Split(list, ",") {
+				dep, ours := strings.CutPrefix(imp, module)
+				if !ours || dep == pkg {
+					continue
+				}
+				if l, ok := layers[dep]; ok && l >= layer {
+					t.Errorf("%s (layer %d) imports %s (layer %d)", pkg, layer, dep, l)
+				}
+			}
+		}
+	}
+	for pkg := range layers {
+		if !seen[pkg] {
+			t.Errorf("layer given to %s, which go list does not know", pkg)
+		}
+	}
+}
+
+// The README's layout section names each package (those of the layers,
+// besides the test-only ones) with its job.
+func TestReadmeLayoutNamesEveryPackage(t *testing.T) {
+	data, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, layout, ok := strings.Cut(string(data), "\n## Layout\n")
+	if !ok {
+		t.Fatal("README has no Layout section")
+	}
+	layout, _, _ = strings.Cut(layout, "\n## ")
+	for pkg := range layers {
+		if pkg == "weed" || pkg == "weed/mq/kafka" || pkg == "docker" {
+			continue
+		}
+		if !strings.Contains(layout, " "+pkg+"/ ") {
+			t.Errorf("the README's layout does not name %s/", pkg)
+		}
+	}
+}
