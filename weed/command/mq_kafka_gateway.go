@@ -82,6 +82,7 @@ type kafkaGatewayOptions struct {
 	maxConnections      *int
 	maxConnectionsPerIP *int
 	fetchMaxBytes       *int
+	fetchSessionSlots   *int
 	decompressMaxBytes  *int64
 }
 
@@ -257,6 +258,7 @@ func init() {
 	o.superUsers = f.String("super.users", "", "principals that may do everything, as User:alice;User:bob")
 	o.allowIfNoACL = f.Bool("allow.everyone.if.no.acl.found", false, "allow what no ACL of the resource speaks of")
 	o.fetchMaxBytes = f.Int("fetch.max.bytes", protocol.DefaultFetchMaxBytes, "most record bytes of one Fetch response, whatever the client asks")
+	o.fetchSessionSlots = f.Int("max.incremental.fetch.session.cache.slots", protocol.DefaultFetchSessionSlots, "fetch sessions (KIP-227) kept by this gateway; 0 keeps none")
 	o.decompressMaxBytes = f.Int64("decompression.max.bytes", protocol.DefaultDecompressionMaxBytes, "most bytes held decompressed from produced batches across the gateway; beyond it produces wait")
 	o.maxIdleMs = f.Int("connections.max.idle.ms", int(protocol.DefaultMaxIdle/time.Millisecond), "close connections idle this long (-1: never)")
 	o.maxConnections = f.Int("max.connections", 0, "most connections open at once; the excess is closed at accept (0: unbounded)")
@@ -448,6 +450,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		MaxIdle:               time.Duration(*o.maxIdleMs) * time.Millisecond,
 		MaxConnections:        *o.maxConnections,
 		FetchMaxBytes:         *o.fetchMaxBytes,
+		FetchSessionSlots:     fetchSessionSlots(*o.fetchSessionSlots),
 		DecompressionMaxBytes: *o.decompressMaxBytes,
 		MaxConnectionsPerIP:   *o.maxConnectionsPerIP,
 		Backend:               owned,

@@ -181,3 +181,12 @@ func retention(n int, unit time.Duration) time.Duration {
 	}
 	return time.Duration(n) * unit
 }
+
+// fetchSessionSlots turns the flag into protocol.Config's: 0 there is the
+// default, so none is -1.
+func fetchSessionSlots(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}

@@ -69,6 +69,9 @@ type Options struct {
 	MaxConnections, MaxConnectionsPerIP int
 	// FetchMaxBytes caps a Fetch response's record bytes (fetch.max.bytes).
 	FetchMaxBytes int
+	// FetchSessionSlots bounds the fetch sessions kept
+	// (max.incremental.fetch.session.cache.slots); 0: Kafka's 1000, <0: none.
+	FetchSessionSlots int
 	// DecompressionMaxBytes bounds produced bytes held decompressed.
 	DecompressionMaxBytes int64
 
@@ -184,6 +187,7 @@ func NewServer(opts Options) (*Server, error) {
 		Users:                 opts.Users,
 		Authorizer:            opts.Authorizer,
 		FetchMaxBytes:         opts.FetchMaxBytes,
+		FetchSessionSlots:     opts.FetchSessionSlots,
 		DecompressionMaxBytes: opts.DecompressionMaxBytes,
 		ClusterID:             opts.ClusterID,
 		DefaultPartitions:     opts.DefaultPartitions,

@@ -94,6 +94,18 @@ var (
 		Help: "Records per partition in fetch responses that carried records.", Buckets: prometheus.ExponentialBuckets(1, 4, 9),
 	})
 
+	// FetchSessions is the fetch sessions kept (Kafka's
+	// NumIncrementalFetchSessions); FetchSessionEvictions counts those
+	// evicted for new ones (IncrementalFetchSessionEvictionsPerSec).
+	FetchSessions = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "fetch_sessions",
+		Help: "Incremental fetch sessions kept (KIP-227).",
+	})
+	FetchSessionEvictions = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "fetch_session_evictions_total",
+		Help: "Fetch sessions evicted to make room for new ones.",
+	})
+
 	// Connections is the open client connections; ConnectionsTotal counts
 	// accepted ones (its rate is Kafka's connection-creation-rate).
 	Connections = prometheus.NewGauge(prometheus.GaugeOpts{
@@ -164,7 +176,7 @@ var (
 
 func init() {
 	stats.Gather.MustRegister(Requests, RequestSeconds, Errors, BackendSeconds, BackendErrors,
-		MessagesIn, BytesIn, MessagesOut, BytesOut, ProduceBatchRecords, FetchRecords,
+		MessagesIn, BytesIn, MessagesOut, BytesOut, ProduceBatchRecords, FetchRecords, FetchSessions, FetchSessionEvictions,
 		Connections, ConnectionsTotal, ConnectionsRefused, DecompressionWaits, Panics, RecordsSkipped, Rebalances,
 		WALCommitSeconds, WALCommitBatches, WALCommitRecords, WALBytes, WALErrors, WALRepublished)
 }

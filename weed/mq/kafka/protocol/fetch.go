@@ -6,9 +6,10 @@ package protocol
 // A fetch with too few bytes waits for new records up to its max wait: it is
 // woken when a produce through this gateway moves the high watermark of a
 // partition it asked for, and looks again every ExternalWriteRecheck for
-// records written around the gateway. Fetch sessions (KIP-227) are not kept:
-// the response's session id is 0, which tells clients to send full requests.
-// Versions 13+ address topics by id. Transactions' records come in
+// records written around the gateway. Versions 7+ keep fetch sessions
+// (KIP-227, see fetch_session.go): an incremental fetch names only the
+// partitions whose fetch offset changed and is answered with those that
+// have news. Versions 13+ address topics by id. Transactions' records come in
 // transactional batches with their producer, markers as control batches;
 // read_committed gets records up to the last stable offset (before the
 // earliest open transaction) and the aborted transactions among them.
@@ -33,6 +34,12 @@ const recordsPerBatch = 1000
 
 func (h *Handler) handleFetch(ctx context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.FetchRequest)
+	fc := h.sessions.begin(req, r.Version)
+	if fc.err != nil {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = fc.err.Code
+		return now(resp)
+	}
 	return func() (kmsg.Response, error) {
 		wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 		if wait > MaxFetchWait {
@@ -40,9 +47,10 @@ func (h *Handler) handleFetch(ctx context.Context, r *Request) Reply {
 		}
 		deadline := time.Now().Add(wait)
 		for {
-			resp, size, watch := h.fetchOnce(ctx, r, req)
+			resp, answered, size, watch := h.fetchOnce(ctx, r, req, &fc)
 			left := time.Until(deadline)
 			if size >= int(req.MinBytes) || left <= 0 || len(watch) == 0 || h.draining() {
+				resp.SessionID = h.sessions.finish(&fc, answered)
 				return resp, nil
 			}
 			if !waitAny(ctx, append(watch, h.drain), min(left, ExternalWriteRecheck)) && ctx.Err() != nil {
@@ -52,13 +60,13 @@ func (h *Handler) handleFetch(ctx context.Context, r *Request) Reply {
 	}
 }
 
-// fetchOnce reads every requested partition once. It returns the response,
-// its record bytes, and the channels that signal new data for the
-// partitions that had none.
-func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []<-chan struct{}) {
+// fetchOnce reads every partition of the fetch once. It returns the
+// response, each partition's answer in it (nil for one an incremental
+// fetch leaves out), the record bytes, and the channels that signal new
+// data for the partitions that had none.
+func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequest, fc *fetchContext) (*kmsg.FetchResponse, []*kmsg.FetchResponseTopicPartition, int, []<-chan struct{}) {
 	version := r.Version
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	resp.SessionID = 0
 	budget := int(req.MaxBytes)
 	if version < 3 || budget <= 0 {
 		budget = int(^uint32(0) >> 1)
@@ -69,14 +77,19 @@ func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequ
 	total := 0
 	var watch []<-chan struct{}
 	var b record.Builder
-	for _, rt := range req.Topics {
+	type at struct{ topic, part int }
+	where := make([]at, len(fc.parts))
+	for i := 0; i < len(fc.parts); {
+		first := &fc.parts[i]
 		st := kmsg.NewFetchResponseTopic()
-		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		st.Topic, st.TopicID = first.topic, first.topicID
 		// A consumer's fetch needs Read.
-		info, e := h.lookupTopic(ctx, r, kmsg.ACLOperationRead, version >= 13, rt.Topic, rt.TopicID)
-		for _, rp := range rt.Partitions {
+		info, e := h.lookupTopic(ctx, r, kmsg.ACLOperationRead, fc.byID, first.topic, first.topicID)
+		for ; i < len(fc.parts) && fc.parts[i].topic == first.topic && fc.parts[i].topicID == first.topicID; i++ {
+			rp := &fc.parts[i]
+			where[i] = at{-1, -1}
 			sp := kmsg.NewFetchResponseTopicPartition()
-			sp.Partition = rp.Partition
+			sp.Partition = rp.partition
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			// Empty, not null, as Kafka sends it: librdkafka takes a
 			// null record set for a corrupt response.
@@ -84,53 +97,75 @@ func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequ
 			switch {
 			case e != nil:
 				sp.ErrorCode = e.Code
-			case rp.Partition < 0 || rp.Partition >= info.Partitions:
+			case rp.partition < 0 || rp.partition >= info.Partitions:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				limit := min(int(rp.PartitionMaxBytes), budget-total)
-				if total == 0 && limit <= 0 {
-					limit = 1 // the first record goes out whatever its size (KIP-74)
+				if c := h.fetchPartition(ctx, req, info.Name, rp, &sp, &b, budget-total, total == 0); c != nil {
+					watch = append(watch, c)
 				}
-				var res ReadResult
-				var err error
-				if limit > 0 {
-					res, err = h.backend.Read(ctx, info.Name, rp.Partition, rp.FetchOffset, limit)
-				} else {
-					var offs Offsets
-					offs, err = h.backend.Offsets(ctx, info.Name, rp.Partition)
-					res.Offsets = offs
-				}
-				if err != nil {
-					sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
-					break
-				}
-				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStart
-				if rp.FetchOffset < res.LogStart || rp.FetchOffset > res.HighWatermark {
-					sp.ErrorCode = kerr.OffsetOutOfRange.Code
-					break
-				}
-				if req.IsolationLevel == 1 {
-					if err := h.readCommitted(ctx, info.Name, &sp, &res); err != nil {
-						sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
-						break
-					}
-				}
-				if len(res.Records) == 0 {
-					watch = append(watch, h.backend.Changed(info.Name, rp.Partition, res.HighWatermark))
-					break
-				}
-				sp.RecordBatches = appendBatches(&b, sp.RecordBatches, res.Records)
 				total += len(sp.RecordBatches)
-				topicLabel := metrics.Topic(info.Name)
-				metrics.MessagesOut.WithLabelValues(topicLabel).Add(float64(len(res.Records)))
-				metrics.BytesOut.WithLabelValues(topicLabel).Add(float64(len(sp.RecordBatches)))
-				metrics.FetchRecords.Observe(float64(len(res.Records)))
 			}
+			if fc.session != nil && !rp.changed(&sp) {
+				continue // an incremental answer leaves it out
+			}
+			where[i] = at{len(resp.Topics), len(st.Partitions)}
 			st.Partitions = append(st.Partitions, sp)
 		}
-		resp.Topics = append(resp.Topics, st)
+		if fc.session == nil || len(st.Partitions) > 0 {
+			resp.Topics = append(resp.Topics, st)
+		}
 	}
-	return resp, total, watch
+	answered := make([]*kmsg.FetchResponseTopicPartition, len(fc.parts))
+	for i, w := range where {
+		if w.topic >= 0 {
+			answered[i] = &resp.Topics[w.topic].Partitions[w.part]
+		}
+	}
+	return resp, answered, total, watch
+}
+
+// fetchPartition reads one partition into sp, at most limit bytes (the
+// first partition with records gets its first record whatever its size,
+// KIP-74). It returns the channel that signals new records when it had
+// none.
+func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, topic string, rp *fetchPart, sp *kmsg.FetchResponseTopicPartition, b *record.Builder, left int, first bool) <-chan struct{} {
+	limit := min(int(rp.maxBytes), left)
+	if first && limit <= 0 {
+		limit = 1
+	}
+	var res ReadResult
+	var err error
+	if limit > 0 {
+		res, err = h.backend.Read(ctx, topic, rp.partition, rp.offset, limit)
+	} else {
+		var offs Offsets
+		offs, err = h.backend.Offsets(ctx, topic, rp.partition)
+		res.Offsets = offs
+	}
+	if err != nil {
+		sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
+		return nil
+	}
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStart
+	if rp.offset < res.LogStart || rp.offset > res.HighWatermark {
+		sp.ErrorCode = kerr.OffsetOutOfRange.Code
+		return nil
+	}
+	if req.IsolationLevel == 1 {
+		if err := h.readCommitted(ctx, topic, sp, &res); err != nil {
+			sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
+			return nil
+		}
+	}
+	if len(res.Records) == 0 {
+		return h.backend.Changed(topic, rp.partition, res.HighWatermark)
+	}
+	sp.RecordBatches = appendBatches(b, sp.RecordBatches, res.Records)
+	topicLabel := metrics.Topic(topic)
+	metrics.MessagesOut.WithLabelValues(topicLabel).Add(float64(len(res.Records)))
+	metrics.BytesOut.WithLabelValues(topicLabel).Add(float64(len(sp.RecordBatches)))
+	metrics.FetchRecords.Observe(float64(len(res.Records)))
+	return nil
 }
 
 // readCommitted keeps the records below the partition's last stable offset

@@ -36,6 +36,9 @@ type Config struct {
 	// DecompressionMaxBytes bounds the produced bytes held decompressed
 	// across the gateway; 0: DefaultDecompressionMaxBytes.
 	DecompressionMaxBytes int64
+	// FetchSessionSlots is max.incremental.fetch.session.cache.slots: how
+	// many fetch sessions are kept; 0: DefaultFetchSessionSlots, <0: none.
+	FetchSessionSlots int
 	// Cluster tells which gateway owns what; nil: this one owns all.
 	Cluster Cluster
 	// Txns checks a transactional produce with the transactional id's
@@ -68,6 +71,7 @@ type Handler struct {
 	// long-polls.
 	drain     chan struct{}
 	drainOnce sync.Once
+	sessions  *fetchSessions
 }
 
 // Drain makes waiting fetches (and those to come) answer without waiting
@@ -98,8 +102,12 @@ func New(cfg Config, backend Backend, groups *group.Coordinator, txns *txn.Coord
 	if cfg.DecompressionMaxBytes <= 0 {
 		cfg.DecompressionMaxBytes = DefaultDecompressionMaxBytes
 	}
+	if cfg.FetchSessionSlots == 0 {
+		cfg.FetchSessionSlots = DefaultFetchSessionSlots
+	}
 	h := &Handler{cfg: cfg, cluster: cfg.Cluster, backend: backend, groups: groups, txns: txns,
-		inflate: semaphore.NewWeighted(cfg.DecompressionMaxBytes), drain: make(chan struct{})}
+		inflate: semaphore.NewWeighted(cfg.DecompressionMaxBytes), drain: make(chan struct{}),
+		sessions: newFetchSessions(cfg.FetchSessionSlots)}
 	if h.cfg.Users == nil {
 		h.cfg.Users = noUsers{}
 	}
