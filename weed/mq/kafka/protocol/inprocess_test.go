@@ -20,41 +20,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
 
 // inProcessGateway starts a gateway on 127.0.0.1 port 0 over the in-memory
 // backend and returns its address; it stops with the test.
 func inProcessGateway(t *testing.T) string {
 	t.Helper()
-	b := protocol.NewMemBackend()
-	files := protocol.NewMemFiles()
-	groups := group.New(group.Options{Store: offset.NewStore(files), InitialRebalanceDelay: 50 * time.Millisecond, MinSessionTimeout: 100 * time.Millisecond})
-	groups.Start()
-	txns := txn.New(txn.Options{Files: files, Log: b, Groups: groups})
-	txns.Start()
-	srv, err := gateway.NewServer(gateway.Options{Listen: "127.0.0.1:0", Backend: b, Groups: groups, Txns: txns,
-		DefaultPartitions: 3, AutoCreateTopics: true, ClusterID: "in-process"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve() //nolint:errcheck // ends with Close
-	t.Cleanup(func() {
-		srv.Close()
-		txns.Close()
-		groups.Close()
-	})
-	for {
-		if _, kerrr := txns.List(); kerrr == nil {
-			return srv.Addr().String()
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return startGateway(t, gatewayOptions{}).addr
 }
 
 func client(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {

@@ -32,6 +32,8 @@ type memPart struct {
 	changed chan struct{}   // closed when records come
 	ongoing map[int64]int64 // producer id -> first offset of its open transaction
 	aborted []AbortedTxn
+	// producers are the idempotent producers' last batches, by id
+	producers map[int64]ProducerInfo
 }
 
 func newMemBackend() *memBackend { return &memBackend{topics: map[string]*memTopic{}} }
@@ -196,6 +198,12 @@ func (b *memBackend) Append(_ context.Context, topic string, partition int32, re
 		r.Key, r.Value = slices.Clone(r.Key), slices.Clone(r.Value)
 		kept[i] = r
 	}
+	if pb := records[0].Producer; pb != nil {
+		if p.producers == nil {
+			p.producers = map[int64]ProducerInfo{}
+		}
+		p.producers[pb.ID] = ProducerInfo{ProducerID: pb.ID, Epoch: pb.Epoch, LastSequence: pb.LastSeq, LastTimestamp: records[len(records)-1].Timestamp}
+	}
 	app := NewAppended()
 	app.Finish(b.appendLocked(p, kept), nil)
 	return app
@@ -320,6 +328,21 @@ func (b *memBackend) Transactions(_ context.Context, topic string, partition int
 	return out, nil
 }
 
-func (b *memBackend) Producers(context.Context, string, int32) ([]ProducerInfo, error) {
-	return nil, nil
+func (b *memBackend) Producers(_ context.Context, topic string, partition int32) ([]ProducerInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.part(topic, partition)
+	if err != nil {
+		return nil, err
+	}
+	var out []ProducerInfo
+	for _, id := range slices.Sorted(maps.Keys(p.producers)) {
+		info := p.producers[id]
+		info.TxnStartOffset = -1
+		if first, open := p.ongoing[id]; open {
+			info.TxnStartOffset = first
+		}
+		out = append(out, info)
+	}
+	return out, nil
 }

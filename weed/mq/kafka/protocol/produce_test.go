@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +16,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
 
 // stalledBackend has one topic whose appends never finish: a broker that
@@ -207,5 +215,401 @@ func TestDecompressionBudget(t *testing.T) {
 	// Every room taken was given back.
 	if !h.inflate.TryAcquire(4 << 20) {
 		t.Fatal("room still held after every produce ended")
+	}
+}
+
+// testHandler is a Handler over the in-memory backend with real group and
+// transaction coordinators, as the gateway runs it; authz (if not nil)
+// decides its requests; wrap (if given) puts a backend around the
+// in-memory one.
+func testHandler(t *testing.T, authz *acl.Authorizer, wrap ...func(*memBackend) Backend) (*Handler, *memBackend) {
+	t.Helper()
+	b := newMemBackend()
+	var backend Backend = b
+	for _, w := range wrap {
+		backend = w(b)
+	}
+	files := NewMemFiles()
+	groups := group.New(group.Options{Store: offset.NewStore(files), InitialRebalanceDelay: time.Millisecond})
+	groups.Start()
+	txns := txn.New(txn.Options{Files: files, Log: b, Groups: groups})
+	txns.Start()
+	t.Cleanup(func() {
+		txns.Close()
+		groups.Close()
+	})
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, e := txns.List(); e == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the transaction coordinator did not load")
+		}
+	}
+	return New(Config{ClusterID: "in-package", DefaultPartitions: 3, AutoCreateTopics: true, Authorizer: authz}, backend, groups, txns), b
+}
+
+// exchange takes req at version the way the gateway does: encoded as a
+// client sends it, decoded (Decode checks the version), handled as
+// principal, and its answer encoded and decoded again, which must give
+// exactly the bytes of a response of that version. A nil response is none
+// sent (acks=0).
+func exchange(t *testing.T, h *Handler, principal string, req kmsg.Request, version int16) kmsg.Response {
+	t.Helper()
+	req.SetVersion(version)
+	r, err := Decode(requestFrame(req, 9))
+	if err != nil {
+		t.Fatalf("%s v%d: %v", kmsg.NameForKey(req.Key()), version, err)
+	}
+	r.Principal, r.ClientHost, r.Listener = principal, "/127.0.0.1", "PLAINTEXT"
+	done := make(chan kmsg.Response, 1)
+	go func() {
+		resp, err := h.Handle(context.Background(), r)()
+		if err != nil {
+			t.Error(err)
+		}
+		done <- resp
+	}()
+	var resp kmsg.Response
+	select {
+	case resp = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s v%d: no answer within 10 s", kmsg.NameForKey(req.Key()), version)
+	}
+	if resp == nil {
+		return nil
+	}
+	frame := AppendResponse(nil, 9, resp)
+	body := frame[8:]
+	back := req.ResponseKind()
+	back.SetVersion(version)
+	if back.IsFlexible() {
+		if body, err = SkipHeaderTags(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := back.ReadFrom(body); err != nil {
+		t.Fatalf("%s v%d response: %v", kmsg.NameForKey(req.Key()), version, err)
+	}
+	if again := back.AppendTo(nil); !bytes.Equal(again, body) {
+		t.Fatalf("%s v%d response: %d bytes, a v%d response is %d", kmsg.NameForKey(req.Key()), version, len(body), version, len(again))
+	}
+	return back
+}
+
+const anonymous = "User:ANONYMOUS"
+
+// testAuthorizer is an authorizer with bindings only (no super user, no
+// allow.everyone.if.no.acl.found).
+func testAuthorizer(t *testing.T, bindings ...acl.Binding) *acl.Authorizer {
+	t.Helper()
+	authz := acl.New(acl.Options{Files: NewMemFiles()})
+	if err := authz.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range authz.Create(context.Background(), bindings) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return authz
+}
+
+// allow is an ALLOW of op on a literal resource for User:ANONYMOUS.
+func allow(op acl.Operation, rt acl.ResourceType, name string) acl.Binding {
+	return acl.Binding{ResourceType: rt, ResourceName: name, PatternType: kmsg.ACLResourcePatternTypeLiteral,
+		Principal: anonymous, Host: "*", Operation: op, Permission: kmsg.ACLPermissionTypeAllow}
+}
+
+// batchOf is one uncompressed batch of values; edit changes its header
+// (producer, sequence, attributes) before its CRC is computed.
+func batchOf(t *testing.T, edit func(*kmsg.RecordBatch), values ...string) []byte {
+	t.Helper()
+	var rb record.Builder
+	rb.Reset(0)
+	for i, v := range values {
+		rb.Add(&record.Record{Key: []byte("k" + v), Value: []byte(v), Timestamp: 1_700_000_000_000 + int64(i),
+			Headers: []kmsg.Header{{Key: "h", Value: []byte(v)}}})
+	}
+	raw := rb.AppendTo(nil)
+	if edit == nil {
+		return raw
+	}
+	var b kmsg.RecordBatch
+	if err := b.ReadFrom(raw); err != nil {
+		t.Fatal(err)
+	}
+	edit(&b)
+	out := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return out
+}
+
+// produceReq produces batches to partitions of a topic (by name, or by id
+// from v13).
+func produceReq(topic string, id [16]byte, batches map[int32][]byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = topic, id
+	for p := int32(0); p < 16; p++ {
+		if b, ok := batches[p]; ok {
+			rt.Partitions = append(rt.Partitions, kmsg.ProduceRequestTopicPartition{Partition: p, Records: b})
+		}
+	}
+	for p, b := range batches {
+		if p < 0 || p >= 16 {
+			rt.Partitions = append(rt.Partitions, kmsg.ProduceRequestTopicPartition{Partition: p, Records: b})
+		}
+	}
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+func produceCodes(resp kmsg.Response) map[int32]int16 {
+	out := map[int32]int16{}
+	for _, rt := range resp.(*kmsg.ProduceResponse).Topics {
+		for _, p := range rt.Partitions {
+			out[p.Partition] = p.ErrorCode
+		}
+	}
+	return out
+}
+
+func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
+	t.Helper()
+	name := "no error"
+	if got != 0 {
+		name = fmt.Sprint(got)
+		if ke, ok := kerr.ErrorForCode(got).(*kerr.Error); ok {
+			name = ke.Message
+		}
+	}
+	switch {
+	case want == nil && got != 0:
+		t.Errorf("%s: %s, want no error", what, name)
+	case want != nil && got != want.Code:
+		t.Errorf("%s: %s, want %s", what, name, want.Message)
+	}
+}
+
+// values reads a partition's records' values.
+func values(t *testing.T, b *memBackend, topic string, partition int32) []string {
+	t.Helper()
+	res, err := b.Read(context.Background(), topic, partition, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range res.Records {
+		out = append(out, string(r.Value))
+	}
+	return out
+}
+
+// Produce v3 (the first served) to v13 (topics by id): the records land in
+// order with contiguous offsets and their keys, values, headers and
+// timestamps; each answer has the base offset and what its version
+// carries. v0-2 are advertised (librdkafka reads the minimum) and answered
+// UNSUPPORTED_FOR_MESSAGE_FORMAT, writing nothing; v14 is refused.
+func TestProduceVersions(t *testing.T) {
+	if min, max, _ := Supported(int16(kmsg.Produce)); min != 0 || max != 13 {
+		t.Fatalf("Produce served %d-%d, want 0-13", min, max)
+	}
+	h, b := testHandler(t, nil)
+	info, _ := b.CreateTopic(context.Background(), TopicSpec{Name: "p", Partitions: 2})
+	base := int64(0)
+	for _, v := range []int16{3, 5, 8, 9, 12, 13} {
+		var id [16]byte
+		if v >= 13 {
+			id = info.ID
+		}
+		resp := exchange(t, h, anonymous, produceReq("p", id, map[int32][]byte{0: batchOf(t, nil, "a", "b", "c")}), v).(*kmsg.ProduceResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("v%d: %+v", v, resp.Topics)
+		}
+		rt, p := resp.Topics[0], resp.Topics[0].Partitions[0]
+		if (v < 13 && rt.Topic != "p") || (v >= 13 && rt.TopicID != info.ID) {
+			t.Errorf("v%d: answered for topic %q %x", v, rt.Topic, rt.TopicID)
+		}
+		wantCode(t, "produce", p.ErrorCode, nil)
+		if p.BaseOffset != base || p.LogAppendTime != -1 || resp.ThrottleMillis != 0 {
+			t.Errorf("v%d: base offset %d (want %d), log append time %d, throttle %d", v, p.BaseOffset, base, p.LogAppendTime, resp.ThrottleMillis)
+		}
+		base += 3
+	}
+	res, _ := b.Read(context.Background(), "p", 0, 0, 1<<20)
+	if len(res.Records) != 18 {
+		t.Fatalf("%d records stored", len(res.Records))
+	}
+	for i, r := range res.Records {
+		v := []string{"a", "b", "c"}[i%3]
+		if r.Offset != int64(i) || string(r.Value) != v || string(r.Key) != "k"+v || r.Timestamp != 1_700_000_000_000+int64(i%3) ||
+			len(r.Headers) != 1 || string(r.Headers[0].Value) != v {
+			t.Fatalf("record %d: offset %d key %q value %q ts %d headers %v", i, r.Offset, r.Key, r.Value, r.Timestamp, r.Headers)
+		}
+	}
+	for _, v := range []int16{0, 1, 2} {
+		resp := exchange(t, h, anonymous, produceReq("p", [16]byte{}, map[int32][]byte{1: batchOf(t, nil, "old")}), v)
+		wantCode(t, fmt.Sprintf("v%d", v), produceCodes(resp)[1], kerr.UnsupportedForMessageFormat)
+	}
+	if got := values(t, b, "p", 1); len(got) != 0 {
+		t.Errorf("v0-2 wrote %v", got)
+	}
+	req := produceReq("p", [16]byte{}, map[int32][]byte{0: batchOf(t, nil, "x")})
+	frame := requestFrame(req, 1)
+	binary.BigEndian.PutUint16(frame[2:], 14)
+	if _, err := Decode(frame); err == nil {
+		t.Error("Produce v14 decoded")
+	}
+}
+
+// Errors per partition, as Kafka gives them, the other partitions of the
+// request written all the same: unknown topic (a name no topic can have
+// too), unknown topic id (v13), a partition the topic lacks, a batch over
+// the topic's max.message.bytes, corrupt batches (CORRUPT_MESSAGE with a
+// message), magic 0/1, control batches and transactional ones without a
+// producer (INVALID_RECORD), several batches of an idempotent producer.
+func TestProduceErrors(t *testing.T) {
+	h, b := testHandler(t, nil)
+	ctx := context.Background()
+	b.CreateTopic(ctx, TopicSpec{Name: "e", Partitions: 3})
+	b.CreateTopic(ctx, TopicSpec{Name: "small", Partitions: 1, Configs: map[string]string{"max.message.bytes": "200"}})
+	good := batchOf(t, nil, "ok")
+	for _, name := range []string{"nope", "bad/name"} {
+		resp := exchange(t, h, anonymous, produceReq(name, [16]byte{}, map[int32][]byte{0: good}), 12)
+		wantCode(t, name, produceCodes(resp)[0], kerr.UnknownTopicOrPartition)
+	}
+	resp := exchange(t, h, anonymous, produceReq("", [16]byte{9, 9}, map[int32][]byte{0: good}), 13)
+	wantCode(t, "unknown topic id", produceCodes(resp)[0], kerr.UnknownTopicID)
+
+	corrupt := batchOf(t, nil, "c")
+	corrupt[len(corrupt)-1] ^= 0xff // the CRC no longer matches
+	truncated := good[:len(good)-3]
+	oldMagic := batchOf(t, nil, "m")
+	oldMagic[16] = 1
+	control := batchOf(t, func(b *kmsg.RecordBatch) { b.Attributes |= record.AttrControl }, "ctl")
+	noProducer := batchOf(t, func(b *kmsg.RecordBatch) { b.Attributes |= record.AttrTransactional }, "tx")
+	idem := func(seq int32) []byte {
+		return batchOf(t, func(b *kmsg.RecordBatch) { b.ProducerID, b.ProducerEpoch, b.FirstSequence = 1, 0, seq }, "i")
+	}
+	for _, tc := range []struct {
+		name  string
+		batch []byte
+		want  *kerr.Error
+	}{
+		{"a corrupt batch", corrupt, kerr.CorruptMessage},
+		{"a truncated batch", truncated, kerr.CorruptMessage},
+		{"magic 1", oldMagic, kerr.UnsupportedForMessageFormat},
+		{"a control batch", control, kerr.InvalidRecord},
+		{"a transactional batch without a producer", noProducer, kerr.InvalidRecord},
+		{"two batches of an idempotent producer", append(idem(0), idem(1)...), kerr.InvalidRecord},
+	} {
+		resp := exchange(t, h, anonymous, produceReq("e", [16]byte{}, map[int32][]byte{0: tc.batch, 1: good, 7: good}), 12).(*kmsg.ProduceResponse)
+		codes := produceCodes(resp)
+		wantCode(t, tc.name, codes[0], tc.want)
+		wantCode(t, tc.name+": its neighbour", codes[1], nil)
+		wantCode(t, tc.name+": partition 7 of 3", codes[7], kerr.UnknownTopicOrPartition)
+		for _, p := range resp.Topics[0].Partitions {
+			if p.Partition == 0 && tc.want == kerr.CorruptMessage && (p.ErrorMessage == nil || *p.ErrorMessage == "") {
+				t.Errorf("%s: no error message", tc.name)
+			}
+			if p.Partition != 1 && p.BaseOffset != -1 {
+				t.Errorf("%s: partition %d base offset %d", tc.name, p.Partition, p.BaseOffset)
+			}
+		}
+	}
+	if got := values(t, b, "e", 0); len(got) != 0 {
+		t.Errorf("refused batches were written: %v", got)
+	}
+	if got := values(t, b, "e", 1); len(got) != 6 {
+		t.Errorf("the good neighbours: %v", got)
+	}
+	big := batchOf(t, nil, strings.Repeat("x", 300))
+	resp = exchange(t, h, anonymous, produceReq("small", [16]byte{}, map[int32][]byte{0: big}), 12)
+	wantCode(t, "a batch over max.message.bytes", produceCodes(resp)[0], kerr.MessageTooLarge)
+	resp = exchange(t, h, anonymous, produceReq("small", [16]byte{}, map[int32][]byte{0: batchOf(t, nil, "fits")}), 12)
+	wantCode(t, "a batch under max.message.bytes", produceCodes(resp)[0], nil)
+}
+
+// acks=0 is answered with nothing, and written; acks=1 and -1 are
+// answered once the records are stored.
+func TestProduceAcks(t *testing.T) {
+	h, b := testHandler(t, nil)
+	b.CreateTopic(context.Background(), TopicSpec{Name: "a", Partitions: 1})
+	for i, acks := range []int16{0, 1, -1} {
+		req := produceReq("a", [16]byte{}, map[int32][]byte{0: batchOf(t, nil, strconv.Itoa(i))})
+		req.Acks = acks
+		resp := exchange(t, h, anonymous, req, 9)
+		if (resp == nil) != (acks == 0) {
+			t.Errorf("acks=%d: answered %v", acks, resp != nil)
+		}
+		if resp != nil {
+			wantCode(t, fmt.Sprintf("acks=%d", acks), produceCodes(resp)[0], nil)
+		}
+	}
+	if got := values(t, b, "a", 0); !slices.Equal(got, []string{"0", "1", "2"}) {
+		t.Errorf("stored %v", got)
+	}
+}
+
+// A transactional batch goes only to a partition of its producer's open
+// transaction (INVALID_TXN_STATE otherwise); after a newer producer of the
+// transactional id is initialized, the old one gets INVALID_PRODUCER_EPOCH.
+func TestProduceTransactional(t *testing.T) {
+	h, b := testHandler(t, nil)
+	b.CreateTopic(context.Background(), TopicSpec{Name: "tx", Partitions: 2})
+	id := "tx-prod"
+	initReq := kmsg.NewPtrInitProducerIDRequest()
+	initReq.TransactionalID, initReq.TransactionTimeoutMillis = &id, 60_000
+	first := exchange(t, h, anonymous, initReq, 4).(*kmsg.InitProducerIDResponse)
+	batch := func(epoch int16, seq int32) []byte {
+		return batchOf(t, func(rb *kmsg.RecordBatch) {
+			rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = first.ProducerID, epoch, seq
+			rb.Attributes |= record.AttrTransactional
+		}, "t")
+	}
+	txnProduce := func(epoch int16, seq int32) int16 {
+		req := produceReq("tx", [16]byte{}, map[int32][]byte{0: batch(epoch, seq)})
+		req.TransactionID = &id
+		return produceCodes(exchange(t, h, anonymous, req, 12))[0]
+	}
+	wantCode(t, "before AddPartitionsToTxn", txnProduce(first.ProducerEpoch, 0), kerr.InvalidTxnState)
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, first.ProducerID, first.ProducerEpoch
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "tx", Partitions: []int32{0}}}
+	exchange(t, h, anonymous, add, 3)
+	wantCode(t, "in the transaction", txnProduce(first.ProducerEpoch, 0), nil)
+	exchange(t, h, anonymous, initReq, 4) // fences the first producer
+	wantCode(t, "from the fenced producer", txnProduce(first.ProducerEpoch, 1), kerr.InvalidProducerEpoch)
+	if got := values(t, b, "tx", 0); len(got) != 2 || got[0] != "t" { // the record and the abort marker
+		t.Errorf("stored %q", got)
+	}
+}
+
+// With an authorizer: Write on the topic is needed
+// (TOPIC_AUTHORIZATION_FAILED, whether or not the topic exists), and Write
+// on the transactional id for a transactional producer
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+func TestProduceAuthorization(t *testing.T) {
+	authz := testAuthorizer(t, allow(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, "w"),
+		allow(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, "r"))
+	ctx := context.Background()
+	h, b := testHandler(t, authz)
+	b.CreateTopic(ctx, TopicSpec{Name: "w", Partitions: 1})
+	b.CreateTopic(ctx, TopicSpec{Name: "r", Partitions: 1})
+	for name, want := range map[string]*kerr.Error{"w": nil, "r": kerr.TopicAuthorizationFailed, "absent": kerr.TopicAuthorizationFailed} {
+		resp := exchange(t, h, anonymous, produceReq(name, [16]byte{}, map[int32][]byte{0: batchOf(t, nil, "v")}), 12)
+		wantCode(t, "topic "+name, produceCodes(resp)[0], want)
+	}
+	id := "not-mine"
+	req := produceReq("w", [16]byte{}, map[int32][]byte{0: batchOf(t, func(rb *kmsg.RecordBatch) {
+		rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = 5, 0, 0
+		rb.Attributes |= record.AttrTransactional
+	}, "v")})
+	req.TransactionID = &id
+	wantCode(t, "transactional id without Write", produceCodes(exchange(t, h, anonymous, req, 12))[0], kerr.TransactionalIDAuthorizationFailed)
+	if got := values(t, b, "w", 0); len(got) != 1 {
+		t.Errorf("stored %q", got)
 	}
 }

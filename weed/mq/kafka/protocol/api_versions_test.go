@@ -1,0 +1,108 @@
+package protocol_test
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+)
+
+// ApiVersions v0 and v5 over the wire: the table of every served API in key
+// order, each once with the registry's versions; the response header is
+// v0's even for the flexible versions (a client reads the correlation id
+// and then the body).
+func TestApiVersionsVersions(t *testing.T) {
+	addr := inProcessGateway(t)
+	for _, v := range []int16{0, 1, 2, 3, 4, 5} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "franz-go", "1.22.3"
+		resp := roundTrip(t, addr, req, v).(*kmsg.ApiVersionsResponse)
+		code(t, "ApiVersions", resp.ErrorCode, nil)
+		if resp.ThrottleMillis != 0 {
+			t.Errorf("v%d: throttled %d ms", v, resp.ThrottleMillis)
+		}
+		last := int16(-1)
+		for _, k := range resp.ApiKeys {
+			if k.ApiKey <= last {
+				t.Fatalf("v%d: key %d after %d", v, k.ApiKey, last)
+			}
+			last = k.ApiKey
+			min, max, ok := protocol.Supported(k.ApiKey)
+			if !ok || k.MinVersion != min || k.MaxVersion != max || k.MinVersion > k.MaxVersion {
+				t.Errorf("v%d: %s advertised %d-%d, served %d-%d %v", v, kmsg.NameForKey(k.ApiKey), k.MinVersion, k.MaxVersion, min, max, ok)
+			}
+			if k.MaxVersion > kmsg.RequestForKey(k.ApiKey).MaxVersion() {
+				t.Errorf("v%d: %s advertised up to v%d, past what clients know", v, kmsg.NameForKey(k.ApiKey), k.MaxVersion)
+			}
+		}
+		// The APIs every client needs before anything else, at the
+		// versions the handlers' comments give.
+		want := map[kmsg.Key][2]int16{kmsg.ApiVersions: {0, 5}, kmsg.Metadata: {0, 13}, kmsg.Produce: {0, 13}, kmsg.Fetch: {4, 18},
+			kmsg.SASLHandshake: {0, 1}, kmsg.SASLAuthenticate: {0, 2}, kmsg.FindCoordinator: {0, 6}}
+		for _, k := range resp.ApiKeys {
+			if w, ok := want[kmsg.Key(k.ApiKey)]; ok {
+				if w != [2]int16{k.MinVersion, k.MaxVersion} {
+					t.Errorf("v%d: %s %d-%d, want %d-%d", v, kmsg.NameForKey(k.ApiKey), k.MinVersion, k.MaxVersion, w[0], w[1])
+				}
+				delete(want, kmsg.Key(k.ApiKey))
+			}
+		}
+		for k := range want {
+			t.Errorf("v%d: %s not advertised", v, k.Name())
+		}
+		// transaction.version 2 (KIP-890) is not served: a client that
+		// saw it finalized would bump epochs in EndTxn.
+		for _, f := range resp.FinalizedFeatures {
+			if f.Name == "transaction.version" && f.MaxVersionLevel >= 2 {
+				t.Errorf("v%d: transaction.version %d finalized", v, f.MaxVersionLevel)
+			}
+		}
+	}
+}
+
+// A request newer than served (v6, v127) is answered, not refused: in v0
+// format with UNSUPPORTED_VERSION and the whole table, so that the client
+// retries with a version it finds there.
+func TestApiVersionsTooNew(t *testing.T) {
+	addr := inProcessGateway(t)
+	for _, v := range []int16{6, 127} {
+		c := dial(t, addr)
+		// A v5 body in a header saying v: what a newer client sends
+		// looks like a v5 one to an older server.
+		if err := c.sendFrame(kmsg.NewPtrApiVersionsRequest(), 5, v); err != nil {
+			t.Fatal(err)
+		}
+		body, err := c.readFrame()
+		if err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		// v0: error code, then the key array with a 4-byte length.
+		if len(body) < 6 || int16(binary.BigEndian.Uint16(body)) != kerr.UnsupportedVersion.Code {
+			t.Fatalf("v%d: answer begins %x, want UNSUPPORTED_VERSION in v0 format", v, body[:min(len(body), 8)])
+		}
+		var resp kmsg.ApiVersionsResponse
+		resp.SetVersion(0)
+		if err := resp.ReadFrom(body); err != nil {
+			t.Fatalf("v%d: not a v0 answer: %v", v, err)
+		}
+		if again := resp.AppendTo(nil); len(again) != len(body) {
+			t.Fatalf("v%d: %d bytes, a v0 answer is %d", v, len(body), len(again))
+		}
+		found := false
+		for _, k := range resp.ApiKeys {
+			if k.ApiKey == int16(kmsg.ApiVersions) {
+				found = k.MinVersion == 0 && k.MaxVersion == 5
+			}
+		}
+		if !found {
+			t.Fatalf("v%d: the v0 answer does not offer ApiVersions 0-5: %+v", v, resp.ApiKeys)
+		}
+		// The connection goes on: the retry at v3 is answered.
+		if again := c.do(kmsg.NewPtrApiVersionsRequest(), 3).(*kmsg.ApiVersionsResponse); again.ErrorCode != 0 {
+			t.Fatalf("the retry after v%d: %s", v, errName(again.ErrorCode))
+		}
+	}
+}

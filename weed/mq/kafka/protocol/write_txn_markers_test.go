@@ -1,0 +1,116 @@
+package protocol_test
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+)
+
+func markers(pid int64, epoch int16, commit bool, topics map[string][]int32) *kmsg.WriteTxnMarkersRequest {
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.Committed = pid, epoch, commit
+	for _, name := range slices.Sorted(maps.Keys(topics)) {
+		m.Topics = append(m.Topics, kmsg.WriteTxnMarkersRequestMarkerTopic{Topic: name, Partitions: topics[name]})
+	}
+	req.Markers = append(req.Markers, m)
+	return req
+}
+
+func markerCodes(resp *kmsg.WriteTxnMarkersResponse) map[string]int16 {
+	out := map[string]int16{}
+	for _, m := range resp.Markers {
+		for _, rt := range m.Topics {
+			for _, p := range rt.Partitions {
+				out[rt.Topic+"/"+strconv.Itoa(int(p.Partition))] = p.ErrorCode
+			}
+		}
+	}
+	return out
+}
+
+// WriteTxnMarkers v0-1 (between gateways): a partition gets the commit or
+// abort marker of the producer, which ends its transaction there (an abort
+// is listed for read_committed readers); a group, named as
+// GroupMarkerTopic(group), commits or drops the producer's pending offsets.
+// v2 is refused.
+func TestWriteTxnMarkersVersions(t *testing.T) {
+	g := startGateway(t, gatewayOptions{})
+	servesVersions(t, g.addr, kmsg.NewPtrWriteTxnMarkersRequest(), 0, 1)
+	g.topic(t, "wtm", 2, nil)
+	ctx := context.Background()
+	for _, v := range []int16{0, 1} {
+		pid := int64(100 + v)
+		mark := &record.TxnMark{ProducerID: pid, Epoch: 2, Control: record.NotControl}
+		for p := int32(0); p < 2; p++ {
+			<-g.backend.Append(ctx, "wtm", p, []record.Record{{Value: []byte("t"), Txn: mark}}, true).Done
+		}
+		resp := roundTrip(t, g.addr, markers(pid, 2, v == 0, map[string][]int32{"wtm": {0, 1}}), v).(*kmsg.WriteTxnMarkersResponse)
+		if len(resp.Markers) != 1 || resp.Markers[0].ProducerID != pid {
+			t.Fatalf("v%d: %+v", v, resp.Markers)
+		}
+		for k, c := range markerCodes(resp) {
+			code(t, k, c, nil)
+		}
+		want := int8(record.ControlCommit)
+		if v == 1 {
+			want = record.ControlAbort
+		}
+		for p := int32(0); p < 2; p++ {
+			if m := lastMarker(t, g, "wtm", p); m == nil || m.Control != want || m.ProducerID != pid || m.Epoch != 2 {
+				t.Errorf("v%d: partition %d ends with %+v", v, p, m)
+			}
+			txns, _ := g.backend.Transactions(ctx, "wtm", p, 0, 100)
+			if txns.FirstUnstable != -1 || (v == 1) != (len(txns.Aborted) == 1) {
+				t.Errorf("v%d: partition %d after the marker: %+v", v, p, txns)
+			}
+		}
+	}
+
+	// A group's marker: the transaction's pending offsets commit.
+	g.topic(t, "wtm-o", 1, nil)
+	p := initTxn(t, g.addr, "wtm-txn")
+	p.addOffsets(t, g.addr, "wtm-g")
+	roundTrip(t, g.addr, txnOffsetCommit(p, "wtm-g", "wtm-o", map[int32]int64{0: 33}), 3)
+	resp := roundTrip(t, g.addr, markers(p.pid, p.epoch, true, map[string][]int32{protocol.GroupMarkerTopic("wtm-g"): {0}}), 1).(*kmsg.WriteTxnMarkersResponse)
+	for k, c := range markerCodes(resp) {
+		code(t, k, c, nil)
+	}
+	if got := committed(t, g.addr, "wtm-g", "wtm-o", 0); !slices.Equal(got, []int64{33}) {
+		t.Errorf("the group's offsets after its commit marker: %v", got)
+	}
+}
+
+// Errors per partition: an unknown topic or partition (or a name no topic
+// can have) UNKNOWN_TOPIC_OR_PARTITION; with an authorizer, markers need
+// ClusterAction on the cluster (CLUSTER_AUTHORIZATION_FAILED) and nothing
+// is written.
+func TestWriteTxnMarkersErrors(t *testing.T) {
+	g := startGateway(t, gatewayOptions{})
+	g.topic(t, "wtme", 1, nil)
+	codes := markerCodes(roundTrip(t, g.addr, markers(5, 0, true, map[string][]int32{"wtme": {0, 4}, "wtme-none": {0}, "bad name": {0}}), 1).(*kmsg.WriteTxnMarkersResponse))
+	code(t, "wtme/0", codes["wtme/0"], nil)
+	code(t, "partition 4 of 1", codes["wtme/4"], kerr.UnknownTopicOrPartition)
+	code(t, "an unknown topic", codes["wtme-none/0"], kerr.UnknownTopicOrPartition)
+	code(t, "a bad name", codes["bad name/0"], kerr.UnknownTopicOrPartition)
+
+	s := startGateway(t, gatewayOptions{authorizer: true, acls: []acl.Binding{binding(anonymous, kmsg.ACLOperationAll, kmsg.ACLResourceTypeTopic, "wtma")}})
+	s.topic(t, "wtma", 1, nil)
+	codes = markerCodes(roundTrip(t, s.addr, markers(5, 0, true, map[string][]int32{"wtma": {0}}), 1).(*kmsg.WriteTxnMarkersResponse))
+	code(t, "without ClusterAction", codes["wtma/0"], kerr.ClusterAuthorizationFailed)
+	if res, _ := s.backend.Read(context.Background(), "wtma", 0, 0, 100); len(res.Records) != 0 {
+		t.Errorf("a refused marker was written: %d records", len(res.Records))
+	}
+	s.allow(t, binding(anonymous, kmsg.ACLOperationClusterAction, kmsg.ACLResourceTypeCluster, acl.ClusterName))
+	codes = markerCodes(roundTrip(t, s.addr, markers(5, 0, true, map[string][]int32{"wtma": {0}}), 1).(*kmsg.WriteTxnMarkersResponse))
+	code(t, "with ClusterAction", codes["wtma/0"], nil)
+}
