@@ -83,6 +83,7 @@ type kafkaGatewayOptions struct {
 	maxConnectionsPerIP *int
 	fetchMaxBytes       *int
 	fetchSessionSlots   *int
+	fetchBatchCache     *int64
 	decompressMaxBytes  *int64
 }
 
@@ -258,6 +259,7 @@ func init() {
 	o.superUsers = f.String("super.users", "", "principals that may do everything, as User:alice;User:bob")
 	o.allowIfNoACL = f.Bool("allow.everyone.if.no.acl.found", false, "allow what no ACL of the resource speaks of")
 	o.fetchMaxBytes = f.Int("fetch.max.bytes", protocol.DefaultFetchMaxBytes, "most record bytes of one Fetch response, whatever the client asks")
+	o.fetchBatchCache = f.Int64("fetch.batch.cache.bytes", protocol.DefaultFetchBatchCacheBytes, "memory for batches kept for fetches as produced (compressed as the producer sent them) or as built from stored records; 0 keeps none")
 	o.fetchSessionSlots = f.Int("max.incremental.fetch.session.cache.slots", protocol.DefaultFetchSessionSlots, "fetch sessions (KIP-227) kept by this gateway; 0 keeps none")
 	o.decompressMaxBytes = f.Int64("decompression.max.bytes", protocol.DefaultDecompressionMaxBytes, "most bytes held decompressed from produced batches across the gateway; beyond it produces wait")
 	o.maxIdleMs = f.Int("connections.max.idle.ms", int(protocol.DefaultMaxIdle/time.Millisecond), "close connections idle this long (-1: never)")
@@ -450,7 +452,8 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		MaxIdle:               time.Duration(*o.maxIdleMs) * time.Millisecond,
 		MaxConnections:        *o.maxConnections,
 		FetchMaxBytes:         *o.fetchMaxBytes,
-		FetchSessionSlots:     fetchSessionSlots(*o.fetchSessionSlots),
+		FetchSessionSlots:     int(orNone(int64(*o.fetchSessionSlots))),
+		FetchBatchCacheBytes:  orNone(*o.fetchBatchCache),
 		DecompressionMaxBytes: *o.decompressMaxBytes,
 		MaxConnectionsPerIP:   *o.maxConnectionsPerIP,
 		Backend:               owned,

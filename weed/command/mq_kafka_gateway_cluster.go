@@ -182,9 +182,9 @@ func retention(n int, unit time.Duration) time.Duration {
 	return time.Duration(n) * unit
 }
 
-// fetchSessionSlots turns the flag into protocol.Config's: 0 there is the
-// default, so none is -1.
-func fetchSessionSlots(n int) int {
+// orNone turns a size flag into protocol.Config's: 0 there is the
+// default, so a flag's 0 (none) is -1.
+func orNone(n int64) int64 {
 	if n <= 0 {
 		return -1
 	}

@@ -69,6 +69,9 @@ type Options struct {
 	MaxConnections, MaxConnectionsPerIP int
 	// FetchMaxBytes caps a Fetch response's record bytes (fetch.max.bytes).
 	FetchMaxBytes int
+	// FetchBatchCacheBytes bounds the batches kept for fetches; 0: 64 MiB,
+	// <0: none.
+	FetchBatchCacheBytes int64
 	// FetchSessionSlots bounds the fetch sessions kept
 	// (max.incremental.fetch.session.cache.slots); 0: Kafka's 1000, <0: none.
 	FetchSessionSlots int
@@ -188,6 +191,7 @@ func NewServer(opts Options) (*Server, error) {
 		Authorizer:            opts.Authorizer,
 		FetchMaxBytes:         opts.FetchMaxBytes,
 		FetchSessionSlots:     opts.FetchSessionSlots,
+		FetchBatchCacheBytes:  opts.FetchBatchCacheBytes,
 		DecompressionMaxBytes: opts.DecompressionMaxBytes,
 		ClusterID:             opts.ClusterID,
 		DefaultPartitions:     opts.DefaultPartitions,

@@ -6,7 +6,8 @@ package protocol
 // partition of an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION and the
 // others OPERATION_NOT_ATTEMPTED; otherwise every partition gets the
 // coordinator's answer (INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED,
-// CONCURRENT_TRANSACTIONS while the last one ends, ...).
+// CONCURRENT_TRANSACTIONS while the last one ends, ...). A partition of an
+// internal topic gets TOPIC_AUTHORIZATION_FAILED, as Kafka answers clients.
 
 import (
 	"context"
@@ -38,6 +39,9 @@ func (h *Handler) addPartitions(ctx context.Context, r *Request, id string, pid 
 			continue
 		}
 		info, topicErr := h.authorizedTopic(ctx, r, kmsg.ACLOperationWrite, t.topic)
+		if internalTopic(t.topic) {
+			topicErr = kerr.TopicAuthorizationFailed
+		}
 		for j, p := range t.partitions {
 			if topicErr == kerr.TopicAuthorizationFailed {
 				codes[i][j] = topicErr.Code

@@ -9,7 +9,8 @@ package protocol
 // replaces all of a topic's settings, IncrementalAlterConfigs sets, deletes
 // (back to the default), appends to or subtracts from single ones.
 // ValidateOnly checks without saving. Broker settings are this gateway's
-// flags: altering them gets INVALID_REQUEST.
+// flags: altering them gets INVALID_REQUEST, as do the internal topics'
+// settings, which are fixed.
 
 import (
 	"context"
@@ -45,6 +46,9 @@ func (h *Handler) alterTopic(ctx context.Context, r *Request, typ kmsg.ConfigRes
 	info, err := h.describeTopic(ctx, name)
 	if err != nil {
 		return kafkaErr(err, kerr.KafkaStorageError), ""
+	}
+	if internalTopic(name) {
+		return kerr.InvalidRequest, internalFixed(name)
 	}
 	// The change is applied to the settings as they are when it is
 	// saved, so that concurrent changes on any gateway are all kept.

@@ -1,6 +1,9 @@
 package protocol
 
 // DeleteTopics, versions 1-6. Version 6 names topics by name or by id.
+// The internal topics are not deleted (see internal_topics.go):
+// TOPIC_DELETION_DISABLED, INVALID_REQUEST before v3 (Kafka's codes when
+// deletion is off).
 
 import (
 	"context"
@@ -41,6 +44,8 @@ func (h *Handler) handleDeleteTopics(ctx context.Context, r *Request) Reply {
 			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		} else if e := knownName(name); e != nil {
 			st.ErrorCode = e.Code
+		} else if internalTopic(name) && r.Version < 3 {
+			st.ErrorCode = kerr.InvalidRequest.Code
 		} else if err := h.backend.DeleteTopic(ctx, name); err != nil {
 			st.ErrorCode = kafkaErr(err, kerr.RequestTimedOut).Code
 			msg := err.Error()

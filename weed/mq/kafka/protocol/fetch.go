@@ -15,6 +15,7 @@ package protocol
 // earliest open transaction) and the aborted transactions among them.
 
 import (
+	"bytes"
 	"context"
 	"reflect"
 	"time"
@@ -100,7 +101,7 @@ func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequ
 			case rp.partition < 0 || rp.partition >= info.Partitions:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				if c := h.fetchPartition(ctx, req, info.Name, rp, &sp, &b, budget-total, total == 0); c != nil {
+				if c := h.fetchPartition(ctx, req, version, info, rp, &sp, &b, budget-total, total == 0); c != nil {
 					watch = append(watch, c)
 				}
 				total += len(sp.RecordBatches)
@@ -125,82 +126,89 @@ func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequ
 }
 
 // fetchPartition reads one partition into sp, at most limit bytes (the
-// first partition with records gets its first record whatever its size,
-// KIP-74). It returns the channel that signals new records when it had
-// none.
-func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, topic string, rp *fetchPart, sp *kmsg.FetchResponseTopicPartition, b *record.Builder, left int, first bool) <-chan struct{} {
+// first partition with records gets its first batch whatever its size,
+// KIP-74). Batches cached as produced are sent as they are; the records
+// after them are read and built into batches compressed with the topic's
+// codec (see batch_cache.go). It returns the channel that signals new
+// records when there were none.
+func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, version int16, info TopicInfo, rp *fetchPart, sp *kmsg.FetchResponseTopicPartition, b *record.Builder, left int, first bool) <-chan struct{} {
+	topic := info.Name
 	limit := min(int(rp.maxBytes), left)
-	if first && limit <= 0 {
-		limit = 1
-	}
-	var res ReadResult
-	var err error
-	if limit > 0 {
-		res, err = h.backend.Read(ctx, topic, rp.partition, rp.offset, limit)
-	} else {
-		var offs Offsets
-		offs, err = h.backend.Offsets(ctx, topic, rp.partition)
-		res.Offsets = offs
-	}
+	offs, err := h.backend.Offsets(ctx, topic, rp.partition)
 	if err != nil {
 		sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
 		return nil
 	}
-	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStart
-	if rp.offset < res.LogStart || rp.offset > res.HighWatermark {
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = offs.HighWatermark, offs.HighWatermark, offs.LogStart
+	if rp.offset < offs.LogStart || rp.offset > offs.HighWatermark {
 		sp.ErrorCode = kerr.OffsetOutOfRange.Code
 		return nil
 	}
+	// read_committed gets the records below the last stable offset (the
+	// first of the earliest open transaction), and the aborted
+	// transactions among them.
+	upper := offs.HighWatermark
+	var txns PartitionTxns
 	if req.IsolationLevel == 1 {
-		if err := h.readCommitted(ctx, topic, sp, &res); err != nil {
+		if txns, err = h.backend.Transactions(ctx, topic, rp.partition, rp.offset, offs.HighWatermark-1); err != nil {
 			sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
 			return nil
 		}
+		if txns.FirstUnstable >= 0 && txns.FirstUnstable < upper {
+			upper = txns.FirstUnstable
+		}
+		sp.LastStableOffset = upper
+		sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 	}
-	if len(res.Records) == 0 {
-		return h.backend.Changed(topic, rp.partition, res.HighWatermark)
+	// Clients older than Fetch v10 cannot read zstd (KIP-110).
+	usable := func(c record.Codec) bool { return c != record.CodecZstd || version >= 10 }
+	at, records := rp.offset, 0
+	for at < upper {
+		cb := h.batches.get(batchKey{info.ID, rp.partition, at})
+		if cb == nil || at+int64(cb.count) > upper || !usable(cb.codec) ||
+			(len(sp.RecordBatches)+len(cb.data) > limit && (len(sp.RecordBatches) > 0 || !first)) {
+			break
+		}
+		sp.RecordBatches = append(sp.RecordBatches, cb.data...)
+		at += int64(cb.count)
+		records += int(cb.count)
 	}
-	sp.RecordBatches = appendBatches(b, sp.RecordBatches, res.Records)
-	topicLabel := metrics.Topic(topic)
-	metrics.MessagesOut.WithLabelValues(topicLabel).Add(float64(len(res.Records)))
-	metrics.BytesOut.WithLabelValues(topicLabel).Add(float64(len(sp.RecordBatches)))
-	metrics.FetchRecords.Observe(float64(len(res.Records)))
-	return nil
-}
-
-// readCommitted keeps the records below the partition's last stable offset
-// and names the aborted transactions among them.
-func (h *Handler) readCommitted(ctx context.Context, topic string, sp *kmsg.FetchResponseTopicPartition, res *ReadResult) error {
-	from, to := int64(1), int64(0) // no records: no aborted transaction is asked for
-	if len(res.Records) > 0 {
-		from, to = res.Records[0].Offset, res.Records[len(res.Records)-1].Offset
+	if room := limit - len(sp.RecordBatches); at < upper && (room > 0 || (first && len(sp.RecordBatches) == 0)) {
+		res, err := h.backend.Read(ctx, topic, rp.partition, at, max(room, 1))
+		if err != nil && len(sp.RecordBatches) == 0 {
+			sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
+			return nil
+		}
+		n := 0
+		for n < len(res.Records) && res.Records[n].Offset < upper {
+			n++
+		}
+		codec := h.batches.codecFor(info)
+		if !usable(codec) {
+			codec = record.CodecNone
+		}
+		sp.RecordBatches = h.appendBatches(b, sp.RecordBatches, info.ID, rp.partition, res.Records[:n], codec)
+		if n > 0 {
+			at = res.Records[n-1].Offset + 1
+		}
+		records += n
 	}
-	txns, err := h.backend.Transactions(ctx, topic, sp.Partition, from, to)
-	if err != nil {
-		return err
+	if records == 0 {
+		return h.backend.Changed(topic, rp.partition, offs.HighWatermark)
 	}
-	lso := res.HighWatermark
-	if txns.FirstUnstable >= 0 && txns.FirstUnstable < lso {
-		lso = txns.FirstUnstable
-	}
-	sp.LastStableOffset = lso
-	n := 0
-	for n < len(res.Records) && res.Records[n].Offset < lso {
-		n++
-	}
-	res.Records = res.Records[:n]
-	sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
-	if n == 0 {
-		return nil
-	}
-	from, to = res.Records[0].Offset, res.Records[n-1].Offset
-	for _, a := range txns.Aborted {
-		if a.LastOffset >= from && a.FirstOffset <= to {
-			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
-			at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
-			sp.AbortedTransactions = append(sp.AbortedTransactions, at)
+	if req.IsolationLevel == 1 {
+		for _, a := range txns.Aborted {
+			if a.LastOffset >= rp.offset && a.FirstOffset < at {
+				ab := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+				ab.ProducerID, ab.FirstOffset = a.ProducerID, a.FirstOffset
+				sp.AbortedTransactions = append(sp.AbortedTransactions, ab)
+			}
 		}
 	}
+	topicLabel := metrics.Topic(topic)
+	metrics.MessagesOut.WithLabelValues(topicLabel).Add(float64(records))
+	metrics.BytesOut.WithLabelValues(topicLabel).Add(float64(len(sp.RecordBatches)))
+	metrics.FetchRecords.Observe(float64(records))
 	return nil
 }
 
@@ -214,10 +222,10 @@ func sameBatch(a, b *record.TxnMark) bool {
 	return a.Control == record.NotControl && b.Control == record.NotControl && a.ProducerID == b.ProducerID && a.Epoch == b.Epoch
 }
 
-// appendBatches encodes records as uncompressed batches; a batch ends at a
-// gap in the offsets, since its records' offsets are relative to its first,
-// and where transactions begin or end.
-func appendBatches(b *record.Builder, dst []byte, records []StoredRecord) []byte {
+// appendBatches encodes records as batches compressed with codec, and
+// caches them; a batch ends at a gap in the offsets, since its records'
+// offsets are relative to its first, and where transactions begin or end.
+func (h *Handler) appendBatches(b *record.Builder, dst []byte, topicID [16]byte, partition int32, records []StoredRecord, codec record.Codec) []byte {
 	for len(records) > 0 {
 		n := 1
 		for n < len(records) && n < recordsPerBatch && records[n].Offset == records[0].Offset+int64(n) &&
@@ -228,7 +236,12 @@ func appendBatches(b *record.Builder, dst []byte, records []StoredRecord) []byte
 		for i := range records[:n] {
 			b.Add(&records[i].Record)
 		}
-		dst = b.AppendTo(dst)
+		start := len(dst)
+		var err error
+		if dst, err = b.AppendCompressedTo(dst, codec); err != nil {
+			dst = b.AppendTo(dst[:start]) // not compressed, then
+		}
+		h.batches.put(batchKey{topicID, partition, records[0].Offset}, int32(n), codec, bytes.Clone(dst[start:]))
 		records = records[n:]
 	}
 	return dst

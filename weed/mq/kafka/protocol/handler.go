@@ -36,6 +36,10 @@ type Config struct {
 	// DecompressionMaxBytes bounds the produced bytes held decompressed
 	// across the gateway; 0: DefaultDecompressionMaxBytes.
 	DecompressionMaxBytes int64
+	// FetchBatchCacheBytes bounds the batches kept for fetches, compressed
+	// as produced (see batch_cache.go); 0: DefaultFetchBatchCacheBytes,
+	// <0: none.
+	FetchBatchCacheBytes int64
 	// FetchSessionSlots is max.incremental.fetch.session.cache.slots: how
 	// many fetch sessions are kept; 0: DefaultFetchSessionSlots, <0: none.
 	FetchSessionSlots int
@@ -72,6 +76,7 @@ type Handler struct {
 	drain     chan struct{}
 	drainOnce sync.Once
 	sessions  *fetchSessions
+	batches   *batchCache
 }
 
 // Drain makes waiting fetches (and those to come) answer without waiting
@@ -102,12 +107,16 @@ func New(cfg Config, backend Backend, groups *group.Coordinator, txns *txn.Coord
 	if cfg.DecompressionMaxBytes <= 0 {
 		cfg.DecompressionMaxBytes = DefaultDecompressionMaxBytes
 	}
+	if cfg.FetchBatchCacheBytes == 0 {
+		cfg.FetchBatchCacheBytes = DefaultFetchBatchCacheBytes
+	}
 	if cfg.FetchSessionSlots == 0 {
 		cfg.FetchSessionSlots = DefaultFetchSessionSlots
 	}
-	h := &Handler{cfg: cfg, cluster: cfg.Cluster, backend: backend, groups: groups, txns: txns,
+	// The internal topics are answered here, never by the backend.
+	h := &Handler{cfg: cfg, cluster: cfg.Cluster, backend: internalBackend{backend}, groups: groups, txns: txns,
 		inflate: semaphore.NewWeighted(cfg.DecompressionMaxBytes), drain: make(chan struct{}),
-		sessions: newFetchSessions(cfg.FetchSessionSlots)}
+		sessions: newFetchSessions(cfg.FetchSessionSlots), batches: newBatchCache(cfg.FetchBatchCacheBytes)}
 	if h.cfg.Users == nil {
 		h.cfg.Users = noUsers{}
 	}

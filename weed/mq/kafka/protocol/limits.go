@@ -57,6 +57,12 @@ const (
 	// ring of 2520 slots among partitions.
 	MaxPartitions = 2520
 
+	// MaxDescribedPartitions caps the partitions of one
+	// DescribeTopicPartitions response whatever the client asks, as
+	// Kafka's max.request.partition.size.limit (2000): the client pages
+	// through the rest with the cursor.
+	MaxDescribedPartitions = 2000
+
 	// MaxUnauthenticatedRequestSize bounds a frame read on a SASL listener
 	// before the login ends, like Kafka's sasl.server.max.receive.size
 	// (512 KiB): a peer that has not logged in cannot make the gateway

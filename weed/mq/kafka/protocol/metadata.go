@@ -10,6 +10,16 @@ package protocol
 // what segmentio/kafka-go's Writer sends.
 // Topics are auto-created with -default-partitions when the request allows it
 // (always before v4) and the gateway is configured to.
+//
+// Kafka's internal topics, __consumer_offsets and __transaction_state, are
+// listed with IsInternal set, 50 partitions each and a topic id derived
+// from the name (see internal_topics.go); no SeaweedMQ topic is behind them.
+// Each of their partitions is led, like any partition, by the gateway that
+// owns it (membership.PartitionKey). Unlike Kafka, that gateway is not the
+// coordinator of the groups or transactional ids that hash to the
+// partition: coordinators are chosen by the group or transactional id
+// itself (FindCoordinator), and no client needs the two to agree. Kafka
+// creates them on first use; here they are always listed.
 
 import (
 	"context"
@@ -139,22 +149,33 @@ func (h *Handler) topicMetadata(t TopicInfo) kmsg.MetadataResponseTopic {
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
-	mt.IsInternal = false
+	mt.IsInternal = internalTopic(t.Name)
 	for p := int32(0); p < t.Partitions; p++ {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p
-		leader, epoch, ok := h.cluster.Owner(membership.PartitionKey(t.Name, p))
+		leader, epoch, ok := h.partitionLeader(t.Name, p)
 		if !ok {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 			mp.Leader, mp.LeaderEpoch = -1, -1
 			mt.Partitions = append(mt.Partitions, mp)
 			continue
 		}
-		mp.Leader = leader.NodeID
-		mp.LeaderEpoch = int32(epoch)
-		mp.Replicas = []int32{leader.NodeID}
-		mp.ISR = []int32{leader.NodeID}
+		mp.Leader = leader
+		mp.LeaderEpoch = epoch
+		mp.Replicas = []int32{leader}
+		mp.ISR = []int32{leader}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+// partitionLeader returns the node id of the gateway that leads a
+// partition and its leader epoch; ok is false while no gateway is known.
+// The leader is the partition's only replica (SeaweedFS replicates).
+func (h *Handler) partitionLeader(topic string, partition int32) (leader, epoch int32, ok bool) {
+	m, e, ok := h.cluster.Owner(membership.PartitionKey(topic, partition))
+	if !ok {
+		return -1, -1, false
+	}
+	return m.NodeID, int32(e), true
 }

@@ -18,6 +18,7 @@ package protocol
 // producer).
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strconv"
@@ -90,6 +91,9 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 			case rp.Partition < 0 || rp.Partition >= info.Partitions:
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				continue
+			case internalTopic(info.Name): // as Kafka: no client appends to an internal topic
+				p.ErrorCode = kerr.InvalidTopicException.Code
+				continue
 			case r.Version < 3:
 				p.ErrorCode = kerr.UnsupportedForMessageFormat.Code
 				continue
@@ -123,12 +127,14 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 					p.ErrorCode = e.Code
 					continue
 				}
+				h.cacheProduced(info, rp.Partition, rp.Records, app)
 				pending = append(pending, pendingAppend{p, app})
 				continue
 			}
 			// The log holds its own copy once Append returns.
 			app := h.backend.Append(ctx, info.Name, rp.Partition, records, req.Acks == -1)
 			release()
+			h.cacheProduced(info, rp.Partition, rp.Records, app)
 			pending = append(pending, pendingAppend{p, app})
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -174,6 +180,17 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 		}
 		return resp, nil
 	}
+}
+
+// cacheProduced keeps the batches for fetches once they are stored (see
+// batch_cache.go), from a copy: the request's bytes are not kept.
+func (h *Handler) cacheProduced(info TopicInfo, partition int32, raw []byte, app *Appended) {
+	raw = bytes.Clone(raw)
+	app.Then(func(app *Appended) {
+		if app.Err == nil {
+			h.batches.produced(info, partition, app.Base, raw)
+		}
+	})
 }
 
 // decodeProduced decodes a partition's record batches into records, or

@@ -216,6 +216,8 @@ type Builder struct {
 	maxTs   int64
 	n       int32
 	txn     *TxnMark
+
+	compressed []byte
 }
 
 // Reset starts a new batch whose first record has baseOffset.
@@ -270,10 +272,25 @@ func (w *Builder) Add(r *Record) {
 
 // AppendTo appends the finished batch to dst with its CRC set.
 func (w *Builder) AppendTo(dst []byte) []byte {
+	dst, _ = w.AppendCompressedTo(dst, CodecNone)
+	return dst
+}
+
+// AppendCompressedTo appends the finished batch to dst with its records
+// compressed with codec, as a producer would have sent them.
+func (w *Builder) AppendCompressedTo(dst []byte, codec Codec) ([]byte, error) {
+	records := w.records
+	if codec != CodecNone {
+		var err error
+		if w.compressed, err = Compress(codec, w.compressed[:0], w.records); err != nil {
+			return dst, err
+		}
+		records = w.compressed
+	}
 	start := len(dst)
 	hdr := kmsg.RecordBatch{
 		FirstOffset:          w.first,
-		Length:               int32(BatchHeaderLen - batchLengthEnd + len(w.records)),
+		Length:               int32(BatchHeaderLen - batchLengthEnd + len(records)),
 		PartitionLeaderEpoch: 0,
 		Magic:                2,
 		LastOffsetDelta:      w.n - 1,
@@ -283,16 +300,39 @@ func (w *Builder) AppendTo(dst []byte) []byte {
 		ProducerEpoch:        -1,
 		FirstSequence:        -1,
 		NumRecords:           w.n,
-		Records:              w.records,
+		Records:              records,
+		Attributes:           int16(codec),
 	}
 	if t := w.txn; t != nil {
 		hdr.ProducerID, hdr.ProducerEpoch = t.ProducerID, t.Epoch
-		hdr.Attributes = AttrTransactional
+		hdr.Attributes |= AttrTransactional
 		if t.Control != NotControl {
 			hdr.Attributes |= AttrControl
 		}
 	}
 	dst = hdr.AppendTo(dst)
 	binary.BigEndian.PutUint32(dst[start+crcOffset:], crc32.Checksum(dst[start+crcStart:], castagnoli))
-	return dst
+	return dst, nil
+}
+
+// Batches walks the v2 batches of a produced record set (validated
+// before): fn gets each batch's bytes, its record count (last offset delta
+// plus one) and its codec.
+func Batches(data []byte, fn func(batch []byte, count int32, codec Codec)) {
+	for len(data) >= BatchHeaderLen {
+		n := batchLengthEnd + int(binary.BigEndian.Uint32(data[8:12]))
+		if n < BatchHeaderLen || n > len(data) {
+			return
+		}
+		b := data[:n]
+		fn(b, int32(binary.BigEndian.Uint32(b[23:27]))+1, Codec(binary.BigEndian.Uint16(b[21:23])&AttrCodecMask))
+		data = data[n:]
+	}
+}
+
+// SetBaseOffset sets a batch's base offset and zeroes its partition leader
+// epoch, as fetched batches carry them; neither is under the CRC.
+func SetBaseOffset(batch []byte, base int64) {
+	binary.BigEndian.PutUint64(batch[0:8], uint64(base))
+	binary.BigEndian.PutUint32(batch[12:16], 0)
 }
