@@ -28,7 +28,7 @@ func (h *Handler) handleAddOffsetsToTxn(ctx context.Context, r *Request) Reply {
 			return resp, nil
 		}
 		if e := h.txns.AddGroup(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group); e != nil {
-			resp.ErrorCode = e.Code
+			resp.ErrorCode = fenced(e, r.Version, 2).Code
 		}
 		return resp, nil
 	}

@@ -84,7 +84,7 @@ func (h *Handler) addPartitions(ctx context.Context, r *Request, id string, pid 
 		}
 	default:
 		if e := h.txns.AddPartitions(ctx, id, pid, epoch, want); e != nil {
-			code = e.Code
+			code = fenced(e, r.Version, 2).Code
 		}
 	}
 	for i := range codes {

@@ -9,12 +9,17 @@ package protocol
 
 import (
 	"context"
+	"regexp"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() { register(kmsg.ApiVersions, 0, 5, (*Handler).handleApiVersions) }
+
+// softwareName is what v3+ clients may call themselves and their version
+// (KIP-511), as Kafka checks it.
+var softwareName = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
 
 func (h *Handler) handleApiVersions(_ context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.ApiVersionsRequest)
@@ -24,6 +29,10 @@ func (h *Handler) handleApiVersions(_ context.Context, r *Request) Reply {
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 	} else {
 		resp.SetVersion(r.Version)
+		if r.Version >= 3 && (!softwareName.MatchString(req.ClientSoftwareName) || !softwareName.MatchString(req.ClientSoftwareVersion)) {
+			resp.ErrorCode = kerr.InvalidRequest.Code // as Kafka (KIP-511), with no keys
+			return now(resp)
+		}
 	}
 	for key, a := range apis {
 		if a == nil {

@@ -101,8 +101,32 @@ func TestApiVersionsTooNew(t *testing.T) {
 			t.Fatalf("v%d: the v0 answer does not offer ApiVersions 0-5: %+v", v, resp.ApiKeys)
 		}
 		// The connection goes on: the retry at v3 is answered.
-		if again := c.do(kmsg.NewPtrApiVersionsRequest(), 3).(*kmsg.ApiVersionsResponse); again.ErrorCode != 0 {
+		retry := kmsg.NewPtrApiVersionsRequest()
+		retry.ClientSoftwareName, retry.ClientSoftwareVersion = "protocol-test", "1"
+		if again := c.do(retry, 3).(*kmsg.ApiVersionsResponse); again.ErrorCode != 0 {
 			t.Fatalf("the retry after v%d: %s", v, errName(again.ErrorCode))
 		}
+	}
+}
+
+// v3+ names the client's software: a name or version outside Kafka's
+// pattern (KIP-511) is INVALID_REQUEST with no keys, as Kafka answers;
+// the names clients send are accepted.
+func TestApiVersionsSoftwareName(t *testing.T) {
+	addr := inProcessGateway(t)
+	for _, c := range []struct{ name, version string }{{"bad name!", "-1"}, {"", "1.0"}, {"kgo", ""}, {"-kgo", "1"}, {"kgo", "1.0-"}} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.ClientSoftwareName, req.ClientSoftwareVersion = c.name, c.version
+		resp := roundTrip(t, addr, req, 3).(*kmsg.ApiVersionsResponse)
+		code(t, c.name+" "+c.version, resp.ErrorCode, kerr.InvalidRequest)
+		if len(resp.ApiKeys) != 0 {
+			t.Errorf("%q %q: %d keys with the error", c.name, c.version, len(resp.ApiKeys))
+		}
+	}
+	for _, c := range []struct{ name, version string }{{"apache-kafka-java", "4.4.0"}, {"librdkafka", "2.11.0-RC1"}, {"kgo", "v1.22.3"}, {"a", "1"}} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.ClientSoftwareName, req.ClientSoftwareVersion = c.name, c.version
+		resp := roundTrip(t, addr, req, 4).(*kmsg.ApiVersionsResponse)
+		code(t, c.name+" "+c.version, resp.ErrorCode, nil)
 	}
 }

@@ -28,7 +28,7 @@ func (h *Handler) handleEndTxn(ctx context.Context, r *Request) Reply {
 			return resp, nil
 		}
 		if e := h.txns.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit); e != nil {
-			resp.ErrorCode = e.Code
+			resp.ErrorCode = fenced(e, r.Version, 2).Code
 			resp.ProducerID, resp.ProducerEpoch = -1, -1
 		}
 		return resp, nil

@@ -91,6 +91,9 @@ func TestEndTxnErrors(t *testing.T) {
 	if code(t, "an older epoch", resp.ErrorCode, kerr.ProducerFenced); resp.ProducerID != -1 || resp.ProducerEpoch != -1 {
 		t.Errorf("fenced: producer %d epoch %d", resp.ProducerID, resp.ProducerEpoch)
 	}
+	// Clients older than KIP-588 (EndTxn v0-1) know it as INVALID_PRODUCER_EPOCH.
+	old := roundTrip(t, g.addr, endTxnReq(p, true), 1).(*kmsg.EndTxnResponse)
+	code(t, "an older epoch at v1", old.ErrorCode, kerr.InvalidProducerEpoch)
 	// Only the marker of the commit: the retry wrote no other.
 	res, _ := g.backend.Read(context.Background(), "ete", 0, 0, 1<<20)
 	if len(res.Records) != 1 {

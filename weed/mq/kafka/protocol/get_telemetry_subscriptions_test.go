@@ -30,7 +30,9 @@ func kafkaSubscriptionID(id [16]byte) int32 {
 func TestGetTelemetrySubscriptions(t *testing.T) {
 	addr := inProcessGateway(t)
 	servesVersions(t, addr, kmsg.NewPtrGetTelemetrySubscriptionsRequest(), 0, 0)
-	av := roundTrip(t, addr, kmsg.NewPtrApiVersionsRequest(), 3).(*kmsg.ApiVersionsResponse)
+	areq := kmsg.NewPtrApiVersionsRequest()
+	areq.ClientSoftwareName, areq.ClientSoftwareVersion = "protocol-test", "1"
+	av := roundTrip(t, addr, areq, 3).(*kmsg.ApiVersionsResponse)
 	for _, k := range av.ApiKeys {
 		if k.ApiKey == int16(kmsg.PushTelemetry) {
 			t.Errorf("PushTelemetry advertised (%d-%d)", k.MinVersion, k.MaxVersion)

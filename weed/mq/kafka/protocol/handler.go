@@ -155,6 +155,16 @@ type Reply func() (kmsg.Response, error)
 
 func now(resp kmsg.Response) Reply { return func() (kmsg.Response, error) { return resp, nil } }
 
+// fenced is e as a client of version knows it: PRODUCER_FENCED came with
+// version since of its API (KIP-588); older ones get INVALID_PRODUCER_EPOCH
+// instead, as Kafka answers them.
+func fenced(e *kerr.Error, version, since int16) *kerr.Error {
+	if e == kerr.ProducerFenced && version < since {
+		return kerr.InvalidProducerEpoch
+	}
+	return e
+}
+
 // errCode is e's error code: 0 for nil, success. A Kafka error is a
 // *kerr.Error throughout, named e (or for what it is about, topicErr).
 func errCode(e *kerr.Error) int16 {

@@ -416,7 +416,9 @@ func (c *rawConn) closed(what string) {
 // outside them (no client sends one: it picks from ApiVersions).
 func servesVersions(t *testing.T, addr string, req kmsg.Request, min, max int16) {
 	t.Helper()
-	av := roundTrip(t, addr, kmsg.NewPtrApiVersionsRequest(), 3).(*kmsg.ApiVersionsResponse)
+	areq := kmsg.NewPtrApiVersionsRequest()
+	areq.ClientSoftwareName, areq.ClientSoftwareVersion = "protocol-test", "1"
+	av := roundTrip(t, addr, areq, 3).(*kmsg.ApiVersionsResponse)
 	found := false
 	for _, k := range av.ApiKeys {
 		if k.ApiKey == req.Key() {

@@ -35,7 +35,7 @@ func (h *Handler) handleInitProducerID(ctx context.Context, r *Request) Reply {
 			timeout := time.Duration(req.TransactionTimeoutMillis) * time.Millisecond
 			pid, epoch, e := h.txns.InitProducerID(ctx, *req.TransactionalID, timeout, req.ProducerID, req.ProducerEpoch)
 			if e != nil {
-				resp.ErrorCode = e.Code
+				resp.ErrorCode = fenced(e, r.Version, 4).Code
 				return resp, nil
 			}
 			resp.ProducerID, resp.ProducerEpoch = pid, epoch

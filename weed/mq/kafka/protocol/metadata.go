@@ -126,11 +126,14 @@ func (h *Handler) metadataTopics(ctx context.Context, r *Request, req *kmsg.Meta
 			continue
 		}
 		t, err := h.describeTopic(ctx, name)
-		if autoCreate && kafkaErr(err, nil) == kerr.UnknownTopicOrPartition &&
-			(h.allowedCluster(r, kmsg.ACLOperationCreate) || h.allowedTopic(r, kmsg.ACLOperationCreate, name)) {
-			t, err = h.backend.CreateTopic(ctx, TopicSpec{Name: name, Partitions: h.cfg.DefaultPartitions})
-			if kafkaErr(err, nil) == kerr.TopicAlreadyExists { // made by another client meanwhile
-				t, err = h.describeTopic(ctx, name)
+		if autoCreate && kafkaErr(err, nil) == kerr.UnknownTopicOrPartition {
+			if !h.allowedCluster(r, kmsg.ACLOperationCreate) && !h.allowedTopic(r, kmsg.ACLOperationCreate, name) {
+				err = kerr.TopicAuthorizationFailed // as Kafka: it would be created, but not by this principal
+			} else {
+				t, err = h.backend.CreateTopic(ctx, TopicSpec{Name: name, Partitions: h.cfg.DefaultPartitions})
+				if kafkaErr(err, nil) == kerr.TopicAlreadyExists { // made by another client meanwhile
+					t, err = h.describeTopic(ctx, name)
+				}
 			}
 		}
 		if err != nil {

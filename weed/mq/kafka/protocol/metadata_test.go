@@ -207,7 +207,8 @@ func TestMetadataAuthorization(t *testing.T) {
 	// Auto-creation needs Create: without it nothing is created.
 	req = metadataOf("missing")
 	req.AllowAutoTopicCreation = true
-	roundTrip(t, g.addr, req, 12)
+	resp = roundTrip(t, g.addr, req, 12).(*kmsg.MetadataResponse)
+	code(t, "auto-creation without Create", resp.Topics[0].ErrorCode, kerr.TopicAuthorizationFailed)
 	if _, err := g.backend.DescribeTopic(context.Background(), "missing"); err == nil {
 		t.Error("auto-created without Create")
 	}

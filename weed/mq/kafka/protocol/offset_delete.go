@@ -24,12 +24,14 @@ func (h *Handler) handleOffsetDelete(ctx context.Context, r *Request) Reply {
 		}
 		parts := map[string][]int32{}
 		codes := map[string]int16{}
+		partitions := map[string]int32{} // of the topics found
 		for _, rt := range req.Topics {
 			info, err := h.lookupTopic(ctx, r, kmsg.ACLOperationRead, false, rt.Topic, [16]byte{})
 			if err != nil {
 				codes[rt.Topic] = err.Code
 				continue
 			}
+			partitions[rt.Topic] = info.Partitions
 			for _, rp := range rt.Partitions {
 				if rp.Partition >= 0 && rp.Partition < info.Partitions {
 					parts[rt.Topic] = append(parts[rt.Topic], rp.Partition)
@@ -48,6 +50,9 @@ func (h *Handler) handleOffsetDelete(ctx context.Context, r *Request) Reply {
 				sp := kmsg.NewOffsetDeleteResponseTopicPartition()
 				sp.Partition = rp.Partition
 				sp.ErrorCode = codes[rt.Topic]
+				if n, found := partitions[rt.Topic]; found && (rp.Partition < 0 || rp.Partition >= n) {
+					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code // as Kafka: a partition the topic does not have
+				}
 				if e := topicErrs[rt.Topic]; e != nil && sp.ErrorCode == 0 {
 					sp.ErrorCode = e.Code
 				}

@@ -46,10 +46,12 @@ func TestOffsetDeleteVersions(t *testing.T) {
 	g.topic(t, "od-b", 1, nil)
 	roundTrip(t, g.addr, offsetCommit("od", -1, "", "od-a", map[int32]int64{0: 3, 1: 4}), 8)
 	roundTrip(t, g.addr, offsetCommit("od", -1, "", "od-b", map[int32]int64{0: 5}), 8)
-	resp := roundTrip(t, g.addr, offsetDelete("od", map[string][]int32{"od-a": {0}, "od-none": {0}}), 0).(*kmsg.OffsetDeleteResponse)
+	resp := roundTrip(t, g.addr, offsetDelete("od", map[string][]int32{"od-a": {0, 5, -1}, "od-none": {0}}), 0).(*kmsg.OffsetDeleteResponse)
 	code(t, "the request", resp.ErrorCode, nil)
 	codes := offsetDeleteCodes(resp)
 	code(t, "od-a/0", codes["od-a/0"], nil)
+	code(t, "a partition od-a does not have", codes["od-a/5"], kerr.UnknownTopicOrPartition)
+	code(t, "partition -1", codes["od-a/-1"], kerr.UnknownTopicOrPartition)
 	code(t, "an unknown topic", codes["od-none/0"], kerr.UnknownTopicOrPartition)
 	if got := committed(t, g.addr, "od", "od-a", 0, 1); !slices.Equal(got, []int64{-1, 4}) {
 		t.Errorf("od-a after deleting partition 0: %v", got)

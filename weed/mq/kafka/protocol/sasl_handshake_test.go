@@ -26,7 +26,9 @@ func TestSaslHandshakeVersions(t *testing.T) {
 	servesVersions(t, g.addr, kmsg.NewPtrSASLHandshakeRequest(), 0, 1)
 	for _, v := range []int16{0, 1} {
 		c := dial(t, g.saslAddr)
-		if av := c.do(kmsg.NewPtrApiVersionsRequest(), 3).(*kmsg.ApiVersionsResponse); av.ErrorCode != 0 {
+		areq := kmsg.NewPtrApiVersionsRequest()
+		areq.ClientSoftwareName, areq.ClientSoftwareVersion = "protocol-test", "1"
+		if av := c.do(areq, 3).(*kmsg.ApiVersionsResponse); av.ErrorCode != 0 {
 			t.Fatalf("ApiVersions before the login: %s", errName(av.ErrorCode))
 		}
 		resp := c.do(handshake("PLAIN"), v).(*kmsg.SASLHandshakeResponse)
