@@ -162,8 +162,8 @@ func (pub *publisher) fail(err error) {
 		if b.log {
 			b.part.mark(b, batchFailed)
 		}
+		<-pub.slots // before its answer, as popHead: answered, it holds none
 		b.finish(-1, wrapped)
-		<-pub.slots
 	}
 }
 
