@@ -2,8 +2,9 @@
 # The test command: installs what the tests need and runs them all.
 #
 # Needs Go (the version in go.mod), a C compiler (confluent-kafka-go links
-# librdkafka through cgo) and kcat, both installed with apt-get when missing;
-# everything else comes from the Go module proxy.
+# librdkafka through cgo), kcat, and Java 17+ with Maven, installed with
+# apt-get when missing; everything else comes from the Go module proxy and
+# Maven Central.
 # The end-to-end tests build the weed binary once, start a real single-node
 # SeaweedFS and a gateway from it on free 127.0.0.1 ports, and stop them.
 set -euo pipefail
@@ -25,6 +26,17 @@ if ! command -v kcat >/dev/null 2>&1; then
 		(apt-get install -y -qq kcat >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq kcat >/dev/null))
 	else
 		echo "kcat is needed for the end-to-end tests (Debian/Ubuntu: apt-get install kcat)" >&2
+		exit 1
+	fi
+fi
+
+# Java 17+ and Maven run Apache Kafka's own Java clients against the gateway
+# (java/, started by the end-to-end suite; Maven fetches kafka-clients once).
+if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		(apt-get install -y -qq maven default-jdk-headless >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq maven default-jdk-headless >/dev/null))
+	else
+		echo "Java 17+ and Maven are needed for the Java client tests (Debian/Ubuntu: apt-get install maven default-jdk-headless)" >&2
 		exit 1
 	fi
 fi

@@ -1,0 +1,172 @@
+package io.seaweedfs.kafka.gateway;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.GroupListing;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.ProducerState;
+import org.apache.kafka.clients.admin.RecordsToDelete;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.admin.TransactionListing;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.GroupState;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.config.ConfigResource;
+import org.junit.jupiter.api.Test;
+
+/** Kafka's AdminClient: topics, configs, the cluster, offsets, groups, producers and transactions. */
+class AdminTest {
+
+    static <T> T get(org.apache.kafka.common.KafkaFuture<T> f) throws Exception {
+        return f.get(30, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void topicsConfigsAndCluster() throws Exception {
+        try (Admin admin = Gateway.admin()) {
+            DescribeClusterResult cluster = admin.describeCluster();
+            assertNotNull(get(cluster.clusterId()), "cluster id");
+            assertFalse(get(cluster.nodes()).isEmpty(), "no nodes");
+            assertNotNull(get(cluster.controller()), "controller");
+
+            String topic = Gateway.topic("java-admin", 4, Map.of("retention.ms", "86400000"));
+            // Kafka 4's describeTopics asks DescribeTopicPartitions.
+            TopicDescription d = get(admin.describeTopics(List.of(topic)).allTopicNames()).get(topic);
+            assertEquals(4, d.partitions().size());
+            assertNotNull(d.topicId());
+            for (TopicPartitionInfo p : d.partitions()) {
+                assertNotNull(p.leader(), "partition " + p.partition() + " has no leader");
+                assertEquals(List.of(p.leader()), p.replicas());
+            }
+            assertTrue(get(admin.listTopics().names()).contains(topic));
+            Set<String> internal = get(admin.listTopics(new org.apache.kafka.clients.admin.ListTopicsOptions().listInternal(true)).names());
+            assertTrue(internal.contains("__consumer_offsets"), "internal topics: " + internal);
+
+            ConfigResource res = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+            assertEquals("86400000", get(admin.describeConfigs(List.of(res)).all()).get(res).get("retention.ms").value());
+            Map<ConfigResource, Collection<AlterConfigOp>> change = Map.of(res,
+                List.of(new AlterConfigOp(new ConfigEntry("retention.ms", "3600000"), AlterConfigOp.OpType.SET)));
+            get(admin.incrementalAlterConfigs(change).all());
+            ConfigEntry e = get(admin.describeConfigs(List.of(res)).all()).get(res).get("retention.ms");
+            assertEquals("3600000", e.value());
+            assertEquals(ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG, e.source());
+
+            get(admin.deleteTopics(List.of(topic)).all());
+            long deadline = System.currentTimeMillis() + 30_000;
+            while (get(admin.listTopics().names()).contains(topic) && System.currentTimeMillis() < deadline) {
+                Thread.sleep(200);
+            }
+            assertFalse(get(admin.listTopics().names()).contains(topic), "deleted topic still listed");
+        }
+    }
+
+    @Test
+    void offsetsAndDeleteRecords() throws Exception {
+        String topic = Gateway.topic("java-offsets", 1);
+        TopicPartition tp = new TopicPartition(topic, 0);
+        long before;
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(Gateway.producer())) {
+            for (int i = 0; i < 50; i++) {
+                producer.send(new ProducerRecord<>(topic, 0, 1_000_000L + i, null, "v" + i)).get();
+            }
+            before = 1_000_000L + 30;
+        }
+        try (Admin admin = Gateway.admin()) {
+            Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> earliest =
+                get(admin.listOffsets(Map.of(tp, OffsetSpec.earliest())).all());
+            assertEquals(0, earliest.get(tp).offset());
+            assertEquals(50, get(admin.listOffsets(Map.of(tp, OffsetSpec.latest())).all()).get(tp).offset());
+            assertEquals(30, get(admin.listOffsets(Map.of(tp, OffsetSpec.forTimestamp(before))).all()).get(tp).offset());
+            assertEquals(49, get(admin.listOffsets(Map.of(tp, OffsetSpec.maxTimestamp())).all()).get(tp).offset());
+
+            assertEquals(20, get(admin.deleteRecords(Map.of(tp, RecordsToDelete.beforeOffset(20))).lowWatermarks().get(tp)).lowWatermark());
+            assertEquals(20, get(admin.listOffsets(Map.of(tp, OffsetSpec.earliest())).all()).get(tp).offset());
+        }
+    }
+
+    @Test
+    void groupsProducersAndTransactions() throws Exception {
+        String topic = Gateway.topic("java-groups", 2);
+        String group = Gateway.unique("java-admin-group");
+        String txnID = Gateway.unique("java-admin-txn");
+        Properties tp = Gateway.producer();
+        tp.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, txnID);
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(tp)) {
+            producer.initTransactions();
+            producer.beginTransaction();
+            for (int i = 0; i < 10; i++) {
+                producer.send(new ProducerRecord<>(topic, i % 2, null, "v" + i)).get();
+            }
+            try (Admin admin = Gateway.admin()) {
+                // The open transaction, as the coordinator and the partitions' leaders see it.
+                TransactionListing listed = get(admin.listTransactions().all()).stream()
+                    .filter(t -> t.transactionalId().equals(txnID)).findFirst().orElseThrow();
+                assertEquals(org.apache.kafka.clients.admin.TransactionState.ONGOING, listed.state());
+                var described = get(admin.describeTransactions(List.of(txnID)).all()).get(txnID);
+                assertEquals(Set.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1)), described.topicPartitions());
+                List<ProducerState> producers = get(admin.describeProducers(List.of(new TopicPartition(topic, 0))).all())
+                    .get(new TopicPartition(topic, 0)).activeProducers();
+                assertEquals(1, producers.size(), "producers of partition 0: " + producers);
+                assertTrue(producers.get(0).currentTransactionStartOffset().isPresent(), "no open transaction shown");
+            }
+            producer.commitTransaction();
+        }
+
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(Gateway.consumer(group))) {
+            consumer.subscribe(List.of(topic));
+            int read = 0;
+            long deadline = System.currentTimeMillis() + Gateway.DEADLINE_MS;
+            while (read < 10 && System.currentTimeMillis() < deadline) {
+                read += consumer.poll(Gateway.POLL).count();
+            }
+            assertEquals(10, read);
+            consumer.commitSync();
+            try (Admin admin = Gateway.admin()) {
+                Collection<GroupListing> groups = get(admin.listGroups().all());
+                GroupListing g = groups.stream().filter(l -> l.groupId().equals(group)).findFirst().orElseThrow();
+                assertEquals("consumer", g.protocol());
+                ConsumerGroupDescription cd = get(admin.describeConsumerGroups(List.of(group)).all()).get(group);
+                assertEquals(GroupState.STABLE, cd.groupState());
+                assertEquals(1, cd.members().size());
+                assertEquals(2, cd.members().iterator().next().assignment().topicPartitions().size());
+                Map<TopicPartition, OffsetAndMetadata> offsets = get(admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata());
+                long sum = 0;
+                for (OffsetAndMetadata o : offsets.values()) {
+                    sum += o.offset();
+                }
+                // Five records and a commit marker in each partition.
+                assertEquals(12, sum, "committed offsets " + offsets);
+            }
+        }
+        try (Admin admin = Gateway.admin()) {
+            get(admin.deleteConsumerGroups(List.of(group)).all());
+            List<String> left = new ArrayList<>();
+            for (GroupListing l : get(admin.listGroups().all())) {
+                left.add(l.groupId());
+            }
+            assertFalse(left.contains(group), "deleted group still listed");
+        }
+    }
+}

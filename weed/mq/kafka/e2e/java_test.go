@@ -1,0 +1,67 @@
+package e2e
+
+// Apache Kafka's own Java clients (kafka-clients 4.4, the module in java/)
+// against the gateway on the real SeaweedFS: the producer with its defaults
+// (idempotent, acks=all) and transactional, the consumer in a classic group
+// and read_committed, consume-transform-produce with the group's offsets in
+// the transaction, and the AdminClient (topics, DescribeTopicPartitions,
+// configs, the cluster, offsets, DeleteRecords, groups, producers,
+// transactions).
+
+import (
+	"context"
+	"encoding/xml"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+type surefireSuite struct {
+	Name     string `xml:"name,attr"`
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Errors   int    `xml:"errors,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+}
+
+func TestJavaClients(t *testing.T) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	module := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "java")
+	reports := filepath.Join(module, "target", "surefire-reports")
+	os.RemoveAll(reports) //nolint:errcheck // a previous run's, if any
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "mvn", "-B", "-q", "-f", filepath.Join(module, "pom.xml"), "test", "-Dkafka.bootstrap="+gw.addr)
+	if res, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("mvn test: %v\n%s", err, res)
+	}
+	files, err := filepath.Glob(filepath.Join(reports, "TEST-*.xml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no surefire reports in %s: %v", reports, err)
+	}
+	total := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s surefireSuite
+		if err := xml.Unmarshal(data, &s); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if s.Failures+s.Errors+s.Skipped != 0 {
+			t.Errorf("%s: %d tests, %d failed, %d errors, %d skipped", s.Name, s.Tests, s.Failures, s.Errors, s.Skipped)
+		}
+		t.Logf("%s: %d tests passed", s.Name, s.Tests)
+		total += s.Tests
+	}
+	if total < 7 {
+		t.Errorf("%d Java tests ran, want the 7 of the module", total)
+	}
+}
