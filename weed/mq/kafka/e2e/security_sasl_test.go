@@ -139,3 +139,25 @@ func TestFranzGoSASLSuite(t *testing.T) {
 		}
 	}
 }
+
+// franz-go's kgo suite tests that failed against the gateway before it
+// returned batches compressed as produced and listed the internal topics:
+// TestConsumeMaxDecompressBatchBytes and TestPooling (compressed fetches),
+// TestConsumeRegex (__consumer_offsets in Metadata).
+func TestFranzGoSuiteFetches(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	names := []string{"TestConsumeMaxDecompressBatchBytes", "TestPooling", "TestConsumeRegex"}
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v",
+		"-run", "^("+strings.Join(names, "|")+")$", "github.com/twmb/franz-go/pkg/kgo")
+	cmd.Env = append(os.Environ(), "KGO_SEEDS="+gw.addr, "KGO_TEST_RF=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kgo suite: %v\n%s", err, out)
+	}
+	for _, name := range names {
+		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
+			t.Errorf("%s did not pass:\n%s", name, out)
+		}
+	}
+}
