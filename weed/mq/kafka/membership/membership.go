@@ -576,7 +576,10 @@ func (m *Membership) Ready() error {
 	case !fresh:
 		return errors.New("the lock of this gateway or its view of the gateways is not current")
 	}
-	_, seen, settled, in := m.sinceLocked(func(v *View) bool { return v.has(self) })
+	// In the view as it is now: a view written before this gateway
+	// restarted names it with the listeners it had then.
+	me := m.opts.Self
+	_, seen, settled, in := m.sinceLocked(func(v *View) bool { return v.hasMember(me) })
 	if !in {
 		return fmt.Errorf("node %d is not in the view of the gateways yet", self)
 	}

@@ -433,3 +433,40 @@ func TestChangedAnnounces(t *testing.T) {
 		t.Fatal("serving on a stale view")
 	}
 }
+
+// A gateway restarted with other listeners is not ready while the view
+// still names it with the old ones (the view's writer died and its lock
+// has not run out): clients told those addresses got "connection refused".
+// It is once a view with its listeners is written.
+func TestRestartedWithOtherListenersReadyOnceTheViewHasThem(t *testing.T) {
+	c := newCluster(t, 2)
+	for i := 0; i < 6; i++ {
+		c.step()
+	}
+	if err := c.gws[1].Ready(); err != nil {
+		t.Fatalf("before the restart: %v", err)
+	}
+	// Node 1 (the view's writer) dies; node 2 restarts on other ports.
+	old := c.gws[1].opts.Self
+	self := old
+	self.Listeners = "PLAINTEXT://127.0.0.1:9093,SASL_PLAINTEXT://127.0.0.1:9999"
+	c.gws[1].Close()
+	c.gws[1] = New(Options{Self: self, Filer: filerFor{c.filer, self.Addr()}, now: func() time.Time { return c.clock }})
+	for i := 0; i < 4; i++ { // past the settle time, within node 1's lock TTL
+		c.step(0)
+		if err := c.gws[1].Ready(); err == nil {
+			t.Fatalf("ready %d s after the restart with the view naming its old listeners", i+1)
+		}
+	}
+	deadline := 20
+	for c.gws[1].Ready() != nil {
+		if deadline--; deadline == 0 {
+			t.Fatalf("never ready: %v", c.gws[1].Ready())
+		}
+		c.step(0)
+	}
+	ms := c.gws[1].Members()
+	if len(ms) != 1 || ms[0] != self {
+		t.Fatalf("view members %+v, want only the restarted gateway as it is", ms)
+	}
+}

@@ -206,6 +206,16 @@ func (v *View) has(node int32) bool {
 	return false
 }
 
+// hasMember reports whether the view holds m as it is, listeners included.
+func (v *View) hasMember(m Member) bool {
+	for _, o := range v.Members {
+		if o.NodeID == m.NodeID {
+			return o == m
+		}
+	}
+	return false
+}
+
 func sameMembers(a, b []Member) bool {
 	if len(a) != len(b) {
 		return false
