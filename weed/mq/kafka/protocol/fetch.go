@@ -126,89 +126,107 @@ func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequ
 }
 
 // fetchPartition reads one partition into sp, at most limit bytes (the
-// first partition with records gets its first batch whatever its size,
-// KIP-74). Batches cached as produced are sent as they are; the records
-// after them are read and built into batches compressed with the topic's
-// codec (see batch_cache.go). It returns the channel that signals new
-// records when there were none.
+// first partition with records gets its first record whatever its size,
+// KIP-74). Records that begin a batch cached as produced go out as that
+// batch, as it is; the others are built into batches compressed with the
+// topic's codec (see batch_cache.go). It returns the channel that signals
+// new records when there were none.
 func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, version int16, info TopicInfo, rp *fetchPart, sp *kmsg.FetchResponseTopicPartition, b *record.Builder, left int, first bool) <-chan struct{} {
 	topic := info.Name
 	limit := min(int(rp.maxBytes), left)
-	offs, err := h.backend.Offsets(ctx, topic, rp.partition)
+	if first && limit <= 0 {
+		limit = 1
+	}
+	var res ReadResult
+	var err error
+	if limit > 0 {
+		res, err = h.backend.Read(ctx, topic, rp.partition, rp.offset, limit)
+	} else {
+		res.Offsets, err = h.backend.Offsets(ctx, topic, rp.partition)
+	}
 	if err != nil {
 		sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
 		return nil
 	}
-	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = offs.HighWatermark, offs.HighWatermark, offs.LogStart
-	if rp.offset < offs.LogStart || rp.offset > offs.HighWatermark {
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStart
+	if rp.offset < res.LogStart || rp.offset > res.HighWatermark {
 		sp.ErrorCode = kerr.OffsetOutOfRange.Code
 		return nil
 	}
-	// read_committed gets the records below the last stable offset (the
-	// first of the earliest open transaction), and the aborted
-	// transactions among them.
-	upper := offs.HighWatermark
-	var txns PartitionTxns
 	if req.IsolationLevel == 1 {
-		if txns, err = h.backend.Transactions(ctx, topic, rp.partition, rp.offset, offs.HighWatermark-1); err != nil {
+		if err := h.readCommitted(ctx, topic, sp, &res); err != nil {
 			sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
 			return nil
 		}
-		if txns.FirstUnstable >= 0 && txns.FirstUnstable < upper {
-			upper = txns.FirstUnstable
-		}
-		sp.LastStableOffset = upper
-		sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+	}
+	if len(res.Records) == 0 {
+		return h.backend.Changed(topic, rp.partition, res.HighWatermark)
 	}
 	// Clients older than Fetch v10 cannot read zstd (KIP-110).
 	usable := func(c record.Codec) bool { return c != record.CodecZstd || version >= 10 }
-	at, records := rp.offset, 0
-	for at < upper {
-		cb := h.batches.get(batchKey{info.ID, rp.partition, at})
-		if cb == nil || at+int64(cb.count) > upper || !usable(cb.codec) ||
-			(len(sp.RecordBatches)+len(cb.data) > limit && (len(sp.RecordBatches) > 0 || !first)) {
-			break
-		}
-		sp.RecordBatches = append(sp.RecordBatches, cb.data...)
-		at += int64(cb.count)
-		records += int(cb.count)
+	codec := h.batches.codecFor(info)
+	if !usable(codec) {
+		codec = record.CodecNone
 	}
-	if room := limit - len(sp.RecordBatches); at < upper && (room > 0 || (first && len(sp.RecordBatches) == 0)) {
-		res, err := h.backend.Read(ctx, topic, rp.partition, at, max(room, 1))
-		if err != nil && len(sp.RecordBatches) == 0 {
-			sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
-			return nil
+	upper := sp.LastStableOffset // the high watermark, or read_committed's last stable offset
+	recs := res.Records
+	for len(recs) > 0 {
+		at := recs[0].Offset
+		if cb := h.batches.get(batchKey{info.ID, rp.partition, at}); cb != nil && usable(cb.codec) && at+int64(cb.count) <= upper {
+			sp.RecordBatches = append(sp.RecordBatches, cb.data...)
+			for len(recs) > 0 && recs[0].Offset < at+int64(cb.count) {
+				recs = recs[1:]
+			}
+			continue
 		}
-		n := 0
-		for n < len(res.Records) && res.Records[n].Offset < upper {
+		n := 1 // up to the next record that begins a cached batch
+		for n < len(recs) && h.batches.get(batchKey{info.ID, rp.partition, recs[n].Offset}) == nil {
 			n++
 		}
-		codec := h.batches.codecFor(info)
-		if !usable(codec) {
-			codec = record.CodecNone
-		}
-		sp.RecordBatches = h.appendBatches(b, sp.RecordBatches, info.ID, rp.partition, res.Records[:n], codec)
-		if n > 0 {
-			at = res.Records[n-1].Offset + 1
-		}
-		records += n
-	}
-	if records == 0 {
-		return h.backend.Changed(topic, rp.partition, offs.HighWatermark)
-	}
-	if req.IsolationLevel == 1 {
-		for _, a := range txns.Aborted {
-			if a.LastOffset >= rp.offset && a.FirstOffset < at {
-				ab := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
-				ab.ProducerID, ab.FirstOffset = a.ProducerID, a.FirstOffset
-				sp.AbortedTransactions = append(sp.AbortedTransactions, ab)
-			}
-		}
+		sp.RecordBatches = h.appendBatches(b, sp.RecordBatches, info.ID, rp.partition, recs[:n], codec)
+		recs = recs[n:]
 	}
 	topicLabel := metrics.Topic(topic)
-	metrics.MessagesOut.WithLabelValues(topicLabel).Add(float64(records))
+	metrics.MessagesOut.WithLabelValues(topicLabel).Add(float64(len(res.Records)))
 	metrics.BytesOut.WithLabelValues(topicLabel).Add(float64(len(sp.RecordBatches)))
-	metrics.FetchRecords.Observe(float64(records))
+	metrics.FetchRecords.Observe(float64(len(res.Records)))
+	return nil
+}
+
+// readCommitted keeps the records below the partition's last stable offset
+// (the first of the earliest open transaction) and names the aborted
+// transactions among them.
+func (h *Handler) readCommitted(ctx context.Context, topic string, sp *kmsg.FetchResponseTopicPartition, res *ReadResult) error {
+	from, to := int64(1), int64(0) // no records: no aborted transaction is asked for
+	if len(res.Records) > 0 {
+		from, to = res.Records[0].Offset, res.Records[len(res.Records)-1].Offset
+	}
+	txns, err := h.backend.Transactions(ctx, topic, sp.Partition, from, to)
+	if err != nil {
+		return err
+	}
+	lso := res.HighWatermark
+	if txns.FirstUnstable >= 0 && txns.FirstUnstable < lso {
+		lso = txns.FirstUnstable
+	}
+	sp.LastStableOffset = lso
+	n := 0
+	for n < len(res.Records) && res.Records[n].Offset < lso {
+		n++
+	}
+	res.Records = res.Records[:n]
+	sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+	if n == 0 {
+		return nil
+	}
+	from, to = res.Records[0].Offset, res.Records[n-1].Offset
+	for _, a := range txns.Aborted {
+		if a.LastOffset >= from && a.FirstOffset <= to {
+			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+			at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+			sp.AbortedTransactions = append(sp.AbortedTransactions, at)
+		}
+	}
 	return nil
 }
 
