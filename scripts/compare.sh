@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Apache Kafka as the yardstick: starts Apache Kafka 4.4 (KRaft, one node,
+# from the Maven Central artifacts, data in a temporary folder) beside a
+# gateway on an embedded SeaweedFS on this machine, runs the same loads
+# against both in one run, one after the other, and prints each figure for
+# both and their ratio (gateway / Kafka; for latencies above 1 is slower,
+# for rates below 1 is slower).
+#
+# Loads: the project's load command (weed mq.kafka.bench: 1 and 8
+# partitions idempotent acks=all, latency at 2,000 records/s, a synchronous
+# producer, reading a topic from the start) and Kafka's own ProducerPerformance,
+# ConsumerPerformance and EndToEndLatency (kafka-tools).
+#
+# Needs Go, Java 17+ and Maven (Maven fetches Kafka once). Every server
+# binds 127.0.0.1 on free ports and is stopped at the end.
+#
+#   bash scripts/compare.sh            # the loads below, about 5 minutes
+#   RECORDS=100000 bash scripts/compare.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+records=${RECORDS:-300000}
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for pid in "${pids[@]}"; do
+		kill -INT "$pid" 2>/dev/null || true
+	done
+	for pid in "${pids[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# free_port prints a free 127.0.0.1 port below 55000 whose port+10000 is
+# free too (the embedded SeaweedFS's gRPC ports).
+free_port() {
+	python3 - <<'PY'
+import random, socket
+while True:
+    p = random.randint(20000, 54999)
+    try:
+        for q in (p, p + 10000):
+            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
+        print(p)
+        break
+    except OSError:
+        pass
+PY
+}
+
+echo "== build weed, fetch Apache Kafka 4.4" >&2
+go build -o "$work/weed" ./weed
+mvn -q -B -f scripts/compare/pom.xml dependency:copy-dependencies -DoutputDirectory="$work/kafka-libs" >&2
+kafka_cp="$work/kafka-libs/*"
+
+echo "== start Apache Kafka (KRaft) and the gateway" >&2
+kport=$(free_port)
+cport=$(free_port)
+mkdir -p "$work/kafka"
+cat >"$work/kafka/server.properties" <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$kport,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$kport
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs=$work/kafka/data
+num.partitions=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+EOF
+java -cp "$kafka_cp" kafka.tools.StorageTool format --standalone -t "$(java -cp "$kafka_cp" kafka.tools.StorageTool random-uuid 2>/dev/null)" \
+	-c "$work/kafka/server.properties" >"$work/kafka/format.log" 2>&1
+java -Xms1g -Xmx1g -cp "$kafka_cp" kafka.Kafka "$work/kafka/server.properties" >"$work/kafka/log" 2>&1 &
+pids+=($!)
+
+gport=$(free_port)
+gmetrics=$(free_port)
+"$work/weed" mq.kafka.gateway -ip=127.0.0.1 -port="$gport" -metricsPort="$gmetrics" -embedded.dir="$work/gateway" \
+	-embedded.ports="$(free_port),$(free_port),$(free_port),$(free_port)" >"$work/gateway.log" 2>&1 &
+pids+=($!)
+
+kafka="127.0.0.1:$kport"
+gateway="127.0.0.1:$gport"
+bench() { "$work/weed" mq.kafka.bench -bootstrap="$1" "${@:2}" 2>&1; }
+up=false
+for i in $(seq 120); do
+	for pid in "${pids[@]}"; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			echo "a server exited at start: see the logs" >&2
+			tail -20 "$work/gateway.log" "$work/kafka/log" >&2
+			exit 1
+		fi
+	done
+	if curl -sf "127.0.0.1:$gmetrics/ready" >/dev/null 2>&1 &&
+		java -cp "$kafka_cp" org.apache.kafka.tools.TopicCommand --bootstrap-server "$kafka" --list >/dev/null 2>&1; then
+		up=true
+		break
+	fi
+	sleep 1
+done
+if ! $up; then
+	echo "the servers were not ready within 2 minutes" >&2
+	exit 1
+fi
+
+# The figures, as "name|unit|better" lines with each side's value.
+results="$work/results"
+: >"$results"
+record() { echo "$1|$2|$3|$4|$5" >>"$results"; } # name unit better(higher|lower) gateway kafka
+
+# value extracts a number following a label from a line of bench output.
+num() { sed -n "s/.*$1 \([0-9.]*\)\(ms\|µs\|s\)\?.*/\1 \2/p" | head -1 | awk '{v=$1; if ($2=="s") v*=1000; if ($2=="µs") v/=1000; print v}'; }
+
+run_bench() { # label, flags...
+	local label=$1
+	shift
+	local g k
+	g=$(bench "$gateway" "$@")
+	k=$(bench "$kafka" "$@")
+	echo "-- $label" >&2
+	echo "gateway: $g" | grep -E 'produce|consume|backlog' >&2
+	echo "kafka:   $k" | grep -E 'produce|consume|backlog' >&2
+	local gr kr
+	gr=$(echo "$g" | grep '^produce' | sed -n 's/.*: \([0-9]*\) records\/s.*/\1/p')
+	kr=$(echo "$k" | grep '^produce' | sed -n 's/.*: \([0-9]*\) records\/s.*/\1/p')
+	record "$label: produce" "records/s" higher "$gr" "$kr"
+	record "$label: produce p99" "ms" lower "$(echo "$g" | grep '^produce' | num p99)" "$(echo "$k" | grep '^produce' | num p99)"
+	if echo "$g" | grep -q '^consume'; then
+		record "$label: end-to-end p99" "ms" lower "$(echo "$g" | grep '^consume' | num p99)" "$(echo "$k" | grep '^consume' | num p99)"
+	fi
+	if echo "$g" | grep -q '^backlog'; then
+		record "$label: read from the start" "records/s" higher \
+			"$(echo "$g" | grep '^backlog' | sed -n 's/.*: \([0-9]*\) records\/s.*/\1/p')" \
+			"$(echo "$k" | grep '^backlog' | sed -n 's/.*: \([0-9]*\) records\/s.*/\1/p')"
+	fi
+}
+
+echo "== the project's load command against both" >&2
+run_bench "1 partition, idempotent" -records="$records" -idempotent
+run_bench "8 partitions, idempotent" -records=$((records * 2)) -partitions=8 -idempotent -backlog=false
+run_bench "2,000 records/s, linger 0" -records=20000 -rate=2000 -linger=0 -idempotent -backlog=false
+run_bench "synchronous producer" -records=3000 -sync -linger=0 -backlog=false
+
+echo "== Kafka's own tools against both" >&2
+tool() { java -cp "$kafka_cp" "$@" 2>/dev/null; }
+for side in gateway kafka; do
+	addr=${!side}
+	topic="perf-$side-$RANDOM"
+	tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$addr" --create --topic "$topic" --partitions 1 --replication-factor 1 >/dev/null
+	out=$(tool org.apache.kafka.tools.ProducerPerformance --topic "$topic" --num-records "$records" --record-size 100 \
+		--throughput -1 --producer-props bootstrap.servers="$addr" acks=all | tail -1)
+	echo "$side ProducerPerformance: $out" >&2
+	eval "pp_rate_$side=\$(echo \"\$out\" | sed -n 's/.*records sent, \([0-9.]*\) records\/sec.*/\1/p')"
+	eval "pp_p99_$side=\$(echo \"\$out\" | sed -n 's/.*, \([0-9.]*\) ms 99th.*/\1/p')"
+	out=$(tool org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$addr" --topic "$topic" --messages "$records" \
+		--timeout 60000 | tail -1)
+	echo "$side ConsumerPerformance: $out" >&2
+	eval "cp_rate_$side=\$(echo \"\$out\" | awk -F', *' '{print \$6}')"
+	etopic="e2e-$side-$RANDOM"
+	tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$addr" --create --topic "$etopic" --partitions 1 --replication-factor 1 >/dev/null
+	out=$(tool org.apache.kafka.tools.EndToEndLatency "$addr" "$etopic" 5000 all 100 2>&1 | grep -E 'Avg latency|Percentiles' | tr '\n' ' ')
+	echo "$side EndToEndLatency: $out" >&2
+	eval "e2e_avg_$side=\$(echo \"\$out\" | sed -n 's/.*Avg latency: \([0-9.]*\) ms.*/\1/p')"
+	eval "e2e_p99_$side=\$(echo \"\$out\" | sed -n 's/.*99th = \([0-9.]*\).*/\1/p')"
+done
+record "ProducerPerformance, 1 partition, acks=all" "records/s" higher "$pp_rate_gateway" "$pp_rate_kafka"
+record "ProducerPerformance p99" "ms" lower "$pp_p99_gateway" "$pp_p99_kafka"
+record "ConsumerPerformance, from the start" "records/s" higher "$cp_rate_gateway" "$cp_rate_kafka"
+record "EndToEndLatency, acks=all, average" "ms" lower "$e2e_avg_gateway" "$e2e_avg_kafka"
+record "EndToEndLatency p99" "ms" lower "$e2e_p99_gateway" "$e2e_p99_kafka"
+
+echo
+printf '| %-46s | %12s | %12s | %10s |\n' "figure" "gateway" "Kafka 4.4" "gateway/Kafka"
+printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..48})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..15})"
+while IFS='|' read -r name unit better g k; do
+	ratio=$(awk -v g="$g" -v k="$k" 'BEGIN { if (k+0 > 0 && g != "") printf "%.2f", g/k; else print "-" }')
+	printf '| %-46s | %12s | %12s | %13s |\n' "$name ($unit)" "$g" "$k" "$ratio"
+done <"$results"
