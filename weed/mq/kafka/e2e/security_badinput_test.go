@@ -113,7 +113,7 @@ func TestSASLBadInput(t *testing.T) {
 	t.Run("oversized SASL message", func(t *testing.T) {
 		c := dialRawAt(t, addr)
 		handshake(c, "OAUTHBEARER", 1)
-		c.send(frame(int16(kmsg.SASLAuthenticate), 2, 3, true, (&kmsg.SASLAuthenticateRequest{Version: 2, SASLAuthBytes: make([]byte, 600<<10)}).AppendTo(nil)))
+		c.sendUntilClosed(frame(int16(kmsg.SASLAuthenticate), 2, 3, true, (&kmsg.SASLAuthenticateRequest{Version: 2, SASLAuthBytes: make([]byte, 600<<10)}).AppendTo(nil)))
 		c.expectClosed("a 600 KiB SaslAuthenticate")
 	})
 	t.Run("SCRAM out of order", func(t *testing.T) {
