@@ -33,13 +33,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# free_port prints a free 127.0.0.1 port below 55000 whose port+10000 is
-# free too (the embedded SeaweedFS's gRPC ports).
+# free_port prints a free 127.0.0.1 port whose port+10000 is free too (the
+# embedded SeaweedFS's gRPC ports), both below Linux's ephemeral ports.
 free_port() {
 	python3 - <<'PY'
 import random, socket
 while True:
-    p = random.randint(20000, 54999)
+    p = random.randint(10000, 22699)
     try:
         for q in (p, p + 10000):
             s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()

@@ -98,7 +98,11 @@ func buildWeed() (string, error) {
 // (SeaweedFS servers listen on both).
 func freePort(grpc bool) (int, error) {
 	for i := 0; i < 200; i++ {
-		p := 20000 + rand.IntN(25000)
+		// Below Linux's ephemeral ports (32768 on): a port chosen there can
+		// be taken, while its process restarts, by some connection's own
+		// end (a volume server once could not listen again on its gRPC
+		// port, port+10000).
+		p := 10000 + rand.IntN(12700)
 		l1, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 		if err != nil {
 			continue
