@@ -521,7 +521,17 @@ func (m *Membership) Owner(key string) (owner Member, epoch int64, ok bool) {
 	}
 	v := &m.history[len(m.history)-1].view
 	o, found := v.owner(key)
-	return o, v.ownerEpoch(key), found
+	return m.asItIs(o), v.ownerEpoch(key), found
+}
+
+// asItIs is o with this gateway's own listeners if o is this gateway: a
+// view written before it restarted (on other ports) names it with the
+// listeners it had then.
+func (m *Membership) asItIs(o Member) Member {
+	if o.NodeID == m.opts.Self.NodeID {
+		return m.opts.Self
+	}
+	return o
 }
 
 // Members returns the gateways of the current view, by node id.
@@ -531,7 +541,11 @@ func (m *Membership) Members() []Member {
 	if len(m.history) == 0 {
 		return nil
 	}
-	return append([]Member(nil), m.history[len(m.history)-1].view.Members...)
+	ms := append([]Member(nil), m.history[len(m.history)-1].view.Members...)
+	for i := range ms {
+		ms[i] = m.asItIs(ms[i])
+	}
+	return ms
 }
 
 // Epoch returns the current view's epoch (0 before one is read).

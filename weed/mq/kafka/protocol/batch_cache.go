@@ -53,9 +53,13 @@ func newBatchCache(max int64) *batchCache {
 	return &batchCache{max: max, byKey: map[batchKey]*cachedBatch{}}
 }
 
+// keeps reports whether a batch of size bytes would be cached, so that
+// callers copy only what is kept.
+func (c *batchCache) keeps(size int) bool { return c.max > 0 && int64(size) <= c.max/4 }
+
 // put caches a batch (data is kept as it is: the caller's copy).
 func (c *batchCache) put(key batchKey, count int32, codec record.Codec, data []byte) {
-	if c.max <= 0 || int64(len(data)) > c.max/4 {
+	if !c.keeps(len(data)) {
 		return
 	}
 	c.mu.Lock()
@@ -89,14 +93,35 @@ func (c *batchCache) get(key batchKey) *cachedBatch {
 	return b
 }
 
+// nextCached returns the index of the first of recs after the first that
+// begins a cached batch (len(recs) if none does), under one lock.
+func (c *batchCache) nextCached(topicID [16]byte, partition int32, recs []StoredRecord) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := 1; i < len(recs); i++ {
+		if c.byKey[batchKey{topicID, partition, recs[i].Offset}] != nil {
+			return i
+		}
+	}
+	return len(recs)
+}
+
+// learn remembers the codec a produced record set was sent with, for the
+// topic's records built into batches (see codecFor).
+func (c *batchCache) learn(info TopicInfo, raw []byte) {
+	record.Batches(raw, func(_ []byte, _ int32, codec record.Codec) {
+		if v, ok := c.codecs.Load(info.ID); !ok || v.(record.Codec) != codec {
+			c.codecs.Store(info.ID, codec)
+		}
+	})
+}
+
 // produced caches the batches of a produced record set stored from base on,
 // compressed as the producer sent them, when the topic keeps the
-// producer's codec; and remembers the codec for the topic's other records.
-// raw is kept: it is the caller's copy.
+// producer's codec. raw is kept: it is the caller's copy.
 func (c *batchCache) produced(info TopicInfo, partition int32, base int64, raw []byte) {
 	topicCodec, keepsProducers := compressionOf(info)
 	record.Batches(raw, func(batch []byte, count int32, codec record.Codec) {
-		c.codecs.Store(info.ID, codec)
 		if keepsProducers || codec == topicCodec {
 			record.SetBaseOffset(batch, base)
 			c.put(batchKey{info.ID, partition, base}, count, codec, batch)

@@ -34,22 +34,8 @@ func (h *Handler) self() membership.Member {
 // brokers returns the gateways Metadata lists: the live ones, or this one
 // while it knows of none (a client needs someone to ask again).
 func (h *Handler) brokers() []membership.Member {
-	ms := h.cluster.Members()
-	if len(ms) == 0 {
-		return []membership.Member{h.self()}
+	if ms := h.cluster.Members(); len(ms) > 0 {
+		return ms
 	}
-	out := make([]membership.Member, len(ms))
-	for i, m := range ms {
-		out[i] = h.current(m)
-	}
-	return out
-}
-
-// current is m as it is now: this gateway's own listeners for itself, which
-// a view written before it restarted (with other ports) may not have yet.
-func (h *Handler) current(m membership.Member) membership.Member {
-	if m.NodeID == h.cfg.NodeID {
-		return h.self()
-	}
-	return m
+	return []membership.Member{h.self()}
 }

@@ -179,10 +179,7 @@ func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, ve
 			}
 			continue
 		}
-		n := 1 // up to the next record that begins a cached batch
-		for n < len(recs) && h.batches.get(batchKey{info.ID, rp.partition, recs[n].Offset}) == nil {
-			n++
-		}
+		n := h.batches.nextCached(info.ID, rp.partition, recs) // up to the next cached batch
 		sp.RecordBatches = h.appendBatches(b, sp.RecordBatches, info.ID, rp.partition, recs[:n], codec)
 		recs = recs[n:]
 	}
@@ -259,7 +256,9 @@ func (h *Handler) appendBatches(b *record.Builder, dst []byte, topicID [16]byte,
 		if dst, err = b.AppendCompressedTo(dst, codec); err != nil {
 			dst = b.AppendTo(dst[:start]) // not compressed, then
 		}
-		h.batches.put(batchKey{topicID, partition, records[0].Offset}, int32(n), codec, bytes.Clone(dst[start:]))
+		if h.batches.keeps(len(dst) - start) {
+			h.batches.put(batchKey{topicID, partition, records[0].Offset}, int32(n), codec, bytes.Clone(dst[start:]))
+		}
 		records = records[n:]
 	}
 	return dst

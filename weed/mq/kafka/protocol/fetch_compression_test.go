@@ -39,6 +39,21 @@ func TestCompressedFetchBytesNearProduced(t *testing.T) {
 		if len(got) != n {
 			t.Fatalf("%s: %d records", c.name, len(got))
 		}
+		// Each record once, its key and value, in order within a partition.
+		seen := map[string]bool{}
+		next := map[int32]int64{}
+		last := map[int32]int{}
+		for _, r := range got {
+			var j int
+			if _, err := fmt.Sscanf(string(r.Value), `{"order":%d,`, &j); err != nil || seen[string(r.Value)] {
+				t.Fatalf("%s: record %q read twice or not produced", c.name, r.Value)
+			}
+			seen[string(r.Value)] = true
+			if prev, ok := last[r.Partition]; string(r.Key) != fmt.Sprint("user-", j%13) || r.Offset != next[r.Partition] || (ok && j <= prev) {
+				t.Fatalf("%s: partition %d offset %d (want %d) holds %q=%q after order %d", c.name, r.Partition, r.Offset, next[r.Partition], r.Key, r.Value, last[r.Partition])
+			}
+			next[r.Partition], last[r.Partition] = r.Offset+1, j
+		}
 		label := metrics.Topic(topic)
 		in, out := testutil.ToFloat64(metrics.BytesIn.WithLabelValues(label)), testutil.ToFloat64(metrics.BytesOut.WithLabelValues(label))
 		t.Logf("%s: %.0f bytes produced, %.0f fetched (%.2fx)", c.name, in, out, out/in)

@@ -228,9 +228,13 @@ func (c *fetchSessions) finish(fc *fetchContext, answered []*kmsg.FetchResponseT
 			}
 		}
 		if len(moved) > 0 {
+			had := make(map[*fetchPart]bool, len(moved))
+			for _, p := range moved {
+				had[p] = true
+			}
 			kept := s.parts[:0]
 			for _, p := range s.parts {
-				if !contains(moved, p) {
+				if !had[p] {
 					kept = append(kept, p)
 				}
 			}
@@ -262,15 +266,6 @@ func (c *fetchSessions) finish(fc *fetchContext, answered []*kmsg.FetchResponseT
 	c.byID[s.id] = s
 	metrics.FetchSessions.Set(float64(len(c.byID)))
 	return s.id
-}
-
-func contains(ps []*fetchPart, p *fetchPart) bool {
-	for _, q := range ps {
-		if q == p {
-			return true
-		}
-	}
-	return false
 }
 
 // evictLocked makes room for a new session of size partitions, as Kafka's

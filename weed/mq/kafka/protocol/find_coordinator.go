@@ -39,7 +39,7 @@ func (h *Handler) handleFindCoordinator(_ context.Context, r *Request) Reply {
 		if !ok {
 			return membership.Member{NodeID: -1}, kerr.CoordinatorNotAvailable.Code
 		}
-		return h.current(m), 0
+		return m, 0
 	}
 	if r.Version < 4 {
 		m, code := find(req.CoordinatorKey)

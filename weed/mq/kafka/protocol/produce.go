@@ -185,6 +185,10 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 // cacheProduced keeps the batches for fetches once they are stored (see
 // batch_cache.go), from a copy: the request's bytes are not kept.
 func (h *Handler) cacheProduced(info TopicInfo, partition int32, raw []byte, app *Appended) {
+	h.batches.learn(info, raw)
+	if !h.batches.keeps(len(raw)) {
+		return
+	}
 	raw = bytes.Clone(raw)
 	app.Then(func(app *Appended) {
 		if app.Err == nil {

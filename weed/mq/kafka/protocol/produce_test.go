@@ -115,19 +115,10 @@ func compressedBatch(t *testing.T, n, size int) []byte {
 	for i := 0; i < n; i++ {
 		rb.Add(&record.Record{Value: bytes.Repeat([]byte("x"), size), Timestamp: 1})
 	}
-	var b kmsg.RecordBatch
-	if err := b.ReadFrom(rb.AppendTo(nil)); err != nil {
-		t.Fatal(err)
-	}
-	comp, err := record.Compress(record.CodecZstd, nil, b.Records)
+	out, err := rb.AppendCompressedTo(nil, record.CodecZstd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.Records = comp
-	b.Attributes |= int16(record.CodecZstd)
-	b.Length = int32(record.BatchHeaderLen - 12 + len(comp))
-	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
 	return out
 }
 

@@ -20,6 +20,7 @@ const (
 	magicOffset    = 16
 	crcOffset      = 17
 	crcStart       = 21 // the CRC covers attributes to the end
+	lastDeltaAt    = 23 // lastOffsetDelta, after the attributes
 	BatchHeaderLen = 61
 )
 
@@ -320,12 +321,12 @@ func (w *Builder) AppendCompressedTo(dst []byte, codec Codec) ([]byte, error) {
 // plus one) and its codec.
 func Batches(data []byte, fn func(batch []byte, count int32, codec Codec)) {
 	for len(data) >= BatchHeaderLen {
-		n := batchLengthEnd + int(binary.BigEndian.Uint32(data[8:12]))
+		n := batchLengthEnd + int(binary.BigEndian.Uint32(data[8:batchLengthEnd]))
 		if n < BatchHeaderLen || n > len(data) {
 			return
 		}
 		b := data[:n]
-		fn(b, int32(binary.BigEndian.Uint32(b[23:27]))+1, Codec(binary.BigEndian.Uint16(b[21:23])&AttrCodecMask))
+		fn(b, int32(binary.BigEndian.Uint32(b[lastDeltaAt:]))+1, Codec(binary.BigEndian.Uint16(b[crcStart:])&AttrCodecMask))
 		data = data[n:]
 	}
 }
