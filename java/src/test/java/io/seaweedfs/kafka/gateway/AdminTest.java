@@ -60,7 +60,13 @@ class AdminTest {
                 assertNotNull(p.leader(), "partition " + p.partition() + " has no leader");
                 assertEquals(List.of(p.leader()), p.replicas());
             }
-            assertTrue(get(admin.listTopics().names()).contains(topic));
+            // Listed once the cluster's metadata has it (as with Kafka, a listing
+            // right after the creation may not have it yet).
+            long listed = System.currentTimeMillis() + 10_000;
+            while (!get(admin.listTopics().names()).contains(topic) && System.currentTimeMillis() < listed) {
+                Thread.sleep(100);
+            }
+            assertTrue(get(admin.listTopics().names()).contains(topic), "created topic not listed within 10 s");
             Set<String> internal = get(admin.listTopics(new org.apache.kafka.clients.admin.ListTopicsOptions().listInternal(true)).names());
             assertTrue(internal.contains("__consumer_offsets"), "internal topics: " + internal);
 
