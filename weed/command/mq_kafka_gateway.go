@@ -54,6 +54,7 @@ type kafkaGatewayOptions struct {
 	offsetsRetention  *int
 	txnIDExpiration   *int
 	retentionCheck    *int
+	cleanerBackoff    *int
 	groupMinSession   *int
 	groupMaxSession   *int
 	metricsIP         *string
@@ -144,6 +145,11 @@ the filers and MQ brokers there and follows them as they move.
                        a transactional id without a transaction going on and
                        unchanged this long is removed (default 604800000, 7
                        days, as Kafka; -1: never)
+  -log.cleaner.backoff.ms
+                       the pause between the log cleaner's rounds over the
+                       compacted partitions this gateway leads (default
+                       15000, as Kafka; -1: compacted topics are not
+                       cleaned)
 Security (see the README's Security section):
   -listeners           PROTOCOL://host:port entries, comma-separated, of
                        PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL (default:
@@ -234,6 +240,7 @@ func init() {
 	o.groupInitialDelay = f.Int("group.initial.rebalance.delay.ms", int(group.DefaultInitialRebalanceDelay/time.Millisecond), "how long a new group waits for more members before its first rebalance")
 	o.offsetsRetention = f.Int("offsets.retention.minutes", int(group.DefaultOffsetsRetention/time.Minute), "committed offsets of a group empty this long (of a group that only commits: committed this long ago) are removed, then the group; -1: never")
 	o.txnIDExpiration = f.Int("transactional.id.expiration.ms", int(txn.DefaultIDExpiration/time.Millisecond), "a transactional id without a transaction going on and unchanged this long is removed; -1: never")
+	o.cleanerBackoff = f.Int("log.cleaner.backoff.ms", 15000, "pause between the log cleaner's rounds over compacted partitions (-1: no cleaning)")
 	o.retentionCheck = f.Int("offsets.retention.check.interval.ms", int(group.DefaultRetentionCheck/time.Millisecond), "how often expired offsets are looked for")
 	o.groupMinSession = f.Int("group.min.session.timeout.ms", int(group.DefaultMinSessionTimeout/time.Millisecond), "smallest session timeout a group member may ask for")
 	o.groupMaxSession = f.Int("group.max.session.timeout.ms", int(group.DefaultMaxSessionTimeout/time.Millisecond), "largest session timeout a group member may ask for")
@@ -329,6 +336,15 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	// transactional ids: this one serves only what it owns.
 	members := membership.New(membership.Options{Self: self, Filer: client})
 	owned := gateway.NewOwned(backend, client, members.Serving, members.Changed)
+	if *o.cleanerBackoff >= 0 {
+		client.StartCleaner(seaweedmq.CleanerOptions{
+			Backoff: max(time.Duration(*o.cleanerBackoff)*time.Millisecond, 100*time.Millisecond),
+			Leads: func(topic string, index int32) bool {
+				_, ok := members.Serving(membership.PartitionKey(topic, index))
+				return ok
+			},
+		})
+	}
 	serving := func(key func(string) string) func(string) (int64, bool) {
 		return func(name string) (int64, bool) { return members.Serving(key(name)) }
 	}

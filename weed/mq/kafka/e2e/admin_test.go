@@ -136,10 +136,10 @@ func TestTopicAdmin(t *testing.T) {
 	if !errors.Is(bad.Err, kerr.InvalidTopicException) {
 		t.Errorf("create bad name: %v %v, want INVALID_TOPIC_EXCEPTION", err, bad.Err)
 	}
-	compact := "compact"
-	cfg, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": &compact}, newTopic(t)+"-compact")
+	policy := "compact,archive"
+	cfg, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": &policy}, newTopic(t)+"-archive")
 	if !errors.Is(cfg.Err, kerr.InvalidConfig) {
-		t.Errorf("create compacted: %v %v, want INVALID_CONFIG", err, cfg.Err)
+		t.Errorf("create with an unknown cleanup policy: %v %v, want INVALID_CONFIG", err, cfg.Err)
 	}
 	rf, err := adm.CreateTopic(ctx, 1, 3, nil, newTopic(t)+"-rf3")
 	if !errors.Is(rf.Err, kerr.InvalidReplicationFactor) {

@@ -80,9 +80,9 @@ func TestAlterConfigs(t *testing.T) {
 	}
 
 	// What SeaweedMQ cannot honour, and settings of nothing.
-	resps, err = adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{set("cleanup.policy", "compact")}, topic)
-	if err != nil || !errors.Is(resps[0].Err, kerr.InvalidConfig) || !strings.Contains(resps[0].ErrMessage, "delete") {
-		t.Errorf("cleanup.policy=compact: %v %+v", err, resps)
+	resps, err = adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{set("retention.bytes", "1000")}, topic)
+	if err != nil || !errors.Is(resps[0].Err, kerr.InvalidConfig) || !strings.Contains(resps[0].ErrMessage, "-1") {
+		t.Errorf("retention.bytes=1000: %v %+v", err, resps)
 	}
 	resps, err = adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{set("no.such.setting", "1")}, topic)
 	if err != nil || !errors.Is(resps[0].Err, kerr.InvalidConfig) {

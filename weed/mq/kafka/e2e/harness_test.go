@@ -266,6 +266,8 @@ func startNamedGateway(name, master string, port int, extra ...string) (*gateway
 		// Expired offsets are looked for every 2 s (not 10 minutes): idle groups
 		// are dropped from memory and read again all along the suite.
 		"-offsets.retention.check.interval.ms=2000", "-metricsPort=" + strconv.Itoa(metricsPort),
+		// Compacted partitions are looked at every second (not 15 s).
+		"-log.cleaner.backoff.ms=1000",
 		"-listeners=" + strings.Join(listeners, ",")}, creds.gatewayFlags()...)
 	args = append(args, extra...)
 	p, err := startProc(name, filepath.Join(work, name+".log"), args...)

@@ -179,11 +179,11 @@ func TestSaramaClusterAdmin(t *testing.T) {
 		t.Fatalf("AlterConfig validate-only: %v", err)
 	}
 	checkSaramaConfig(t, "after validate-only", saramaTopicConfigs(t, admin, topic), "retention.ms", hour, false)
-	compact := "compact"
-	err = admin.AlterConfig(sarama.TopicResource, topic, map[string]*string{"cleanup.policy": &compact}, false)
+	policy := "shred"
+	err = admin.AlterConfig(sarama.TopicResource, topic, map[string]*string{"cleanup.policy": &policy}, false)
 	var alterErr *sarama.AlterConfigError
 	if !errors.As(err, &alterErr) || alterErr.Err != sarama.ErrInvalidConfig || alterErr.ErrMsg == "" {
-		t.Errorf("AlterConfig cleanup.policy=compact: %v, want INVALID_CONFIG with a reason", err)
+		t.Errorf("AlterConfig cleanup.policy=shred: %v, want INVALID_CONFIG with a reason", err)
 	}
 	checkSaramaConfig(t, "after a refused AlterConfig", saramaTopicConfigs(t, admin, topic), "retention.ms", hour, false)
 

@@ -167,6 +167,28 @@ var (
 		Help: "Acknowledged records written back from the write-ahead log after a broker lost them.",
 	})
 
+	// CompactionRecords and CompactionBytes count what the log cleaner
+	// removed from compacted topics' segments; CompactionDirtyRatio is a
+	// partition's dirty ratio (cleanable bytes not cleaned yet over all
+	// cleanable bytes) as the cleaner last measured it; CompactionRuns
+	// counts the partitions' cleanings.
+	CompactionRecords = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "compaction_removed_records_total",
+		Help: "Records the log cleaner removed from compacted topics (superseded values, expired tombstones, aborted records).",
+	}, []string{"topic"})
+	CompactionBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "compaction_removed_bytes_total",
+		Help: "Stored bytes the log cleaner removed from compacted topics' segments.",
+	}, []string{"topic"})
+	CompactionRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "compaction_runs_total",
+		Help: "Partition cleanings of compacted topics.",
+	}, []string{"topic"})
+	CompactionDirtyRatio = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "compaction_dirty_ratio",
+		Help: "A compacted partition's dirty ratio as the log cleaner last measured it: bytes of closed segments not cleaned yet over bytes of closed segments.",
+	}, []string{"topic", "partition"})
+
 	// Rebalances counts completed rebalances (new generations), by group.
 	Rebalances = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "group_rebalances_total",
@@ -178,7 +200,8 @@ func init() {
 	stats.Gather.MustRegister(Requests, RequestSeconds, Errors, BackendSeconds, BackendErrors,
 		MessagesIn, BytesIn, MessagesOut, BytesOut, ProduceBatchRecords, FetchRecords, FetchSessions, FetchSessionEvictions,
 		Connections, ConnectionsTotal, ConnectionsRefused, DecompressionWaits, Panics, RecordsSkipped, Rebalances,
-		WALCommitSeconds, WALCommitBatches, WALCommitRecords, WALBytes, WALErrors, WALRepublished)
+		WALCommitSeconds, WALCommitBatches, WALCommitRecords, WALBytes, WALErrors, WALRepublished,
+		CompactionRecords, CompactionBytes, CompactionRuns, CompactionDirtyRatio)
 }
 
 // labels admits the first MaxLabelValues distinct values of a label.
@@ -216,9 +239,11 @@ var topics, groups labels
 // up the label values others would get.
 func ForgetTopic(name string) {
 	topics.forget(name)
-	for _, v := range []*prometheus.CounterVec{MessagesIn, BytesIn, MessagesOut, BytesOut, RecordsSkipped} {
+	for _, v := range []*prometheus.CounterVec{MessagesIn, BytesIn, MessagesOut, BytesOut, RecordsSkipped,
+		CompactionRecords, CompactionBytes, CompactionRuns} {
 		v.DeleteLabelValues(name)
 	}
+	CompactionDirtyRatio.DeletePartialMatch(prometheus.Labels{"topic": name})
 }
 
 // ForgetGroup drops a deleted group's label value.

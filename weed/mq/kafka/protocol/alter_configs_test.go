@@ -127,6 +127,20 @@ func TestIncrementalAlterConfigsVersions(t *testing.T) {
 			t.Errorf("v%d: %v", v, got)
 		}
 	}
+	// A topic becomes compacted, then compacted only.
+	for _, step := range []struct {
+		op   configOp
+		want string
+	}{
+		{configOp{"cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("compact")}, "delete,compact"},
+		{configOp{"cleanup.policy", kmsg.IncrementalAlterConfigOpSubtract, kmsg.StringPtr("delete")}, "compact"},
+	} {
+		resp := roundTrip(t, g.addr, incrementalAlter(false, kmsg.ConfigResourceTypeTopic, "iac", step.op), 1).(*kmsg.IncrementalAlterConfigsResponse)
+		code(t, "cleanup.policy "+step.want, resp.Resources[0].ErrorCode, nil)
+		if got := g.configs(t, "iac")["cleanup.policy"]; got != step.want {
+			t.Errorf("cleanup.policy %q, want %q", got, step.want)
+		}
+	}
 	before := g.configs(t, "iac")
 	resp := roundTrip(t, g.addr, incrementalAlter(false, kmsg.ConfigResourceTypeTopic, "iac",
 		configOp{"retention.ms", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("2")},
@@ -140,8 +154,9 @@ func TestIncrementalAlterConfigsVersions(t *testing.T) {
 	}
 }
 
-// Errors, with a message: what SeaweedMQ cannot honour (compaction,
-// size-based retention, log-append time) or a value not of the setting's
+// Errors, with a message: what SeaweedMQ cannot honour (size-based
+// retention, log-append time), a cleanup policy Kafka does not know, a
+// dirty ratio outside 0..1, or a value not of the setting's
 // type INVALID_CONFIG, an unknown setting INVALID_CONFIG, APPEND to a
 // setting that is not a list INVALID_CONFIG, SET without a value
 // INVALID_CONFIG; broker settings INVALID_REQUEST; an unknown topic
@@ -157,14 +172,15 @@ func TestAlterConfigsErrors(t *testing.T) {
 		v    int16
 		want *kerr.Error
 	}{
-		{"compaction", alterConfigs(false, topic, "ace", map[string]string{"cleanup.policy": "compact"}), 2, kerr.InvalidConfig},
+		{"an unknown cleanup policy", alterConfigs(false, topic, "ace", map[string]string{"cleanup.policy": "compact,shred"}), 2, kerr.InvalidConfig},
+		{"a dirty ratio above 1", alterConfigs(false, topic, "ace", map[string]string{"min.cleanable.dirty.ratio": "1.5"}), 2, kerr.InvalidConfig},
 		{"size-based retention", alterConfigs(false, topic, "ace", map[string]string{"retention.bytes": "1000"}), 1, kerr.InvalidConfig},
 		{"log-append time", alterConfigs(false, topic, "ace", map[string]string{"message.timestamp.type": "LogAppendTime"}), 0, kerr.InvalidConfig},
 		{"not a number", alterConfigs(false, topic, "ace", map[string]string{"retention.ms": "soon"}), 2, kerr.InvalidConfig},
 		{"an unknown setting", alterConfigs(false, topic, "ace", map[string]string{"no.such.setting": "1"}), 2, kerr.InvalidConfig},
-		{"validate only, invalid", alterConfigs(true, topic, "ace", map[string]string{"cleanup.policy": "compact"}), 2, kerr.InvalidConfig},
+		{"validate only, invalid", alterConfigs(true, topic, "ace", map[string]string{"cleanup.policy": "none"}), 2, kerr.InvalidConfig},
 		{"append to a number", incrementalAlter(false, topic, "ace", configOp{"retention.ms", kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("1")}), 1, kerr.InvalidConfig},
-		{"append compact", incrementalAlter(false, topic, "ace", configOp{"cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("compact")}), 1, kerr.InvalidConfig},
+		{"append an unknown policy", incrementalAlter(false, topic, "ace", configOp{"cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("archive")}), 1, kerr.InvalidConfig},
 		{"set without a value", incrementalAlter(false, topic, "ace", configOp{"retention.ms", kmsg.IncrementalAlterConfigOpSet, nil}), 1, kerr.InvalidConfig},
 		{"an unknown setting, incrementally", incrementalAlter(false, topic, "ace", configOp{"nope", kmsg.IncrementalAlterConfigOpDelete, nil}), 0, kerr.InvalidConfig},
 		{"the broker", alterConfigs(false, kmsg.ConfigResourceTypeBroker, "0", map[string]string{"num.partitions": "9"}), 2, kerr.InvalidRequest},

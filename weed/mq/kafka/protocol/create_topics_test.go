@@ -108,7 +108,9 @@ func TestCreateTopicsErrors(t *testing.T) {
 		{createTopic("cte-many", 2521, 1, nil), kerr.InvalidPartitions},
 		{createTopic("cte-rf3", 1, 3, nil), kerr.InvalidReplicationFactor},
 		{assigned, kerr.InvalidReplicaAssignment},
-		{createTopic("cte-compact", 1, 1, map[string]string{"cleanup.policy": "compact"}), kerr.InvalidConfig},
+		{createTopic("cte-compact", 1, 1, map[string]string{"cleanup.policy": "compact", "delete.retention.ms": "1000", "min.compaction.lag.ms": "0", "min.cleanable.dirty.ratio": "0.1"}), nil},
+		{createTopic("cte-compact-delete", 1, 1, map[string]string{"cleanup.policy": "compact,delete"}), nil},
+		{createTopic("cte-bad-policy", 1, 1, map[string]string{"cleanup.policy": "keep"}), kerr.InvalidConfig},
 		{createTopic("cte-unknown-config", 1, 1, map[string]string{"no.such.config": "1"}), kerr.InvalidConfig},
 		{createTopic("cte-bad-retention", 1, 1, map[string]string{"retention.ms": "soon"}), kerr.InvalidConfig},
 	}

@@ -11,7 +11,8 @@ import (
 )
 
 // The topic settings a topic lists, in order.
-var topicConfigNames = []string{"cleanup.policy", "compression.type", "max.message.bytes", "message.timestamp.type", "retention.ms",
+var topicConfigNames = []string{"cleanup.policy", "compression.type", "delete.retention.ms", "max.compaction.lag.ms", "max.message.bytes",
+	"message.timestamp.type", "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "retention.ms",
 	"retention.bytes", "segment.bytes", "segment.ms", "min.insync.replicas", "unclean.leader.election.enable"}
 
 func describeConfigs(synonyms, docs bool, resources ...kmsg.DescribeConfigsRequestResource) *kmsg.DescribeConfigsRequest {

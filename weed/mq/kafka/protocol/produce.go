@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -108,6 +109,17 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 					msg := "record batch failed validation"
 					p.ErrorMessage = &msg
 				}
+				continue
+			}
+			if keyless := firstKeyless(records); keyless >= 0 && Compacted(info.Configs) {
+				// As Kafka: the log cleaner keeps records by key.
+				release()
+				p.ErrorCode = kerr.InvalidRecord.Code
+				msg := fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", info.Name, rp.Partition)
+				p.ErrorMessage = &msg
+				re := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+				re.RelativeOffset = int32(keyless)
+				p.ErrorRecords = append(p.ErrorRecords, re)
 				continue
 			}
 			topicLabel := metrics.Topic(info.Name)
@@ -282,6 +294,17 @@ func decodeBatches(raw []byte, limit int) ([]record.Record, *kerr.Error) {
 		records = append(records, b.Records...)
 	}
 	return records, nil
+}
+
+// firstKeyless is the index of the first record without a key, -1 if all
+// have one.
+func firstKeyless(records []record.Record) int {
+	for i := range records {
+		if records[i].Key == nil {
+			return i
+		}
+	}
+	return -1
 }
 
 // lastSequence is the sequence number of a batch's last record: sequence

@@ -604,3 +604,41 @@ func TestProduceAuthorization(t *testing.T) {
 		t.Errorf("stored %q", got)
 	}
 }
+
+// A compacted topic takes only records with a key (an empty key is one):
+// a batch with a keyless record is refused whole, INVALID_RECORD with
+// Kafka's message and the record's index; a topic that deletes takes it.
+func TestProduceCompactedNeedsKeys(t *testing.T) {
+	h, b := testHandler(t, nil)
+	ctx := context.Background()
+	b.CreateTopic(ctx, TopicSpec{Name: "c", Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
+	b.CreateTopic(ctx, TopicSpec{Name: "cd", Partitions: 1, Configs: map[string]string{"cleanup.policy": "delete,compact"}})
+	b.CreateTopic(ctx, TopicSpec{Name: "d", Partitions: 1, Configs: map[string]string{"cleanup.policy": "delete"}})
+	keyless := func(keys ...[]byte) []byte {
+		var rb record.Builder
+		rb.Reset(0)
+		for i, k := range keys {
+			rb.Add(&record.Record{Key: k, Value: []byte(fmt.Sprint(i)), Timestamp: 1})
+		}
+		return rb.AppendTo(nil)
+	}
+	mixed := keyless([]byte("a"), []byte{}, nil, []byte("b"))
+	for _, topic := range []string{"c", "cd"} {
+		resp := exchange(t, h, anonymous, produceReq(topic, [16]byte{}, map[int32][]byte{0: mixed}), 12).(*kmsg.ProduceResponse)
+		p := resp.Topics[0].Partitions[0]
+		wantCode(t, topic+": a keyless record", p.ErrorCode, kerr.InvalidRecord)
+		if want := "Compacted topic cannot accept message without key in topic partition " + topic + "-0."; p.ErrorMessage == nil || *p.ErrorMessage != want {
+			t.Errorf("%s: message %v, want %q", topic, p.ErrorMessage, want)
+		}
+		if len(p.ErrorRecords) != 1 || p.ErrorRecords[0].RelativeOffset != 2 {
+			t.Errorf("%s: record errors %+v, want the record at 2", topic, p.ErrorRecords)
+		}
+		if got := values(t, b, topic, 0); len(got) != 0 {
+			t.Errorf("%s: a refused batch was written: %v", topic, got)
+		}
+		resp = exchange(t, h, anonymous, produceReq(topic, [16]byte{}, map[int32][]byte{0: keyless([]byte("a"), []byte{})}), 12).(*kmsg.ProduceResponse)
+		wantCode(t, topic+": keyed records", resp.Topics[0].Partitions[0].ErrorCode, nil)
+	}
+	resp := exchange(t, h, anonymous, produceReq("d", [16]byte{}, map[int32][]byte{0: mixed}), 12)
+	wantCode(t, "a topic that deletes", produceCodes(resp)[0], nil)
+}

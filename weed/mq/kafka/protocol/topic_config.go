@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -21,14 +22,23 @@ type topicConfig struct {
 // DescribeConfigs lists them. Retention is SeaweedMQ's: off unless set.
 var topicConfigs = []topicConfig{
 	{name: "cleanup.policy", def: "delete", typ: kmsg.ConfigTypeList,
-		doc: "Only delete: SeaweedMQ does not compact partitions.", check: oneOf("delete")},
+		doc:   "delete (retention.ms), compact (the log cleaner keeps the newest record of each key) or both.",
+		check: policies},
 	{name: "compression.type", def: "producer", typ: kmsg.ConfigTypeString,
-		doc:   "Records are stored uncompressed; fetches return them uncompressed.",
+		doc:   "The codec fetches of records not produced through the partition's leader are compressed with; producer: the codec last produced with.",
 		check: oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")},
+	{name: "delete.retention.ms", def: "86400000", typ: kmsg.ConfigTypeLong,
+		doc: "How long a compacted topic keeps tombstones (null values) once they are in a closed segment.", check: intAtLeast(0)},
+	{name: "max.compaction.lag.ms", def: "9223372036854775807", typ: kmsg.ConfigTypeLong,
+		doc: "The longest a record stays in a closed segment not cleaned, whatever the dirty ratio.", check: intAtLeast(1)},
 	{name: "max.message.bytes", def: strconv.Itoa(DefaultMaxMessageBytes), typ: kmsg.ConfigTypeInt,
 		doc: "The largest record batch a producer may send.", check: intAtLeast(0)},
 	{name: "message.timestamp.type", def: "CreateTime", typ: kmsg.ConfigTypeString,
 		doc: "Record timestamps are the producer's.", check: oneOf("CreateTime")},
+	{name: "min.cleanable.dirty.ratio", def: "0.5", typ: kmsg.ConfigTypeDouble,
+		doc: "The share of a compacted partition's closed segments not cleaned yet from which the log cleaner cleans it.", check: ratio},
+	{name: "min.compaction.lag.ms", def: "0", typ: kmsg.ConfigTypeLong,
+		doc: "The shortest a record stays uncompacted after it was stored.", check: intAtLeast(0)},
 	{name: "retention.ms", def: "-1", typ: kmsg.ConfigTypeLong,
 		doc: "How long SeaweedMQ keeps records; -1 keeps them.", check: intAtLeast(-1)},
 	{name: "retention.bytes", def: "-1", typ: kmsg.ConfigTypeLong,
@@ -77,6 +87,38 @@ func oneOf(values ...string) func(string) error {
 		}
 		return fmt.Errorf("value %q is not supported here (supported: %v)", v, values)
 	}
+}
+
+// policies checks a cleanup.policy: delete, compact, or both.
+func policies(v string) error {
+	if v == "" {
+		return fmt.Errorf("empty cleanup.policy")
+	}
+	for _, p := range strings.Split(v, ",") {
+		if p := strings.TrimSpace(p); p != "delete" && p != "compact" {
+			return fmt.Errorf("value %q is not a cleanup policy (delete, compact)", p)
+		}
+	}
+	return nil
+}
+
+// Compacted tells whether a topic's settings make it a compacted topic.
+func Compacted(configs map[string]string) bool {
+	for _, p := range strings.Split(configs["cleanup.policy"], ",") {
+		if strings.TrimSpace(p) == "compact" {
+			return true
+		}
+	}
+	return false
+}
+
+// ratio checks a number from 0 to 1.
+func ratio(v string) error {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || f > 1 {
+		return fmt.Errorf("%q is not a number from 0 to 1", v)
+	}
+	return nil
 }
 
 func intAtLeast(min int64) func(string) error {

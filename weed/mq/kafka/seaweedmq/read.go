@@ -50,6 +50,14 @@ func (c *Client) readRaw(ctx context.Context, topic string, a *mq_pb.BrokerParti
 	}
 	if offset < st.end {
 		entries, err := c.readFlushed(ctx, st, offset, maxBytes)
+		if err != nil && ctx.Err() == nil {
+			// The log cleaner may have rewritten or removed a
+			// segment since it was listed: list them all again.
+			c.segs.drop(st.listing.dir)
+			if st, err = c.flushed(ctx, st.listing.dir, true); err == nil {
+				entries, err = c.readFlushed(ctx, st, offset, maxBytes)
+			}
+		}
 		if err != nil {
 			return nil, protocol.Offsets{}, err
 		}

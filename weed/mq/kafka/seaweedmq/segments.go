@@ -58,8 +58,23 @@ type segment struct {
 	maxOffset int64
 }
 
+// key names a segment's content: a segment the broker appended to has
+// grown, one the log cleaner rewrote has new chunks.
 func (s segment) key(dir string) string {
-	return fmt.Sprintf("%s/%s@%d", dir, s.entry.Name, filer.FileSize(s.entry))
+	return fmt.Sprintf("%s/%s@%d/%s", dir, s.entry.Name, filer.FileSize(s.entry), s.entry.Chunks[0].GetFileIdString())
+}
+
+// cleanedBaseAttr holds the first offset of a segment the log cleaner
+// rewrote, as it was before (8 bytes, big-endian): its first records may
+// be gone, its offsets are not.
+const cleanedBaseAttr = "kafka-cleaned-base"
+
+// cleanedBase is a cleaned segment's first offset, -1 for another segment.
+func cleanedBase(e *filer_pb.Entry) int64 {
+	if v := e.Extended[cleanedBaseAttr]; len(v) == 8 {
+		return int64(binary.BigEndian.Uint64(v))
+	}
+	return -1
 }
 
 // segmentListing is a partition's segments as last listed.
@@ -177,6 +192,14 @@ func (ss *segmentStore) forget(prefix string) {
 	}
 }
 
+// drop forgets a partition's listing: the next read lists all its
+// segments again.
+func (ss *segmentStore) drop(dir string) {
+	ss.mu.Lock()
+	delete(ss.listings, dir)
+	ss.mu.Unlock()
+}
+
 // partitionDir is where a partition's data lives in the filer.
 func partitionDir(topicName string, a *mq_pb.BrokerPartitionAssignment) string {
 	return topic.PartitionDir(topic.Topic{Namespace: Namespace, Name: topicName}, topic.FromPbPartition(a.Partition))
@@ -206,24 +229,11 @@ func (c *Client) flushed(ctx context.Context, dir string, force bool) (*flushedS
 		listing.fullListed = st.listing.fullListed
 		startFrom = old[len(old)-1].entry.Name
 	}
-	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		return filer_pb.SeaweedList(ctx, fc, dir, "", func(e *filer_pb.Entry, _ bool) error {
-			if e.IsDirectory || len(e.Chunks) == 0 || strings.HasSuffix(e.Name, ".offset") || strings.HasSuffix(e.Name, ".parquet") {
-				return nil
-			}
-			s := segment{entry: e, maxOffset: -1}
-			if v := e.Extended[mq.ExtendedAttrOffsetMax]; len(v) == 8 {
-				s.maxOffset = int64(binary.BigEndian.Uint64(v))
-			}
-			listing.segs = append(listing.segs, s)
-			return nil
-		}, startFrom, true, math.MaxInt32)
-	})
-	if err != nil && !errors.Is(err, filer_pb.ErrNotFound) {
+	segs, err := c.listSegments(ctx, dir, startFrom)
+	if err != nil {
 		return nil, err
 	}
-	// Segment names are their flush times, so name order is offset order.
-	sort.Slice(listing.segs, func(i, j int) bool { return listing.segs[i].entry.Name < listing.segs[j].entry.Name })
+	listing.segs = append(listing.segs, segs...)
 	st = &flushedState{listing: listing}
 	st.used.Store(now.UnixNano())
 	if n := len(listing.segs); n > 0 {
@@ -263,12 +273,41 @@ func (c *Client) flushed(ctx context.Context, dir string, force bool) (*flushedS
 		if len(first.entries) > 0 {
 			st.start = first.entries[0].Offset
 		}
+		if b := cleanedBase(listing.segs[0].entry); b >= 0 {
+			// A cleaned segment begins where it began before.
+			st.start = min(st.start, b)
+		}
 	}
 	listing.index()
 	c.segs.mu.Lock()
 	c.segs.listings[dir] = st
 	c.segs.mu.Unlock()
 	return st, nil
+}
+
+// listSegments lists a partition's log segments from the one named
+// startFrom on ("": all), in offset order.
+func (c *Client) listSegments(ctx context.Context, dir, startFrom string) ([]segment, error) {
+	var segs []segment
+	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		return filer_pb.SeaweedList(ctx, fc, dir, "", func(e *filer_pb.Entry, _ bool) error {
+			if e.IsDirectory || len(e.Chunks) == 0 || strings.HasSuffix(e.Name, ".offset") || strings.HasSuffix(e.Name, ".parquet") {
+				return nil
+			}
+			s := segment{entry: e, maxOffset: -1}
+			if v := e.Extended[mq.ExtendedAttrOffsetMax]; len(v) == 8 {
+				s.maxOffset = int64(binary.BigEndian.Uint64(v))
+			}
+			segs = append(segs, s)
+			return nil
+		}, startFrom, true, math.MaxInt32)
+	})
+	if err != nil && !errors.Is(err, filer_pb.ErrNotFound) {
+		return nil, err
+	}
+	// Segment names are their flush times, so name order is offset order.
+	sort.Slice(segs, func(i, j int) bool { return segs[i].entry.Name < segs[j].entry.Name })
+	return segs, nil
 }
 
 // segmentEnd returns one past the highest offset in a segment (0 if it has

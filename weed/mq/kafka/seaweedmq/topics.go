@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/seaweedfs/seaweedfs/weed/filer"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
@@ -295,7 +296,8 @@ func (c *Client) saveTopicFile(ctx context.Context, name string, file topicConfi
 }
 
 // AlterTopicConfigs implements protocol.Backend: the topic's settings become
-// configs, saved with it; a change of retention.ms becomes SeaweedMQ's
+// configs, saved with it; a change of retention.ms (or of cleanup.policy's
+// delete) becomes SeaweedMQ's
 // retention of the topic (its partitions stay where they are).
 func (c *Client) AlterTopicConfigs(ctx context.Context, name string, change func(map[string]string) error) error {
 	var e *topicEntry
@@ -319,7 +321,7 @@ func (c *Client) AlterTopicConfigs(ctx context.Context, name string, change func
 		return err
 	}
 	defer c.topics.forget(name)
-	if e.info.Configs["retention.ms"] == configs["retention.ms"] {
+	if proto.Equal(retention(e.info.Configs), retention(configs)) {
 		return nil
 	}
 	ret := retention(configs)
@@ -401,10 +403,15 @@ func (c *Client) logStartOf(ctx context.Context, name string, index int32) int64
 }
 
 // retention maps retention.ms to SeaweedMQ's retention, nil when unset.
+// A compacted topic without the delete policy keeps its records by time
+// (the log cleaner removes only superseded ones).
 func retention(configs map[string]string) *mq_pb.TopicRetention {
 	v, ok := configs["retention.ms"]
 	if !ok {
 		return nil
+	}
+	if protocol.Compacted(configs) && !strings.Contains(configs["cleanup.policy"], "delete") {
+		return &mq_pb.TopicRetention{Enabled: false}
 	}
 	ms, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || ms < 0 {
