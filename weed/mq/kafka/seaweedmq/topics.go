@@ -59,6 +59,9 @@ type topicCache struct {
 	mu     sync.Mutex
 	byName map[string]*topicEntry
 	listed time.Time // when byName was last filled from a full listing
+	// gen counts the forgets: what was read from the filer before one
+	// (it may predate a write) is not cached after it.
+	gen uint64
 }
 
 func (tc *topicCache) init() { tc.byName = map[string]*topicEntry{} }
@@ -67,7 +70,15 @@ func (tc *topicCache) forget(name string) {
 	tc.mu.Lock()
 	delete(tc.byName, name)
 	tc.listed = time.Time{}
+	tc.gen++
 	tc.mu.Unlock()
+}
+
+// generation is the count of forgets so far, for a read about to begin.
+func (tc *topicCache) generation() uint64 {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	return tc.gen
 }
 
 // topicID derives a stable, non-zero Kafka topic id from the topic and the
@@ -134,6 +145,7 @@ func (c *Client) readTopic(ctx context.Context, name string) (*topicEntry, error
 func (c *Client) topic(ctx context.Context, name string) (*topicEntry, error) {
 	c.topics.mu.Lock()
 	e := c.topics.byName[name]
+	gen := c.topics.gen
 	c.topics.mu.Unlock()
 	if e != nil && time.Since(e.read) < c.opts.TopicCacheTTL {
 		return e, nil
@@ -151,7 +163,9 @@ func (c *Client) topic(ctx context.Context, name string) (*topicEntry, error) {
 		return nil, err
 	}
 	c.topics.mu.Lock()
-	c.topics.byName[name] = fresh
+	if c.topics.gen == gen {
+		c.topics.byName[name] = fresh
+	}
 	c.topics.mu.Unlock()
 	if e != nil && e.info.ID != fresh.info.ID {
 		c.parts.closeTopic(name) // re-created around us: old streams are stale
@@ -165,6 +179,7 @@ func (c *Client) ListTopics(ctx context.Context) ([]protocol.TopicInfo, error) {
 	fresh := time.Since(c.topics.listed) < c.opts.TopicCacheTTL
 	c.topics.mu.Unlock()
 	if !fresh {
+		gen := c.topics.generation()
 		var names []string
 		err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 			return filer_pb.SeaweedList(ctx, fc, filer.TopicsDir+"/"+Namespace, "", func(entry *filer_pb.Entry, isLast bool) error {
@@ -189,9 +204,21 @@ func (c *Client) ListTopics(ctx context.Context) ([]protocol.TopicInfo, error) {
 			entries[n] = e
 		}
 		c.topics.mu.Lock()
-		c.topics.byName = entries
-		c.topics.listed = time.Now()
-		c.topics.mu.Unlock()
+		if c.topics.gen == gen {
+			c.topics.byName = entries
+			c.topics.listed = time.Now()
+			c.topics.mu.Unlock()
+		} else {
+			// A topic changed while listing: answer from this listing
+			// without caching it.
+			c.topics.mu.Unlock()
+			out := make([]protocol.TopicInfo, 0, len(entries))
+			for _, e := range entries {
+				out = append(out, e.info)
+			}
+			sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+			return out, nil
+		}
 	}
 	c.topics.mu.Lock()
 	defer c.topics.mu.Unlock()
