@@ -558,9 +558,18 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 			ip = bind
 		}
 		addr := net.JoinHostPort(ip, strconv.Itoa(*o.metricsPort))
+		ml, err := net.Listen("tcp", addr)
+		if err != nil {
+			// Not serving the port asked for is a failure to start, as
+			// for the Kafka listeners: probes and scrapes would find
+			// nothing, or something else.
+			glog.Errorf("kafka gateway: metrics on %s: %v", addr, err)
+			shutdown()
+			return false
+		}
 		mon := &http.Server{Addr: addr, Handler: srv.MonitorHandler(), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
-			if err := mon.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+			if err := mon.Serve(ml); err != nil && err != http.ErrServerClosed {
 				glog.Errorf("kafka gateway: metrics on %s: %v", addr, err)
 			}
 		}()

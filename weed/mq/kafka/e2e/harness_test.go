@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -94,15 +95,29 @@ func buildWeed() (string, error) {
 	return bin, nil
 }
 
+// handedOut are the ports freePort returned: none is returned twice, as a
+// port handed out may not be bound yet (a gateway's metrics port and one
+// of its listeners once got the same one, and the restarted gateway did
+// not serve).
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
 // freePort returns a free 127.0.0.1 port; with grpc, port+10000 is free too
 // (SeaweedFS servers listen on both).
 func freePort(grpc bool) (int, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
 	for i := 0; i < 200; i++ {
 		// Below Linux's ephemeral ports (32768 on): a port chosen there can
 		// be taken, while its process restarts, by some connection's own
 		// end (a volume server once could not listen again on its gRPC
 		// port, port+10000).
 		p := 10000 + rand.IntN(12700)
+		if handedOut.ports[p] || (grpc && handedOut.ports[p+10000]) {
+			continue
+		}
 		l1, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 		if err != nil {
 			continue
@@ -114,8 +129,10 @@ func freePort(grpc bool) (int, error) {
 				continue
 			}
 			l2.Close()
+			handedOut.ports[p+10000] = true
 		}
 		l1.Close()
+		handedOut.ports[p] = true
 		return p, nil
 	}
 	return 0, errors.New("no free port")
