@@ -223,7 +223,7 @@ func (c *Client) CleanPartition(ctx context.Context, info protocol.TopicInfo, in
 				firstDirty = mtime
 			}
 		}
-		cands = append(cands, cleanSeg{entry: s.entry, mtime: mtime})
+		cands = append(cands, cleanSeg{entry: s.entry, mtime: mtime, maxOffset: maxOffset})
 	}
 	if clean+dirty > 0 {
 		res.DirtyRatio = float64(dirty) / float64(clean+dirty)
@@ -247,6 +247,12 @@ func (c *Client) CleanPartition(ctx context.Context, info protocol.TopicInfo, in
 		cl.learn(d.entries)
 		if n := len(d.entries); n > 0 {
 			end = max(end, d.entries[n-1].Offset+1)
+		}
+		// offset_max may name one offset past the segment's entries (the
+		// broker's hint): the segment is clean below the checkpoint only
+		// if it reaches past that too.
+		if s.maxOffset >= 0 {
+			end = max(end, s.maxOffset+1)
 		}
 	}
 	res.Segments = len(cands)

@@ -26,9 +26,10 @@ import (
 
 // cleanSeg is a cleanable segment and its entries (ascending offsets).
 type cleanSeg struct {
-	entry   *filer_pb.Entry
-	mtime   time.Time
-	entries []*filer_pb.LogEntry
+	entry     *filer_pb.Entry
+	mtime     time.Time
+	maxOffset int64 // its offset_max, or its last entry's offset
+	entries   []*filer_pb.LogEntry
 }
 
 // cleaner decides what a cleaning keeps: it learns the newest offset of
