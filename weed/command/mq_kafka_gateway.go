@@ -84,6 +84,7 @@ type kafkaGatewayOptions struct {
 	maxConnectionsPerIP *int
 	fetchMaxBytes       *int
 	fetchSessionSlots   *int
+	transactionVersion  *int
 	fetchBatchCache     *int64
 	decompressMaxBytes  *int64
 }
@@ -145,6 +146,10 @@ the filers and MQ brokers there and follows them as they move.
                        a transactional id without a transaction going on and
                        unchanged this long is removed (default 604800000, 7
                        days, as Kafka; -1: never)
+  -transaction.version the transaction.version feature ApiVersions gives
+                       clients (default 2: transactions v2, KIP-890, the
+                       producer epoch bumped at every end; 0 or 1: the
+                       classic protocol)
   -log.cleaner.backoff.ms
                        the pause between the log cleaner's rounds over the
                        compacted partitions this gateway leads (default
@@ -267,6 +272,7 @@ func init() {
 	o.allowIfNoACL = f.Bool("allow.everyone.if.no.acl.found", false, "allow what no ACL of the resource speaks of")
 	o.fetchMaxBytes = f.Int("fetch.max.bytes", protocol.DefaultFetchMaxBytes, "most record bytes of one Fetch response, whatever the client asks")
 	o.fetchBatchCache = f.Int64("fetch.batch.cache.bytes", protocol.DefaultFetchBatchCacheBytes, "memory for batches kept for fetches as produced (compressed as the producer sent them) or as built from stored records; 0 keeps none")
+	o.transactionVersion = f.Int("transaction.version", 2, "the transaction.version feature clients are given: 2 for transactions v2 (KIP-890), 0 or 1 for the classic protocol")
 	o.fetchSessionSlots = f.Int("max.incremental.fetch.session.cache.slots", protocol.DefaultFetchSessionSlots, "fetch sessions (KIP-227) kept by this gateway; 0 keeps none")
 	o.decompressMaxBytes = f.Int64("decompression.max.bytes", protocol.DefaultDecompressionMaxBytes, "most bytes held decompressed from produced batches across the gateway; beyond it produces wait")
 	o.maxIdleMs = f.Int("connections.max.idle.ms", int(protocol.DefaultMaxIdle/time.Millisecond), "close connections idle this long (-1: never)")
@@ -279,6 +285,10 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	o := &kafkaGatewayOpts
 	util.LoadSecurityConfiguration()
 	masters := *o.master
+	if tv := *o.transactionVersion; tv < 0 || tv > 2 {
+		glog.Errorf("kafka gateway: -transaction.version %d: 0, 1 or 2", tv)
+		return false
+	}
 
 	var emb *embedded
 	if *o.embeddedDir != "" {
@@ -469,6 +479,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		MaxConnections:        *o.maxConnections,
 		FetchMaxBytes:         *o.fetchMaxBytes,
 		FetchSessionSlots:     int(orNone(int64(*o.fetchSessionSlots))),
+		TransactionVersion:    int16(*o.transactionVersion),
 		FetchBatchCacheBytes:  orNone(*o.fetchBatchCache),
 		DecompressionMaxBytes: *o.decompressMaxBytes,
 		MaxConnectionsPerIP:   *o.maxConnectionsPerIP,

@@ -160,19 +160,23 @@ func (m *Forwarder) send(ctx context.Context, key, topic string, partition int32
 
 // Verify implements protocol.TxnVerifier. A client ends a transaction only
 // after its writes were answered, so a transaction cannot end between the
-// coordinator's answer and the write.
-func (m *Forwarder) Verify(ctx context.Context, id *string, producerID int64, epoch int16, topic string, partition int32, write func()) *kerr.Error {
+// coordinator's answer and the write. On another gateway, the check is
+// AddPartitionsToTxn VerifyOnly, the implicit add (add) one without it.
+func (m *Forwarder) Verify(ctx context.Context, id *string, producerID int64, epoch int16, topic string, partition int32, add bool, write func()) *kerr.Error {
 	owner, _, ok := m.Members.Owner(membership.TxnKey(*id))
 	if !ok {
 		return kerr.NotEnoughReplicas // retriable: no coordinator known yet
 	}
 	if owner.NodeID == m.Members.Self().NodeID {
-		return m.Txns.Verify(ctx, id, producerID, epoch, topic, partition, write)
+		return m.Txns.Verify(ctx, id, producerID, epoch, topic, partition, add, write)
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4
+	if add {
+		req.Version = 5
+	}
 	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = *id, producerID, epoch, true
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = *id, producerID, epoch, !add
 	tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
 	tt.Topic, tt.Partitions = topic, []int32{partition}
 	tx.Topics = append(tx.Topics, tt)
@@ -192,15 +196,31 @@ func (m *Forwarder) Verify(ctx context.Context, id *string, producerID int64, ep
 			}
 		}
 	}
-	switch e := kerr.ErrorForCode(code); {
-	case code == 0:
+	if code == 0 {
 		write()
 		return nil
-	case e == kerr.NotCoordinator || e == kerr.CoordinatorLoadInProgress || e == kerr.CoordinatorNotAvailable:
-		return kerr.NotEnoughReplicas // retriable for a producer; the coordinator is moving
-	case e == kerr.ProducerFenced:
-		return kerr.InvalidProducerEpoch
-	default:
-		return e.(*kerr.Error)
 	}
+	return txn.ImplicitAddErr(kerr.ErrorForCode(code).(*kerr.Error))
+}
+
+// AddGroup implements protocol.TxnVerifier: with the transactional id's
+// coordinator here, or on its gateway with AddOffsetsToTxn.
+func (m *Forwarder) AddGroup(ctx context.Context, id string, producerID int64, epoch int16, group string) *kerr.Error {
+	owner, _, ok := m.Members.Owner(membership.TxnKey(id))
+	if !ok {
+		return kerr.CoordinatorLoadInProgress // retriable: no coordinator known yet
+	}
+	if owner.NodeID == m.Members.Self().NodeID {
+		return m.Txns.AddGroup(ctx, id, producerID, epoch, group)
+	}
+	req := kmsg.NewPtrAddOffsetsToTxnRequest()
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = id, producerID, epoch, group
+	resp, err := m.Peers.Request(ctx, owner.Addr(), req)
+	if err != nil {
+		return kerr.CoordinatorLoadInProgress
+	}
+	if code := resp.(*kmsg.AddOffsetsToTxnResponse).ErrorCode; code != 0 {
+		return kerr.ErrorForCode(code).(*kerr.Error)
+	}
+	return nil
 }

@@ -75,6 +75,9 @@ type Options struct {
 	// FetchSessionSlots bounds the fetch sessions kept
 	// (max.incremental.fetch.session.cache.slots); 0: Kafka's 1000, <0: none.
 	FetchSessionSlots int
+	// TransactionVersion is the transaction.version feature clients are
+	// given (protocol.Config.TransactionVersion).
+	TransactionVersion int16
 	// DecompressionMaxBytes bounds produced bytes held decompressed.
 	DecompressionMaxBytes int64
 
@@ -191,6 +194,7 @@ func NewServer(opts Options) (*Server, error) {
 		Authorizer:            opts.Authorizer,
 		FetchMaxBytes:         opts.FetchMaxBytes,
 		FetchSessionSlots:     opts.FetchSessionSlots,
+		TransactionVersion:    opts.TransactionVersion,
 		FetchBatchCacheBytes:  opts.FetchBatchCacheBytes,
 		DecompressionMaxBytes: opts.DecompressionMaxBytes,
 		ClusterID:             opts.ClusterID,

@@ -6,6 +6,8 @@ package protocol
 // a request newer than we serve is answered in v0 format with
 // UNSUPPORTED_VERSION and the full table, so the client can retry with a
 // version we know; the response header is always the non-flexible v0.
+// v3+ carries the features: transaction.version (KIP-890) at the level of
+// Config.TransactionVersion.
 
 import (
 	"context"
@@ -32,6 +34,20 @@ func (h *Handler) handleApiVersions(_ context.Context, r *Request) Reply {
 		if r.Version >= 3 && (!softwareName.MatchString(req.ClientSoftwareName) || !softwareName.MatchString(req.ClientSoftwareVersion)) {
 			resp.ErrorCode = kerr.InvalidRequest.Code // as Kafka (KIP-511), with no keys
 			return now(resp)
+		}
+	}
+	if r.Version >= 3 {
+		// The features (KIP-584): transaction.version, finalized at the
+		// configured level; clients read the finalized level only from
+		// an epoch of 0 or more.
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = "transaction.version", 0, 2
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		resp.FinalizedFeaturesEpoch = 1
+		if tv := h.cfg.TransactionVersion; tv > 0 {
+			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "transaction.version", tv, tv
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 		}
 	}
 	for key, a := range apis {

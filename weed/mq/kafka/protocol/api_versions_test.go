@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -53,13 +54,36 @@ func TestApiVersionsVersions(t *testing.T) {
 		for k := range want {
 			t.Errorf("v%d: %s not advertised", v, k.Name())
 		}
-		// transaction.version 2 (KIP-890) is not served: a client that
-		// saw it finalized would bump epochs in EndTxn.
-		for _, f := range resp.FinalizedFeatures {
-			if f.Name == "transaction.version" && f.MaxVersionLevel >= 2 {
-				t.Errorf("v%d: transaction.version %d finalized", v, f.MaxVersionLevel)
-			}
+		if v >= 3 {
+			checkTxnFeature(t, fmt.Sprintf("v%d", v), resp, 2)
 		}
+	}
+	// Classic transactions: supported, not finalized.
+	classic := startGateway(t, gatewayOptions{classicTxns: true})
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "franz-go", "1.22.3"
+	resp := roundTrip(t, classic.addr, req, 3).(*kmsg.ApiVersionsResponse)
+	checkTxnFeature(t, "classic", resp, 0)
+}
+
+// checkTxnFeature checks ApiVersions v3+'s features: transaction.version
+// supported 0-2, finalized at level (none for 0), from a finalized
+// features epoch clients take (0 or more: Java's ApiVersions ignores -1).
+func checkTxnFeature(t *testing.T, what string, resp *kmsg.ApiVersionsResponse, level int16) {
+	t.Helper()
+	if len(resp.SupportedFeatures) != 1 || resp.SupportedFeatures[0].Name != "transaction.version" ||
+		resp.SupportedFeatures[0].MinVersion != 0 || resp.SupportedFeatures[0].MaxVersion != 2 {
+		t.Errorf("%s: supported features %+v", what, resp.SupportedFeatures)
+	}
+	if resp.FinalizedFeaturesEpoch < 0 {
+		t.Errorf("%s: finalized features epoch %d", what, resp.FinalizedFeaturesEpoch)
+	}
+	switch {
+	case level == 0 && len(resp.FinalizedFeatures) != 0:
+		t.Errorf("%s: finalized %+v, want none", what, resp.FinalizedFeatures)
+	case level > 0 && (len(resp.FinalizedFeatures) != 1 || resp.FinalizedFeatures[0].Name != "transaction.version" ||
+		resp.FinalizedFeatures[0].MaxVersionLevel != level || resp.FinalizedFeatures[0].MinVersionLevel != level):
+		t.Errorf("%s: finalized %+v, want transaction.version %d", what, resp.FinalizedFeatures, level)
 	}
 }
 

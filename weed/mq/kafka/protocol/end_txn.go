@@ -4,9 +4,10 @@ package protocol
 // decision is saved, a marker is written to each of its partitions, its
 // offsets are committed to their groups, then the end is saved; the answer
 // comes after all of it. A retried EndTxn of a transaction that ended the
-// same way succeeds again. v5 answers with the producer id and epoch; the
-// epoch is not bumped (transaction.version 2, KIP-890, is not
-// advertised, so clients keep the classic protocol).
+// same way succeeds again. v5 is transaction.version 2 (KIP-890): the
+// producer epoch is bumped at every end, the markers carry the new one,
+// and the answer names the producer id and epoch the producer goes on
+// with (a new id once the epochs are used up).
 
 import (
 	"context"
@@ -25,6 +26,14 @@ func (h *Handler) handleEndTxn(ctx context.Context, r *Request) Reply {
 		if !h.allowedTxn(r, kmsg.ACLOperationWrite, req.TransactionalID) {
 			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			resp.ProducerID, resp.ProducerEpoch = -1, -1
+			return resp, nil
+		}
+		if r.Version >= 5 {
+			pid, epoch, e := h.txns.EndTxnV2(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
+			if e != nil {
+				resp.ErrorCode = e.Code
+			}
+			resp.ProducerID, resp.ProducerEpoch = pid, epoch
 			return resp, nil
 		}
 		if e := h.txns.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit); e != nil {

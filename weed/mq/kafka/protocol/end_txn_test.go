@@ -37,8 +37,9 @@ func lastMarker(t *testing.T, g *testGateway, topic string, partition int32) *re
 
 // EndTxn v0-5: commit and abort write their marker to each partition of
 // the transaction (the producer's id and epoch) and answer once done; the
-// transaction is CompleteCommit or CompleteAbort then; v5 answers the
-// producer id and epoch, not bumped (transaction.version 2 is not served).
+// transaction is CompleteCommit or CompleteAbort then; v5 (transaction
+// version 2) bumps the epoch, writes the markers with the new one and
+// answers the producer id and it.
 func TestEndTxnVersions(t *testing.T) {
 	g := startGateway(t, gatewayOptions{})
 	servesVersions(t, g.addr, kmsg.NewPtrEndTxnRequest(), 0, 5)
@@ -51,15 +52,19 @@ func TestEndTxnVersions(t *testing.T) {
 			}
 			resp := roundTrip(t, g.addr, endTxnReq(p, commit), v).(*kmsg.EndTxnResponse)
 			code(t, "EndTxn", resp.ErrorCode, nil)
-			if v >= 5 && (resp.ProducerID != p.pid || resp.ProducerEpoch != p.epoch) {
-				t.Errorf("v5: producer %d epoch %d, want %d %d", resp.ProducerID, resp.ProducerEpoch, p.pid, p.epoch)
+			markerEpoch := p.epoch
+			if v >= 5 {
+				markerEpoch++
+				if resp.ProducerID != p.pid || resp.ProducerEpoch != markerEpoch {
+					t.Errorf("v5: producer %d epoch %d, want %d %d", resp.ProducerID, resp.ProducerEpoch, p.pid, markerEpoch)
+				}
 			}
 			want, state := int8(record.ControlAbort), "CompleteAbort"
 			if commit {
 				want, state = record.ControlCommit, "CompleteCommit"
 			}
 			for part := int32(0); part < 2; part++ {
-				if m := lastMarker(t, g, "et", part); m == nil || m.Control != want || m.ProducerID != p.pid || m.Epoch != p.epoch {
+				if m := lastMarker(t, g, "et", part); m == nil || m.Control != want || m.ProducerID != p.pid || m.Epoch != markerEpoch {
 					t.Errorf("v%d commit=%v: partition %d ends with %+v", v, commit, part, m)
 				}
 			}

@@ -43,6 +43,11 @@ type Config struct {
 	// FetchSessionSlots is max.incremental.fetch.session.cache.slots: how
 	// many fetch sessions are kept; 0: DefaultFetchSessionSlots, <0: none.
 	FetchSessionSlots int
+	// TransactionVersion is the transaction.version feature ApiVersions
+	// finalizes: 2 lets clients use transactions v2 (KIP-890: the epoch
+	// bumped at every end, partitions and groups added implicitly); 0 or
+	// 1 keeps them on the classic protocol.
+	TransactionVersion int16
 	// Cluster tells which gateway owns what; nil: this one owns all.
 	Cluster Cluster
 	// Txns checks a transactional produce with the transactional id's
@@ -56,10 +61,14 @@ type Config struct {
 	Authorizer *acl.Authorizer
 }
 
-// TxnVerifier checks that a transactional batch's transaction is open and
-// has the partition, then runs write (see txn.Coordinator.Verify).
+// TxnVerifier reaches a transactional id's coordinator for the partitions'
+// leaders and the groups' coordinators: Verify checks that a transactional
+// batch's transaction is open and has the partition (adding it first with
+// add), then runs write (see txn.Coordinator.Verify); AddGroup adds a
+// group's offsets to the transaction (TxnOffsetCommit v5+, KIP-890).
 type TxnVerifier interface {
-	Verify(ctx context.Context, id *string, producerID int64, epoch int16, topic string, partition int32, write func()) *kerr.Error
+	Verify(ctx context.Context, id *string, producerID int64, epoch int16, topic string, partition int32, add bool, write func()) *kerr.Error
+	AddGroup(ctx context.Context, id string, producerID int64, epoch int16, group string) *kerr.Error
 }
 
 // Handler answers decoded requests.

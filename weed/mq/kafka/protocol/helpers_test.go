@@ -54,6 +54,9 @@ type gatewayOptions struct {
 	// maxReauth is connections.max.reauth.ms (0: sessions do not end).
 	maxReauth    time.Duration
 	noAutoCreate bool
+	// classicTxns finalizes transaction.version 0, not 2 (the gateway's
+	// default): clients keep the classic transaction protocol.
+	classicTxns bool
 	// cluster, if set, is the cluster of gateways the gateway is one of
 	// (node 0); its self member gets the gateway's address once bound.
 	cluster *fakeCluster
@@ -91,7 +94,10 @@ func startGateway(t *testing.T, o gatewayOptions) *testGateway {
 		}
 	}
 	opts := gateway.Options{Listen: "127.0.0.1:0", Backend: g.backend, Groups: g.groups, Txns: g.txns, Users: g.users,
-		DefaultPartitions: 3, AutoCreateTopics: !o.noAutoCreate, ClusterID: "in-process"}
+		DefaultPartitions: 3, AutoCreateTopics: !o.noAutoCreate, ClusterID: "in-process", TransactionVersion: 2}
+	if o.classicTxns {
+		opts.TransactionVersion = 0
+	}
 	if o.cluster != nil {
 		opts.Cluster = o.cluster
 	}

@@ -131,7 +131,9 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				// the producer's open transaction, which cannot end
 				// while they are handed to the log.
 				var app *Appended
-				e := h.verifyTxn(ctx, req.TransactionID, mark, info.Name, rp.Partition, func() {
+				// v12+ (transaction.version 2) adds the partition to
+				// the transaction itself (KIP-890).
+				e := h.verifyTxn(ctx, req.TransactionID, mark, info.Name, rp.Partition, r.Version >= 12, func() {
 					app = h.backend.Append(ctx, info.Name, rp.Partition, records, req.Acks == -1)
 				})
 				release()
@@ -326,9 +328,18 @@ func topicMaxMessageBytes(t TopicInfo, def int32) int {
 // verifyTxn checks that the transaction of a transactional batch is open
 // and has the partition, then runs write: with the transactional id's
 // coordinator, here or on another gateway (Config.Txns).
-func (h *Handler) verifyTxn(ctx context.Context, id *string, mark *record.TxnMark, topic string, partition int32, write func()) *kerr.Error {
+func (h *Handler) verifyTxn(ctx context.Context, id *string, mark *record.TxnMark, topic string, partition int32, add bool, write func()) *kerr.Error {
 	if id == nil || h.cfg.Txns == nil {
-		return h.txns.Verify(ctx, id, mark.ProducerID, mark.Epoch, topic, partition, write)
+		return h.txns.Verify(ctx, id, mark.ProducerID, mark.Epoch, topic, partition, add, write)
 	}
-	return h.cfg.Txns.Verify(ctx, id, mark.ProducerID, mark.Epoch, topic, partition, write)
+	return h.cfg.Txns.Verify(ctx, id, mark.ProducerID, mark.Epoch, topic, partition, add, write)
+}
+
+// addTxnGroup adds a group's offsets to a transaction, with its
+// coordinator here or on another gateway (Config.Txns).
+func (h *Handler) addTxnGroup(ctx context.Context, id string, producerID int64, epoch int16, group string) *kerr.Error {
+	if h.cfg.Txns == nil {
+		return h.txns.AddGroup(ctx, id, producerID, epoch, group)
+	}
+	return h.cfg.Txns.AddGroup(ctx, id, producerID, epoch, group)
 }

@@ -545,8 +545,10 @@ func TestProduceAcks(t *testing.T) {
 }
 
 // A transactional batch goes only to a partition of its producer's open
-// transaction (INVALID_TXN_STATE otherwise); after a newer producer of the
-// transactional id is initialized, the old one gets INVALID_PRODUCER_EPOCH.
+// transaction (INVALID_TXN_STATE otherwise) before v12; v12+
+// (transaction.version 2) adds its partition to the transaction itself;
+// after a newer producer of the transactional id is initialized, the old
+// one gets INVALID_PRODUCER_EPOCH.
 func TestProduceTransactional(t *testing.T) {
 	h, b := testHandler(t, nil)
 	b.CreateTopic(context.Background(), TopicSpec{Name: "tx", Partitions: 2})
@@ -560,12 +562,17 @@ func TestProduceTransactional(t *testing.T) {
 			rb.Attributes |= record.AttrTransactional
 		}, "t")
 	}
-	txnProduce := func(epoch int16, seq int32) int16 {
-		req := produceReq("tx", [16]byte{}, map[int32][]byte{0: batch(epoch, seq)})
+	txnProduceTo := func(partition int32, epoch int16, seq int32, version int16) int16 {
+		req := produceReq("tx", [16]byte{}, map[int32][]byte{partition: batch(epoch, seq)})
 		req.TransactionID = &id
-		return produceCodes(exchange(t, h, anonymous, req, 12))[0]
+		return produceCodes(exchange(t, h, anonymous, req, version))[partition]
 	}
+	txnProduce := func(epoch int16, seq int32) int16 { return txnProduceTo(0, epoch, seq, 11) }
 	wantCode(t, "before AddPartitionsToTxn", txnProduce(first.ProducerEpoch, 0), kerr.InvalidTxnState)
+	wantCode(t, "v12, adding its partition", txnProduceTo(1, first.ProducerEpoch, 0, 12), nil)
+	if got := values(t, b, "tx", 1); len(got) != 1 || got[0] != "t" {
+		t.Errorf("stored by v12: %q", got)
+	}
 	add := kmsg.NewPtrAddPartitionsToTxnRequest()
 	add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, first.ProducerID, first.ProducerEpoch
 	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "tx", Partitions: []int32{0}}}

@@ -6,7 +6,9 @@ package protocol
 // sends its marker: they become the group's committed offsets when the
 // transaction commits, and are dropped if it aborts. v3+ names the
 // committing member, checked like an OffsetCommit's (ILLEGAL_GENERATION,
-// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID). v6 may name topics by id.
+// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID). v5+ (transaction.version 2)
+// adds the group to the transaction itself, with the transaction's
+// coordinator (KIP-890). v6 may name topics by id.
 
 import (
 	"context"
@@ -51,7 +53,14 @@ func (h *Handler) handleTxnOffsetCommit(ctx context.Context, r *Request) Reply {
 		var code int16
 		if req.Group == "" {
 			code = kerr.InvalidGroupID.Code
-		} else if len(offsets) > 0 {
+		} else if len(offsets) > 0 && r.Version >= 5 {
+			// transaction.version 2: no AddOffsetsToTxn came first
+			// (KIP-890); the group joins the transaction here.
+			if e := h.addTxnGroup(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group); e != nil {
+				code = txnGroupErr(e).Code
+			}
+		}
+		if code == 0 && len(offsets) > 0 {
 			who := group.Committer{Generation: req.Generation, MemberID: req.MemberID, InstanceID: req.InstanceID}
 			if r.Version < 3 {
 				who = group.Committer{Generation: -1}
@@ -76,4 +85,17 @@ func (h *Handler) handleTxnOffsetCommit(ctx context.Context, r *Request) Reply {
 		}
 		return resp, nil
 	}
+}
+
+// txnGroupErr is the error a TxnOffsetCommit gets when its group could not
+// join the transaction: a coordinator moving or loading is
+// COORDINATOR_LOAD_IN_PROGRESS (the client retries), the coordinator's
+// other errors stay (CONCURRENT_TRANSACTIONS is retried, PRODUCER_FENCED
+// is fatal).
+func txnGroupErr(e *kerr.Error) *kerr.Error {
+	switch e {
+	case kerr.NotCoordinator, kerr.CoordinatorNotAvailable, kerr.NotEnoughReplicas:
+		return kerr.CoordinatorLoadInProgress
+	}
+	return e
 }

@@ -115,6 +115,11 @@ type saved struct {
 	Groups     []string           `json:"groups,omitempty"`
 	StartMs    int64              `json:"startMs"`
 	UpdatedMs  int64              `json:"updatedMs"`
+	// NextProducerID is the producer id the transaction's end switches
+	// to, its epochs used up (epoch 0 then); PrevProducerID the one it
+	// switched from, so that a retried end is known (KIP-890).
+	NextProducerID int64 `json:"nextProducerId,omitempty"`
+	PrevProducerID int64 `json:"prevProducerId,omitempty"`
 }
 
 // Kafka's transactional.id.expiration.ms (7 days) and

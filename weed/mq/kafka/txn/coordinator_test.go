@@ -228,10 +228,10 @@ func TestOwnershipMoves(t *testing.T) {
 		t.Fatalf("end at the old coordinator: %v", e)
 	}
 	wrote := false
-	if e := cs[1].Verify(ctx, &id, pid, epoch, "a", 0, func() { wrote = true }); e != nil || !wrote {
+	if e := cs[1].Verify(ctx, &id, pid, epoch, "a", 0, false, func() { wrote = true }); e != nil || !wrote {
 		t.Fatalf("a write of the transaction at the new coordinator: %v (written %v)", e, wrote)
 	}
-	if e := cs[1].Verify(ctx, &id, pid, epoch, "a", 1, func() {}); e != kerr.InvalidTxnState {
+	if e := cs[1].Verify(ctx, &id, pid, epoch, "a", 1, false, func() {}); e != kerr.InvalidTxnState {
 		t.Fatalf("a write to a partition not added: %v", e)
 	}
 	// Decided there, its markers fail; it moves back and is finished.

@@ -48,7 +48,9 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	switch t.st.State {
 	case Ongoing:
 		// Fence the producer of the open transaction, then abort it.
-		t.st.Epoch++
+		if err := c.bumpEpoch(ctx, t); err != nil {
+			return -1, -1, storageErr(id, err)
+		}
 		t.st.State = PrepareAbort
 		if err := c.save(ctx, t); err != nil {
 			return -1, -1, storageErr(id, err)
@@ -169,8 +171,16 @@ func (c *Coordinator) AddGroup(ctx context.Context, id string, producerID int64,
 // partition: its transaction is open and has the partition. fn (the write)
 // runs while the transaction cannot end. id is the transactional id when
 // the request names it (Produce v3+): its state is loaded if this gateway
-// has just taken it over.
-func (c *Coordinator) Verify(ctx context.Context, id *string, producerID int64, epoch int16, topic string, partition int32, fn func()) *kerr.Error {
+// has just taken it over. With add (Produce v12+, transaction.version 2)
+// the partition is added to the transaction first, which it begins if
+// none is open (KIP-890), with the errors a partition's leader gives the
+// producer.
+func (c *Coordinator) Verify(ctx context.Context, id *string, producerID int64, epoch int16, topic string, partition int32, add bool, fn func()) *kerr.Error {
+	if add && id != nil {
+		if e := ImplicitAddErr(c.AddPartitions(ctx, *id, producerID, epoch, map[string][]int32{topic: {partition}})); e != nil {
+			return e
+		}
+	}
 	var t *txn
 	if id != nil {
 		var e *kerr.Error
@@ -202,4 +212,24 @@ func (c *Coordinator) Verify(ctx context.Context, id *string, producerID int64, 
 	}
 	fn()
 	return nil
+}
+
+// ImplicitAddErr is the error a producer gets for a partition its
+// transaction could not be given implicitly (KIP-890), from the
+// coordinator's: a fenced epoch is INVALID_PRODUCER_EPOCH (abortable), an
+// unknown producer INVALID_TXN_STATE, a coordinator moving or loading
+// NOT_ENOUGH_REPLICAS (retriable); CONCURRENT_TRANSACTIONS (the last
+// transaction still ending) and the others stay.
+func ImplicitAddErr(e *kerr.Error) *kerr.Error {
+	switch e {
+	case nil:
+		return nil
+	case kerr.ProducerFenced:
+		return kerr.InvalidProducerEpoch
+	case kerr.InvalidProducerIDMapping:
+		return kerr.InvalidTxnState
+	case kerr.NotCoordinator, kerr.CoordinatorLoadInProgress, kerr.CoordinatorNotAvailable:
+		return kerr.NotEnoughReplicas
+	}
+	return e
 }
