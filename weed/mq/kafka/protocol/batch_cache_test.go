@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -141,6 +142,41 @@ func TestProducedBatchesFetchedAsProduced(t *testing.T) {
 		t.Fatalf("codecs %v, want gzip", codecs)
 	}
 	sameRecords(t, recs, append(text(30, 20), text(30, 50)...))
+}
+
+// A cached batch is not served once the log cleaner removed some of its
+// records: the fetch has what the log still holds, at their offsets, and a
+// built batch cached before is not served either.
+func TestCachedBatchesFollowCompaction(t *testing.T) {
+	b := newMemBackend()
+	if _, err := b.CreateTopic(context.Background(), TopicSpec{Name: "t", Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}}); err != nil {
+		t.Fatal(err)
+	}
+	h := New(Config{}, b, nil, nil)
+	raw := fastGzip(t, text(20, 0))
+	if resp := handle(t, h, produceRaw(raw, 5000)).(*kmsg.ProduceResponse); resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("produce: error %d", resp.Topics[0].Partitions[0].ErrorCode)
+	}
+	offsets := func(from int64) []int64 {
+		_, recs := fetchedBatches(t, fetchAt(t, h, 12, "t", from).RecordBatches)
+		var out []int64
+		for _, r := range recs {
+			out = append(out, r.Timestamp-1000) // text's timestamps are 1000 + its index
+		}
+		return out
+	}
+	if got := offsets(0); len(got) != 20 {
+		t.Fatalf("before cleaning: %v", got)
+	}
+	offsets(5) // builds and caches a batch from offset 5
+	b.compact("t", 0, 2, 3, 7)
+	want := []int64{0, 1, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}
+	if got := offsets(0); !slices.Equal(got, want) {
+		t.Errorf("after cleaning, from 0: %v, want %v", got, want)
+	}
+	if got := offsets(5); !slices.Equal(got, want[3:]) {
+		t.Errorf("after cleaning, from 5: %v, want %v", got, want[3:])
+	}
 }
 
 // Records the gateway did not see produced are compressed with the topic's

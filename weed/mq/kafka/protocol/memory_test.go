@@ -34,6 +34,25 @@ type memPart struct {
 	aborted []AbortedTxn
 	// producers are the idempotent producers' last batches, by id
 	producers map[int64]ProducerInfo
+	// removed are offsets a log cleaner took out (compact): reads skip them
+	removed map[int64]bool
+}
+
+// compact removes records from a partition as a log cleaner would: their
+// offsets stay, readers skip them.
+func (b *memBackend) compact(topic string, partition int32, offsets ...int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.part(topic, partition)
+	if err != nil {
+		panic(err)
+	}
+	if p.removed == nil {
+		p.removed = map[int64]bool{}
+	}
+	for _, o := range offsets {
+		p.removed[o] = true
+	}
 }
 
 func newMemBackend() *memBackend { return &memBackend{topics: map[string]*memTopic{}} }
@@ -222,6 +241,9 @@ func (b *memBackend) Read(_ context.Context, topic string, partition int32, offs
 	}
 	size := 0
 	for _, r := range p.recs[offset-p.start:] {
+		if p.removed[r.Offset] {
+			continue
+		}
 		if len(res.Records) > 0 && size+len(r.Key)+len(r.Value) > maxBytes {
 			break
 		}
