@@ -6,7 +6,8 @@ package e2e
 // and read_committed, consume-transform-produce with the group's offsets in
 // the transaction, the AdminClient (topics, DescribeTopicPartitions,
 // configs, the cluster, offsets, DeleteRecords, groups, producers,
-// transactions), Kafka Streams (an exactly-once word count killed mid-run,
+// transactions, SCRAM users and ACLs, with a user logging in on the SASL
+// listener), Kafka Streams (an exactly-once word count killed mid-run,
 // a KTable restored from a compacted topic) and Kafka Connect in
 // distributed mode (a file through a topic across a worker restart).
 
@@ -39,7 +40,8 @@ func TestJavaClients(t *testing.T) {
 	os.RemoveAll(reports) //nolint:errcheck // a previous run's, if any
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "mvn", "-B", "-q", "-f", filepath.Join(module, "pom.xml"), "test", "-Dkafka.bootstrap="+gw.addr)
+	cmd := exec.CommandContext(ctx, "mvn", "-B", "-q", "-f", filepath.Join(module, "pom.xml"), "test", "-Dkafka.bootstrap="+gw.addr,
+		"-Dkafka.sasl.bootstrap="+gw.secure["SASL_PLAINTEXT"])
 	if res, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("mvn test: %v\n%s", err, res)
 	}
@@ -63,7 +65,7 @@ func TestJavaClients(t *testing.T) {
 		t.Logf("%s: %d tests passed", s.Name, s.Tests)
 		total += s.Tests
 	}
-	if total < 10 {
-		t.Errorf("%d Java tests ran, want the 10 of the module", total)
+	if total < 11 {
+		t.Errorf("%d Java tests ran, want the 11 of the module", total)
 	}
 }
