@@ -3,6 +3,7 @@ package e2e
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,7 +113,17 @@ func TestACLs(t *testing.T) {
 		req.Acks, req.TimeoutMillis = -1, 10000
 		// franz-go sends the newest version: v13 names topics by id.
 		req.Topics = []kmsg.ProduceRequestTopic{{Topic: topic, TopicID: topicID(t, plain, topic), Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: batchOf([]byte("by bob"))}}}}
-		resp, err := cl.SeedBrokers()[0].Request(ctxT(t), req)
+		// A client dials again when a dial fails: so does this one,
+		// for up to 15 s (a dial to the restarted gateway's SASL
+		// listener has been refused now and then, cause not found).
+		var resp kmsg.Response
+		var err error
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			if resp, err = cl.SeedBrokers()[0].Request(ctxT(t), req); err == nil || time.Now().After(deadline) || !strings.Contains(err.Error(), "unable to dial") {
+				break
+			}
+			t.Logf("produce as bob: %v; dialing again", err)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -169,13 +169,15 @@ func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, ve
 		codec = record.CodecNone
 	}
 	upper := sp.LastStableOffset // the high watermark, or read_committed's last stable offset
+	compacted := Compacted(info.Configs)
 	recs := res.Records
 	for len(recs) > 0 {
 		at := recs[0].Offset
-		// A cached batch is served only while the log still holds each
-		// of its records: the log cleaner may have removed some since.
+		// A cached batch of a compacted topic is served only while the
+		// log still holds each of its records: the log cleaner may have
+		// removed some since.
 		if cb := h.batches.get(batchKey{info.ID, rp.partition, at}); cb != nil && usable(cb.codec) && at+int64(cb.count) <= upper &&
-			len(recs) >= int(cb.count) && recs[cb.count-1].Offset == at+int64(cb.count)-1 {
+			(!compacted || (len(recs) >= int(cb.count) && recs[cb.count-1].Offset == at+int64(cb.count)-1)) {
 			sp.RecordBatches = append(sp.RecordBatches, cb.data...)
 			for len(recs) > 0 && recs[0].Offset < at+int64(cb.count) {
 				recs = recs[1:]
