@@ -111,7 +111,7 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				}
 				continue
 			}
-			if keyless := firstKeyless(records); keyless >= 0 && Compacted(info.Configs) {
+			if keyless := firstKeyless(info, records); keyless >= 0 {
 				// As Kafka: the log cleaner keeps records by key.
 				release()
 				p.ErrorCode = kerr.InvalidRecord.Code
@@ -298,9 +298,13 @@ func decodeBatches(raw []byte, limit int) ([]record.Record, *kerr.Error) {
 	return records, nil
 }
 
-// firstKeyless is the index of the first record without a key, -1 if all
-// have one.
-func firstKeyless(records []record.Record) int {
+// firstKeyless is the index of the first record without a key of a
+// compacted topic's batch, -1 if all have one or the topic is not
+// compacted (its records are not looked at).
+func firstKeyless(info TopicInfo, records []record.Record) int {
+	if !Compacted(info.Configs) {
+		return -1
+	}
 	for i := range records {
 		if records[i].Key == nil {
 			return i

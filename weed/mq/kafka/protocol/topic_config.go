@@ -94,7 +94,7 @@ func policies(v string) error {
 	if v == "" {
 		return fmt.Errorf("empty cleanup.policy")
 	}
-	for _, p := range strings.Split(v, ",") {
+	for p := range strings.SplitSeq(v, ",") {
 		if p := strings.TrimSpace(p); p != "delete" && p != "compact" {
 			return fmt.Errorf("value %q is not a cleanup policy (delete, compact)", p)
 		}
@@ -104,7 +104,7 @@ func policies(v string) error {
 
 // Compacted tells whether a topic's settings make it a compacted topic.
 func Compacted(configs map[string]string) bool {
-	for _, p := range strings.Split(configs["cleanup.policy"], ",") {
+	for p := range strings.SplitSeq(configs["cleanup.policy"], ",") {
 		if strings.TrimSpace(p) == "compact" {
 			return true
 		}
