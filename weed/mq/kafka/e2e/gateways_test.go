@@ -105,6 +105,25 @@ func TestGatewaysClients(t *testing.T) {
 	g := threeGateways(t)
 	procs := g.all()
 	const partitions = 6
+
+	// A topic created through one gateway is in another's listing of
+	// every topic at once, also right after that one listed them:
+	// kafka-go's writer trusts its transport's listing of every topic.
+	listed := newTopic(t) + "-listed"
+	listAll := func() map[string]bool {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = 12 // Topics nil: every topic
+		names := map[string]bool{}
+		for _, rt := range askOne[*kmsg.MetadataResponse](t, procs[2].addr, req).Topics {
+			names[*rt.Topic] = true
+		}
+		return names
+	}
+	listAll()
+	createTopic(t, listed, 1, nil)
+	if !listAll()[listed] {
+		t.Fatalf("a topic created through %s is missing from %s's listing of every topic", procs[0].addr, procs[2].addr)
+	}
 	// The partitions' leaders follow from the topic's name (rendezvous
 	// hashing over the view, served once it has settled): a topic whose
 	// partitions do not come to be led by two gateways at least is left

@@ -58,7 +58,6 @@ type topicEntry struct {
 type topicCache struct {
 	mu     sync.Mutex
 	byName map[string]*topicEntry
-	listed time.Time // when byName was last filled from a full listing
 	// gen counts the forgets: what was read from the filer before one
 	// (it may predate a write) is not cached after it.
 	gen uint64
@@ -69,7 +68,6 @@ func (tc *topicCache) init() { tc.byName = map[string]*topicEntry{} }
 func (tc *topicCache) forget(name string) {
 	tc.mu.Lock()
 	delete(tc.byName, name)
-	tc.listed = time.Time{}
 	tc.gen++
 	tc.mu.Unlock()
 }
@@ -173,57 +171,64 @@ func (c *Client) topic(ctx context.Context, name string) (*topicEntry, error) {
 	return fresh, nil
 }
 
-// ListTopics lists the topics of the Kafka namespace.
+// ListTopics lists the topics of the Kafka namespace. The names are
+// listed from the filer every time (one call): a topic another gateway
+// created a moment ago is in the list, as Kafka's brokers list it once
+// created. Only the topics' entries are reused while fresh.
 func (c *Client) ListTopics(ctx context.Context) ([]protocol.TopicInfo, error) {
+	gen := c.topics.generation()
+	var names []string
+	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		return filer_pb.SeaweedList(ctx, fc, filer.TopicsDir+"/"+Namespace, "", func(entry *filer_pb.Entry, isLast bool) error {
+			if entry.IsDirectory {
+				names = append(names, entry.Name)
+			}
+			return nil
+		}, "", false, math.MaxInt32)
+	})
+	if err != nil && !errors.Is(err, filer_pb.ErrNotFound) {
+		return nil, err
+	}
+	entries := make(map[string]*topicEntry, len(names))
 	c.topics.mu.Lock()
-	fresh := time.Since(c.topics.listed) < c.opts.TopicCacheTTL
-	c.topics.mu.Unlock()
-	if !fresh {
-		gen := c.topics.generation()
-		var names []string
-		err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-			return filer_pb.SeaweedList(ctx, fc, filer.TopicsDir+"/"+Namespace, "", func(entry *filer_pb.Entry, isLast bool) error {
-				if entry.IsDirectory {
-					names = append(names, entry.Name)
-				}
-				return nil
-			}, "", false, math.MaxInt32)
-		})
-		if err != nil && !errors.Is(err, filer_pb.ErrNotFound) {
-			return nil, err
-		}
-		entries := map[string]*topicEntry{}
-		for _, n := range names {
-			e, err := c.readTopic(ctx, n)
-			if err == kerr.UnknownTopicOrPartition {
-				continue // a directory without a topic.conf
-			}
-			if err != nil {
-				return nil, err
-			}
+	for _, n := range names {
+		if e := c.topics.byName[n]; e != nil && time.Since(e.read) < c.opts.TopicCacheTTL {
 			entries[n] = e
 		}
-		c.topics.mu.Lock()
-		if c.topics.gen == gen {
-			c.topics.byName = entries
-			c.topics.listed = time.Now()
-			c.topics.mu.Unlock()
-		} else {
-			// A topic changed while listing: answer from this listing
-			// without caching it.
-			c.topics.mu.Unlock()
-			out := make([]protocol.TopicInfo, 0, len(entries))
-			for _, e := range entries {
-				out = append(out, e.info)
-			}
-			sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-			return out, nil
+	}
+	c.topics.mu.Unlock()
+	var read []*topicEntry
+	for _, n := range names {
+		if entries[n] != nil {
+			continue
 		}
+		e, err := c.readTopic(ctx, n)
+		if err == kerr.UnknownTopicOrPartition {
+			continue // a directory without a topic.conf
+		}
+		if err != nil {
+			return nil, err
+		}
+		entries[n] = e
+		read = append(read, e)
 	}
 	c.topics.mu.Lock()
-	defer c.topics.mu.Unlock()
-	out := make([]protocol.TopicInfo, 0, len(c.topics.byName))
-	for _, e := range c.topics.byName {
+	if c.topics.gen == gen {
+		// What was read is cached; names no longer listed are gone. A
+		// topic changed while listing (a forget meanwhile) leaves the
+		// cache as it is: this listing may predate the change.
+		for _, e := range read {
+			c.topics.byName[e.info.Name] = e
+		}
+		for n := range c.topics.byName {
+			if entries[n] == nil {
+				delete(c.topics.byName, n)
+			}
+		}
+	}
+	c.topics.mu.Unlock()
+	out := make([]protocol.TopicInfo, 0, len(entries))
+	for _, e := range entries {
 		out = append(out, e.info)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
