@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -23,6 +24,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/security"
 	"github.com/seaweedfs/seaweedfs/weed/util"
 	"github.com/seaweedfs/seaweedfs/weed/util/grace"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
@@ -57,6 +59,10 @@ type kafkaGatewayOptions struct {
 	cleanerBackoff    *int
 	groupMinSession   *int
 	groupMaxSession   *int
+	consumerSession   *int
+	consumerHeartbeat *int
+	consumerAssignors *string
+	consumerMaxSize   *int
 	metricsIP         *string
 	metricsPort       *int
 	pprofIP           *string
@@ -249,6 +255,10 @@ func init() {
 	o.retentionCheck = f.Int("offsets.retention.check.interval.ms", int(group.DefaultRetentionCheck/time.Millisecond), "how often expired offsets are looked for")
 	o.groupMinSession = f.Int("group.min.session.timeout.ms", int(group.DefaultMinSessionTimeout/time.Millisecond), "smallest session timeout a group member may ask for")
 	o.groupMaxSession = f.Int("group.max.session.timeout.ms", int(group.DefaultMaxSessionTimeout/time.Millisecond), "largest session timeout a group member may ask for")
+	o.consumerSession = f.Int("group.consumer.session.timeout.ms", int(group.DefaultConsumerSessionTimeout/time.Millisecond), "session timeout of consumer group (KIP-848) members")
+	o.consumerHeartbeat = f.Int("group.consumer.heartbeat.interval.ms", int(group.DefaultConsumerHeartbeatInterval/time.Millisecond), "heartbeat interval of consumer group (KIP-848) members")
+	o.consumerAssignors = f.String("group.consumer.assignors", strings.Join(group.DefaultConsumerAssignors, ","), "server-side assignors of consumer groups (uniform, range); the first is the default")
+	o.consumerMaxSize = f.Int("group.consumer.max.size", 0, "most members of a consumer group (0: unbounded)")
 	o.metricsPort = f.Int("metricsPort", 0, "Prometheus /metrics, /health and /ready HTTP port (0: off)")
 	o.metricsIP = f.String("metricsIp", "", "address of the metrics port (default: -ip.bind, or -ip)")
 	o.pprofIP = f.String("pprof.ip", "127.0.0.1", "address of the profiling port")
@@ -359,8 +369,28 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		return func(name string) (int64, bool) { return members.Serving(key(name)) }
 	}
 
+	var authz *acl.Authorizer
+	if *o.authorizer {
+		authz = acl.New(acl.Options{Files: files, AllowIfNoACL: *o.allowIfNoACL,
+			SuperUsers: append(splitList(*o.superUsers, ";"), gateway.GatewayPrincipal)})
+	}
+	assignors := splitList(*o.consumerAssignors, ",")
+	for _, a := range assignors {
+		if !slices.Contains(group.DefaultConsumerAssignors, a) {
+			glog.Errorf("kafka gateway: -group.consumer.assignors: %q is not an assignor (uniform, range)", a)
+			return false
+		}
+	}
 	groups := group.New(group.Options{
-		Store:                 offset.NewStore(files),
+		Store:                     offset.NewStore(files),
+		Topics:                    protocol.GroupTopics(client),
+		ConsumerSessionTimeout:    time.Duration(*o.consumerSession) * time.Millisecond,
+		ConsumerHeartbeatInterval: time.Duration(*o.consumerHeartbeat) * time.Millisecond,
+		ConsumerAssignors:         assignors,
+		ConsumerMaxSize:           *o.consumerMaxSize,
+		TopicVisible: func(principal, host, topic string) bool {
+			return authz == nil || authz.Authorize(principal, host, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic)
+		},
 		InitialRebalanceDelay: max(time.Millisecond, time.Duration(*o.groupInitialDelay)*time.Millisecond),
 		MinSessionTimeout:     time.Duration(*o.groupMinSession) * time.Millisecond,
 		MaxSessionTimeout:     time.Duration(*o.groupMaxSession) * time.Millisecond,
@@ -375,13 +405,8 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	// With the authorizer, the gateways log in to one another (on a SASL
 	// listener) as their own super user.
 	users := user.NewStore(files)
-	var authz *acl.Authorizer
 	var identity *gateway.Identity
 	peerOpts := gateway.PeerOptions{}
-	if *o.authorizer {
-		authz = acl.New(acl.Options{Files: files, AllowIfNoACL: *o.allowIfNoACL,
-			SuperUsers: append(splitList(*o.superUsers, ";"), gateway.GatewayPrincipal)})
-	}
 	// The gateways reach one another on interListener: logged in as
 	// their own user when it has SASL, over TLS when it has TLS.
 	inter := interListener(listeners, *o.authorizer)

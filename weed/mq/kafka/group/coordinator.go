@@ -9,6 +9,7 @@ package group
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +50,29 @@ type Options struct {
 	// (membership.Changed); the groups no longer served here are dropped
 	// then. Nil: it never changes.
 	Changed func() <-chan struct{}
+
+	// Consumer groups (KIP-848).
+	//
+	// Topics gives them the cluster's topics (nil: none, so they are
+	// assigned nothing); TopicRefresh is how often the topics of loaded
+	// consumer groups are read again (zero: DefaultTopicRefresh).
+	Topics       Topics
+	TopicRefresh time.Duration
+	// ConsumerSessionTimeout and ConsumerHeartbeatInterval are
+	// group.consumer.session.timeout.ms and
+	// group.consumer.heartbeat.interval.ms; zero: Kafka's defaults.
+	ConsumerSessionTimeout    time.Duration
+	ConsumerHeartbeatInterval time.Duration
+	// ConsumerAssignors is group.consumer.assignors, of "uniform" and
+	// "range": the first is used when no member asks for one (nil:
+	// DefaultConsumerAssignors).
+	ConsumerAssignors []string
+	// ConsumerMaxSize is group.consumer.max.size (0: unbounded).
+	ConsumerMaxSize int
+	// TopicVisible reports whether a principal, connected from host, may
+	// describe a topic: a member's regex subscribes it only to those (nil:
+	// every topic).
+	TopicVisible func(principal, host, topic string) bool
 }
 
 // Kafka's defaults.
@@ -74,6 +98,8 @@ type Coordinator struct {
 	groups map[string]*group // the groups loaded
 	closed bool
 
+	topics *topicWatch // the topics of consumer groups
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -95,7 +121,26 @@ func New(opts Options) *Coordinator {
 	if opts.RetentionCheck <= 0 {
 		opts.RetentionCheck = DefaultRetentionCheck
 	}
-	return &Coordinator{opts: opts, groups: map[string]*group{}, stop: make(chan struct{})}
+	if opts.TopicRefresh <= 0 {
+		opts.TopicRefresh = DefaultTopicRefresh
+	}
+	if opts.ConsumerSessionTimeout <= 0 {
+		opts.ConsumerSessionTimeout = DefaultConsumerSessionTimeout
+	}
+	if opts.ConsumerHeartbeatInterval <= 0 {
+		opts.ConsumerHeartbeatInterval = DefaultConsumerHeartbeatInterval
+	}
+	if len(opts.ConsumerAssignors) == 0 {
+		opts.ConsumerAssignors = DefaultConsumerAssignors
+	}
+	return &Coordinator{opts: opts, groups: map[string]*group{}, stop: make(chan struct{}),
+		topics: &topicWatch{source: opts.Topics, every: opts.TopicRefresh, image: (&topicImage{}).clone(),
+			subs: map[string]subscriptions{}}}
+}
+
+// visible reports whether a member may describe topic.
+func (c *Coordinator) visible(m *cmember, topic string) bool {
+	return c.opts.TopicVisible == nil || c.opts.TopicVisible(m.principal, strings.TrimPrefix(m.clientHost, "/"), topic)
 }
 
 // Start begins dropping the groups this gateway stops coordinating, and
@@ -104,7 +149,8 @@ func New(opts Options) *Coordinator {
 // restarts) carries on from its saved state: members keep heartbeating with
 // their generation and need not rebalance.
 func (c *Coordinator) Start() {
-	c.wg.Add(1)
+	c.wg.Add(2)
+	go c.watchTopics()
 	go func() {
 		defer c.wg.Done()
 		changed := c.changed()
@@ -143,6 +189,7 @@ func (c *Coordinator) unloadLocked(g *group) {
 	}
 	g.stop()
 	c.opts.Store.Forget(g.name)
+	c.topics.subscribe(g.name, subscriptions{})
 }
 
 // serving returns the term of this gateway's ownership of the group, if it
@@ -255,6 +302,7 @@ func (c *Coordinator) forget(g *group) {
 	}
 	c.mu.Unlock()
 	g.stop()
+	c.topics.subscribe(g.name, subscriptions{})
 }
 
 // call runs fn on the group's goroutine and waits for it.
@@ -457,6 +505,10 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, name string, members []Lea
 		return errs, nil
 	}
 	_, err := call(ctx, g, func() struct{} {
+		if g.cg != nil {
+			g.leaveConsumer(members, errs)
+			return struct{}{}
+		}
 		for i, l := range members {
 			errs[i] = g.leave(l.MemberID, l.InstanceID, l.Reason)
 		}

@@ -13,7 +13,8 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
-// FuzzGroupRequests feeds the coordinator group requests decoded from
+// FuzzGroupRequests feeds the coordinator group requests (classic and
+// consumer groups') decoded from
 // arbitrary bytes, as a client could send them: every one must be answered
 // (or time out waiting for a rebalance) without a crash.
 func FuzzGroupRequests(f *testing.F) {
@@ -28,13 +29,24 @@ func FuzzGroupRequests(f *testing.F) {
 	for i, req := range []kmsg.Request{join, sync, commit} {
 		f.Add(uint8(i), req.AppendTo(nil))
 	}
+	cgJoin := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	cgJoin.Version, cgJoin.Group, cgJoin.MemberID, cgJoin.RebalanceTimeoutMillis = 1, "g", "m", 50
+	cgJoin.SubscribedTopicNames, cgJoin.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	f.Add(uint8(6), cgJoin.AppendTo(nil))
+	cgRegex := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	cgRegex.Version, cgRegex.Group, cgRegex.MemberID, cgRegex.MemberEpoch = 1, "g", "r", 1
+	cgRegex.SubscribedTopicRegex, cgRegex.Topics = kmsg.StringPtr("t.*"), []kmsg.ConsumerGroupHeartbeatRequestTopic{{TopicID: topicOf("t", 3).ID, Partitions: []int32{0, 2}}}
+	f.Add(uint8(6), cgRegex.AppendTo(nil))
 	// Only errors reach stderr: the fuzzing engine stops reading a
 	// worker's output, and a worker blocked writing logs looks hung.
 	fla9.Set("alsologtostderr", "false") //nolint:errcheck // a known flag
 	c := New(Options{
-		Store:                 offset.NewStore(filerfstest.New()),
-		InitialRebalanceDelay: time.Millisecond,
-		MinSessionTimeout:     time.Millisecond,
+		Store:                  offset.NewStore(filerfstest.New()),
+		InitialRebalanceDelay:  time.Millisecond,
+		MinSessionTimeout:      time.Millisecond,
+		Topics:                 fixedTopics{"t": topicOf("t", 3), "u": topicOf("u", 1)},
+		TopicRefresh:           10 * time.Millisecond,
+		ConsumerSessionTimeout: 20 * time.Millisecond,
 	})
 	c.Start()
 	defer c.Close()
@@ -42,7 +54,7 @@ func FuzzGroupRequests(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		cl := Client{ID: "fuzz", Host: "/127.0.0.1"}
-		switch kind % 6 {
+		switch kind % 7 {
 		case 0:
 			req := kmsg.NewPtrJoinGroupRequest()
 			req.Version = 9
@@ -82,7 +94,7 @@ func FuzzGroupRequests(f *testing.F) {
 						offs[t.Topic][p.Partition] = offset.Committed{Offset: p.Offset, Metadata: p.Metadata}
 					}
 				}
-				c.CommitOffsets(ctx, req.Group, Committer{req.Generation, req.MemberID, req.InstanceID}, offs)
+				c.CommitOffsets(ctx, req.Group, Committer{req.Generation, req.MemberID, req.InstanceID, req.Version}, offs)
 			}
 		case 5:
 			if len(body) > 0 {
@@ -93,6 +105,15 @@ func FuzzGroupRequests(f *testing.F) {
 					c.DeleteGroup(ctx, name)
 				}
 				c.List(ctx) //nolint:errcheck // any answer is fine
+				c.DescribeConsumer(ctx, name)
+			}
+		case 6:
+			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			req.Version = 1
+			if req.ReadFrom(body) == nil {
+				if resp := c.ConsumerGroupHeartbeat(ctx, req, cl, "User:fuzz"); resp == nil {
+					t.Fatal("no answer")
+				}
 			}
 		}
 	})

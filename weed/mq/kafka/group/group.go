@@ -44,6 +44,9 @@ type group struct {
 	ctl  chan func()
 	quit chan struct{} // closed when the group ends (deleted, coordinator closed)
 
+	typ string         // TypeClassic or TypeConsumer
+	cg  *consumerGroup // the consumer group's state (TypeConsumer); the classic fields below are unused then
+
 	state        State
 	protocolType string
 	protocol     string // selected for the current generation
@@ -114,6 +117,7 @@ func newGroup(c *Coordinator, name string) *group {
 		name:       name,
 		ctl:        make(chan func()),
 		quit:       make(chan struct{}),
+		typ:        TypeClassic,
 		state:      Empty,
 		emptySince: time.Now(),
 		members:    map[string]*member{},
@@ -192,6 +196,9 @@ func (g *group) stop() {
 // exists reports whether Kafka would know the group: it has members, or
 // state or offsets saved.
 func (g *group) exists() bool {
+	if g.cg != nil {
+		return g.saved || len(g.cg.members) > 0 || len(g.txnOffsets) > 0
+	}
 	return g.saved || len(g.members) > 0 || g.state != Empty || len(g.txnOffsets) > 0
 }
 
@@ -210,6 +217,10 @@ type savedState struct {
 	EmptySince int64 `json:"emptySince,omitempty"`
 	// TxnOffsets are the pending offsets of open transactions.
 	TxnOffsets []*txnOffsets `json:"txnOffsets,omitempty"`
+	// Type is "consumer" for a consumer group (KIP-848), whose state is
+	// Consumer; empty for a classic group.
+	Type     string         `json:"type,omitempty"`
+	Consumer *savedConsumer `json:"consumer,omitempty"`
 }
 
 // txnOffsets are the offsets a producer's open transaction commits for the
@@ -358,6 +369,11 @@ func (g *group) snapshot() ([]byte, error) {
 	for _, pid := range slices.Sorted(maps.Keys(g.txnOffsets)) {
 		st.TxnOffsets = append(st.TxnOffsets, g.txnOffsets[pid])
 	}
+	if g.cg != nil {
+		st.Type, st.Consumer = TypeConsumer, g.saveConsumer()
+		st.Stable = true
+		return json.Marshal(st)
+	}
 	for _, m := range g.sortedMembers() {
 		sm := savedMember{
 			ID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost,
@@ -390,6 +406,13 @@ func (g *group) restore(data []byte) error {
 	}
 	for _, t := range st.TxnOffsets {
 		g.txnOffsets[t.ProducerID] = t
+	}
+	if st.Type == TypeConsumer {
+		if st.Consumer == nil {
+			st.Consumer = &savedConsumer{}
+		}
+		g.restoreConsumer(st.Consumer)
+		return nil
 	}
 	for _, sm := range st.Members {
 		m := &member{

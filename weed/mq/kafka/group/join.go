@@ -112,6 +112,15 @@ func (m *member) metadataFor(protocol string) []byte {
 // ends.
 func (g *group) join(req *kmsg.JoinGroupRequest, cl Client, reply chan *kmsg.JoinGroupResponse) {
 	answer := func(e *kerr.Error) { reply <- JoinError(req, e) }
+	if g.cg != nil {
+		// A consumer group becomes classic once empty; classic members
+		// do not join one with members (mixed groups are not served).
+		if len(g.cg.members) > 0 {
+			answer(kerr.InconsistentGroupProtocol)
+			return
+		}
+		g.toClassic()
+	}
 	if !g.supports(req.ProtocolType, req.Protocols) {
 		answer(kerr.InconsistentGroupProtocol)
 		return

@@ -21,9 +21,13 @@ import (
 // Committer is who commits: a member of the current generation, or a
 // group-less consumer (generation -1, no member id).
 type Committer struct {
-	Generation int32
+	Generation int32 // a consumer group's member commits with its member epoch
 	MemberID   string
 	InstanceID *string
+	// Version is the OffsetCommit's version: a consumer group's members
+	// commit with v9+, and learn of an old epoch by STALE_MEMBER_EPOCH
+	// (TxnOffsetCommit: 0, ILLEGAL_GENERATION).
+	Version int16
 }
 
 // names reports whether the committer names a member (or a generation),
@@ -35,6 +39,19 @@ func (who Committer) names() bool {
 // checkMember checks that the committer is a member of the current
 // generation and not a fenced incarnation of a static member.
 func (g *group) checkMember(who Committer) (*member, *kerr.Error) {
+	if g.cg != nil {
+		if who.Generation < 0 && len(g.cg.members) == 0 {
+			return nil, nil
+		}
+		m := g.cg.members[who.MemberID]
+		switch {
+		case m == nil:
+			return nil, kerr.UnknownMemberID
+		case who.Generation != m.epoch:
+			return nil, kerr.IllegalGeneration
+		}
+		return nil, nil
+	}
 	if g.fenced(who.MemberID, who.InstanceID) {
 		return nil, kerr.FencedInstanceID
 	}
@@ -48,8 +65,11 @@ func (g *group) checkMember(who Committer) (*member, *kerr.Error) {
 	return m, nil
 }
 
-// validateCommit checks a commit as Kafka does for classic groups.
-func (g *group) validateCommit(who Committer) *kerr.Error {
+// validateCommit checks a commit as Kafka does.
+func (g *group) validateCommit(who Committer, offsets offset.Topics) *kerr.Error {
+	if g.cg != nil {
+		return g.validateConsumerCommit(who, offsets)
+	}
 	if g.state == Dead {
 		return kerr.CoordinatorNotAvailable
 	}
@@ -82,6 +102,9 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, name string, who Commit
 	}
 	if g == nil {
 		if who.Generation >= 0 {
+			if who.Version >= 9 {
+				return kerr.GroupIDNotFound
+			}
 			return kerr.IllegalGeneration
 		}
 		if g, e = c.lookup(ctx, name, true); e != nil {
@@ -96,7 +119,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, name string, who Commit
 		}
 	}
 	done, err := await(ctx, g, func(answer func(<-chan error)) {
-		if e := g.validateCommit(who); e != nil {
+		if e := g.validateCommit(who, offsets); e != nil {
 			answer(failed(e))
 			return
 		}
@@ -308,7 +331,7 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, name string, partitions
 		if g.state == Dead {
 			return result{group: kerr.CoordinatorNotAvailable}
 		}
-		if g.state != Empty && g.protocolType != "consumer" {
+		if g.cg == nil && g.state != Empty && g.protocolType != "consumer" {
 			return result{group: kerr.NonEmptyGroup}
 		}
 		subscribed := g.subscribedTopics()
@@ -343,6 +366,9 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, name string, partitions
 // subscribedTopics are the topics the members of a consumer group are
 // subscribed to, from their protocol metadata.
 func (g *group) subscribedTopics() []string {
+	if g.cg != nil {
+		return g.consumerSubscribed()
+	}
 	var topics []string
 	for _, m := range g.members {
 		var meta kmsg.ConsumerMemberMetadata
@@ -373,8 +399,13 @@ func (c *Coordinator) Describe(ctx context.Context, name string, version int16) 
 		notFound()
 		return d
 	}
+	consumer := false
 	found, err := call(ctx, g, func() bool {
 		if !g.exists() {
+			return false
+		}
+		if g.cg != nil {
+			consumer = true // described by ConsumerGroupDescribe
 			return false
 		}
 		d.State = string(g.state)
@@ -400,6 +431,9 @@ func (c *Coordinator) Describe(ctx context.Context, name string, version int16) 
 	}
 	if !found {
 		notFound()
+		if consumer && version >= 6 {
+			d.ErrorMessage = kmsg.StringPtr("Group " + name + " is not a classic group.")
+		}
 	}
 	return d
 }
@@ -409,6 +443,7 @@ type Listed struct {
 	Name         string
 	ProtocolType string
 	State        State
+	Type         string // TypeClassic or TypeConsumer
 }
 
 // List answers ListGroups: every group this gateway coordinates, those
@@ -439,7 +474,10 @@ func (c *Coordinator) List(ctx context.Context) ([]Listed, *kerr.Error) {
 			if !g.exists() || g.state == Dead {
 				return nil
 			}
-			return &Listed{Name: g.name, ProtocolType: g.protocolType, State: g.state}
+			if g.cg != nil {
+				return &Listed{Name: g.name, ProtocolType: "consumer", State: g.state, Type: TypeConsumer}
+			}
+			return &Listed{Name: g.name, ProtocolType: g.protocolType, State: g.state, Type: TypeClassic}
 		})
 		if err == nil && l != nil {
 			out = append(out, *l)
@@ -506,7 +544,12 @@ func (c *Coordinator) GroupStats(ctx context.Context) ([]metrics.GroupStat, erro
 	for _, l := range listed {
 		st := metrics.GroupStat{Name: l.Name, Committed: map[string]map[int32]int64{}}
 		if g, _ := c.lookup(ctx, l.Name, false); g != nil {
-			st.Members, _ = call(ctx, g, func() int { return len(g.members) })
+			st.Members, _ = call(ctx, g, func() int {
+				if g.cg != nil {
+					return len(g.cg.members)
+				}
+				return len(g.members)
+			})
 		}
 		offs, err := c.opts.Store.Fetch(ctx, l.Name, nil)
 		if err != nil {

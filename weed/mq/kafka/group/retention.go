@@ -93,6 +93,8 @@ func (c *Coordinator) expireGroup(ctx context.Context, g *group, now time.Time) 
 		var subscribed []string
 		switch {
 		case g.state == Empty:
+		case g.cg != nil:
+			subscribed = g.consumerSubscribed() // in any state, as Kafka
 		case g.protocolType == "consumer" && g.state == Stable:
 			subscribed = g.subscribedTopics()
 		default:
@@ -107,7 +109,7 @@ func (c *Coordinator) expireGroup(ctx context.Context, g *group, now time.Time) 
 			}
 			for p, o := range parts {
 				base := time.UnixMilli(o.CommitTime)
-				if g.state == Empty && g.protocolType != "" && !g.emptySince.IsZero() {
+				if g.state == Empty && (g.protocolType != "" || g.cg != nil) && !g.emptySince.IsZero() {
 					base = g.emptySince
 				}
 				if pending[topic][p] || base.Add(retention).After(now) {
@@ -160,7 +162,11 @@ func (c *Coordinator) unloadIdle(ctx context.Context, g *group) {
 		return
 	}
 	idle, err := call(ctx, g, func() bool {
-		return len(g.members) == 0 && len(g.pending) == 0 && len(g.txnOffsets) == 0
+		members := len(g.members)
+		if g.cg != nil {
+			members = len(g.cg.members)
+		}
+		return members == 0 && len(g.pending) == 0 && len(g.txnOffsets) == 0
 	})
 	if err != nil || !idle {
 		return

@@ -6,7 +6,8 @@ package protocol
 // a request newer than we serve is answered in v0 format with
 // UNSUPPORTED_VERSION and the full table, so the client can retry with a
 // version we know; the response header is always the non-flexible v0.
-// v3+ carries the features: transaction.version (KIP-890) at the level of
+// v3+ carries the features: group.version 1 (the consumer group protocol
+// of KIP-848) and transaction.version (KIP-890) at the level of
 // Config.TransactionVersion.
 
 import (
@@ -41,9 +42,15 @@ func (h *Handler) handleApiVersions(_ context.Context, r *Request) Reply {
 		// configured level; clients read the finalized level only from
 		// an epoch of 0 or more.
 		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = "group.version", 0, 1
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
 		sf.Name, sf.MinVersion, sf.MaxVersion = "transaction.version", 0, 2
 		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
 		resp.FinalizedFeaturesEpoch = 1
+		// group.version 1: the consumer group protocol of KIP-848.
+		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "group.version", 1, 1
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 		if tv := h.cfg.TransactionVersion; tv > 0 {
 			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
 			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "transaction.version", tv, tv

@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -66,24 +67,33 @@ func TestApiVersionsVersions(t *testing.T) {
 	checkTxnFeature(t, "classic", resp, 0)
 }
 
-// checkTxnFeature checks ApiVersions v3+'s features: transaction.version
-// supported 0-2, finalized at level (none for 0), from a finalized
-// features epoch clients take (0 or more: Java's ApiVersions ignores -1).
+// checkTxnFeature checks ApiVersions v3+'s features: group.version
+// supported 0-1 and finalized at 1 (the consumer group protocol of
+// KIP-848), transaction.version supported 0-2 and finalized at level (not
+// finalized for 0), from a finalized features epoch clients take (0 or
+// more: Java's ApiVersions ignores -1).
 func checkTxnFeature(t *testing.T, what string, resp *kmsg.ApiVersionsResponse, level int16) {
 	t.Helper()
-	if len(resp.SupportedFeatures) != 1 || resp.SupportedFeatures[0].Name != "transaction.version" ||
-		resp.SupportedFeatures[0].MinVersion != 0 || resp.SupportedFeatures[0].MaxVersion != 2 {
+	supported := map[string][2]int16{}
+	for _, f := range resp.SupportedFeatures {
+		supported[f.Name] = [2]int16{f.MinVersion, f.MaxVersion}
+	}
+	if len(supported) != 2 || supported["group.version"] != [2]int16{0, 1} || supported["transaction.version"] != [2]int16{0, 2} {
 		t.Errorf("%s: supported features %+v", what, resp.SupportedFeatures)
 	}
 	if resp.FinalizedFeaturesEpoch < 0 {
 		t.Errorf("%s: finalized features epoch %d", what, resp.FinalizedFeaturesEpoch)
 	}
-	switch {
-	case level == 0 && len(resp.FinalizedFeatures) != 0:
-		t.Errorf("%s: finalized %+v, want none", what, resp.FinalizedFeatures)
-	case level > 0 && (len(resp.FinalizedFeatures) != 1 || resp.FinalizedFeatures[0].Name != "transaction.version" ||
-		resp.FinalizedFeatures[0].MaxVersionLevel != level || resp.FinalizedFeatures[0].MinVersionLevel != level):
-		t.Errorf("%s: finalized %+v, want transaction.version %d", what, resp.FinalizedFeatures, level)
+	finalized := map[string][2]int16{}
+	for _, f := range resp.FinalizedFeatures {
+		finalized[f.Name] = [2]int16{f.MinVersionLevel, f.MaxVersionLevel}
+	}
+	want := map[string][2]int16{"group.version": {1, 1}}
+	if level > 0 {
+		want["transaction.version"] = [2]int16{level, level}
+	}
+	if !maps.Equal(finalized, want) {
+		t.Errorf("%s: finalized %+v, want %v", what, resp.FinalizedFeatures, want)
 	}
 }
 

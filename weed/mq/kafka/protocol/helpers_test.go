@@ -60,6 +60,11 @@ type gatewayOptions struct {
 	// cluster, if set, is the cluster of gateways the gateway is one of
 	// (node 0); its self member gets the gateway's address once bound.
 	cluster *fakeCluster
+	// consumerSession is group.consumer.session.timeout.ms of consumer
+	// groups (KIP-848; default Kafka's 45 s).
+	consumerSession time.Duration
+	// assignors is group.consumer.assignors (default uniform, range).
+	assignors []string
 }
 
 // testGateway is a running in-process gateway and what it runs on.
@@ -83,7 +88,12 @@ func startGateway(t *testing.T, o gatewayOptions) *testGateway {
 	ctx := ctxFor(t)
 	g := &testGateway{backend: protocol.NewMemBackend()}
 	files := protocol.NewMemFiles()
-	g.groups = group.New(group.Options{Store: offset.NewStore(files), InitialRebalanceDelay: 50 * time.Millisecond, MinSessionTimeout: 100 * time.Millisecond})
+	g.groups = group.New(group.Options{Store: offset.NewStore(files), InitialRebalanceDelay: 50 * time.Millisecond, MinSessionTimeout: 100 * time.Millisecond,
+		Topics: protocol.GroupTopics(g.backend), TopicRefresh: 50 * time.Millisecond,
+		ConsumerSessionTimeout: o.consumerSession, ConsumerHeartbeatInterval: time.Second, ConsumerAssignors: o.assignors,
+		TopicVisible: func(principal, host, topic string) bool {
+			return g.authz == nil || g.authz.Authorize(principal, host, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic)
+		}})
 	g.groups.Start()
 	g.txns = txn.New(txn.Options{Files: files, Log: g.backend, Groups: g.groups})
 	g.txns.Start()

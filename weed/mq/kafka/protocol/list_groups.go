@@ -1,8 +1,9 @@
 package protocol
 
 // ListGroups, versions 0-5: every group with its protocol type; v4+ with
-// its state and a filter on states, v5+ with its type ("classic": the new
-// consumer protocol of KIP-848 is not served) and a filter on types.
+// its state and a filter on states, v5+ with its type ("classic", or
+// "consumer" for KIP-848's consumer groups, protocol type "consumer") and
+// a filter on types.
 // Filters match regardless of case, as Kafka's do.
 
 import (
@@ -34,11 +35,11 @@ func (h *Handler) handleListGroups(ctx context.Context, r *Request) Reply {
 			if !all && !h.allowedGroup(r, kmsg.ACLOperationDescribe, g.Name) {
 				continue
 			}
-			if !matches(req.StatesFilter, string(g.State)) || !matches(req.TypesFilter, "classic") {
+			if !matches(req.StatesFilter, string(g.State)) || !matches(req.TypesFilter, g.Type) {
 				continue
 			}
 			lg := kmsg.NewListGroupsResponseGroup()
-			lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.Name, g.ProtocolType, string(g.State), "classic"
+			lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.Name, g.ProtocolType, string(g.State), g.Type
 			resp.Groups = append(resp.Groups, lg)
 		}
 		return resp, nil

@@ -1,7 +1,10 @@
 package protocol
 
 // OffsetCommit, versions 0-10. A commit is acknowledged only once it is in
-// the filer. Members commit with their generation; a group-less consumer
+// the filer. Members commit with their generation (members of a consumer
+// group of KIP-848 with their member epoch, v9+: STALE_MEMBER_EPOCH for an
+// epoch ahead, or behind for a partition given since; UNSUPPORTED_VERSION
+// before v9; GROUP_ID_NOT_FOUND for no group); a group-less consumer
 // commits with generation -1 and no member id (v0 has neither), which
 // Kafka allows while the group has no members. Partitions of unknown
 // topics get UNKNOWN_TOPIC_OR_PARTITION, metadata over 4096 bytes
@@ -26,7 +29,7 @@ func (h *Handler) handleOffsetCommit(ctx context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.OffsetCommitRequest)
 	return func() (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-		who := group.Committer{Generation: req.Generation, MemberID: req.MemberID, InstanceID: req.InstanceID}
+		who := group.Committer{Generation: req.Generation, MemberID: req.MemberID, InstanceID: req.InstanceID, Version: r.Version}
 		if r.Version == 0 {
 			who.Generation = -1
 		}

@@ -5,8 +5,9 @@ package protocol
 // topics by id. A partition without a commit has offset -1. With
 // RequireStable (v7+), a partition whose offset an open transaction commits
 // gets UNSTABLE_OFFSET_COMMIT, which clients retry. The
-// member id and epoch of v9+ belong to the new consumer protocol (KIP-848),
-// which is not served; classic groups ignore them, as Kafka does.
+// member id and epoch of v9+ are checked against a consumer group's
+// (KIP-848) members: UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; classic groups
+// ignore them, as Kafka does.
 
 import (
 	"context"
@@ -48,6 +49,13 @@ func (h *Handler) handleOffsetFetch(ctx context.Context, r *Request) Reply {
 					}
 				}
 				var code int16
+				if r.Version >= 9 && h.allowedGroup(r, kmsg.ACLOperationDescribe, rg.Group) {
+					if e := h.groups.CheckFetcher(ctx, rg.Group, rg.MemberID, rg.MemberEpoch); e != nil {
+						g.ErrorCode = e.Code
+						resp.Groups = append(resp.Groups, g)
+						continue
+					}
+				}
 				g.Topics, code = h.fetchOffsets(ctx, r, rg.Group, topics, r.Version >= 10, req.RequireStable)
 				g.ErrorCode = code
 				if r.Version >= 10 && rg.Topics != nil {

@@ -177,16 +177,8 @@ func (c *Client) topic(ctx context.Context, name string) (*topicEntry, error) {
 // created. Only the topics' entries are reused while fresh.
 func (c *Client) ListTopics(ctx context.Context) ([]protocol.TopicInfo, error) {
 	gen := c.topics.generation()
-	var names []string
-	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		return filer_pb.SeaweedList(ctx, fc, filer.TopicsDir+"/"+Namespace, "", func(entry *filer_pb.Entry, isLast bool) error {
-			if entry.IsDirectory {
-				names = append(names, entry.Name)
-			}
-			return nil
-		}, "", false, math.MaxInt32)
-	})
-	if err != nil && !errors.Is(err, filer_pb.ErrNotFound) {
+	names, err := c.TopicNames(ctx)
+	if err != nil {
 		return nil, err
 	}
 	entries := make(map[string]*topicEntry, len(names))
@@ -233,6 +225,25 @@ func (c *Client) ListTopics(ctx context.Context) ([]protocol.TopicInfo, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// TopicNames lists the names of the Kafka namespace's topic directories
+// (one filer call; a directory without a topic.conf is not a topic, which
+// DescribeTopic tells).
+func (c *Client) TopicNames(ctx context.Context) ([]string, error) {
+	var names []string
+	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		return filer_pb.SeaweedList(ctx, fc, filer.TopicsDir+"/"+Namespace, "", func(entry *filer_pb.Entry, isLast bool) error {
+			if entry.IsDirectory {
+				names = append(names, entry.Name)
+			}
+			return nil
+		}, "", false, math.MaxInt32)
+	})
+	if err != nil && !errors.Is(err, filer_pb.ErrNotFound) {
+		return nil, err
+	}
+	return names, nil
 }
 
 // DescribeTopic implements protocol.Backend.
