@@ -13,45 +13,50 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestGroupFranz: franz-go members share a 4-partition topic, eagerly
-// (range) and cooperatively (cooperative-sticky). Two members, then a
-// third while records keep coming; one leaves cleanly and its partitions
-// move at once; one crashes with records consumed but not committed, and
-// the survivor takes its partitions once its session expires, resuming
-// exactly at its last commit. Every record is consumed, none twice except
-// the crashed member's uncommitted ones, and the commits end at the high
-// watermarks.
+// TestGroupFranz: franz-go members share a topic, eagerly (range) and
+// cooperatively (cooperative-sticky) with the classic protocol, and with
+// the consumer group protocol of KIP-848 (kgo.ServerSideBalancer, six
+// partitions). Two members, then a third while records keep coming; one
+// leaves cleanly and its partitions move at once; one crashes with records
+// consumed but not committed, and the survivor takes its partitions once
+// its session expires, resuming exactly at its last commit. No partition
+// is ever owned by two members at once; every record is consumed, none
+// twice except the crashed member's uncommitted ones, and the commits end
+// at the high watermarks.
 func TestGroupFranz(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		balancer func() kgo.GroupBalancer
+		name       string
+		partitions int32
+		opts       []kgo.Opt
 	}{
-		{"eager-range", kgo.RangeBalancer},
-		{"cooperative-sticky", kgo.CooperativeStickyBalancer},
+		{"eager-range", 4, []kgo.Opt{kgo.Balancers(kgo.RangeBalancer())}},
+		{"cooperative-sticky", 4, []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer())}},
+		{"kip-848", 6, []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.ServerSideBalancer()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topic := newTopic(t)
 			group := topic + "-group"
-			createTopic(t, topic, 4, nil)
+			parts := int(tc.partitions)
+			createTopic(t, topic, tc.partitions, nil)
 			produced := map[int32][]string{}
 			produceBatch(t, topic, 0, 400, produced)
-			for p := int32(0); p < 4; p++ {
+			for p := int32(0); p < tc.partitions; p++ {
 				if len(produced[p]) == 0 {
 					t.Fatalf("no record in partition %d: the keys must reach every partition", p)
 				}
 			}
 			log := &consumedLog{}
 			start := func(name string) *franzMember {
-				return startMember(t, name, group, topic, log, kgo.Balancers(tc.balancer()))
+				return startMember(t, name, group, topic, log, tc.opts...)
 			}
 
 			// Two members, then a third while more records come.
 			m1 := start("m1")
 			m2 := start("m2")
-			waitAssigned(t, 4, m1, m2)
+			waitAssigned(t, parts, m1, m2)
 			m3 := start("m3")
 			produceBatch(t, topic, 400, 400, produced)
-			waitAssigned(t, 4, m1, m2, m3)
+			waitAssigned(t, parts, m1, m2, m3)
 			waitGroup(t, group, topic, "Stable", m1, m2, m3)
 			waitConsumed(t, log, produced)
 			waitCommitted(t, group, topic, highWatermarks(t, topic, produced))
@@ -60,7 +65,7 @@ func TestGroupFranz(t *testing.T) {
 			// its session to expire.
 			leaving := time.Now()
 			m1.leave()
-			waitAssigned(t, 4, m2, m3)
+			waitAssigned(t, parts, m2, m3)
 			if took := time.Since(leaving); took >= groupSession {
 				t.Errorf("m1's partitions moved %v after it left, not before its %v session would expire: LeaveGroup had no effect", took, groupSession)
 			}
@@ -86,7 +91,7 @@ func TestGroupFranz(t *testing.T) {
 			// m3 takes over m2's partitions when m2's session expires, and
 			// not before: a member is not dropped because its connections
 			// closed.
-			waitAssigned(t, 4, m3)
+			waitAssigned(t, parts, m3)
 			took := time.Since(crashed)
 			if took < groupSession-groupHeartbeat-time.Second {
 				t.Errorf("m2's partitions moved %v after it crashed, before its %v session expired", took, groupSession)
@@ -129,6 +134,7 @@ func TestGroupFranz(t *testing.T) {
 				}
 			}
 			noFailures(t, m1, m3)
+			log.noOverlaps(t)
 
 			// The last member leaves: the group is Empty and keeps its
 			// commits.

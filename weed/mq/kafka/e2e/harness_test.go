@@ -33,6 +33,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(memberProcessEnv); spec != "" {
+		os.Exit(runMemberProcess(spec)) // a group member a test can kill
+	}
 	code, err := run(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e setup:", err)
@@ -280,6 +283,9 @@ func startNamedGateway(name, master string, port int, extra ...string) (*gateway
 	args := append([]string{"-v=1", "mq.kafka.gateway",
 		"-ip=127.0.0.1", "-port=" + strconv.Itoa(port), "-master=" + master, "-default-partitions=1",
 		"-group.initial.rebalance.delay.ms=300",
+		// Consumer groups of the KIP-848 protocol: sessions and heartbeats
+		// as the classic members of the tests ask for (groupSession).
+		"-group.consumer.session.timeout.ms=6000", "-group.consumer.heartbeat.interval.ms=1000",
 		// Expired offsets are looked for every 2 s (not 10 minutes): idle groups
 		// are dropped from memory and read again all along the suite.
 		"-offsets.retention.check.interval.ms=2000", "-metricsPort=" + strconv.Itoa(metricsPort),

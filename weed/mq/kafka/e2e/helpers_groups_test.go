@@ -35,10 +35,49 @@ type consumption struct {
 	value     string
 }
 
-// consumedLog collects what the members of a group consumed.
+// consumedLog collects what the members of a group consumed, and which
+// member owns which partition: a partition given to a member while another
+// still owns it is an overlap.
 type consumedLog struct {
-	mu   sync.Mutex
-	recs []consumption
+	mu       sync.Mutex
+	recs     []consumption
+	owners   map[int32]string
+	overlaps []string
+}
+
+// own records that member was given partition p.
+func (l *consumedLog) own(member string, p int32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.owners == nil {
+		l.owners = map[int32]string{}
+	}
+	if o, ok := l.owners[p]; ok && o != member {
+		l.overlaps = append(l.overlaps, fmt.Sprintf("partition %d given to %s while %s owns it", p, member, o))
+	}
+	l.owners[p] = member
+}
+
+// release records that member gave partition p up (all of them if p < 0:
+// it crashed).
+func (l *consumedLog) release(member string, p int32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for q, o := range l.owners {
+		if o == member && (p < 0 || q == p) {
+			delete(l.owners, q)
+		}
+	}
+}
+
+// noOverlaps fails the test if a partition was ever owned by two members.
+func (l *consumedLog) noOverlaps(t *testing.T) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, o := range l.overlaps {
+		t.Error(o)
+	}
 }
 
 func (l *consumedLog) add(member string, partition int32, offset int64, value []byte) {
@@ -128,6 +167,47 @@ func waitCommitted(t *testing.T, group, topic string, want map[int32]int64) {
 	})
 }
 
+// describedMember is a member as DescribeGroups or ConsumerGroupDescribe
+// shows it.
+type describedMember struct {
+	id, clientID string
+	assigned     map[string][]int32 // by topic, sorted
+}
+
+// describeAny describes a group of either protocol: ConsumerGroupDescribe
+// for a consumer group (KIP-848), DescribeGroups for a classic one (whose
+// protocol type is returned too).
+func describeAny(ctx context.Context, adm *kadm.Client, group string) (state, protocolType string, members []describedMember, err error) {
+	cds, err := adm.DescribeConsumerGroups(ctx, group)
+	if err == nil {
+		if cd, ok := cds[group]; ok && cd.Err == nil {
+			for _, m := range cd.Members {
+				dm := describedMember{id: m.MemberID, clientID: m.ClientID, assigned: map[string][]int32{}}
+				for topic, ps := range m.Assignment {
+					dm.assigned[topic] = slices.Sorted(maps.Keys(ps))
+				}
+				members = append(members, dm)
+			}
+			return cd.State, "consumer", members, nil
+		}
+	}
+	d, err := describe(ctx, adm, group)
+	if err != nil {
+		return "", "", nil, err
+	}
+	for _, m := range d.Members {
+		dm := describedMember{id: m.MemberID, clientID: m.ClientID, assigned: map[string][]int32{}}
+		if a, ok := m.Assigned.AsConsumer(); ok {
+			for _, at := range a.Topics {
+				dm.assigned[at.Topic] = append(dm.assigned[at.Topic], at.Partitions...)
+				slices.Sort(dm.assigned[at.Topic])
+			}
+		}
+		members = append(members, dm)
+	}
+	return d.State, d.ProtocolType, members, nil
+}
+
 // describe is DescribeGroups for one group.
 func describe(ctx context.Context, adm *kadm.Client, group string) (kadm.DescribedGroup, error) {
 	ds, err := adm.DescribeGroups(ctx, group)
@@ -165,26 +245,26 @@ func waitShared(t *testing.T, group, topic string, partitions int, clientIDs ...
 	eventually(t, 45*time.Second, fmt.Sprintf("%v share the partitions of %s", want, topic), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		d, err := describe(ctx, adm, group)
+		state, protocolType, members, err := describeAny(ctx, adm, group)
 		if err != nil {
 			return err
 		}
-		if d.State != "Stable" || d.ProtocolType != "consumer" {
-			return fmt.Errorf("state %q, protocol type %q", d.State, d.ProtocolType)
+		if state != "Stable" || protocolType != "consumer" {
+			return fmt.Errorf("state %q, protocol type %q", state, protocolType)
 		}
 		var clients []string
 		owner := map[int32]string{}
-		for _, m := range d.Members {
-			clients = append(clients, m.ClientID)
-			ps := assignedTo(m, topic)
+		for _, m := range members {
+			clients = append(clients, m.clientID)
+			ps := m.assigned[topic]
 			if len(ps) == 0 {
-				return fmt.Errorf("%s has no partition", m.ClientID)
+				return fmt.Errorf("%s has no partition", m.clientID)
 			}
 			for _, p := range ps {
 				if o, dup := owner[p]; dup {
-					return fmt.Errorf("partition %d assigned to %s and %s", p, o, m.ClientID)
+					return fmt.Errorf("partition %d assigned to %s and %s", p, o, m.clientID)
 				}
-				owner[p] = m.ClientID
+				owner[p] = m.clientID
 			}
 		}
 		slices.Sort(clients)
@@ -311,8 +391,10 @@ func (m *franzMember) assign(ps []int32, add bool) {
 	for _, p := range ps {
 		if add {
 			m.owned[p] = true
+			m.log.own(m.name, p)
 		} else {
 			delete(m.owned, p)
+			m.log.release(m.name, p)
 		}
 	}
 }
@@ -407,7 +489,8 @@ func (m *franzMember) crash() (at time.Time) {
 		m.crashed.Store(true)
 		m.dialer.cutOff()
 		at = time.Now()
-		m.stopCl() // whatever the client still tries fails at once
+		m.log.release(m.name, -1) // a dead member owns nothing
+		m.stopCl()                // whatever the client still tries fails at once
 		m.cl.AllowRebalance()
 		m.cl.Close()
 	})
@@ -439,35 +522,36 @@ func waitAssigned(t *testing.T, partitions int, members ...*franzMember) {
 	})
 }
 
-// waitGroup waits until DescribeGroups shows group in state with exactly
-// members, each under its member id and client id, assigned what it owns.
+// waitGroup waits until DescribeGroups (ConsumerGroupDescribe for a
+// consumer group) shows group in state with exactly members, each under its
+// member id and client id, assigned what it owns.
 func waitGroup(t *testing.T, group, topic, state string, members ...*franzMember) {
 	t.Helper()
 	adm := kadm.NewClient(newClient(t))
 	eventually(t, 30*time.Second, fmt.Sprintf("group %s %s with %d members", group, state, len(members)), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		d, err := describe(ctx, adm, group)
+		got, protocolType, described, err := describeAny(ctx, adm, group)
 		if err != nil {
 			return err
 		}
-		if d.State != state || len(d.Members) != len(members) {
-			return fmt.Errorf("state %q with %d members", d.State, len(d.Members))
+		if got != state || len(described) != len(members) {
+			return fmt.Errorf("state %q with %d members", got, len(described))
 		}
-		if state == "Stable" && d.ProtocolType != "consumer" {
-			return fmt.Errorf("protocol type %q", d.ProtocolType)
+		if state == "Stable" && protocolType != "consumer" {
+			return fmt.Errorf("protocol type %q", protocolType)
 		}
 		for _, m := range members {
 			id := m.memberID()
-			i := slices.IndexFunc(d.Members, func(dm kadm.DescribedGroupMember) bool { return dm.MemberID == id })
+			i := slices.IndexFunc(described, func(dm describedMember) bool { return dm.id == id })
 			if i < 0 {
 				return fmt.Errorf("%s (member id %q) not described", m.name, id)
 			}
-			dm := d.Members[i]
-			if dm.ClientID != m.name {
-				return fmt.Errorf("%s described with client id %q", m.name, dm.ClientID)
+			dm := described[i]
+			if dm.clientID != m.name {
+				return fmt.Errorf("%s described with client id %q", m.name, dm.clientID)
 			}
-			if got, want := assignedTo(dm, topic), slices.Sorted(maps.Keys(m.ownedSet())); !slices.Equal(got, want) {
+			if got, want := dm.assigned[topic], slices.Sorted(maps.Keys(m.ownedSet())); !slices.Equal(got, want) {
 				return fmt.Errorf("%s described with partitions %v, owns %v", m.name, got, want)
 			}
 		}

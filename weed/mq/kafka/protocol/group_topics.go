@@ -18,23 +18,31 @@ type TopicNamer interface {
 	TopicNames(ctx context.Context) ([]string, error)
 }
 
-// GroupTopics gives consumer groups the topics of b (a TopicNamer lists
-// them cheaply; otherwise ListTopics does).
+// GroupTopics gives consumer groups the topics of b and Kafka's internal
+// topics, as Kafka's regexes see them (a TopicNamer lists them cheaply;
+// otherwise ListTopics does).
 func GroupTopics(b Backend) group.Topics { return groupTopics{b} }
 
 type groupTopics struct{ b Backend }
 
 func (t groupTopics) Names(ctx context.Context) ([]string, error) {
+	var names []string
 	if n, ok := t.b.(TopicNamer); ok {
-		return n.TopicNames(ctx)
+		var err error
+		if names, err = n.TopicNames(ctx); err != nil {
+			return nil, err
+		}
+	} else {
+		all, err := t.b.ListTopics(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, ti := range all {
+			names = append(names, ti.Name)
+		}
 	}
-	all, err := t.b.ListTopics(ctx)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, len(all))
-	for i, ti := range all {
-		names[i] = ti.Name
+	for _, ti := range internalTopicInfos {
+		names = append(names, ti.Name)
 	}
 	return names, nil
 }
@@ -43,7 +51,7 @@ func (t groupTopics) Topic(ctx context.Context, name string) (group.Topic, bool,
 	if ValidTopicName(name) != nil {
 		return group.Topic{}, false, nil
 	}
-	info, err := t.b.DescribeTopic(ctx, name)
+	info, err := internalBackend{t.b}.DescribeTopic(ctx, name)
 	if errors.Is(err, kerr.UnknownTopicOrPartition) {
 		return group.Topic{}, false, nil
 	}
