@@ -35,6 +35,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
 )
@@ -63,9 +64,20 @@ type kafkaGatewayOptions struct {
 	consumerHeartbeat *int
 	consumerAssignors *string
 	consumerMaxSize   *int
-	metricsIP         *string
-	metricsPort       *int
-	pprofIP           *string
+
+	shareSession       *int
+	shareMinSession    *int
+	shareHeartbeat     *int
+	shareMinHeartbeat  *int
+	shareLock          *int
+	shareMinLock       *int
+	shareDeliveryLimit *int
+	shareMaxLocks      *int
+	shareMaxSize       *int
+	shareSessions      *int
+	metricsIP          *string
+	metricsPort        *int
+	pprofIP            *string
 
 	listeners           *string
 	advertisedListeners *string
@@ -259,6 +271,18 @@ func init() {
 	o.consumerHeartbeat = f.Int("group.consumer.heartbeat.interval.ms", int(group.DefaultConsumerHeartbeatInterval/time.Millisecond), "heartbeat interval of consumer group (KIP-848) members")
 	o.consumerAssignors = f.String("group.consumer.assignors", strings.Join(group.DefaultConsumerAssignors, ","), "server-side assignors of consumer groups (uniform, range); the first is the default")
 	o.consumerMaxSize = f.Int("group.consumer.max.size", 0, "most members of a consumer group (0: unbounded)")
+	sl := share.DefaultLimits
+	ms := func(d time.Duration) int { return int(d / time.Millisecond) }
+	o.shareSession = f.Int("group.share.session.timeout.ms", ms(sl.SessionTimeout), "session timeout of share group members (a group's share.session.timeout.ms overrides it)")
+	o.shareMinSession = f.Int("group.share.min.session.timeout.ms", ms(sl.MinSessionTimeout), "smallest share.session.timeout.ms a share group may set")
+	o.shareHeartbeat = f.Int("group.share.heartbeat.interval.ms", ms(sl.HeartbeatInterval), "heartbeat interval of share group members")
+	o.shareMinHeartbeat = f.Int("group.share.min.heartbeat.interval.ms", ms(sl.MinHeartbeatInterval), "smallest share.heartbeat.interval.ms a share group may set")
+	o.shareLock = f.Int("group.share.record.lock.duration.ms", ms(sl.LockDuration), "how long a share group member holds the records it acquired")
+	o.shareMinLock = f.Int("group.share.min.record.lock.duration.ms", ms(sl.MinLockDuration), "smallest share.record.lock.duration.ms a share group may set")
+	o.shareDeliveryLimit = f.Int("group.share.delivery.count.limit", int(sl.DeliveryLimit), "deliveries of a record to share group members before it is archived")
+	o.shareMaxLocks = f.Int("group.share.partition.max.record.locks", sl.MaxRecordLocks, "most records of a share-partition in flight")
+	o.shareMaxSize = f.Int("group.share.max.size", group.DefaultShareMaxSize, "most members of a share group")
+	o.shareSessions = f.Int("group.share.max.share.sessions", protocol.DefaultShareSessions, "most share sessions this gateway keeps")
 	o.metricsPort = f.Int("metricsPort", 0, "Prometheus /metrics, /health and /ready HTTP port (0: off)")
 	o.metricsIP = f.String("metricsIp", "", "address of the metrics port (default: -ip.bind, or -ip)")
 	o.pprofIP = f.String("pprof.ip", "127.0.0.1", "address of the profiling port")
@@ -381,8 +405,19 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 			return false
 		}
 	}
+	msd := func(n *int) time.Duration { return time.Duration(*n) * time.Millisecond }
+	limits := share.DefaultLimits
+	limits.SessionTimeout, limits.MinSessionTimeout = msd(o.shareSession), msd(o.shareMinSession)
+	limits.HeartbeatInterval, limits.MinHeartbeatInterval = msd(o.shareHeartbeat), msd(o.shareMinHeartbeat)
+	limits.LockDuration, limits.MinLockDuration = msd(o.shareLock), msd(o.shareMinLock)
+	limits.DeliveryLimit, limits.MaxRecordLocks = int16(*o.shareDeliveryLimit), *o.shareMaxLocks
+	shareConfigs := share.NewConfigs(files, limits)
+	shares := share.NewStore(files, shareConfigs)
 	groups := group.New(group.Options{
 		Store:                     offset.NewStore(files),
+		ShareConfigs:              shareConfigs,
+		ShareStates:               shares,
+		ShareMaxSize:              *o.shareMaxSize,
 		Topics:                    protocol.GroupTopics(client),
 		ConsumerSessionTimeout:    time.Duration(*o.consumerSession) * time.Millisecond,
 		ConsumerHeartbeatInterval: time.Duration(*o.consumerHeartbeat) * time.Millisecond,
@@ -510,6 +545,8 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		MaxConnectionsPerIP:   *o.maxConnectionsPerIP,
 		Backend:               owned,
 		Groups:                groups,
+		Shares:                shares,
+		ShareSessionSlots:     *o.shareSessions,
 		Txns:                  txns,
 		Cluster:               members,
 		Verifier:              forward,
@@ -536,6 +573,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		owned.Close()
 		txns.Close()
 		groups.Close()
+		shares.Close()
 		client.Close()
 		if emb != nil {
 			emb.stop()
@@ -568,6 +606,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 				step("the ACL refresh", authz.Close)
 			}
 			step("the group coordinator", groups.Close)
+			step("the share-partitions", shares.Close)
 			step("the SeaweedMQ client", client.Close)
 			if emb != nil {
 				step("the embedded SeaweedFS", emb.stop)

@@ -4,8 +4,10 @@
 //
 //	0  record, metrics, filerfs       the wire's records, the metrics, the filer's small files
 //	1  offset, membership, acl,       what is kept in the filer: offsets, the gateways'
-//	   user, txn                      view, ACLs, users; the transaction coordinator
-//	2  group, sasl                    the group coordinator, the SASL logins
+//	   user, txn, share               view, ACLs, users; the transaction coordinator;
+//	                                  share groups' share-partitions and configs
+//	2  group, sasl                    the group coordinator (classic, consumer and share
+//	                                  groups), the SASL logins
 //	3  protocol                       one file per Kafka API, over a Backend interface
 //	4  seaweedmq, gateway             SeaweedMQ as that Backend; the network server
 //	5  weed/command                   the weed subcommands that put it together

@@ -23,6 +23,7 @@ var layers = map[string]int{
 	"weed/mq/kafka/acl":                       10,
 	"weed/mq/kafka/user":                      10,
 	"weed/mq/kafka/txn":                       10,
+	"weed/mq/kafka/share":                     10,
 	"weed/mq/kafka/group":                     20,
 	"weed/mq/kafka/sasl":                      20,
 	"weed/mq/kafka/protocol":                  30,

@@ -23,6 +23,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
 
@@ -85,6 +86,11 @@ type Options struct {
 	Backend protocol.Backend
 	// Groups coordinates consumer groups and keeps their offsets.
 	Groups *group.Coordinator
+	// Shares keeps share groups' share-partitions and configs
+	// (protocol.Config.Shares); ShareSessionSlots bounds their members'
+	// share sessions.
+	Shares            *share.Store
+	ShareSessionSlots int
 	// Txns coordinates transactions.
 	Txns *txn.Coordinator
 	// Cluster tells which gateway leads each partition and coordinates
@@ -202,6 +208,8 @@ func NewServer(opts Options) (*Server, error) {
 		AutoCreateTopics:      opts.AutoCreateTopics,
 		Cluster:               opts.Cluster,
 		Txns:                  opts.Verifier,
+		Shares:                opts.Shares,
+		ShareSessionSlots:     opts.ShareSessionSlots,
 	}, opts.Backend, opts.Groups, opts.Txns)
 	return s, nil
 }

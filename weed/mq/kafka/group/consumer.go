@@ -127,7 +127,8 @@ type cmember struct {
 	rackID     *string
 	clientID   string
 	clientHost string
-	principal  string // who heartbeats, for the topics its regex may match
+	principal  string        // who heartbeats, for the topics its regex may match
+	session    time.Duration // a share member's (its group's share.session.timeout.ms); 0: the coordinator's
 	rebalance  time.Duration
 	names      []string // subscribed topic names, sorted
 	regex      string   // subscribed regex ("": none)
@@ -365,8 +366,8 @@ func saveMember(m *cmember) savedCMember {
 
 // restoreConsumer sets a consumer group from its saved state; every member
 // gets a new session, and those asked to revoke a new rebalance timeout.
-func (g *group) restoreConsumer(sc *savedConsumer) {
-	g.typ = TypeConsumer
+func (g *group) restoreConsumer(typ string, sc *savedConsumer) {
+	g.typ = typ
 	cg := newConsumerGroup()
 	g.cg = cg
 	cg.epoch, cg.assignmentEpoch, cg.subscribed = sc.Epoch, sc.AssignmentEpoch, sc.Subscribed

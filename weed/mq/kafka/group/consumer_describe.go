@@ -45,7 +45,7 @@ func (c *Coordinator) DescribeConsumer(ctx context.Context, name string) kmsg.Co
 		switch {
 		case !g.exists():
 			return outcome{msg: fmt.Sprintf("Group %s not found.", name)}
-		case g.cg == nil:
+		case g.typ != TypeConsumer:
 			return outcome{msg: fmt.Sprintf("Group %s is not a consumer group.", name)}
 		}
 		cg := g.cg
@@ -103,6 +103,9 @@ func (c *Coordinator) CheckFetcher(ctx context.Context, name string, memberID *s
 	e, err := call(ctx, g, func() *kerr.Error {
 		if !g.exists() {
 			return nil
+		}
+		if g.typ == TypeShare {
+			return kerr.GroupIDNotFound
 		}
 		if g.cg != nil {
 			m := g.cg.members[id]

@@ -140,6 +140,9 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.Cons
 // consumerGroupFor returns the consumer group of a heartbeat, making an
 // empty classic group one; or the error that refuses it.
 func (g *group) consumerGroupFor(req *kmsg.ConsumerGroupHeartbeatRequest) (*kerr.Error, string) {
+	if g.typ == TypeShare {
+		return kerr.GroupIDNotFound, fmt.Sprintf("Group %s is not a consumer group.", g.name)
+	}
 	if g.typ == TypeConsumer {
 		if req.MemberEpoch > 0 && !g.exists() {
 			return kerr.GroupIDNotFound, fmt.Sprintf("Consumer group %s not found.", g.name)
@@ -390,12 +393,12 @@ func (g *group) assignorName() string {
 func (g *group) touchConsumer(m *cmember) {
 	id := g.nextSeq()
 	m.sessionT = id
-	g.after(g.c.opts.ConsumerSessionTimeout, func() {
+	g.after(g.c.sessionOf(m), func() {
 		cur := g.memberWithTimer(m.id, func(c *cmember) bool { return c.sessionT == id })
 		if cur == nil {
 			return
 		}
-		glog.V(0).Infof("kafka group %s: member %s left the group: session timeout %v expired", g.name, cur.id, g.c.opts.ConsumerSessionTimeout)
+		glog.V(0).Infof("kafka group %s: member %s left the group: session timeout %v expired", g.name, cur.id, g.c.sessionOf(cur))
 		g.fenceMembers([]*cmember{cur})
 		g.saveThen(nil)
 	})

@@ -21,6 +21,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 )
 
 // Options configure a Coordinator. Durations left zero take Kafka's
@@ -69,6 +70,15 @@ type Options struct {
 	ConsumerAssignors []string
 	// ConsumerMaxSize is group.consumer.max.size (0: unbounded).
 	ConsumerMaxSize int
+	// Share groups (KIP-932): their configs (nil: the defaults), most
+	// members (group.share.max.size; zero: DefaultShareMaxSize), and
+	// where their share-partitions are kept, removed with the group (nil:
+	// nowhere).
+	ShareConfigs *share.Configs
+	ShareMaxSize int
+	ShareStates  interface {
+		DeleteGroup(ctx context.Context, group string) error
+	}
 	// TopicVisible reports whether a principal, connected from host, may
 	// describe a topic: a member's regex subscribes it only to those (nil:
 	// every topic).
@@ -129,6 +139,9 @@ func New(opts Options) *Coordinator {
 	}
 	if opts.ConsumerHeartbeatInterval <= 0 {
 		opts.ConsumerHeartbeatInterval = DefaultConsumerHeartbeatInterval
+	}
+	if opts.ShareMaxSize <= 0 {
+		opts.ShareMaxSize = DefaultShareMaxSize
 	}
 	if len(opts.ConsumerAssignors) == 0 {
 		opts.ConsumerAssignors = DefaultConsumerAssignors
@@ -505,8 +518,14 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, name string, members []Lea
 		return errs, nil
 	}
 	_, err := call(ctx, g, func() struct{} {
-		if g.cg != nil {
+		switch g.typ {
+		case TypeConsumer:
 			g.leaveConsumer(members, errs)
+			return struct{}{}
+		case TypeShare:
+			for i := range errs {
+				errs[i] = kerr.UnknownMemberID
+			}
 			return struct{}{}
 		}
 		for i, l := range members {

@@ -44,8 +44,8 @@ type group struct {
 	ctl  chan func()
 	quit chan struct{} // closed when the group ends (deleted, coordinator closed)
 
-	typ string         // TypeClassic or TypeConsumer
-	cg  *consumerGroup // the consumer group's state (TypeConsumer); the classic fields below are unused then
+	typ string         // TypeClassic, TypeConsumer or TypeShare
+	cg  *consumerGroup // a consumer or share group's state; the classic fields below are unused then
 
 	state        State
 	protocolType string
@@ -217,8 +217,9 @@ type savedState struct {
 	EmptySince int64 `json:"emptySince,omitempty"`
 	// TxnOffsets are the pending offsets of open transactions.
 	TxnOffsets []*txnOffsets `json:"txnOffsets,omitempty"`
-	// Type is "consumer" for a consumer group (KIP-848), whose state is
-	// Consumer; empty for a classic group.
+	// Type is "consumer" for a consumer group (KIP-848), "share" for a
+	// share group (KIP-932), whose state is Consumer; empty for a classic
+	// group.
 	Type     string         `json:"type,omitempty"`
 	Consumer *savedConsumer `json:"consumer,omitempty"`
 }
@@ -370,7 +371,7 @@ func (g *group) snapshot() ([]byte, error) {
 		st.TxnOffsets = append(st.TxnOffsets, g.txnOffsets[pid])
 	}
 	if g.cg != nil {
-		st.Type, st.Consumer = TypeConsumer, g.saveConsumer()
+		st.Type, st.Consumer = g.typ, g.saveConsumer()
 		st.Stable = true
 		return json.Marshal(st)
 	}
@@ -407,11 +408,11 @@ func (g *group) restore(data []byte) error {
 	for _, t := range st.TxnOffsets {
 		g.txnOffsets[t.ProducerID] = t
 	}
-	if st.Type == TypeConsumer {
+	if st.Type == TypeConsumer || st.Type == TypeShare {
 		if st.Consumer == nil {
 			st.Consumer = &savedConsumer{}
 		}
-		g.restoreConsumer(st.Consumer)
+		g.restoreConsumer(st.Type, st.Consumer)
 		return nil
 	}
 	for _, sm := range st.Members {

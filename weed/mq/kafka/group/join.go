@@ -114,8 +114,9 @@ func (g *group) join(req *kmsg.JoinGroupRequest, cl Client, reply chan *kmsg.Joi
 	answer := func(e *kerr.Error) { reply <- JoinError(req, e) }
 	if g.cg != nil {
 		// A consumer group becomes classic once empty; classic members
-		// do not join one with members (mixed groups are not served).
-		if len(g.cg.members) > 0 {
+		// do not join one with members (mixed groups are not served),
+		// nor a share group.
+		if g.typ == TypeShare || len(g.cg.members) > 0 {
 			answer(kerr.InconsistentGroupProtocol)
 			return
 		}

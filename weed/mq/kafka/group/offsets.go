@@ -39,6 +39,9 @@ func (who Committer) names() bool {
 // checkMember checks that the committer is a member of the current
 // generation and not a fenced incarnation of a static member.
 func (g *group) checkMember(who Committer) (*member, *kerr.Error) {
+	if g.typ == TypeShare {
+		return nil, kerr.GroupIDNotFound
+	}
 	if g.cg != nil {
 		if who.Generation < 0 && len(g.cg.members) == 0 {
 			return nil, nil
@@ -67,6 +70,9 @@ func (g *group) checkMember(who Committer) (*member, *kerr.Error) {
 
 // validateCommit checks a commit as Kafka does.
 func (g *group) validateCommit(who Committer, offsets offset.Topics) *kerr.Error {
+	if g.typ == TypeShare {
+		return kerr.GroupIDNotFound // a share group has no committed offsets
+	}
 	if g.cg != nil {
 		return g.validateConsumerCommit(who, offsets)
 	}
@@ -300,6 +306,11 @@ func (c *Coordinator) FetchOffsets(ctx context.Context, name string, topics []st
 	if g == nil {
 		return offset.Topics{}, nil
 	}
+	if isShare, err := call(ctx, g, func() bool { return g.typ == TypeShare }); err != nil {
+		return nil, goneErr(err)
+	} else if isShare {
+		return nil, kerr.GroupIDNotFound
+	}
 	offs, err := c.opts.Store.Fetch(ctx, name, topics)
 	if err != nil {
 		glog.Warningf("kafka group %s: %v", name, err)
@@ -330,6 +341,9 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, name string, partitions
 		}
 		if g.state == Dead {
 			return result{group: kerr.CoordinatorNotAvailable}
+		}
+		if g.typ == TypeShare {
+			return result{group: kerr.GroupIDNotFound}
 		}
 		if g.cg == nil && g.state != Empty && g.protocolType != "consumer" {
 			return result{group: kerr.NonEmptyGroup}
@@ -474,8 +488,8 @@ func (c *Coordinator) List(ctx context.Context) ([]Listed, *kerr.Error) {
 			if !g.exists() || g.state == Dead {
 				return nil
 			}
-			if g.cg != nil {
-				return &Listed{Name: g.name, ProtocolType: "consumer", State: g.state, Type: TypeConsumer}
+			if g.cg != nil { // the protocol type is the type, as Kafka lists them
+				return &Listed{Name: g.name, ProtocolType: g.typ, State: g.state, Type: g.typ}
 			}
 			return &Listed{Name: g.name, ProtocolType: g.protocolType, State: g.state, Type: TypeClassic}
 		})
@@ -511,6 +525,20 @@ func (c *Coordinator) DeleteGroup(ctx context.Context, name string) *kerr.Error 
 		}
 		if g.state != Empty {
 			return kerr.NonEmptyGroup
+		}
+		if g.typ == TypeShare { // its share-partitions and configs go first
+			if st := c.opts.ShareStates; st != nil {
+				if err := st.DeleteGroup(ctx, g.name); err != nil {
+					glog.Warningf("kafka group %s: removing its share-partitions: %v", g.name, err)
+					return kerr.CoordinatorNotAvailable
+				}
+			}
+			if cf := c.opts.ShareConfigs; cf != nil {
+				if err := cf.Forget(ctx, g.name); err != nil {
+					glog.Warningf("kafka group %s: removing its configs: %v", g.name, err)
+					return kerr.CoordinatorNotAvailable
+				}
+			}
 		}
 		// Commits accepted before are written first; none can come in
 		// meanwhile, as they pass through this goroutine.

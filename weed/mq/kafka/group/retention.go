@@ -67,7 +67,7 @@ func (c *Coordinator) expireGroup(ctx context.Context, g *group, now time.Time) 
 		gone    bool
 	}
 	res, err := call(ctx, g, func() outcome {
-		if !g.exists() || g.state == Dead {
+		if !g.exists() || g.state == Dead || g.typ == TypeShare { // share groups stay until deleted, as Kafka's
 			return outcome{}
 		}
 		// The commits accepted before are written first (none come in

@@ -189,6 +189,18 @@ var (
 		Help: "A compacted partition's dirty ratio as the log cleaner last measured it: bytes of closed segments not cleaned yet over bytes of closed segments.",
 	}, []string{"topic", "partition"})
 
+	// ShareSessions is the share sessions (KIP-932) this gateway keeps;
+	// ShareAcks counts share groups' acknowledgement batch lists of a
+	// partition, by outcome ("ok" or the Kafka error).
+	ShareSessions = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "share_sessions",
+		Help: "Share sessions of share group members kept by this gateway.",
+	})
+	ShareAcks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "share_acknowledgements_total",
+		Help: "Share group members' acknowledgements of a partition's records, by outcome.",
+	}, []string{"outcome"})
+
 	// Rebalances counts completed rebalances (new generations), by group.
 	Rebalances = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "group_rebalances_total",
@@ -201,7 +213,7 @@ func init() {
 		MessagesIn, BytesIn, MessagesOut, BytesOut, ProduceBatchRecords, FetchRecords, FetchSessions, FetchSessionEvictions,
 		Connections, ConnectionsTotal, ConnectionsRefused, DecompressionWaits, Panics, RecordsSkipped, Rebalances,
 		WALCommitSeconds, WALCommitBatches, WALCommitRecords, WALBytes, WALErrors, WALRepublished,
-		CompactionRecords, CompactionBytes, CompactionRuns, CompactionDirtyRatio)
+		CompactionRecords, CompactionBytes, CompactionRuns, CompactionDirtyRatio, ShareSessions, ShareAcks)
 }
 
 // labels admits the first MaxLabelValues distinct values of a label.

@@ -10,7 +10,8 @@ package protocol
 // (back to the default), appends to or subtracts from single ones.
 // ValidateOnly checks without saving. Broker settings are this gateway's
 // flags: altering them gets INVALID_REQUEST, as do the internal topics'
-// settings, which are fixed.
+// settings, which are fixed. Group configs (the GROUP resource, KIP-932's
+// share.* settings) are set and deleted the same way (group_configs.go).
 
 import (
 	"context"
@@ -31,6 +32,9 @@ func init() {
 // change, checks and (unless validateOnly) saves them. It returns the
 // Kafka error and a message for the client.
 func (h *Handler) alterTopic(ctx context.Context, r *Request, typ kmsg.ConfigResourceType, name string, validateOnly bool, change func(map[string]string) error) (*kerr.Error, string) {
+	if typ == kmsg.ConfigResourceTypeGroupConfig {
+		return h.alterGroup(ctx, r, name, validateOnly, change)
+	}
 	switch {
 	case typ == kmsg.ConfigResourceTypeBroker && !h.allowedCluster(r, kmsg.ACLOperationAlterConfigs):
 		return kerr.ClusterAuthorizationFailed, ""
@@ -120,7 +124,11 @@ func (h *Handler) handleIncrementalAlterConfigs(ctx context.Context, r *Request)
 			sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 			e, msg := h.alterTopic(ctx, r, rr.ResourceType, rr.ResourceName, req.ValidateOnly, func(configs map[string]string) error {
 				for _, c := range rr.Configs {
-					if err := applyConfigOp(configs, c); err != nil {
+					op := applyConfigOp
+					if rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
+						op = applyGroupConfigOp
+					}
+					if err := op(configs, c); err != nil {
 						return err
 					}
 				}

@@ -7,8 +7,8 @@ package protocol
 // UNSUPPORTED_VERSION and the full table, so the client can retry with a
 // version we know; the response header is always the non-flexible v0.
 // v3+ carries the features: group.version 1 (the consumer group protocol
-// of KIP-848) and transaction.version (KIP-890) at the level of
-// Config.TransactionVersion.
+// of KIP-848), share.version 1 (share groups, KIP-932) and
+// transaction.version (KIP-890) at the level of Config.TransactionVersion.
 
 import (
 	"context"
@@ -44,13 +44,18 @@ func (h *Handler) handleApiVersions(_ context.Context, r *Request) Reply {
 		sf := kmsg.NewApiVersionsResponseSupportedFeature()
 		sf.Name, sf.MinVersion, sf.MaxVersion = "group.version", 0, 1
 		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		sf.Name, sf.MinVersion, sf.MaxVersion = "share.version", 0, 1
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
 		sf.Name, sf.MinVersion, sf.MaxVersion = "transaction.version", 0, 2
 		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
 		resp.FinalizedFeaturesEpoch = 1
-		// group.version 1: the consumer group protocol of KIP-848.
-		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
-		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "group.version", 1, 1
-		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		// group.version 1: the consumer group protocol of KIP-848;
+		// share.version 1: share groups (KIP-932).
+		for _, name := range []string{"group.version", "share.version"} {
+			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = name, 1, 1
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		}
 		if tv := h.cfg.TransactionVersion; tv > 0 {
 			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
 			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "transaction.version", tv, tv

@@ -67,9 +67,9 @@ func TestApiVersionsVersions(t *testing.T) {
 	checkTxnFeature(t, "classic", resp, 0)
 }
 
-// checkTxnFeature checks ApiVersions v3+'s features: group.version
-// supported 0-1 and finalized at 1 (the consumer group protocol of
-// KIP-848), transaction.version supported 0-2 and finalized at level (not
+// checkTxnFeature checks ApiVersions v3+'s features: group.version and
+// share.version supported 0-1 and finalized at 1 (KIP-848's consumer
+// groups, KIP-932's share groups), transaction.version supported 0-2 and finalized at level (not
 // finalized for 0), from a finalized features epoch clients take (0 or
 // more: Java's ApiVersions ignores -1).
 func checkTxnFeature(t *testing.T, what string, resp *kmsg.ApiVersionsResponse, level int16) {
@@ -78,7 +78,7 @@ func checkTxnFeature(t *testing.T, what string, resp *kmsg.ApiVersionsResponse, 
 	for _, f := range resp.SupportedFeatures {
 		supported[f.Name] = [2]int16{f.MinVersion, f.MaxVersion}
 	}
-	if len(supported) != 2 || supported["group.version"] != [2]int16{0, 1} || supported["transaction.version"] != [2]int16{0, 2} {
+	if len(supported) != 3 || supported["group.version"] != [2]int16{0, 1} || supported["share.version"] != [2]int16{0, 1} || supported["transaction.version"] != [2]int16{0, 2} {
 		t.Errorf("%s: supported features %+v", what, resp.SupportedFeatures)
 	}
 	if resp.FinalizedFeaturesEpoch < 0 {
@@ -88,7 +88,7 @@ func checkTxnFeature(t *testing.T, what string, resp *kmsg.ApiVersionsResponse, 
 	for _, f := range resp.FinalizedFeatures {
 		finalized[f.Name] = [2]int16{f.MinVersionLevel, f.MaxVersionLevel}
 	}
-	want := map[string][2]int16{"group.version": {1, 1}}
+	want := map[string][2]int16{"group.version": {1, 1}, "share.version": {1, 1}}
 	if level > 0 {
 		want["transaction.version"] = [2]int16{level, level}
 	}

@@ -4,7 +4,8 @@ package protocol
 //
 // Topics list every setting in topic_config.go with its source: set on the
 // topic (DYNAMIC_TOPIC_CONFIG) or the default (DEFAULT_CONFIG). The broker
-// resource (this gateway, by its node id) lists the settings clients read.
+// resource (this gateway, by its node id) lists the settings clients read;
+// a group resource, its configs (group_configs.go).
 
 import (
 	"context"
@@ -89,6 +90,8 @@ func (h *Handler) handleDescribeConfigs(ctx context.Context, r *Request) Reply {
 			add("message.max.bytes", strconv.Itoa(int(h.cfg.MaxMessageBytes)), static, kmsg.ConfigTypeInt, "Default max.message.bytes of topics.", true)
 			add("log.retention.ms", "-1", static, kmsg.ConfigTypeLong, "Records are kept unless a topic sets retention.ms.", true)
 			add("min.insync.replicas", "1", static, kmsg.ConfigTypeInt, "Replication is SeaweedFS's.", true)
+		case kmsg.ConfigResourceTypeGroupConfig:
+			h.describeGroupConfigs(ctx, r, rr.ResourceName, &sr, add)
 		default:
 			sr.ErrorCode = kerr.InvalidRequest.Code
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
 
@@ -59,6 +60,13 @@ type Config struct {
 	// Authorizer decides requests by the cluster's ACLs (nil: everyone
 	// may do everything).
 	Authorizer *acl.Authorizer
+	// Shares keeps the share-partitions (KIP-932) of the partitions this
+	// gateway leads, and the groups' configs (nil: share groups are not
+	// served).
+	Shares *share.Store
+	// ShareSessionSlots is group.share.max.share.sessions; 0:
+	// DefaultShareSessions.
+	ShareSessionSlots int
 }
 
 // TxnVerifier reaches a transactional id's coordinator for the partitions'
@@ -86,6 +94,10 @@ type Handler struct {
 	drainOnce sync.Once
 	sessions  *fetchSessions
 	batches   *batchCache
+	// Share groups: the share-partitions held here and the members'
+	// share sessions.
+	shares        *share.Store
+	shareSessions *shareSessions
 }
 
 // Drain makes waiting fetches (and those to come) answer without waiting
@@ -126,6 +138,11 @@ func New(cfg Config, backend Backend, groups *group.Coordinator, txns *txn.Coord
 	h := &Handler{cfg: cfg, cluster: cfg.Cluster, backend: internalBackend{backend}, groups: groups, txns: txns,
 		inflate: semaphore.NewWeighted(cfg.DecompressionMaxBytes), drain: make(chan struct{}),
 		sessions: newFetchSessions(cfg.FetchSessionSlots), batches: newBatchCache(cfg.FetchBatchCacheBytes)}
+	if cfg.ShareSessionSlots <= 0 {
+		cfg.ShareSessionSlots = DefaultShareSessions
+	}
+	h.shares = cfg.Shares
+	h.shareSessions = newShareSessions(h, cfg.ShareSessionSlots)
 	if h.cfg.Users == nil {
 		h.cfg.Users = noUsers{}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
 
@@ -21,7 +22,12 @@ func inProcess(tb testing.TB) *Handler {
 	tb.Helper()
 	b := newMemBackend()
 	files := filerfstest.New()
-	groups := group.New(group.Options{Store: offset.NewStore(files), InitialRebalanceDelay: time.Millisecond})
+	limits := share.DefaultLimits
+	limits.MinLockDuration = time.Millisecond
+	shareConfigs := share.NewConfigs(files, limits)
+	shares := share.NewStore(files, shareConfigs)
+	groups := group.New(group.Options{Store: offset.NewStore(files), InitialRebalanceDelay: time.Millisecond,
+		Topics: GroupTopics(b), ShareConfigs: shareConfigs, ShareStates: shares})
 	txns := txn.New(txn.Options{Files: files, Log: b, Groups: groups})
 	txns.Start()
 	ctx := context.Background()
@@ -31,7 +37,7 @@ func inProcess(tb testing.TB) *Handler {
 	for p := int32(0); p < 3; p++ {
 		b.Append(ctx, "t", p, []record.Record{{Key: []byte("k"), Value: []byte("v"), Timestamp: 1}, {Value: []byte("w"), Timestamp: 2}}, true)
 	}
-	return New(Config{AutoCreateTopics: true, DefaultPartitions: 3, ClusterID: "fuzz"}, b, groups, txns)
+	return New(Config{AutoCreateTopics: true, DefaultPartitions: 3, ClusterID: "fuzz", Shares: shares}, b, groups, txns)
 }
 
 // fuzzSeeds are requests of every served API at each version it serves:
@@ -74,7 +80,24 @@ func fuzzSeeds() [][]byte {
 	initPID := kmsg.NewPtrInitProducerIDRequest()
 	txnID := "x"
 	initPID.TransactionalID, initPID.TransactionTimeoutMillis = &txnID, 60000
-	for _, req := range []kmsg.Request{produceTo(3, -1, 1000), md, fetch, join, commit, lo, initPID} {
+	// Consumer and share groups' requests about topic "t" (its id is the
+	// in-memory backend's, derived from its name).
+	tid := memTopicID("t")
+	cgh := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	cgh.Group, cgh.MemberID, cgh.RebalanceTimeoutMillis, cgh.SubscribedTopicNames = "g2", "m", 1000, []string{"t"}
+	cgh.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	sgh := kmsg.NewPtrShareGroupHeartbeatRequest()
+	sgh.GroupID, sgh.MemberID, sgh.SubscribedTopicNames = "g3", "m", []string{"t"}
+	member, sgroup := "m", "g3"
+	sf := kmsg.NewPtrShareFetchRequest()
+	sf.GroupID, sf.MemberID, sf.MaxWaitMillis, sf.MaxBytes, sf.MaxRecords, sf.BatchSize = &sgroup, &member, 10, 1<<20, 10, 10
+	sf.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: tid, Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0,
+		AcknowledgementBatches: []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 1, AcknowledgeTypes: []int8{1}}}}}}}
+	sa := kmsg.NewPtrShareAcknowledgeRequest()
+	sa.GroupID, sa.MemberID, sa.ShareSessionEpoch = &sgroup, &member, 1
+	sa.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: tid, Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{{Partition: 0,
+		AcknowledgementBatches: []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 0, AcknowledgeTypes: []int8{2}}}}}}}
+	for _, req := range []kmsg.Request{produceTo(3, -1, 1000), md, fetch, join, commit, lo, initPID, cgh, sgh, sf, sa} {
 		for _, v := range []int16{4, 9, req.MaxVersion()} {
 			if _, maxV, _ := Supported(int16(req.Key())); v <= maxV && v <= req.MaxVersion() {
 				req.SetVersion(v)

@@ -34,6 +34,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
 )
@@ -76,6 +77,9 @@ type testGateway struct {
 	txns     *txn.Coordinator
 	authz    *acl.Authorizer
 	users    *user.Store
+	// shares keeps the share groups' share-partitions and configs.
+	shares       *share.Store
+	shareConfigs *share.Configs
 }
 
 var saslListener = regexp.MustCompile(`SASL_PLAINTEXT://(\S+)`)
@@ -88,7 +92,12 @@ func startGateway(t *testing.T, o gatewayOptions) *testGateway {
 	ctx := ctxFor(t)
 	g := &testGateway{backend: protocol.NewMemBackend()}
 	files := protocol.NewMemFiles()
+	limits := share.DefaultLimits
+	limits.MinSessionTimeout, limits.MinHeartbeatInterval, limits.MinLockDuration = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+	g.shareConfigs = share.NewConfigs(files, limits)
+	g.shares = share.NewStore(files, g.shareConfigs)
 	g.groups = group.New(group.Options{Store: offset.NewStore(files), InitialRebalanceDelay: 50 * time.Millisecond, MinSessionTimeout: 100 * time.Millisecond,
+		ShareConfigs: g.shareConfigs, ShareStates: g.shares,
 		Topics: protocol.GroupTopics(g.backend), TopicRefresh: 50 * time.Millisecond,
 		ConsumerSessionTimeout: o.consumerSession, ConsumerHeartbeatInterval: time.Second, ConsumerAssignors: o.assignors,
 		TopicVisible: func(principal, host, topic string) bool {
@@ -103,7 +112,7 @@ func startGateway(t *testing.T, o gatewayOptions) *testGateway {
 			t.Fatal(err)
 		}
 	}
-	opts := gateway.Options{Listen: "127.0.0.1:0", Backend: g.backend, Groups: g.groups, Txns: g.txns, Users: g.users,
+	opts := gateway.Options{Listen: "127.0.0.1:0", Backend: g.backend, Groups: g.groups, Shares: g.shares, Txns: g.txns, Users: g.users,
 		DefaultPartitions: 3, AutoCreateTopics: !o.noAutoCreate, ClusterID: "in-process", TransactionVersion: 2}
 	if o.classicTxns {
 		opts.TransactionVersion = 0
@@ -136,6 +145,7 @@ func startGateway(t *testing.T, o gatewayOptions) *testGateway {
 		srv.Close()
 		g.txns.Close()
 		g.groups.Close()
+		g.shares.Close()
 	})
 	g.addr = srv.Addr().String()
 	if o.cluster != nil {

@@ -97,15 +97,21 @@ func (b *memBackend) TopicByID(_ context.Context, id [16]byte) (TopicInfo, error
 	return TopicInfo{}, kerr.UnknownTopicID
 }
 
+// memTopicID is a topic's id in the in-memory backend: from its name.
+func memTopicID(name string) [16]byte {
+	sum := sha256.Sum256([]byte(name))
+	var id [16]byte
+	copy(id[:], sum[:])
+	return id
+}
+
 func (b *memBackend) CreateTopic(_ context.Context, spec TopicSpec) (TopicInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.topics[spec.Name]; ok {
 		return TopicInfo{}, kerr.TopicAlreadyExists
 	}
-	sum := sha256.Sum256([]byte(spec.Name))
-	info := TopicInfo{Name: spec.Name, Partitions: spec.Partitions, Configs: maps.Clone(spec.Configs)}
-	copy(info.ID[:], sum[:])
+	info := TopicInfo{Name: spec.Name, Partitions: spec.Partitions, Configs: maps.Clone(spec.Configs), ID: memTopicID(spec.Name)}
 	if spec.ValidateOnly {
 		return info, nil
 	}
