@@ -22,6 +22,11 @@ func kgoSuite(t *testing.T, timeout time.Duration, env []string, run string, wan
 	if err != nil {
 		t.Fatalf("kgo suite %s: %v\n%s", run, err, out)
 	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, "--- ") {
+			t.Log(l) // what ran, and how long it took
+		}
+	}
 	for _, name := range want {
 		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
 			t.Errorf("%s did not pass:\n%s", name, out)

@@ -286,6 +286,10 @@ func startNamedGateway(name, master string, port int, extra ...string) (*gateway
 		// Consumer groups of the KIP-848 protocol: sessions and heartbeats
 		// as the classic members of the tests ask for (groupSession).
 		"-group.consumer.session.timeout.ms=6000", "-group.consumer.heartbeat.interval.ms=1000",
+		// Share groups: the same, and locks of a second or more.
+		"-group.share.session.timeout.ms=6000", "-group.share.min.session.timeout.ms=6000",
+		"-group.share.heartbeat.interval.ms=1000", "-group.share.min.heartbeat.interval.ms=1000",
+		"-group.share.min.record.lock.duration.ms=1000",
 		// Expired offsets are looked for every 2 s (not 10 minutes): idle groups
 		// are dropped from memory and read again all along the suite.
 		"-offsets.retention.check.interval.ms=2000", "-metricsPort=" + strconv.Itoa(metricsPort),

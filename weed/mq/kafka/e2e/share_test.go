@@ -1,0 +1,248 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// setGroupConfigs sets a group's configs (IncrementalAlterConfigs on the
+// GROUP resource).
+func setGroupConfigs(t *testing.T, group string, kvs ...string) {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	for i := 0; i+1 < len(kvs); i += 2 {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = kvs[i], kmsg.StringPtr(kvs[i+1])
+		res.Configs = append(res.Configs, c)
+	}
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctxT(t), newClient(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(resp.Resources[0].ErrorCode); err != nil {
+		t.Fatalf("setting %v of %s: %v", kvs, group, err)
+	}
+}
+
+// delivery is a record as a share group member got it.
+type delivery struct {
+	member string
+	count  int32
+	at     time.Time
+	status kgo.AckStatus
+}
+
+// shareLog collects the deliveries of a share group's records.
+type shareLog struct {
+	mu  sync.Mutex
+	got map[string][]delivery
+}
+
+func (l *shareLog) add(value string, d delivery) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.got[value] = append(l.got[value], d)
+}
+
+// done counts the records accepted or rejected.
+func (l *shareLog) done() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, ds := range l.got {
+		if s := ds[len(ds)-1].status; s == kgo.AckAccept || s == kgo.AckReject {
+			n++
+		}
+	}
+	return n
+}
+
+// TestShareGroupFranz: a share group of franz-go consumers on a topic of
+// three partitions. A member that acquired records and hangs (its
+// connection open, no acknowledgement) has them delivered to others once
+// their lock (2 s) runs out, their delivery count raised; a member killed
+// while holding records (its connections closed) has them released at
+// once, to be delivered again with their count raised; three members share
+// the rest, each record delivered to one of them; a record rejected is
+// never delivered again. At the end the group has nothing in flight
+// (DescribeShareGroupOffsets: no lag).
+func TestShareGroupFranz(t *testing.T) {
+	topic := newTopic(t)
+	group := topic + "-share"
+	createTopic(t, topic, 3, nil)
+	produced := map[int32][]string{}
+	produceBatch(t, topic, 0, 600, produced)
+	const lock = 2 * time.Second
+	setGroupConfigs(t, group, "share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", strconv.Itoa(int(lock.Milliseconds())))
+	id := topicID(t, newClient(t), topic)
+
+	// The hung member: a raw ShareFetch acquires 20 records of partition
+	// 0, and nothing more is ever sent on its connection.
+	hung := dialRaw(t)
+	member, g := "hung-member", group
+	sf := kmsg.NewPtrShareFetchRequest()
+	sf.Version = 1
+	sf.GroupID, sf.MemberID, sf.MaxWaitMillis, sf.MaxBytes, sf.MaxRecords, sf.BatchSize = &g, &member, 2000, 1<<20, 20, 20
+	sf.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: id, Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}}}}
+	resp := hung.request(sf).(*kmsg.ShareFetchResponse)
+	hungAt := time.Now()
+	held := map[int64]bool{}
+	for _, tp := range resp.Topics {
+		for _, p := range tp.Partitions {
+			for _, a := range p.AcquiredRecords {
+				for o := a.FirstOffset; o <= a.LastOffset; o++ {
+					held[o] = true
+				}
+			}
+		}
+	}
+	if resp.ErrorCode != 0 || len(held) != 20 || !held[0] || !held[19] {
+		t.Fatalf("the hung member's fetch: %s, acquired %v", kerr.ErrorForCode(resp.ErrorCode), held)
+	}
+
+	log := &shareLog{got: map[string][]delivery{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	consume := func(name string, cl *kgo.Client, decide func(r *kgo.Record) kgo.AckStatus, once bool) {
+		for ctx.Err() == nil {
+			fs := cl.PollRecords(ctx, 50)
+			fs.EachError(func(_ string, _ int32, err error) {
+				if !errors.Is(err, context.Canceled) && !errors.Is(err, kgo.ErrClientClosed) {
+					t.Logf("%s: %v", name, err)
+				}
+			})
+			fs.EachRecord(func(r *kgo.Record) {
+				st := decide(r)
+				log.add(string(r.Value), delivery{member: name, count: r.DeliveryCount(), at: time.Now(), status: st})
+				if st != 0 {
+					r.Ack(st)
+				}
+			})
+			if once && len(fs.Records()) > 0 {
+				return
+			}
+			cl.FlushAcks(ctx) //nolint:errcheck // what is acknowledged is checked by the deliveries
+		}
+	}
+	shareClient := func(name string, opts ...kgo.Opt) *kgo.Client {
+		return newClient(t, append([]kgo.Opt{kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.ClientID(name),
+			kgo.FetchMaxWait(500 * time.Millisecond), kgo.ShareMaxRecords(40)}, opts...)...)
+	}
+
+	// The killed member: it takes records and dies holding them.
+	var killed cutDialer
+	kc := shareClient("killed", kgo.Dialer(killed.dial))
+	consume("killed", kc, func(*kgo.Record) kgo.AckStatus { return 0 }, true)
+	killed.cutOff()
+	kc.Close()
+
+	// Three members share the rest; the second rejects records whose
+	// number ends in 7.
+	accept := func(*kgo.Record) kgo.AckStatus { return kgo.AckAccept }
+	var wg sync.WaitGroup
+	for i, decide := range []func(*kgo.Record) kgo.AckStatus{accept, func(r *kgo.Record) kgo.AckStatus {
+		if strings.HasSuffix(string(r.Value), "7") {
+			return kgo.AckReject
+		}
+		return kgo.AckAccept
+	}, accept} {
+		name := "s" + strconv.Itoa(i+1)
+		cl := shareClient(name)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			consume(name, cl, decide, false)
+		}()
+	}
+	eventually(t, 90*time.Second, "every record accepted or rejected", func() error {
+		if n := log.done(); n < 600 {
+			return fmt.Errorf("%d of 600", n)
+		}
+		return nil
+	})
+	cancel()
+	wg.Wait()
+
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	killedHeld := 0
+	for p, vals := range produced {
+		for o, v := range vals {
+			ds := log.got[v]
+			var final []delivery
+			for _, d := range ds {
+				if d.member != "killed" {
+					final = append(final, d)
+				}
+			}
+			switch {
+			case len(final) != 1:
+				t.Errorf("%s (%d/%d) delivered to the members %d times: %+v", v, p, o, len(final), ds)
+				continue
+			case p == 0 && held[int64(o)]:
+				// The hung member's: back after the lock, second delivery.
+				if final[0].count != 2 || final[0].at.Sub(hungAt) < lock-200*time.Millisecond {
+					t.Errorf("%s, held by the hung member: delivered %v after it (lock %v) as delivery %d", v, final[0].at.Sub(hungAt), lock, final[0].count)
+				}
+			case len(ds) == 2 && ds[0].member == "killed":
+				killedHeld++
+				if final[0].count != 2 {
+					t.Errorf("%s, held by the killed member: delivered again as delivery %d", v, final[0].count)
+				}
+			case final[0].count != 1:
+				t.Errorf("%s: delivery %d, want the first", v, final[0].count)
+			}
+		}
+	}
+	if killedHeld == 0 {
+		t.Error("the killed member held no record that came back")
+	}
+
+	// Nothing in flight any more: no lag.
+	admin := newClient(t)
+	eventually(t, 30*time.Second, "no lag", func() error {
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: group, Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: topic, Partitions: []int32{0, 1, 2}}}}}
+		resp, err := req.RequestWith(ctxT(t), admin)
+		if err != nil {
+			return err
+		}
+		for _, g := range resp.Groups {
+			if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+				return err
+			}
+			for _, tp := range g.Topics {
+				for _, p := range tp.Partitions {
+					if p.StartOffset != int64(len(produced[p.Partition])) || p.Lag != 0 {
+						return fmt.Errorf("partition %d: start %d, lag %d", p.Partition, p.StartOffset, p.Lag)
+					}
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// franz-go's kgo suite tests of share groups, which it skips against a
+// broker without them: the share consumer itself, a chain of share groups
+// consuming and producing with every way of acknowledging (accept,
+// release, reject, records left to their locks), acknowledgements when
+// closing, and the share offsets' admin calls.
+func TestFranzGoSuiteShareGroups(t *testing.T) {
+	kgoSuite(t, 8*time.Minute, []string{"KGO_TEST_RECORDS=20000"},
+		"^(TestShareGroup|TestShareGroupETL|TestShareGroupAckOnClose|TestShareGroupOffsetsAdmin)$",
+		"TestShareGroup", "TestShareGroupETL", "TestShareGroupAckOnClose", "TestShareGroupOffsetsAdmin")
+}
