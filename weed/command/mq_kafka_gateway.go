@@ -241,7 +241,17 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	// The gateways of the cluster share its partitions, groups and
 	// transactional ids: this one serves only what it owns.
 	members := membership.New(membership.Options{Self: self, Filer: client})
-	owned := gateway.NewOwned(backend, client, members.Serving, members.Changed)
+	// Share groups' settings, and their share-partitions of the
+	// partitions this gateway leads (released with the leadership).
+	msd := func(n *int) time.Duration { return time.Duration(*n) * time.Millisecond }
+	limits := share.DefaultLimits
+	limits.SessionTimeout, limits.MinSessionTimeout = msd(o.shareSession), msd(o.shareMinSession)
+	limits.HeartbeatInterval, limits.MinHeartbeatInterval = msd(o.shareHeartbeat), msd(o.shareMinHeartbeat)
+	limits.LockDuration, limits.MinLockDuration = msd(o.shareLock), msd(o.shareMinLock)
+	limits.DeliveryLimit, limits.MaxRecordLocks = int16(*o.shareDeliveryLimit), *o.shareMaxLocks
+	shareConfigs := share.NewConfigs(files, limits)
+	shares := share.NewStore(files, shareConfigs)
+	owned := gateway.NewOwned(backend, gateway.Releasers{client, shares}, members.Serving, members.Changed)
 	if *o.cleanerBackoff >= 0 {
 		client.StartCleaner(seaweedmq.CleanerOptions{
 			Backoff: max(time.Duration(*o.cleanerBackoff)*time.Millisecond, 100*time.Millisecond),
@@ -267,14 +277,6 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 			return false
 		}
 	}
-	msd := func(n *int) time.Duration { return time.Duration(*n) * time.Millisecond }
-	limits := share.DefaultLimits
-	limits.SessionTimeout, limits.MinSessionTimeout = msd(o.shareSession), msd(o.shareMinSession)
-	limits.HeartbeatInterval, limits.MinHeartbeatInterval = msd(o.shareHeartbeat), msd(o.shareMinHeartbeat)
-	limits.LockDuration, limits.MinLockDuration = msd(o.shareLock), msd(o.shareMinLock)
-	limits.DeliveryLimit, limits.MaxRecordLocks = int16(*o.shareDeliveryLimit), *o.shareMaxLocks
-	shareConfigs := share.NewConfigs(files, limits)
-	shares := share.NewStore(files, shareConfigs)
 	groups := group.New(group.Options{
 		Store:                     offset.NewStore(files),
 		ShareConfigs:              shareConfigs,

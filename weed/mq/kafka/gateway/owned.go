@@ -20,6 +20,15 @@ type Releaser interface {
 	Release(topic string, partition int32)
 }
 
+// Releasers release a partition from each of them, in order.
+type Releasers []Releaser
+
+func (rs Releasers) Release(topic string, partition int32) {
+	for _, r := range rs {
+		r.Release(topic, partition)
+	}
+}
+
 // Owned is a backend that serves only the partitions this gateway leads
 // (NOT_LEADER_OR_FOLLOWER for the others, so clients re-read metadata) and
 // releases what it held of a partition when its leadership ends or breaks:

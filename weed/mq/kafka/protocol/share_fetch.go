@@ -230,7 +230,7 @@ func (h *Handler) sharePartition(ctx context.Context, group string, info TopicIn
 		return nil, owner.NodeID, int32(term), kerr.NotLeaderForPartition
 	}
 	key := share.Key{Group: group, Topic: info.Name, Partition: partition}
-	p, err := h.shares.Partition(ctx, key, term, func(ctx context.Context, reset share.Reset) (int64, error) {
+	p, err := h.shares.Partition(ctx, key, info.ID, term, func(ctx context.Context, reset share.Reset) (int64, error) {
 		return h.shareStart(ctx, info.Name, partition, reset)
 	})
 	if err != nil {

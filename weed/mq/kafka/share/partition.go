@@ -17,6 +17,7 @@ package share
 
 import (
 	"context"
+	"encoding/hex"
 	"slices"
 	"sync"
 	"time"
@@ -103,8 +104,9 @@ type rec0 struct {
 // Partition is one share-partition, held by the partition's leader.
 type Partition struct {
 	Key
-	store *Store
-	term  int64
+	topicID [16]byte
+	store   *Store
+	term    int64
 
 	mu       sync.Mutex
 	start    int64 // SPSO
@@ -421,7 +423,7 @@ func (p *Partition) snapshotLocked() savedState {
 	for first < len(p.recs) && p.recs[first].state.done() {
 		first++
 	}
-	st := savedState{StateEpoch: p.epoch, StartOffset: p.start + int64(first), LeaderEpoch: p.term}
+	st := savedState{TopicID: hex.EncodeToString(p.topicID[:]), StateEpoch: p.epoch, StartOffset: p.start + int64(first), LeaderEpoch: p.term}
 	for i := first; i < len(p.recs); {
 		r := p.recs[i]
 		s := r.state

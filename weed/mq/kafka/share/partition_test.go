@@ -41,6 +41,8 @@ func startAt(o int64) func(context.Context, Reset) (int64, error) {
 
 var key = Key{Group: "g", Topic: "t", Partition: 0}
 
+var tid = [16]byte{1}
+
 // A share-partition acquires records for one member at a time, skips
 // those others hold, gets them acknowledged only by their member, moves
 // its start past what is done, and archives a record delivered the most
@@ -48,7 +50,7 @@ var key = Key{Group: "g", Topic: "t", Partition: 0}
 func TestPartitionAcquireAcknowledge(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newTestStore(t, filerfstest.New(), time.Hour, 2)
-	p, err := s.Partition(ctx, key, 1, startAt(10))
+	p, err := s.Partition(ctx, key, tid, 1, startAt(10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +112,7 @@ func TestPartitionLocksExpire(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newTestStore(t, filerfstest.New(), 50*time.Millisecond, 2)
 	s.now = time.Now
-	p, err := s.Partition(ctx, key, 1, startAt(0))
+	p, err := s.Partition(ctx, key, tid, 1, startAt(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +149,7 @@ func TestPartitionSavedAndFenced(t *testing.T) {
 	ctx := context.Background()
 	files := filerfstest.New()
 	s1, _ := newTestStore(t, files, time.Hour, 5)
-	p1, err := s1.Partition(ctx, key, 1, startAt(100))
+	p1, err := s1.Partition(ctx, key, tid, 1, startAt(100))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +158,7 @@ func TestPartitionSavedAndFenced(t *testing.T) {
 		t.Fatal(e)
 	}
 	s2, _ := newTestStore(t, files, time.Hour, 5)
-	p2, err := s2.Partition(ctx, key, 2, startAt(0))
+	p2, err := s2.Partition(ctx, key, tid, 2, startAt(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,5 +210,29 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("not within 5 s: %s", what)
 		}
+	}
+}
+
+// A topic deleted and created again under its name (a new id) starts its
+// share-partitions afresh, whatever the old one's were; a released
+// partition (its leadership gone) is read from the filer again.
+func TestPartitionOfATopicCreatedAgain(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newTestStore(t, filerfstest.New(), time.Hour, 5)
+	p, err := s.Partition(ctx, key, tid, 1, startAt(50))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Acquire("m", 50, 60, 10, 0, nil)
+	if e := p.Acknowledge(ctx, "m", []Ack{{50, 59, []int8{AckAccept}}}); e != nil {
+		t.Fatal(e)
+	}
+	s.Release("t", 0)
+	if again, err := s.Partition(ctx, key, tid, 1, startAt(0)); err != nil || again == p || again.Start() != 60 {
+		t.Fatalf("after a release: %v, start %d, want a copy read again at 60", err, again.Start())
+	}
+	renewed, err := s.Partition(ctx, key, [16]byte{2}, 1, startAt(0))
+	if err != nil || renewed.Start() != 0 {
+		t.Fatalf("the topic created again: %v, start %d, want 0", err, renewed.Start())
 	}
 }

@@ -18,6 +18,7 @@ package share
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -47,6 +48,9 @@ func (k Key) name() string { return strconv.Itoa(int(k.Partition)) }
 
 // savedState is a share-partition's file.
 type savedState struct {
+	// TopicID is the id of the topic the state is of (hex): a topic
+	// deleted and created again under its name starts afresh.
+	TopicID          string       `json:"topicId,omitempty"`
 	StateEpoch       int32        `json:"stateEpoch"`
 	StartOffset      int64        `json:"startOffset"`
 	LeaderEpoch      int64        `json:"leaderEpoch"`
@@ -105,7 +109,7 @@ func (s *Store) Close() {
 // read from the filer when not held yet (or held in an earlier term): a
 // new one starts where start says (it is given the group's
 // share.auto.offset.reset) and is saved at once.
-func (s *Store) Partition(ctx context.Context, key Key, term int64, start func(context.Context, Reset) (int64, error)) (*Partition, error) {
+func (s *Store) Partition(ctx context.Context, key Key, topicID [16]byte, term int64, start func(context.Context, Reset) (int64, error)) (*Partition, error) {
 	for {
 		s.mu.Lock()
 		if s.closed {
@@ -113,7 +117,7 @@ func (s *Store) Partition(ctx context.Context, key Key, term int64, start func(c
 			return nil, kerr.NotLeaderForPartition
 		}
 		if p := s.parts[key]; p != nil {
-			if p.term == term && !p.isDropped() {
+			if p.term == term && p.topicID == topicID && !p.isDropped() {
 				s.mu.Unlock()
 				return p, p.refresh(ctx)
 			}
@@ -131,7 +135,7 @@ func (s *Store) Partition(ctx context.Context, key Key, term int64, start func(c
 		done := make(chan struct{})
 		s.loading[key] = done
 		s.mu.Unlock()
-		p, err := s.load(ctx, key, term, start)
+		p, err := s.load(ctx, key, topicID, term, start)
 		s.mu.Lock()
 		delete(s.loading, key)
 		close(done)
@@ -174,12 +178,12 @@ func (p *Partition) Settings() Settings {
 	return p.settings
 }
 
-func (s *Store) load(ctx context.Context, key Key, term int64, start func(context.Context, Reset) (int64, error)) (*Partition, error) {
+func (s *Store) load(ctx context.Context, key Key, topicID [16]byte, term int64, start func(context.Context, Reset) (int64, error)) (*Partition, error) {
 	settings, err := s.configs.Settings(ctx, key.Group, true)
 	if err != nil {
 		return nil, err
 	}
-	p := &Partition{Key: key, store: s, term: term, changed: make(chan struct{}), settings: settings, readAt: time.Now()}
+	p := &Partition{Key: key, topicID: topicID, store: s, term: term, changed: make(chan struct{}), settings: settings, readAt: time.Now()}
 	data, version, err := s.files.ReadFileVersion(ctx, key.dir(), key.name())
 	var st savedState
 	switch {
@@ -194,6 +198,10 @@ func (s *Store) load(ctx context.Context, key Key, term int64, start func(contex
 		}
 	}
 	p.version = version
+	if id := hex.EncodeToString(topicID[:]); st.TopicID != "" && st.TopicID != id {
+		// Of a topic of the same name deleted since: not this one's.
+		st = savedState{StateEpoch: st.StateEpoch + 1, StartOffset: -1}
+	}
 	if st.StartOffset < 0 {
 		// A new share-partition (or one whose offsets were deleted)
 		// starts as share.auto.offset.reset says, now, and is saved so
@@ -278,6 +286,13 @@ func (s *Store) dropLocked(p *Partition) {
 	}
 	p.signalLocked()
 	p.mu.Unlock()
+}
+
+// Release forgets what is held of a topic partition (this gateway no
+// longer leads it, gateway.Releaser): the next leader reads it from the
+// filer.
+func (s *Store) Release(topic string, partition int32) {
+	s.Forget(func(k Key) bool { return k.Topic == topic && k.Partition == partition })
 }
 
 // Held returns the share-partitions held of keys.
