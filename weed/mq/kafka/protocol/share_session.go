@@ -117,7 +117,10 @@ func (ss *shareSessions) closing(key shareSessionKey) (*shareSession, *kerr.Erro
 }
 
 // end removes a session (closed, or its connection gone) and releases what
-// its member holds in its partitions.
+// its member holds in its partitions. Once no member of the group has a
+// session here, what this gateway holds of the group's share-partitions is
+// dropped (it is in the filer), as Kafka evicts them: share groups that
+// come and go leave nothing in memory.
 func (ss *shareSessions) end(s *shareSession) {
 	ss.mu.Lock()
 	if ss.byID[s.key] == s {
@@ -125,8 +128,18 @@ func (ss *shareSessions) end(s *shareSession) {
 	}
 	s.stop()
 	parts := append([]sharePart(nil), s.parts...)
+	last := true
+	for k := range ss.byID {
+		if k.group == s.key.group {
+			last = false
+			break
+		}
+	}
 	ss.mu.Unlock()
 	ss.h.releaseShared(s.key, parts)
+	if last && ss.h.shares != nil {
+		ss.h.shares.Idle(s.key.group)
+	}
 }
 
 // count is the number of sessions open.

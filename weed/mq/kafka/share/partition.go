@@ -20,6 +20,7 @@ import (
 	"encoding/hex"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -121,7 +122,8 @@ type Partition struct {
 	settings Settings  // as last read
 	readAt   time.Time // when settings were read
 
-	wmu sync.Mutex // one write at a time
+	wmu   sync.Mutex   // one write at a time
+	later atomic.Int32 // saves with no request waiting, not done yet
 }
 
 // Start returns the share-partition start offset.

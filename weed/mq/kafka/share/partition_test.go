@@ -236,3 +236,21 @@ func TestPartitionOfATopicCreatedAgain(t *testing.T) {
 		t.Fatalf("the topic created again: %v, start %d, want 0", err, renewed.Start())
 	}
 }
+
+// Idle drops what is held of a group's share-partitions no member holds
+// records of (they are read again from the filer), and keeps the others.
+func TestIdleDropsWhatNobodyHolds(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newTestStore(t, filerfstest.New(), time.Hour, 5)
+	free, _ := s.Partition(ctx, key, tid, 1, startAt(0))
+	heldKey := Key{Group: "g", Topic: "t", Partition: 1}
+	held, _ := s.Partition(ctx, heldKey, tid, 1, startAt(0))
+	held.Acquire("m", 0, 3, 10, 0, nil)
+	s.Idle("g")
+	if got := s.Held([]Key{key, heldKey}); len(got) != 1 || got[0] != held {
+		t.Fatalf("held after Idle: %v, want only the partition with acquired records", got)
+	}
+	if !free.isDropped() {
+		t.Fatal("the dropped copy still answers")
+	}
+}

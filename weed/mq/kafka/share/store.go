@@ -264,9 +264,11 @@ func (s *Store) saveLater(p *Partition) {
 		return
 	}
 	s.wg.Add(1)
+	p.later.Add(1)
 	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
+		defer p.later.Add(-1)
 		metrics.Guard("SharePartitionSave", func() { //nolint:errcheck // logged and counted
 			ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
 			defer cancel()
@@ -293,6 +295,36 @@ func (s *Store) dropLocked(p *Partition) {
 // filer.
 func (s *Store) Release(topic string, partition int32) {
 	s.Forget(func(k Key) bool { return k.Topic == topic && k.Partition == partition })
+}
+
+// Idle drops what is held of a group's share-partitions that no member
+// has records of (its members' sessions here all ended), once their
+// saves are done: they are read from the filer when used again.
+func (s *Store) Idle(group string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, p := range s.parts {
+		if k.Group == group && !p.holding() {
+			s.dropLocked(p)
+		}
+	}
+}
+
+// holding reports whether a member holds records of the partition, or a
+// save of it is under way.
+func (p *Partition) holding() bool {
+	if p.later.Load() > 0 || !p.wmu.TryLock() {
+		return true
+	}
+	defer p.wmu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range p.recs {
+		if p.recs[i].state == Acquired || p.recs[i].pending != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Held returns the share-partitions held of keys.
