@@ -195,21 +195,27 @@ func TestGroupCommitRestart(t *testing.T) {
 		waitCommitted(t, group, topic, hwm)
 	})
 
-	t.Run("member-stays", func(t *testing.T) {
+	// A member rides out the restart: it reconnects, stays in the group
+	// and goes on consuming. A member of a consumer group of the KIP-848
+	// protocol keeps its epoch and its assignment (the group's state is
+	// read from the filer by the restarted gateway).
+	memberStays := func(t *testing.T, kip848 bool) {
 		topic := newTopic(t)
 		group := topic + "-group"
 		createTopic(t, topic, 4, nil)
 		produced := map[int32][]string{}
 		produceBatch(t, topic, 0, 400, produced)
 		log := &consumedLog{}
-		m := startMember(t, "stayer", group, topic, log)
+		var opts []kgo.Opt
+		if kip848 {
+			opts = []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.ServerSideBalancer()}
+		}
+		m := startMember(t, "stayer", group, topic, log, opts...)
 		waitAssigned(t, 4, m)
 		waitConsumed(t, log, produced)
 		waitCommitted(t, group, topic, highWatermarks(t, topic, produced))
 
-		// The member rides out the restart: it reconnects, stays in the
-		// group and goes on consuming.
-		before := m.memberID()
+		before, epoch, changes := m.memberID(), m.generation(), m.changeCount()
 		restartGateway(t)
 		produceBatch(t, topic, 400, 400, produced)
 		waitConsumed(t, log, produced)
@@ -219,6 +225,10 @@ func TestGroupCommitRestart(t *testing.T) {
 		waitGroup(t, group, topic, "Stable", m)
 		if after := m.memberID(); after != before {
 			t.Logf("the member rejoined across the restart: member id %s, then %s", before, after)
+		}
+		if kip848 && (m.memberID() != before || m.generation() != epoch || m.changeCount() != changes) {
+			t.Errorf("across the restart: member %s epoch %d, %d assignment changes; before %s epoch %d, %d changes",
+				m.memberID(), m.generation(), m.changeCount(), before, epoch, changes)
 		}
 		// Everything was committed before the restart: nothing comes twice.
 		seen, _ := byRecord(t, log.snapshot(), produced)
@@ -230,7 +240,9 @@ func TestGroupCommitRestart(t *testing.T) {
 		m.leave()
 		waitGroup(t, group, topic, "Empty")
 		waitCommitted(t, group, topic, hwm)
-	})
+	}
+	t.Run("member-stays", func(t *testing.T) { memberStays(t, false) })
+	t.Run("member-stays-kip-848", func(t *testing.T) { memberStays(t, true) })
 }
 
 // TestGroupStatic: static members (instance ids). One restarted within its
