@@ -110,11 +110,27 @@ func (ps *partitions) closeAll() {
 	all := ps.m
 	ps.m = map[partKey]*partition{}
 	ps.mu.Unlock()
+	// Each partition's stream ends and its producers are saved on their
+	// own: a gateway that wrote hundreds of partitions stops in about the
+	// time of one, not of all of them one after the other.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, closeParallel)
 	for _, p := range all {
-		p.closePublisher()
-		p.c.saveProducers(p, true)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			p.closePublisher()
+			p.c.saveProducers(p, true)
+		}()
 	}
+	wg.Wait()
 }
+
+// closeParallel is how many partitions are closed at once when the client
+// closes: enough that many partitions close in the time of a few, few
+// enough not to flood the brokers and the filer.
+const closeParallel = 32
 
 // closePublisher ends the partition's stream gracefully, so the broker
 // flushes what it holds.
