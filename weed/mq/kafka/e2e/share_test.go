@@ -246,3 +246,80 @@ func TestFranzGoSuiteShareGroups(t *testing.T) {
 		"^(TestShareGroup|TestShareGroupETL|TestShareGroupAckOnClose|TestShareGroupOffsetsAdmin)$",
 		"TestShareGroup", "TestShareGroupETL", "TestShareGroupAckOnClose", "TestShareGroupOffsetsAdmin")
 }
+
+// shareFetchRaw is a raw ShareFetch v1 of partition 0 by member, in a new
+// session; it returns the acquired offsets with their delivery counts.
+func shareFetchRaw(t *testing.T, c *rawConn, group, member string, id [16]byte, maxRecords int32) map[int64]int16 {
+	t.Helper()
+	sf := kmsg.NewPtrShareFetchRequest()
+	sf.Version = 1
+	sf.GroupID, sf.MemberID, sf.MaxWaitMillis, sf.MaxBytes, sf.MaxRecords, sf.BatchSize = &group, &member, 2000, 1<<20, maxRecords, maxRecords
+	sf.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: id, Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}}}}
+	resp := c.request(sf).(*kmsg.ShareFetchResponse)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("ShareFetch of %s: %v", member, kerr.ErrorForCode(resp.ErrorCode))
+	}
+	out := map[int64]int16{}
+	for _, tp := range resp.Topics {
+		for _, p := range tp.Partitions {
+			if p.ErrorCode != 0 {
+				t.Fatalf("ShareFetch of %s: partition %v", member, kerr.ErrorForCode(p.ErrorCode))
+			}
+			for _, a := range p.AcquiredRecords {
+				for o := a.FirstOffset; o <= a.LastOffset; o++ {
+					out[o] = a.DeliveryCount
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestShareGroupRestart: a share-partition's state is in the filer: after
+// the gateway restarts, records accepted before are not delivered again,
+// records acquired and not acknowledged come again as second deliveries,
+// and the rest as first ones.
+func TestShareGroupRestart(t *testing.T) {
+	topic := newTopic(t)
+	group := topic + "-share"
+	createTopic(t, topic, 1, nil)
+	produced := map[int32][]string{}
+	produceBatch(t, topic, 0, 100, produced)
+	setGroupConfigs(t, group, "share.auto.offset.reset", "earliest")
+	id := topicID(t, newClient(t), topic)
+
+	c := dialRaw(t)
+	if got := shareFetchRaw(t, c, group, "before", id, 50); len(got) != 50 || got[0] != 1 || got[49] != 1 {
+		t.Fatalf("before the restart: acquired %d records: %v", len(got), got)
+	}
+	ack := kmsg.NewPtrShareAcknowledgeRequest()
+	ack.Version = 1
+	member := "before"
+	ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = &group, &member, 1
+	ack.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: id, Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{{Partition: 0,
+		AcknowledgementBatches: []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 29, AcknowledgeTypes: []int8{1}}}}}}}
+	if resp := c.request(ack).(*kmsg.ShareAcknowledgeResponse); resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("accepting 0-29: %v %v", kerr.ErrorForCode(resp.ErrorCode), kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
+	}
+
+	restartGateway(t)
+	var got map[int64]int16
+	eventually(t, 30*time.Second, "a fetch after the restart", func() error {
+		got = shareFetchRaw(t, dialRaw(t), group, "after", id, 100)
+		if len(got) == 0 {
+			return errors.New("nothing acquired")
+		}
+		return nil
+	})
+	for o := int64(0); o < 100; o++ {
+		count, ok := got[o]
+		switch {
+		case o < 30 && ok:
+			t.Errorf("%d, accepted before the restart, came again", o)
+		case o >= 30 && o < 50 && count != 2:
+			t.Errorf("%d, acquired and not acknowledged before the restart: delivery %d, want 2", o, count)
+		case o >= 50 && count != 1:
+			t.Errorf("%d: delivery %d, want 1", o, count)
+		}
+	}
+}
