@@ -266,18 +266,7 @@ func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, membe
 	if m.instanceID != nil {
 		cg.static[*m.instanceID] = m.id
 	}
-	bump := cg.epoch == 0 || subChanged
-	if fp := g.fingerprint(); fp != cg.subscribed {
-		cg.subscribed, bump = fp, true
-	}
-	if bump {
-		cg.epoch++
-	}
-	targets := false
-	if cg.epoch > cg.assignmentEpoch {
-		g.computeTargets()
-		targets = true
-	}
+	targets := g.advanceEpochs(subChanged, g.computeTargets)
 	if subChanged || m.state != memberStable || m.epoch != cg.assignmentEpoch {
 		g.reconcile(m, owned(req.Topics), g.memberTopics(m, g.c.topics.current()), subChanged)
 	}
@@ -318,6 +307,26 @@ func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, membe
 		}
 		answer(resp)
 	})
+}
+
+// advanceEpochs moves the group epoch when a new group gets its first
+// member, when subscriptions changed, or when the topics they name did;
+// and computes the targets again with compute when the group epoch is
+// ahead of the assignment's. It reports whether it computed them.
+func (g *group) advanceEpochs(subChanged bool, compute func()) bool {
+	cg := g.cg
+	bump := cg.epoch == 0 || subChanged
+	if fp := g.fingerprint(); fp != cg.subscribed {
+		cg.subscribed, bump = fp, true
+	}
+	if bump {
+		cg.epoch++
+	}
+	if cg.epoch > cg.assignmentEpoch {
+		compute()
+		return true
+	}
+	return false
 }
 
 // savedErr is the Kafka error for a failed save.

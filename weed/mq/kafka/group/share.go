@@ -168,18 +168,7 @@ func (g *group) shareHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, cl Client, 
 	}
 	epochs := [2]int32{cg.epoch, cg.assignmentEpoch}
 	cg.members[m.id] = m
-	bump := cg.epoch == 0 || subChanged
-	if fp := g.fingerprint(); fp != cg.subscribed {
-		cg.subscribed, bump = fp, true
-	}
-	if bump {
-		cg.epoch++
-	}
-	targets := false
-	if cg.epoch > cg.assignmentEpoch {
-		g.computeShareTargets()
-		targets = true
-	}
+	targets := g.advanceEpochs(subChanged, g.computeShareTargets)
 	// No revocation: the member takes its target (of the topics it
 	// subscribes to) at once.
 	if m.epoch != cg.assignmentEpoch || subChanged {

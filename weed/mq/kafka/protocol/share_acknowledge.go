@@ -31,21 +31,12 @@ func (h *Handler) handleShareAcknowledge(ctx context.Context, r *Request) Reply 
 		}
 		return now(resp)
 	}
-	group := ""
-	if req.GroupID != nil {
-		group = *req.GroupID
-	}
-	switch {
-	case h.shares == nil:
-		return fail(kerr.UnsupportedVersion, "")
-	case !h.allowedGroup(r, kmsg.ACLOperationRead, group):
-		return fail(kerr.GroupAuthorizationFailed, "")
-	case !validMember(req.MemberID):
-		return fail(kerr.InvalidRequest, "Invalid member id in the request.")
+	group, e, msg := h.checkShareRequest(r, req.GroupID, req.MemberID)
+	if e != nil {
+		return fail(e, msg)
 	}
 	key := shareSessionKey{group, *req.MemberID}
 	var sess *shareSession
-	var e *kerr.Error
 	switch req.ShareSessionEpoch {
 	case 0:
 		e = kerr.InvalidShareSessionEpoch

@@ -33,8 +33,24 @@ func init() { register(kmsg.ShareFetch, 1, 2, (*Handler).handleShareFetch) }
 // shareLookupTimeout bounds what a share session's end does.
 const shareLookupTimeout = 10 * time.Second
 
-// validMember is Kafka's check of a share member id.
-func validMember(id *string) bool { return id != nil && *id != "" && len(*id) <= 36 }
+// checkShareRequest checks what ShareFetch and ShareAcknowledge check
+// first: share groups are served, Read on the group, a member id as Kafka
+// takes them. It returns the group.
+func (h *Handler) checkShareRequest(r *Request, groupID, memberID *string) (string, *kerr.Error, string) {
+	group := ""
+	if groupID != nil {
+		group = *groupID
+	}
+	switch {
+	case h.shares == nil:
+		return group, kerr.UnsupportedVersion, ""
+	case !h.allowedGroup(r, kmsg.ACLOperationRead, group):
+		return group, kerr.GroupAuthorizationFailed, ""
+	case memberID == nil || *memberID == "" || len(*memberID) > 36:
+		return group, kerr.InvalidRequest, "Invalid member id in the request."
+	}
+	return group, nil, ""
+}
 
 func (h *Handler) handleShareFetch(ctx context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.ShareFetchRequest)
@@ -46,17 +62,10 @@ func (h *Handler) handleShareFetch(ctx context.Context, r *Request) Reply {
 		}
 		return now(resp)
 	}
-	group := ""
-	if req.GroupID != nil {
-		group = *req.GroupID
-	}
+	group, e, msg := h.checkShareRequest(r, req.GroupID, req.MemberID)
 	switch {
-	case h.shares == nil:
-		return fail(kerr.UnsupportedVersion, "")
-	case !h.allowedGroup(r, kmsg.ACLOperationRead, group):
-		return fail(kerr.GroupAuthorizationFailed, "")
-	case !validMember(req.MemberID):
-		return fail(kerr.InvalidRequest, "Invalid member id in the request.")
+	case e != nil:
+		return fail(e, msg)
 	case r.Version >= 2 && req.IsRenewAck && (req.MaxBytes != 0 || req.MinBytes != 0 || req.MaxRecords != 0 || req.MaxWaitMillis != 0):
 		return fail(kerr.InvalidRequest, "MaxBytes, MinBytes, MaxRecords and MaxWaitMs must be set to 0 if isRenewAck is true.")
 	case req.ShareAcquireMode != 0 && req.ShareAcquireMode != 1:
@@ -72,7 +81,6 @@ func (h *Handler) handleShareFetch(ctx context.Context, r *Request) Reply {
 		}
 	}
 	var sess *shareSession
-	var e *kerr.Error
 	var fetchParts []sharePart // what this request fetches
 	switch req.ShareSessionEpoch {
 	case 0:
