@@ -330,10 +330,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	txns := txn.New(txn.Options{Files: files, Log: forward, Groups: forward, Serving: serving(membership.TxnKey),
 		Changed: members.Changed, IDExpiration: retention(*o.txnIDExpiration, time.Millisecond)})
 	forward.Txns = txns
-	metrics.RegisterGroups(groups, func(ctx context.Context, topic string, partition int32) (int64, error) {
-		offs, err := backend.Offsets(ctx, topic, partition)
-		return offs.HighWatermark, err
-	})
+	metrics.RegisterGroups(groups, client.HighWatermark)
 
 	// Logins: SCRAM and PLAIN check the users every gateway shares.
 	auth, err := sasl.New(sasl.Config{

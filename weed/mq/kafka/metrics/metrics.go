@@ -301,6 +301,61 @@ var (
 // scrapeTimeout bounds the backend calls of one scrape.
 const scrapeTimeout = 5 * time.Second
 
+// scrapeLookups is how many high watermarks one scrape looks up at once: a
+// gateway coordinating many groups over many partitions answers its scrape
+// within scrapeTimeout, and one slow partition holds up only itself.
+const scrapeLookups = 16
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// highWatermarks looks up the high watermark of every partition in which a
+// group committed, scrapeLookups at a time; a partition whose lookup failed
+// or did not end in time is left out (and so is its lag).
+func (c *groupCollector) highWatermarks(ctx context.Context, gs []GroupStat) map[topicPartition]int64 {
+	seen := map[topicPartition]bool{}
+	var tps []topicPartition
+	for _, g := range gs {
+		for topic, parts := range g.Committed {
+			for p := range parts {
+				tp := topicPartition{topic, p}
+				if !seen[tp] {
+					seen[tp] = true
+					tps = append(tps, tp)
+				}
+			}
+		}
+	}
+	var (
+		mu  sync.Mutex
+		hws = make(map[topicPartition]int64, len(tps))
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, scrapeLookups)
+	)
+	for _, tp := range tps {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if hw, err := c.hw(ctx, tp.topic, tp.partition); err == nil && hw >= 0 {
+				mu.Lock()
+				hws[tp] = hw
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return hws
+}
+
 // RegisterGroups adds the consumer group metrics, read from groups with
 // high watermarks from hw at each scrape.
 func RegisterGroups(groups GroupSource, hw HighWatermark) {
@@ -322,12 +377,12 @@ func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(groupsDesc, prometheus.GaugeValue, float64(len(gs)))
+	hws := c.highWatermarks(ctx, gs)
 	// Series are summed by their label values: groups and topics past
 	// MaxLabelValues share the label "other", and one series each.
 	type series struct{ group, topic, partition string }
 	members := map[string]float64{}
 	current, lag := map[series]float64{}, map[series]float64{}
-	hws := map[string]map[int32]int64{}
 	for _, g := range gs {
 		name := Group(g.Name)
 		members[name] += float64(g.Members)
@@ -335,17 +390,7 @@ func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
 			for p, off := range parts {
 				k := series{name, Topic(topic), strconv.Itoa(int(p))}
 				current[k] += float64(off)
-				if hws[topic] == nil {
-					hws[topic] = map[int32]int64{}
-				}
-				hw, ok := hws[topic][p]
-				if !ok {
-					if hw, err = c.hw(ctx, topic, p); err != nil {
-						hw = -1
-					}
-					hws[topic][p] = hw
-				}
-				if hw >= 0 {
+				if hw, ok := hws[topicPartition{topic, p}]; ok {
 					lag[k] += float64(max(hw-off, 0))
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -98,5 +99,67 @@ func TestForgetTopic(t *testing.T) {
 	topics.mu.Unlock()
 	if kept {
 		t.Fatal("the label value is still taken")
+	}
+}
+
+// groupsOnTopics is one group per topic, each with a commit at offset 10 in
+// partition 0.
+type groupsOnTopics []string
+
+func (ts groupsOnTopics) GroupStats(context.Context) ([]GroupStat, error) {
+	var out []GroupStat
+	for _, topic := range ts {
+		out = append(out, GroupStat{Name: topic + "-group", Committed: map[string]map[int32]int64{topic: {0: 10}}})
+	}
+	return out, nil
+}
+
+// A partition whose high watermark lookup never answers costs the scrape its
+// own lag only: the lookups ran one after the other in one 5 s budget, so a
+// gateway that had seen many groups reported no lag at all for the
+// partitions after a slow one.
+func TestGroupLagSlowPartition(t *testing.T) {
+	var topics groupsOnTopics
+	for i := 0; i < 200; i++ {
+		topics = append(topics, fmt.Sprintf("lag-topic-%03d", i))
+	}
+	hw := func(ctx context.Context, topic string, _ int32) (int64, error) {
+		if topic == "lag-topic-000" {
+			<-ctx.Done()
+			return 0, ctx.Err()
+		}
+		select {
+		case <-time.After(30 * time.Millisecond):
+			return 25, nil
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(&groupCollector{groups: topics, hw: hw})
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	lags := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "kafka_consumergroup_lag" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "topic" {
+					lags[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	if _, ok := lags["lag-topic-000"]; ok {
+		t.Error("a lag reported for the partition whose high watermark is unknown")
+	}
+	for _, topic := range topics[1:] {
+		if lags[topic] != 15 {
+			t.Errorf("%s: lag %v, want 25 - 10", topic, lags[topic])
+		}
 	}
 }

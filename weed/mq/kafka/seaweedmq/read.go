@@ -242,6 +242,16 @@ func (c *Client) Offsets(ctx context.Context, topic string, index int32) (protoc
 	return c.offsets(ctx, topic, index)
 }
 
+// HighWatermark returns a partition's high watermark from what the filer and
+// its broker hold, without recovering the partition or opening a stream to
+// it, which only the gateway leading the partition may do: for observers,
+// such as the lag metrics of a group's coordinator, of partitions another
+// gateway may lead.
+func (c *Client) HighWatermark(ctx context.Context, topic string, index int32) (int64, error) {
+	offs, err := c.offsets(ctx, topic, index)
+	return offs.HighWatermark, err
+}
+
 // offsets is Offsets without the recovery.
 func (c *Client) offsets(ctx context.Context, topic string, index int32) (protocol.Offsets, error) {
 	a, err := c.assignment(ctx, topic, index)
