@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
 )
 
 func init() { register(kmsg.DeleteTopics, 1, 6, (*Handler).handleDeleteTopics) }
@@ -50,6 +52,13 @@ func (h *Handler) handleDeleteTopics(ctx context.Context, r *Request) Reply {
 			st.ErrorCode = kafkaErr(err, kerr.RequestTimedOut).Code
 			msg := err.Error()
 			st.ErrorMessage = &msg
+		} else if h.shares != nil {
+			// The topic is gone; share state left behind is ignored (it
+			// names the old topic's id), so a failure here only leaves
+			// files for the next deletion of the name to remove.
+			if err := h.shares.TopicDeleted(ctx, name); err != nil {
+				glog.Warningf("kafka gateway: share state of deleted topic %s: %v", name, err)
+			}
 		}
 		resp.Topics = append(resp.Topics, st)
 	}

@@ -169,7 +169,8 @@ func describeShareOffsets(t *testing.T, addr, group, topic string) kmsg.Describe
 // empty share group), and fetches start there; a group with members
 // refuses (NON_EMPTY_GROUP); DeleteShareGroupOffsets removes what the
 // group kept of a topic (UNKNOWN_TOPIC_OR_PARTITION for a topic it has
-// nothing of). DescribeConfigs shows a group's configs with their source,
+// nothing of), and deleting a topic removes every group's share-partitions
+// of it. DescribeConfigs shows a group's configs with their source,
 // IncrementalAlterConfigs refuses values out of bounds.
 func TestShareGroupOffsetsAdmin(t *testing.T) {
 	g := startGateway(t, gatewayOptions{})
@@ -209,6 +210,22 @@ func TestShareGroupOffsetsAdmin(t *testing.T) {
 	}
 	del.GroupID = "sfa-none"
 	code(t, "deleting offsets of no group", c.do(del, 0).(*kmsg.DeleteShareGroupOffsetsResponse).ErrorCode, kerr.GroupIDNotFound)
+
+	// Deleting a topic removes every group's share-partitions of it.
+	for _, grp := range []string{"sfa-g", "sfa-g2"} {
+		alter.GroupID = grp
+		at.Topic, at.Partitions = "sfa-other", []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 0}}
+		alter.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{at}
+		code(t, "AlterShareGroupOffsets of "+grp, c.do(alter, 0).(*kmsg.AlterShareGroupOffsetsResponse).Topics[0].Partitions[0].ErrorCode, nil)
+	}
+	dt := kmsg.NewPtrDeleteTopicsRequest()
+	dt.TopicNames = []string{"sfa-other"}
+	code(t, "DeleteTopics", c.do(dt, 4).(*kmsg.DeleteTopicsResponse).Topics[0].ErrorCode, nil)
+	for _, grp := range []string{"sfa-g", "sfa-g2"} {
+		if topics, err := g.shares.GroupTopics(t.Context(), grp); err != nil || len(topics) != 0 {
+			t.Fatalf("%s's share-partitions after the topic's deletion: %v (%v)", grp, topics, err)
+		}
+	}
 
 	// Group configs.
 	setGroupConfigs(t, g.addr, "sfa-g", "share.record.lock.duration.ms", "15000")

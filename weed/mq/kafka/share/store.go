@@ -438,6 +438,27 @@ func (s *Store) DeleteTopic(ctx context.Context, group, topic string) (bool, err
 	return true, s.files.Remove(ctx, Dir+"/"+filerfs.Escape(group), filerfs.Escape(topic))
 }
 
+// TopicDeleted removes every group's share-partitions of a deleted topic,
+// as Kafka's share coordinator deletes their state with the topic. (A copy
+// still held by a partition's leader and saved after this is ignored when
+// read: it names the old topic's id.)
+func (s *Store) TopicDeleted(ctx context.Context, topic string) error {
+	s.Forget(func(k Key) bool { return k.Topic == topic })
+	groups, err := s.files.ListFiles(ctx, Dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, g := range groups {
+		if !g.Dir {
+			continue
+		}
+		if err := s.files.Remove(ctx, Dir+"/"+g.Name, filerfs.Escape(topic)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // DeleteGroup removes every share-partition of a group (DeleteGroups).
 func (s *Store) DeleteGroup(ctx context.Context, group string) error {
 	s.Forget(func(k Key) bool { return k.Group == group })
