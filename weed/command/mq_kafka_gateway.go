@@ -408,6 +408,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		Groups:                groups,
 		Shares:                shares,
 		ShareSessionSlots:     *o.shareSessions,
+		HighWatermark:         client.HighWatermark,
 		Txns:                  txns,
 		Cluster:               members,
 		Verifier:              forward,

@@ -11,7 +11,9 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -93,6 +95,101 @@ func TestGatewaysAgree(t *testing.T) {
 		hresp := askOne[*kmsg.HeartbeatResponse](t, q.addr, hb)
 		if hresp.ErrorCode != kerr.NotCoordinator.Code {
 			t.Fatalf("heartbeat to %s, not the coordinator %s: %v", q.addr, coord, kerr.ErrorForCode(hresp.ErrorCode))
+		}
+	}
+}
+
+// TestGatewaysGroupLag: a group's coordinator reports the lag of every
+// partition its groups read, also of those other gateways lead: the
+// kafka_consumergroup_lag metric of a classic group's commits and
+// DescribeShareGroupOffsets' lag of a share group (which answered
+// NOT_LEADER_OR_FOLLOWER for the partitions the coordinator did not lead).
+func TestGatewaysGroupLag(t *testing.T) {
+	g := threeGateways(t)
+	procs := g.all()
+	const partitions = 6
+	topic := newTopic(t)
+	createTopic(t, topic, partitions, nil)
+	eventually(t, 20*time.Second, "the partitions led by more than one gateway", func() error {
+		_, leaders := leadersFrom(t, procs[0], topic)
+		spread := map[string]bool{}
+		for _, l := range leaders {
+			spread[l] = true
+		}
+		if len(spread) < 2 {
+			return fmt.Errorf("led by %v", leaders)
+		}
+		return nil
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(g.seeds()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// Partition p holds p+1 records.
+	var recs []*kgo.Record
+	for p := int32(0); p < partitions; p++ {
+		for i := int32(0); i <= p; i++ {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("lag-%d-%d", p, i))})
+		}
+	}
+	if err := cl.ProduceSync(ctxT(t), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	coordinator := func(group string) *gatewayProc {
+		_, p := g.byAddr(coordinatorFrom(t, procs[0], 0, group))
+		if p == nil {
+			t.Fatalf("no gateway coordinates %s", group)
+		}
+		return p
+	}
+
+	// A classic group's commits at offset 0: the lag of partition p is p+1.
+	group := topic + "-group"
+	var offs kadm.Offsets
+	for p := int32(0); p < partitions; p++ {
+		offs.AddOffset(topic, p, 0, -1)
+	}
+	if err := kadm.NewClient(cl).CommitAllOffsets(ctxT(t), group, offs); err != nil {
+		t.Fatal(err)
+	}
+	coord := coordinator(group)
+	m := scrapeFrom(t, coord)
+	for p := 0; p < partitions; p++ {
+		by := map[string]string{"consumergroup": group, "topic": topic, "partition": strconv.Itoa(p)}
+		if v, ok := metricValue(m, "kafka_consumergroup_lag", by); !ok || v != float64(p+1) {
+			t.Errorf("%s's lag in partition %d: %v (%v), want %d", coord.addr, p, v, ok, p+1)
+		}
+	}
+
+	// A share group started at offset 0 in every partition.
+	share := topic + "-share"
+	coord = coordinator(share)
+	alter := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	alter.GroupID = share
+	at := kmsg.NewAlterShareGroupOffsetsRequestTopic()
+	at.Topic = topic
+	for p := int32(0); p < partitions; p++ {
+		at.Partitions = append(at.Partitions, kmsg.AlterShareGroupOffsetsRequestTopicPartition{Partition: p, StartOffset: 0})
+	}
+	alter.Topics = append(alter.Topics, at)
+	ar := askOne[*kmsg.AlterShareGroupOffsetsResponse](t, coord.addr, alter)
+	if err := kerr.ErrorForCode(ar.ErrorCode); err != nil {
+		t.Fatalf("AlterShareGroupOffsets: %v", err)
+	}
+	desc := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	desc.Version = 1
+	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	rg.GroupID = share
+	rg.Topics = []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: topic, Partitions: []int32{0, 1, 2, 3, 4, 5}}}
+	desc.Groups = append(desc.Groups, rg)
+	dr := askOne[*kmsg.DescribeShareGroupOffsetsResponse](t, coord.addr, desc)
+	if len(dr.Groups) != 1 || len(dr.Groups[0].Topics) != 1 || len(dr.Groups[0].Topics[0].Partitions) != partitions {
+		t.Fatalf("DescribeShareGroupOffsets: %+v", dr)
+	}
+	for _, sp := range dr.Groups[0].Topics[0].Partitions {
+		if err := kerr.ErrorForCode(sp.ErrorCode); err != nil || sp.StartOffset != 0 || sp.Lag != int64(sp.Partition)+1 {
+			t.Errorf("%s's share offsets of partition %d: start %d, lag %d (%v); want 0, %d", coord.addr, sp.Partition, sp.StartOffset, sp.Lag, err, sp.Partition+1)
 		}
 	}
 }

@@ -20,7 +20,13 @@ import (
 // scrape reads the gateway's /metrics.
 func scrape(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get(gw.monitor + "/metrics")
+	return scrapeFrom(t, gw)
+}
+
+// scrapeFrom is scrape of gateway from's /metrics.
+func scrapeFrom(t *testing.T, from *gatewayProc) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(from.monitor + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

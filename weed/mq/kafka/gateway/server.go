@@ -91,6 +91,9 @@ type Options struct {
 	// share sessions.
 	Shares            *share.Store
 	ShareSessionSlots int
+	// HighWatermark reads a high watermark of a partition another gateway
+	// may lead (protocol.Config.HighWatermark).
+	HighWatermark func(ctx context.Context, topic string, partition int32) (int64, error)
 	// Txns coordinates transactions.
 	Txns *txn.Coordinator
 	// Cluster tells which gateway leads each partition and coordinates
@@ -210,6 +213,7 @@ func NewServer(opts Options) (*Server, error) {
 		Txns:                  opts.Verifier,
 		Shares:                opts.Shares,
 		ShareSessionSlots:     opts.ShareSessionSlots,
+		HighWatermark:         opts.HighWatermark,
 	}, opts.Backend, opts.Groups, opts.Txns)
 	return s, nil
 }

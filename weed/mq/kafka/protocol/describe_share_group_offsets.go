@@ -128,8 +128,8 @@ func (h *Handler) describeShareOffsets(ctx context.Context, r *Request, rg kmsg.
 			if o, ok := byPart[p]; ok {
 				sp.StartOffset, sp.LeaderEpoch = o.StartOffset, int32(o.LeaderEpoch)
 				if r.Version >= 1 && o.StartOffset >= 0 {
-					if offs, err := h.backend.Offsets(ctx, w.topic, p); err == nil {
-						sp.Lag = max(offs.HighWatermark-o.StartOffset-o.DeliveryComplete, 0)
+					if hw, err := h.cfg.HighWatermark(ctx, w.topic, p); err == nil {
+						sp.Lag = max(hw-o.StartOffset-o.DeliveryComplete, 0)
 					} else {
 						sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
 					}

@@ -67,6 +67,11 @@ type Config struct {
 	// ShareSessionSlots is group.share.max.share.sessions; 0:
 	// DefaultShareSessions.
 	ShareSessionSlots int
+	// HighWatermark reads a partition's high watermark whichever gateway
+	// leads it, without taking it over: DescribeShareGroupOffsets' lag,
+	// answered by the group's coordinator (nil: the Backend's Offsets, for
+	// a gateway that leads every partition).
+	HighWatermark func(ctx context.Context, topic string, partition int32) (int64, error)
 }
 
 // TxnVerifier reaches a transactional id's coordinator for the partitions'
@@ -140,6 +145,12 @@ func New(cfg Config, backend Backend, groups *group.Coordinator, txns *txn.Coord
 		sessions: newFetchSessions(cfg.FetchSessionSlots), batches: newBatchCache(cfg.FetchBatchCacheBytes)}
 	if cfg.ShareSessionSlots <= 0 {
 		cfg.ShareSessionSlots = DefaultShareSessions
+	}
+	if h.cfg.HighWatermark == nil {
+		h.cfg.HighWatermark = func(ctx context.Context, topic string, partition int32) (int64, error) {
+			offs, err := h.backend.Offsets(ctx, topic, partition)
+			return offs.HighWatermark, err
+		}
 	}
 	h.shares = cfg.Shares
 	h.shareSessions = newShareSessions(h, cfg.ShareSessionSlots)
