@@ -280,29 +280,36 @@ func (h *Handler) shareStart(ctx context.Context, topic string, partition int32,
 // ranges acquired, and, when none were, what signals that some may be.
 func (h *Handler) acquire(ctx context.Context, p *share.Partition, info TopicInfo, partition int32, member string, maxBytes, limit, batch int, b *record.Builder) ([]byte, []share.Range, []<-chan struct{}, *kerr.Error) {
 	topic := info.Name
-	from, ok := p.NextOffset()
-	if !ok {
-		return nil, nil, []<-chan struct{}{p.Changed()}, nil // the most records in flight: wait for acknowledgements
-	}
-	offs, err := h.backend.Offsets(ctx, topic, partition)
-	if err != nil {
-		return nil, nil, nil, kafkaErr(err, kerr.KafkaStorageError)
-	}
-	if from < offs.LogStart {
-		p.MoveStart(offs.LogStart) // records before the log's start are gone
-		if from, ok = p.NextOffset(); !ok {
-			return nil, nil, []<-chan struct{}{p.Changed()}, nil
-		}
-	}
 	idle := func(hw int64) []<-chan struct{} {
 		return []<-chan struct{}{h.backend.Changed(topic, partition, hw), p.Changed()}
 	}
-	if from >= offs.HighWatermark {
-		return nil, nil, idle(offs.HighWatermark), nil
-	}
-	res, err := h.backend.Read(ctx, topic, partition, from, maxBytes)
-	if err != nil {
-		return nil, nil, nil, kafkaErr(err, kerr.KafkaStorageError)
+	var from int64
+	var res ReadResult
+	// One read, as a fetch's; the offsets are asked for only when the
+	// share-partition's next offset is outside the log: before its start
+	// (the records are gone: the start moves there, and the read is made
+	// again) or past its end (a start set ahead of it).
+	for moved := false; ; moved = true {
+		var ok bool
+		if from, ok = p.NextOffset(); !ok {
+			return nil, nil, []<-chan struct{}{p.Changed()}, nil // the most records in flight: wait for acknowledgements
+		}
+		var err error
+		res, err = h.backend.Read(ctx, topic, partition, from, maxBytes)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, kerr.OffsetOutOfRange) {
+			return nil, nil, nil, kafkaErr(err, kerr.KafkaStorageError)
+		}
+		offs, err := h.backend.Offsets(ctx, topic, partition)
+		if err != nil {
+			return nil, nil, nil, kafkaErr(err, kerr.KafkaStorageError)
+		}
+		if from >= offs.LogStart || moved {
+			return nil, nil, idle(offs.HighWatermark), nil
+		}
+		p.MoveStart(offs.LogStart)
 	}
 	recs := res.Records
 	var aborted func(int64) bool

@@ -1,12 +1,15 @@
 package protocol_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
 
 // shareFetchReq is a member's ShareFetch of one partition (acks: first,
@@ -254,4 +257,76 @@ func TestShareGroupOffsetsAdmin(t *testing.T) {
 		code(t, kv[0]+"="+kv[1], c.do(req, 1).(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode, kerr.InvalidConfig)
 	}
 	setGroupConfigs(t, g.addr, "sfa-g", "share.auto.offset.reset", "by_duration:PT1H30M")
+}
+
+// A share-partition whose start the log no longer has (DeleteRecords)
+// moves to the log's start: the first records acquired are there, and
+// once they are accepted the group is at the log's end. One
+// whose start is past the log's end (AlterShareGroupOffsets ahead of it)
+// acquires nothing, without an error, until records reach it.
+func TestShareFetchOutsideTheLog(t *testing.T) {
+	g := startGateway(t, gatewayOptions{})
+	id := g.topic(t, "sfo", 1, nil).ID
+	g.write(t, "sfo", 0, 0, "a", "b", "c", "d", "e", "f")
+	c := dial(t, g.addr)
+	setStart := func(group string, offset int64) {
+		alter := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+		alter.GroupID = group
+		at := kmsg.NewAlterShareGroupOffsetsRequestTopic()
+		at.Topic, at.Partitions = "sfo", []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: offset}}
+		alter.Topics = append(alter.Topics, at)
+		code(t, "AlterShareGroupOffsets", c.do(alter, 0).(*kmsg.AlterShareGroupOffsetsResponse).Topics[0].Partitions[0].ErrorCode, nil)
+	}
+	setStart("sfo-behind", 0)
+	setStart("sfo-ahead", 8)
+	del := kmsg.NewPtrDeleteRecordsRequest()
+	dt := kmsg.NewDeleteRecordsRequestTopic()
+	dt.Topic, dt.Partitions = "sfo", []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: 4}}
+	del.Topics, del.TimeoutMillis = append(del.Topics, dt), 5000
+	code(t, "DeleteRecords", c.do(del, 2).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0].ErrorCode, nil)
+
+	resp := shareFetchOK(t, c, shareFetchReq("sfo-behind", "m", 0, id, 0, 10))
+	if got := acquired(resp); !slices.Equal(got, [][3]int64{{4, 5, 1}}) {
+		t.Fatalf("acquired after the log's start moved past the group's: %v, want 4-5", got)
+	}
+	if got := recordValues(t, resp); !slices.Equal(got, []string{"4:e", "5:f"}) {
+		t.Fatalf("records %v, want 4:e 5:f", got)
+	}
+	shareFetchOK(t, c, shareFetchReq("sfo-behind", "m", 1, id, 0, 10, [3]int64{4, 5, 1}))
+	if o := describeShareOffsets(t, g.addr, "sfo-behind", "sfo"); o.StartOffset != 6 || o.Lag != 0 {
+		t.Fatalf("after 4-5 were accepted: start %d, lag %d; want 6, 0", o.StartOffset, o.Lag)
+	}
+
+	if got := acquired(shareFetchOK(t, c, shareFetchReq("sfo-ahead", "m", 0, id, 0, 10))); len(got) != 0 {
+		t.Fatalf("acquired with the start past the log's end: %v", got)
+	}
+	g.write(t, "sfo", 0, 0, "g", "h", "i")
+	resp = shareFetchOK(t, c, shareFetchReq("sfo-ahead", "m", 1, id, 0, 10))
+	if got := acquired(resp); !slices.Equal(got, [][3]int64{{8, 8, 1}}) {
+		t.Fatalf("acquired once records reached the start: %v, want 8", got)
+	}
+	if got := recordValues(t, resp); !slices.Equal(got, []string{"8:i"}) {
+		t.Fatalf("records %v, want 8:i", got)
+	}
+}
+
+// recordValues are the values of a ShareFetch answer's records, with
+// their offsets ("offset:value").
+func recordValues(t *testing.T, resp *kmsg.ShareFetchResponse) []string {
+	t.Helper()
+	var out []string
+	for _, tp := range resp.Topics {
+		for _, p := range tp.Partitions {
+			batches, err := record.ParseBatches(p.Records, 1<<30)
+			if err != nil {
+				t.Fatalf("the records returned: %v", err)
+			}
+			for _, b := range batches {
+				for i, r := range b.Records {
+					out = append(out, fmt.Sprintf("%d:%s", b.Header.FirstOffset+int64(i), r.Value))
+				}
+			}
+		}
+	}
+	return out
 }
