@@ -13,6 +13,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// describing is the group ConsumerGroupDescribe or ShareGroupDescribe
+// describes, loaded, with the names of its topics known; or the error, and
+// its message, to answer.
+func (c *Coordinator) describing(ctx context.Context, name string) (*group, *kerr.Error, string) {
+	if name == "" {
+		return nil, kerr.InvalidGroupID, ""
+	}
+	g, e := c.lookup(ctx, name, false)
+	if e != nil {
+		return nil, e, ""
+	}
+	if g == nil {
+		return nil, kerr.GroupIDNotFound, fmt.Sprintf("Group %s not found.", name)
+	}
+	if c.topics.ensure(ctx, name, nil, nil) { // its topics' names, for a group just loaded
+		c.topicsChanged()
+	}
+	return g, nil, ""
+}
+
 // DescribeConsumer answers ConsumerGroupDescribe for one group.
 func (c *Coordinator) DescribeConsumer(ctx context.Context, name string) kmsg.ConsumerGroupDescribeResponseGroup {
 	d := kmsg.NewConsumerGroupDescribeResponseGroup()
@@ -24,18 +44,9 @@ func (c *Coordinator) DescribeConsumer(ctx context.Context, name string) kmsg.Co
 		}
 		return d
 	}
-	if name == "" {
-		return fail(kerr.InvalidGroupID, "")
-	}
-	g, e := c.lookup(ctx, name, false)
+	g, e, msg := c.describing(ctx, name)
 	if e != nil {
-		return fail(e, "")
-	}
-	if g == nil {
-		return fail(kerr.GroupIDNotFound, fmt.Sprintf("Group %s not found.", name))
-	}
-	if c.topics.ensure(ctx, name, nil, nil) { // its topics' names, for a group just loaded
-		c.topicsChanged()
+		return fail(e, msg)
 	}
 	type outcome struct {
 		d   kmsg.ConsumerGroupDescribeResponseGroup

@@ -315,18 +315,9 @@ func (c *Coordinator) DescribeShare(ctx context.Context, name string) kmsg.Share
 		}
 		return d
 	}
-	if name == "" {
-		return fail(kerr.InvalidGroupID, "")
-	}
-	g, e := c.lookup(ctx, name, false)
+	g, e, msg := c.describing(ctx, name)
 	if e != nil {
-		return fail(e, "")
-	}
-	if g == nil {
-		return fail(kerr.GroupIDNotFound, fmt.Sprintf("Group %s not found.", name))
-	}
-	if c.topics.ensure(ctx, name, nil, nil) {
-		c.topicsChanged()
+		return fail(e, msg)
 	}
 	msg, err := call(ctx, g, func() string {
 		switch {

@@ -53,14 +53,8 @@ func (h *Handler) handleAlterShareGroupOffsets(ctx context.Context, r *Request) 
 			}
 			infos[i] = &info
 		}
-		isShare, members, e := h.groups.ShareGroup(ctx, req.GroupID, true)
-		switch {
-		case e != nil:
-			return fail(e, "")
-		case !isShare:
-			return fail(kerr.GroupIDNotFound, "Group "+req.GroupID+" is not a share group.")
-		case members > 0:
-			return fail(kerr.NonEmptyGroup, "The group is not empty.")
+		if e, msg := h.emptyShareGroup(ctx, req.GroupID, true); e != nil {
+			return fail(e, msg)
 		}
 		for i, rt := range req.Topics {
 			st := kmsg.NewAlterShareGroupOffsetsResponseTopic()
@@ -87,4 +81,21 @@ func (h *Handler) handleAlterShareGroupOffsets(ctx context.Context, r *Request) 
 		}
 		return resp, nil
 	}
+}
+
+// emptyShareGroup checks that group is a share group without members, as
+// AlterShareGroupOffsets and DeleteShareGroupOffsets require (create: the
+// first makes a group that does not exist an empty share group); else it
+// returns the error, and its message, to answer.
+func (h *Handler) emptyShareGroup(ctx context.Context, group string, create bool) (*kerr.Error, string) {
+	isShare, members, e := h.groups.ShareGroup(ctx, group, create)
+	switch {
+	case e != nil:
+		return e, ""
+	case !isShare:
+		return kerr.GroupIDNotFound, "Group " + group + " is not a share group."
+	case members > 0:
+		return kerr.NonEmptyGroup, "The group is not empty."
+	}
+	return nil, ""
 }

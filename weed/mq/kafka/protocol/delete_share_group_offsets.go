@@ -36,14 +36,8 @@ func (h *Handler) handleDeleteShareGroupOffsets(ctx context.Context, r *Request)
 		case req.GroupID == "":
 			return fail(kerr.InvalidGroupID, "")
 		}
-		isShare, members, e := h.groups.ShareGroup(ctx, req.GroupID, false)
-		switch {
-		case e != nil:
-			return fail(e, "")
-		case !isShare:
-			return fail(kerr.GroupIDNotFound, "Group "+req.GroupID+" is not a share group.")
-		case members > 0:
-			return fail(kerr.NonEmptyGroup, "The group is not empty.")
+		if e, msg := h.emptyShareGroup(ctx, req.GroupID, false); e != nil {
+			return fail(e, msg)
 		}
 		for _, rt := range req.Topics {
 			st := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
