@@ -87,24 +87,20 @@ func (h *Handler) handleShareFetch(ctx context.Context, r *Request) Reply {
 		if acking {
 			return fail(kerr.InvalidRequest, "Acknowledge data present on initial share fetch request.")
 		}
-		sess, e = h.shareSessions.open(ctx, key, append([]sharePart(nil), named...))
+		sess, e = h.shareSessions.open(ctx, key, named) // the session copies named
 		fetchParts = named
 	case -1:
 		sess, e = h.shareSessions.closing(key)
 	default:
 		sess, e = h.shareSessions.step(key, req.ShareSessionEpoch, func(s *shareSession) {
-			for _, sp := range named {
-				if s.has(sp.topicID, sp.partition) < 0 {
-					s.parts = append(s.parts, sp)
-				}
-			}
+			s.add(named)
+			gone := map[sharePart]bool{}
 			for _, ft := range req.ForgottenTopicsData {
 				for _, p := range ft.Partitions {
-					if i := s.has(ft.TopicID, p); i >= 0 {
-						s.parts = append(s.parts[:i], s.parts[i+1:]...)
-					}
+					gone[sharePart{ft.TopicID, p}] = true
 				}
 			}
+			s.forget(gone)
 			fetchParts = append([]sharePart(nil), s.parts...)
 		})
 	}
@@ -409,30 +405,25 @@ func outcomeOf(e *kerr.Error) string {
 	return e.Message
 }
 
-type sharePartKey struct {
-	topicID   [16]byte
-	partition int32
-}
-
 // shareAnswers builds a ShareFetch's answer: the partitions with records,
 // an error or an acknowledgement's outcome, and in an incremental session
 // those not named to the member yet.
 type shareAnswers struct {
 	h       *Handler
 	r       *Request
-	order   []sharePartKey
-	parts   map[sharePartKey]*kmsg.ShareFetchResponseTopicPartition
-	touched []sharePartKey
+	order   []sharePart
+	parts   map[sharePart]*kmsg.ShareFetchResponseTopicPartition
+	touched []sharePart
 	leaders map[int32]bool
 }
 
 func newShareAnswers(h *Handler, r *Request) *shareAnswers {
-	return &shareAnswers{h: h, r: r, parts: map[sharePartKey]*kmsg.ShareFetchResponseTopicPartition{}, leaders: map[int32]bool{}}
+	return &shareAnswers{h: h, r: r, parts: map[sharePart]*kmsg.ShareFetchResponseTopicPartition{}, leaders: map[int32]bool{}}
 }
 
 // partition is a partition's answer, made on first use.
 func (a *shareAnswers) partition(id [16]byte, p int32) *kmsg.ShareFetchResponseTopicPartition {
-	k := sharePartKey{id, p}
+	k := sharePart{id, p}
 	if sp := a.parts[k]; sp != nil {
 		return sp
 	}
@@ -460,7 +451,7 @@ func (a *shareAnswers) fetchError(sp sharePart, e *kerr.Error, leader, epoch int
 
 // touch notes a partition fetched without records.
 func (a *shareAnswers) touch(sp sharePart) {
-	a.touched = append(a.touched, sharePartKey{sp.topicID, sp.partition})
+	a.touched = append(a.touched, sp)
 }
 
 // reportNew adds the partitions fetched without records that the member
@@ -470,14 +461,13 @@ func (a *shareAnswers) reportNew(sess *shareSession, full bool) {
 	a.h.shareSessions.mu.Lock()
 	defer a.h.shareSessions.mu.Unlock()
 	for _, k := range a.touched {
-		i := sess.has(k.topicID, k.partition)
-		if full || (i >= 0 && !sess.parts[i].reported) {
+		if reported, in := sess.reported[k]; full || (in && !reported) {
 			a.partition(k.topicID, k.partition)
 		}
 	}
 	for _, k := range a.order {
-		if i := sess.has(k.topicID, k.partition); i >= 0 {
-			sess.parts[i].reported = true
+		if _, in := sess.reported[k]; in {
+			sess.reported[k] = true
 		}
 	}
 }

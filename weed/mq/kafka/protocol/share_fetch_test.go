@@ -330,3 +330,60 @@ func recordValues(t *testing.T, resp *kmsg.ShareFetchResponse) []string {
 	}
 	return out
 }
+
+// A share session's partitions, as Kafka's share session cache keeps them:
+// the full fetch (epoch 0) answers every partition it names; an incremental
+// one answers a partition without records only the first time it is in the
+// session, partitions named later join it, and forgotten ones leave it
+// (their records are no longer fetched).
+func TestShareSessionPartitions(t *testing.T) {
+	g := startGateway(t, gatewayOptions{})
+	id := g.topic(t, "sfs", 3, nil).ID
+	c := dial(t, g.addr)
+	sg(t, c, sgHeartbeat("sfs-g", "m", 0, "sfs"), nil)
+	fetch := func(epoch int32, named []int32, forgotten []int32) []int32 {
+		t.Helper()
+		req := shareFetchReq("sfs-g", "m", epoch, id, 0, 10)
+		req.MaxWaitMillis = 50
+		req.Topics[0].Partitions = nil
+		for _, p := range named {
+			rp := kmsg.NewShareFetchRequestTopicPartition()
+			rp.Partition = p
+			req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+		}
+		if len(named) == 0 {
+			req.Topics = nil
+		}
+		if len(forgotten) > 0 {
+			req.ForgottenTopicsData = []kmsg.ShareFetchRequestForgottenTopicsData{{TopicID: id, Partitions: forgotten}}
+		}
+		var answered []int32
+		for _, tp := range shareFetchOK(t, c, req).Topics {
+			for _, p := range tp.Partitions {
+				answered = append(answered, p.Partition)
+			}
+		}
+		slices.Sort(answered)
+		return answered
+	}
+	if got := fetch(0, []int32{0, 1}, nil); !slices.Equal(got, []int32{0, 1}) {
+		t.Fatalf("the full fetch answered %v, want 0 1", got)
+	}
+	if got := fetch(1, nil, nil); len(got) != 0 {
+		t.Fatalf("an incremental fetch without records answered %v", got)
+	}
+	if got := fetch(2, []int32{2}, nil); !slices.Equal(got, []int32{2}) {
+		t.Fatalf("with partition 2 added: %v, want 2", got)
+	}
+	if got := fetch(3, nil, []int32{1}); len(got) != 0 {
+		t.Fatalf("with partition 1 forgotten: %v", got)
+	}
+	g.write(t, "sfs", 1, 0, "one")
+	g.write(t, "sfs", 2, 0, "two")
+	req := shareFetchReq("sfs-g", "m", 4, id, 0, 10)
+	req.Topics = nil
+	resp := shareFetchOK(t, c, req)
+	if got := acquired(resp); !slices.Equal(got, [][3]int64{{0, 0, 1}}) || len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].Partition != 2 {
+		t.Fatalf("records of partitions 1 (forgotten) and 2: acquired %v in %+v, want offset 0 of partition 2", got, resp.Topics)
+	}
+}

@@ -11,6 +11,7 @@ package protocol
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -27,26 +28,40 @@ type shareSessionKey struct{ group, member string }
 type sharePart struct {
 	topicID   [16]byte
 	partition int32
-	// reported: an incremental answer has named it once (a partition
-	// new to the session is answered at least once).
-	reported bool
 }
 
 type shareSession struct {
 	key   shareSessionKey
 	epoch int32 // the epoch the next request carries
-	parts []sharePart
+	// parts are the session's partitions in the order they came, and
+	// reported has each of them: true once an incremental answer has
+	// named it (a partition new to the session is answered at least
+	// once).
+	parts    []sharePart
+	reported map[sharePart]bool
 	// stop unhooks the release at the connection's close.
 	stop func() bool
 }
 
-func (s *shareSession) has(id [16]byte, p int32) int {
-	for i, sp := range s.parts {
-		if sp.topicID == id && sp.partition == p {
-			return i
+// add adds partitions the session does not have yet.
+func (s *shareSession) add(parts []sharePart) {
+	for _, sp := range parts {
+		if _, ok := s.reported[sp]; !ok {
+			s.reported[sp] = false
+			s.parts = append(s.parts, sp)
 		}
 	}
-	return -1
+}
+
+// forget removes partitions from the session.
+func (s *shareSession) forget(gone map[sharePart]bool) {
+	if len(gone) == 0 {
+		return
+	}
+	s.parts = slices.DeleteFunc(s.parts, func(sp sharePart) bool { return gone[sp] })
+	for sp := range gone {
+		delete(s.reported, sp)
+	}
 }
 
 type shareSessions struct {
@@ -80,7 +95,8 @@ func (ss *shareSessions) open(conn context.Context, key shareSessionKey, parts [
 	if len(ss.byID) >= ss.max {
 		return nil, kerr.ShareSessionLimitReached
 	}
-	s := &shareSession{key: key, epoch: 1, parts: parts}
+	s := &shareSession{key: key, epoch: 1, reported: make(map[sharePart]bool, len(parts))}
+	s.add(parts)
 	s.stop = context.AfterFunc(conn, func() { ss.end(s) })
 	ss.byID[key] = s
 	return s, nil
