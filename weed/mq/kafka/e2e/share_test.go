@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,6 +71,19 @@ func (l *shareLog) done() int {
 	return n
 }
 
+// bufferedLog logs, as deliveries to member, the records its client
+// buffers: what the gateway gave the member, polled or not.
+type bufferedLog struct {
+	log    *shareLog
+	member string
+	n      atomic.Int64
+}
+
+func (b *bufferedLog) OnFetchRecordBuffered(r *kgo.Record) {
+	b.log.add(string(r.Value), delivery{member: b.member, count: r.DeliveryCount(), at: time.Now()})
+	b.n.Add(1)
+}
+
 // TestShareGroupFranz: a share group of franz-go consumers on a topic of
 // three partitions. A member that acquired records and hangs (its
 // connection open, no acknowledgement) has them delivered to others once
@@ -116,7 +130,7 @@ func TestShareGroupFranz(t *testing.T) {
 	log := &shareLog{got: map[string][]delivery{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	consume := func(name string, cl *kgo.Client, decide func(r *kgo.Record) kgo.AckStatus, once bool) {
+	consume := func(name string, cl *kgo.Client, decide func(r *kgo.Record) kgo.AckStatus) {
 		for ctx.Err() == nil {
 			fs := cl.PollRecords(ctx, 50)
 			fs.EachError(func(_ string, _ int32, err error) {
@@ -131,9 +145,6 @@ func TestShareGroupFranz(t *testing.T) {
 					r.Ack(st)
 				}
 			})
-			if once && len(fs.Records()) > 0 {
-				return
-			}
 			cl.FlushAcks(ctx) //nolint:errcheck // what is acknowledged is checked by the deliveries
 		}
 	}
@@ -142,10 +153,24 @@ func TestShareGroupFranz(t *testing.T) {
 			kgo.FetchMaxWait(500 * time.Millisecond), kgo.ShareMaxRecords(40)}, opts...)...)
 	}
 
-	// The killed member: it takes records and dies holding them.
+	// The killed member: it takes records and dies holding them. What the
+	// gateway gave it is logged as its client buffers it, polled or not.
+	// Once its first fetch is polled, its client fetches again and holds
+	// what it gets until that is polled; only then is it cut off, with no
+	// fetch in flight whose records nobody would have seen.
 	var killed cutDialer
-	kc := shareClient("killed", kgo.Dialer(killed.dial))
-	consume("killed", kc, func(*kgo.Record) kgo.AckStatus { return 0 }, true)
+	kb := &bufferedLog{log: log, member: "killed"}
+	kc := shareClient("killed", kgo.Dialer(killed.dial), kgo.WithHooks(kb))
+	polled := 0
+	for polled == 0 && ctx.Err() == nil {
+		polled = len(kc.PollRecords(ctx, 50).Records())
+	}
+	eventually(t, 10*time.Second, "the killed member's second fetch buffered", func() error {
+		if n := kb.n.Load(); n <= int64(polled) {
+			return fmt.Errorf("%d records buffered, %d polled", n, polled)
+		}
+		return nil
+	})
 	killed.cutOff()
 	kc.Close()
 
@@ -164,7 +189,7 @@ func TestShareGroupFranz(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			consume(name, cl, decide, false)
+			consume(name, cl, decide)
 		}()
 	}
 	eventually(t, 90*time.Second, "every record accepted or rejected", func() error {
