@@ -39,6 +39,8 @@ type kafkaBenchOptions struct {
 	vary       *bool
 	maxBuffer  *int
 	soak       *time.Duration
+	churn      *int
+	churnProcs *string
 	monitor    *string
 	filer      *string
 
@@ -100,6 +102,19 @@ percentiles. The load is bounded by -records and -timeout.
                entries under /etc/kafka-gateway and /topics/kafka
                (-filer=host:port) are printed, and the growth after the
                first 10 minutes at the end
+  -churn       instead of the above, topics created and deleted: this many
+               topics of -partitions partitions, -records records of -size
+               bytes written to each partition, nine tenths of them
+               deleted, a fifth created again under their names and
+               written; the resident memory of every SeaweedFS process on
+               this machine (command lines containing -churn.procs, default
+               weed: gateway, MQ broker, filer, volume server, master) is
+               printed every 50 topics created and 100 deleted, and how the
+               total moved while the last ones were created
+
+Topics created and deleted (1,000 topics of 4 partitions, 20 records each):
+
+  weed mq.kafka.bench -churn=1000 -partitions=4 -records=20
 
 franz-go's own TestClient_Produce workload (50 goroutines calling
 ProduceSync, 20,000 records of up to 1 KB, one partition):
@@ -138,6 +153,8 @@ func init() {
 	o.monitor = f.String("monitor", "", "with -soak: base URL of the gateway's /metrics (http://host:metricsPort)")
 	o.filer = f.String("filer", "", "with -soak: host:port of the filer's HTTP, to count its entries")
 	o.maxBuffer = f.Int("maxbufferedbytes", 0, "the producer's MaxBufferedBytes (0: franz-go's default)")
+	o.churn = f.Int("churn", 0, "instead: create this many topics of -partitions partitions (-records records each), delete nine tenths, create a fifth again, printing the RSS of the SeaweedFS processes")
+	o.churnProcs = f.String("churn.procs", "weed", "with -churn and -soak: the processes whose memory is summed are those whose command line contains this")
 }
 
 // latencies collects durations and reports percentiles.
@@ -176,6 +193,9 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 	conn := func(more ...kgo.Opt) []kgo.Opt {
 		return append(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, security...), more...)
 	}
+	if *o.churn > 0 {
+		return runChurn(ctx, conn, *o.churn, *o.partitions, *o.records, *o.size, *o.churnProcs)
+	}
 	if *o.soak > 0 {
 		cancel()
 		ctx, cancel = context.WithTimeout(context.Background(), *o.soak+5*time.Minute)
@@ -184,7 +204,7 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 		if rate == 0 {
 			rate = 1000
 		}
-		return runSoak(ctx, conn, *o.soak, *o.monitor, *o.filer, rate, *o.size)
+		return runSoak(ctx, conn, *o.soak, *o.monitor, *o.filer, rate, *o.size, *o.churnProcs)
 	}
 	topic := *o.topic
 	if topic == "" {

@@ -241,6 +241,10 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	// The gateways of the cluster share its partitions, groups and
 	// transactional ids: this one serves only what it owns.
 	members := membership.New(membership.Options{Self: self, Filer: client})
+	client.SetTerm(func(topic string, index int32) int64 {
+		term, _ := members.Serving(membership.PartitionKey(topic, index))
+		return term
+	})
 	// Share groups' settings, and their share-partitions of the
 	// partitions this gateway leads (released with the leadership).
 	msd := func(n *int) time.Duration { return time.Duration(*n) * time.Millisecond }
@@ -444,8 +448,9 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	}
 
 	// Shutdown, in order: stop taking requests and answer those in flight,
-	// end the publish streams so the brokers flush what they hold, then
-	// stop the embedded SeaweedFS. SeaweedFS's own signal handler runs it
+	// write the partitions' tails to segments (the write-ahead log holds
+	// them anyway), hand the partitions and groups over, then stop the
+	// embedded SeaweedFS. SeaweedFS's own signal handler runs it
 	// and exits; a second signal exits at once.
 	var shutdownOnce sync.Once
 	shutdown := func() {
@@ -460,6 +465,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 				}
 			}
 			step("the listeners and requests in flight", func() { srv.Close() })
+			step("the partitions' tails", func() { client.FlushTails(2 * time.Second) })
 			step("the membership", members.Close) // the others take over without waiting for the lock to expire
 			step("partition ownership", owned.Close)
 			step("the transaction coordinator", txns.Close)

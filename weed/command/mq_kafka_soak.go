@@ -29,10 +29,12 @@ type soakSample struct {
 // runSoak keeps a changing load on the endpoint for d: every cycle a new
 // topic with a producer and a consumer group, the oldest of more than three
 // topics deleted with its group. Every minute it samples the gateway's RSS
-// and goroutines (its /metrics at monitor) and the filer's entry count
+// and goroutines (its /metrics at monitor), the resident memory of all
+// SeaweedFS processes on this machine (command lines containing procs) and
+// the filer's entry count
 // under /etc/kafka-gateway and /topics/kafka (filer's HTTP at filer), and
 // reports how they moved after the first 10 minutes.
-func runSoak(ctx context.Context, conn func(...kgo.Opt) []kgo.Opt, d time.Duration, monitor, filer string, rate, size int) bool {
+func runSoak(ctx context.Context, conn func(...kgo.Opt) []kgo.Opt, d time.Duration, monitor, filer string, rate, size int, procs string) bool {
 	admin, err := kgo.NewClient(conn()...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -105,8 +107,12 @@ func runSoak(ctx context.Context, conn func(...kgo.Opt) []kgo.Opt, d time.Durati
 		mu.Lock()
 		n := len(topics)
 		mu.Unlock()
-		fmt.Printf("%8v  rss %6.1f MiB  goroutines %5.0f  filer entries %6d  | topics live %d, created %d, deleted %d; records produced %d (failed %d), consumed %d\n",
-			s.at, s.rss/(1<<20), s.goroutines, s.entries, n, created, deleted, produced.Load(), failed.Load(), read.Load())
+		all := int64(0)
+		for _, v := range processMemory(procs) {
+			all += v
+		}
+		fmt.Printf("%8v  rss %6.1f MiB (all SeaweedFS processes %6.1f MiB)  goroutines %5.0f  filer entries %6d  | topics live %d, created %d, deleted %d; records produced %d (failed %d), consumed %d\n",
+			s.at, s.rss/(1<<20), float64(all)/(1<<20), s.goroutines, s.entries, n, created, deleted, produced.Load(), failed.Load(), read.Load())
 	}
 	sample()
 	cycle := time.NewTicker(30 * time.Second)

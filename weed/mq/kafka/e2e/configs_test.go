@@ -94,8 +94,8 @@ func TestAlterConfigs(t *testing.T) {
 	}
 }
 
-// TestPartitionAdmin: CreatePartitions is refused with a reason;
-// OffsetForLeaderEpoch and ElectLeaders answer as for a partition with one
+// TestPartitionAdmin: CreatePartitions to as many partitions is refused
+// with Kafka's message; OffsetForLeaderEpoch and ElectLeaders answer as for a partition with one
 // leader epoch and one leader.
 func TestPartitionAdmin(t *testing.T) {
 	topic := newTopic(t)
@@ -106,7 +106,7 @@ func TestPartitionAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := cp[topic]; !errors.Is(r.Err, kerr.InvalidPartitions) || !strings.Contains(r.ErrMessage, "ring") {
+	if r := cp[topic]; !errors.Is(r.Err, kerr.InvalidPartitions) || !strings.Contains(r.ErrMessage, "already has 2 partitions") {
 		t.Errorf("CreatePartitions: %v %q", r.Err, r.ErrMessage)
 	}
 	if d, _ := adm.ListTopics(ctxT(t), topic); len(d[topic].Partitions) != 2 {

@@ -213,14 +213,18 @@ func TestSaramaClusterAdmin(t *testing.T) {
 		t.Errorf("IncrementalAlterConfig of an unknown setting: %v, want INVALID_CONFIG", err)
 	}
 
-	// CreatePartitions is refused, with a reason; the topic keeps three.
-	err = admin.CreatePartitions(topic, 6, nil, false)
+	// CreatePartitions to fewer is refused, with Kafka's reason; to more
+	// grows the topic from three to four.
+	err = admin.CreatePartitions(topic, 2, nil, false)
 	var partErr *sarama.TopicPartitionError
-	if !errors.As(err, &partErr) || partErr.Err != sarama.ErrInvalidPartitions || partErr.ErrMsg == nil || !strings.Contains(*partErr.ErrMsg, "ring") {
-		t.Errorf("CreatePartitions: %v, want INVALID_PARTITIONS with a reason", err)
+	if !errors.As(err, &partErr) || partErr.Err != sarama.ErrInvalidPartitions || partErr.ErrMsg == nil || !strings.Contains(*partErr.ErrMsg, "higher than the requested 2") {
+		t.Errorf("CreatePartitions to 2: %v, want INVALID_PARTITIONS with a reason", err)
 	}
-	if metas, err := admin.DescribeTopics([]string{topic}); err != nil || len(metas) != 1 || len(metas[0].Partitions) != 3 {
-		t.Errorf("after CreatePartitions: %v %+v, want 3 partitions", err, metas)
+	if err := admin.CreatePartitions(topic, 4, nil, false); err != nil {
+		t.Errorf("CreatePartitions to 4: %v", err)
+	}
+	if metas, err := admin.DescribeTopics([]string{topic}); err != nil || len(metas) != 1 || len(metas[0].Partitions) != 4 {
+		t.Errorf("after CreatePartitions: %v %+v, want 4 partitions", err, metas)
 	}
 
 	// DeleteRecords after 10 records produced to partition 1 with a

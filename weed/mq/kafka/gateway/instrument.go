@@ -54,6 +54,13 @@ func (i instrumented) CreateTopic(ctx context.Context, spec protocol.TopicSpec) 
 	return t, err
 }
 
+func (i instrumented) CreatePartitions(ctx context.Context, name string, count int32, validateOnly bool) error {
+	start := time.Now()
+	err := i.b.CreatePartitions(ctx, name, count, validateOnly)
+	observe("CreatePartitions", start, ignoreKafka(err))
+	return err
+}
+
 func (i instrumented) DeleteTopic(ctx context.Context, name string) error {
 	start := time.Now()
 	err := i.b.DeleteTopic(ctx, name)

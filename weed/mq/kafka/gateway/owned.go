@@ -139,11 +139,29 @@ func (o *Owned) DeleteRecords(ctx context.Context, topic string, partition int32
 	return o.Backend.DeleteRecords(ctx, topic, partition, before)
 }
 
+// Append writes to a partition this gateway leads, and answers it only if
+// it still leads the partition in the same term once the records are
+// stored: a gateway cut off from the cluster stops serving within its view
+// lease, and the next leader starts only after the settle time, longer
+// than that lease, so a write stored while this gateway still served is
+// one the next leader's recovery finds; any other is answered
+// NOT_LEADER_OR_FOLLOWER and the producer sends it again.
 func (o *Owned) Append(ctx context.Context, topic string, partition int32, records []record.Record, durable bool) *protocol.Appended {
 	if err := o.lead(topic, partition); err != nil {
 		return protocol.FailedAppend(err)
 	}
-	return o.Backend.Append(ctx, topic, partition, records, durable)
+	key := membership.PartitionKey(topic, partition)
+	term, _ := o.serving(key)
+	app := o.Backend.Append(ctx, topic, partition, records, durable)
+	out := protocol.NewAppended()
+	app.Then(func(a *protocol.Appended) {
+		if now, ok := o.serving(key); a.Err == nil && (!ok || now != term) {
+			out.Finish(-1, kerr.NotLeaderForPartition)
+			return
+		}
+		out.Finish(a.Base, a.Err)
+	})
+	return out
 }
 
 func (o *Owned) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (protocol.ReadResult, error) {

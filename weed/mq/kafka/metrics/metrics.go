@@ -160,11 +160,32 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "wal_commit_errors_total",
 		Help: "Write-ahead log group commits that failed and were tried again.",
 	})
+	// SegmentsWritten counts the log segments the partitions' tails were
+	// written to.
+	SegmentsWritten = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "segments_written_total",
+		Help: "Log segments written from the partitions' tails.",
+	})
+	// PartitionsDropped counts partitions dropped from memory, unused.
+	PartitionsDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "partitions_dropped_total",
+		Help: "Partitions dropped from the gateway's memory after a time unused.",
+	})
+	// PartitionsHeld is the partitions held in memory.
+	PartitionsHeld = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "partitions_held",
+		Help: "Partitions the gateway holds in memory (written or read lately).",
+	})
+	// TailBytes is what the partitions' tails hold, not yet in segments.
+	TailBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "tail_bytes",
+		Help: "Bytes of logged records held in memory until written to a log segment.",
+	})
 	// WALRepublished counts acknowledged records written back from the
-	// write-ahead log at recovery, because the broker had lost them.
+	// write-ahead log at recovery (no segment held them yet).
 	WALRepublished = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "wal_republished_records_total",
-		Help: "Acknowledged records written back from the write-ahead log after a broker lost them.",
+		Help: "Acknowledged records written back from the write-ahead log at recovery: no segment held them yet.",
 	})
 
 	// CompactionRecords and CompactionBytes count what the log cleaner
@@ -213,6 +234,7 @@ func init() {
 		MessagesIn, BytesIn, MessagesOut, BytesOut, ProduceBatchRecords, FetchRecords, FetchSessions, FetchSessionEvictions,
 		Connections, ConnectionsTotal, ConnectionsRefused, DecompressionWaits, Panics, RecordsSkipped, Rebalances,
 		WALCommitSeconds, WALCommitBatches, WALCommitRecords, WALBytes, WALErrors, WALRepublished,
+		SegmentsWritten, PartitionsDropped, PartitionsHeld, TailBytes,
 		CompactionRecords, CompactionBytes, CompactionRuns, CompactionDirtyRatio, ShareSessions, ShareAcks)
 }
 

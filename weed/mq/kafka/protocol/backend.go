@@ -23,6 +23,11 @@ type Backend interface {
 	// CreateTopic returns kerr.TopicAlreadyExists for an existing topic.
 	CreateTopic(ctx context.Context, spec TopicSpec) (TopicInfo, error)
 	DeleteTopic(ctx context.Context, name string) error
+	// CreatePartitions grows a topic to count partitions, as Kafka does:
+	// the partitions it has keep their records and offsets, the new ones
+	// start empty. It returns kerr.InvalidPartitions for a count that
+	// does not grow the topic or is more than the backend holds.
+	CreatePartitions(ctx context.Context, name string, count int32, validateOnly bool) error
 	// AlterTopicConfigs changes the settings made for a topic: change gets
 	// the current ones, read afresh while no other gateway changes them,
 	// and edits them in place; its error is returned and nothing saved.

@@ -1,13 +1,19 @@
 package protocol
 
-// CreatePartitions, versions 0-3: refused. A SeaweedMQ topic's partitions
-// are ranges of a fixed ring; changing their number re-divides the ring, so
-// records would no longer be in the partition they were written to. Every
-// topic gets INVALID_PARTITIONS saying so (UNKNOWN_TOPIC_OR_PARTITION for
-// an unknown one). Create a topic with more partitions instead.
+// CreatePartitions, versions 0-3. A topic grows as in Kafka: its partitions
+// keep their records and offsets, the new ones start empty (the backend
+// gives each partition a place of its own, whatever the count), and
+// clients' key-to-partition mapping changes with the count as in Kafka.
+// The checks and messages are Kafka's: UNKNOWN_TOPIC_OR_PARTITION,
+// INVALID_PARTITIONS for a count that does not grow the topic (or is more
+// than a topic may have), INVALID_REPLICA_ASSIGNMENT for an assignment
+// whose size is not the number of new partitions or that names a broker
+// that is not a gateway of the cluster, THROTTLING_QUOTA_EXCEEDED never.
+// validate_only checks and changes nothing.
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,22 +26,15 @@ func (h *Handler) handleCreatePartitions(ctx context.Context, r *Request) Reply 
 	req := r.Body.(*kmsg.CreatePartitionsRequest)
 	return func() (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+		seen := map[string]int{}
+		for _, rt := range req.Topics {
+			seen[rt.Topic]++
+		}
 		for _, rt := range req.Topics {
 			st := kmsg.NewCreatePartitionsResponseTopic()
 			st.Topic = rt.Topic
-			info, e := h.authorizedTopic(ctx, r, kmsg.ACLOperationAlter, rt.Topic)
-			var msg string
-			switch {
-			case e != nil:
-				st.ErrorCode = e.Code
-			case rt.Count <= info.Partitions:
-				st.ErrorCode = kerr.InvalidPartitions.Code
-				msg = fmt.Sprintf("topic %s has %d partitions; the count can only grow", rt.Topic, info.Partitions)
-			default:
-				st.ErrorCode = kerr.InvalidPartitions.Code
-				msg = fmt.Sprintf("topic %s keeps its %d partitions: SeaweedMQ partitions are ranges of a fixed ring, and more of them would move stored records to other partitions; create a new topic with %d partitions instead",
-					rt.Topic, info.Partitions, rt.Count)
-			}
+			code, msg := h.createPartitions(ctx, r, &rt, seen[rt.Topic] > 1, req.ValidateOnly)
+			st.ErrorCode = code
 			if msg != "" {
 				st.ErrorMessage = &msg
 			}
@@ -43,4 +42,48 @@ func (h *Handler) handleCreatePartitions(ctx context.Context, r *Request) Reply 
 		}
 		return resp, nil
 	}
+}
+
+// createPartitions grows one topic, returning the error code and message.
+func (h *Handler) createPartitions(ctx context.Context, r *Request, rt *kmsg.CreatePartitionsRequestTopic, duplicate, validateOnly bool) (int16, string) {
+	if duplicate {
+		return kerr.InvalidRequest.Code, "Duplicate topic in request."
+	}
+	info, e := h.authorizedTopic(ctx, r, kmsg.ACLOperationAlter, rt.Topic)
+	switch {
+	case e != nil:
+		return e.Code, ""
+	case rt.Count < info.Partitions:
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("Topic currently has %d partitions, which is higher than the requested %d.", info.Partitions, rt.Count)
+	case rt.Count == info.Partitions:
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("Topic already has %d partitions.", info.Partitions)
+	}
+	if rt.Assignment != nil {
+		if added := rt.Count - info.Partitions; int32(len(rt.Assignment)) != added {
+			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Increasing the number of partitions by %d but %d assignments provided.", added, len(rt.Assignment))
+		}
+		nodes := map[int32]bool{}
+		for _, b := range h.brokers() {
+			nodes[b.NodeID] = true
+		}
+		for _, a := range rt.Assignment {
+			if len(a.Replicas) == 0 {
+				return kerr.InvalidReplicaAssignment.Code, "The manual partition assignment includes a partition with no replicas."
+			}
+			for _, id := range a.Replicas {
+				if !nodes[id] {
+					return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Unknown broker id %d in the manual partition assignment.", id)
+				}
+			}
+		}
+	}
+	if err := h.backend.CreatePartitions(ctx, info.Name, rt.Count, validateOnly); err != nil {
+		code := kafkaErr(err, kerr.KafkaStorageError)
+		msg := ""
+		if errors.Is(err, kerr.InvalidPartitions) {
+			msg = err.Error()
+		}
+		return code.Code, msg
+	}
+	return 0, ""
 }

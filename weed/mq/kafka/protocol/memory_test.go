@@ -105,6 +105,26 @@ func memTopicID(name string) [16]byte {
 	return id
 }
 
+func (b *memBackend) CreatePartitions(_ context.Context, name string, count int32, validateOnly bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.topics[name]
+	if !ok {
+		return kerr.UnknownTopicOrPartition
+	}
+	if count <= t.info.Partitions {
+		return kerr.InvalidPartitions
+	}
+	if validateOnly {
+		return nil
+	}
+	for int32(len(t.parts)) < count {
+		t.parts = append(t.parts, &memPart{changed: make(chan struct{})})
+	}
+	t.info.Partitions = count
+	return nil
+}
+
 func (b *memBackend) CreateTopic(_ context.Context, spec TopicSpec) (TopicInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -1,7 +1,10 @@
 // Package seaweedmq is the gateway's SeaweedMQ backend: it finds the
-// cluster's filers and MQ brokers through the masters, keeps Kafka topics as
-// SeaweedMQ topics in one namespace, writes each partition through one
-// pipelined publish stream and reads records back with their offsets.
+// cluster's filers through the masters, keeps Kafka topics as SeaweedMQ
+// topics in one namespace (topic.conf, partition directories and log
+// segments in the broker's format), and is the one writer of the
+// partitions this gateway leads: it gives their offsets, logs their
+// batches in its write-ahead log and writes their log segments itself, so
+// that no MQ broker is on a Kafka record's way (see write.go).
 package seaweedmq
 
 import (
@@ -45,7 +48,16 @@ type Options struct {
 	// must be the gateway's own among the cluster's gateways and the
 	// same across its restarts (the node id).
 	WALName string
+	// Term returns the term in which this gateway leads a partition (0
+	// if it does not, or nobody says): each batch carries it into the
+	// write-ahead log (see wal_format.go). It may be set after New, with
+	// SetTerm, before the first write.
+	Term func(topic string, partition int32) int64
 }
+
+// SetTerm sets Options.Term: the membership that knows the terms is made
+// after the client it reads its files through.
+func (c *Client) SetTerm(fn func(topic string, partition int32) int64) { c.opts.Term = fn }
 
 // ErrUnavailable wraps failures to reach the cluster.
 var ErrUnavailable = errors.New("seaweedfs cluster unavailable")
@@ -65,8 +77,8 @@ type Client struct {
 
 	wal      *wal
 	walCache walCache
-	reassign reassigner
-	// background tracks the balancer checks under way; Close waits.
+	flusher  *flusher
+	// background tracks the cleanups under way; Close waits.
 	background sync.WaitGroup
 
 	stop      chan struct{} // ends saveLoop
@@ -88,6 +100,8 @@ func New(opts Options) *Client {
 	}
 	c.wal = newWAL(c, opts.WALName)
 	c.wal.start()
+	c.flusher = newFlusher(c)
+	go c.flusher.loop()
 	go c.saveLoop()
 	return c
 }
@@ -102,12 +116,15 @@ func (c *Client) saveLoop() {
 		case <-c.stop:
 			return
 		case <-t.C:
-			c.parts.mu.Lock()
-			all := make([]*partition, 0, len(c.parts.m))
-			for _, p := range c.parts.m {
-				all = append(all, p)
+			all := c.parts.all()
+			metrics.PartitionsHeld.Set(float64(len(all)))
+			tail := 0
+			for _, p := range all {
+				p.notifyMu.Lock()
+				tail += p.tailBytes
+				p.notifyMu.Unlock()
 			}
-			c.parts.mu.Unlock()
+			metrics.TailBytes.Set(float64(tail))
 			for _, p := range all {
 				metrics.Guard("ProducerStateSave", func() { c.saveProducers(p, false) }) //nolint:errcheck // logged and counted; saved again next round
 			}
@@ -115,13 +132,20 @@ func (c *Client) saveLoop() {
 	}
 }
 
-// Close ends every publish stream and connection, saving what the
-// partitions know of their producers.
+// closeTimeout bounds each step of Close: the log's last commit, the
+// tails' segments, the producers' states.
+const closeTimeout = 2 * time.Second
+
+// Close commits what waits for the write-ahead log, writes the partitions'
+// tails to segments and saves what they know of their producers, each in
+// closeTimeout at most (the log holds the records in any case), and ends
+// every connection.
 func (c *Client) Close() {
 	c.closeOnce.Do(func() { close(c.stop) })
 	<-c.stopped
-	c.parts.closeAll()
 	c.wal.close(closeTimeout)
+	c.flusher.close(closeTimeout)
+	c.parts.saveAll(closeTimeout)
 	c.background.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -252,11 +276,13 @@ func (c *Client) withBalancer(ctx context.Context, fn func(mq_pb.SeaweedMessagin
 	return fn(mc)
 }
 
-// Ready reports whether the cluster can serve: a filer and an MQ broker
-// leader are known and answer.
+// Ready reports whether the cluster can serve: a filer is known and
+// answers.
 func (c *Client) Ready(ctx context.Context) error {
-	_, err := c.balancerAddr(ctx)
-	return err
+	return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		_, err := fc.GetFilerConfiguration(ctx, &filer_pb.GetFilerConfigurationRequest{})
+		return err
+	})
 }
 
 // isUnavailable reports whether err means the peer could not be reached.

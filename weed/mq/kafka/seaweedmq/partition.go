@@ -3,42 +3,54 @@ package seaweedmq
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 )
 
-// partition is this gateway's state for one Kafka partition: its publish
-// stream, and the high watermark it knows with a signal for waiting fetches.
+// partition is this gateway's state for one Kafka partition it leads: the
+// next offset it gives, the batches waiting for the write-ahead log, the
+// tail (logged batches not yet in a log segment), and the high watermark
+// with a signal for waiting fetches. A partition nobody wrote or read for
+// idleAfter, with nothing in its tail, is dropped (tail.go): memory holds
+// the partitions in use, not every partition ever written.
 type partition struct {
 	c     *Client
 	topic string
 	index int32
-	dir   string // in the filer; set when a publisher is first opened
+	dir   string // in the filer; set when the partition is first opened
 
-	// writeMu serializes appends, so that a batch's records are sent
-	// together and batches keep the order in which they were appended.
-	writeMu  sync.Mutex
-	pub      *publisher
-	lastTsNs int64 // ts_ns of the last record sent; see nextTs
-	// storedEnd is the end of the records in the filer when the current
-	// stream was opened; the broker must assign offsets from there on.
-	storedEnd int64
+	// writeMu serializes appends, so that a batch's records get
+	// contiguous offsets and batches keep the order in which they were
+	// appended.
+	writeMu sync.Mutex
+	// ready is set once the partition was recovered (recover.go) and next
+	// is the end of its stored records; dropped once it left the
+	// client's map (Release, idle, a deleted topic): an append that finds
+	// it takes the partition afresh. Under writeMu.
+	ready    bool
+	dropped  bool
+	term     int64 // the leader's term when it was opened (Options.Term)
+	next     int64
+	lastTsNs int64 // ts_ns of the last record given; see nextTs
 
 	producers producerState // idempotent producers; under writeMu
 
 	notifyMu sync.Mutex
-	hw       int64         // highest high watermark seen, -1 if unknown
+	hw       int64         // end of the logged records, -1 if unknown
 	changed  chan struct{} // closed when hw moves; nil until someone waits
-	// inflight are the batches sent on the stream and not yet both
-	// acknowledged by the broker and in the write-ahead log, in order;
-	// while there are any, readers see records only up to loggedEnd (or
-	// the highest high watermark they saw). mislogged is set when a
-	// batch went into the log at offsets the broker did not give it.
-	inflight  []*pendingBatch
-	loggedEnd int64
-	mislogged bool
+	// pending are the batches given offsets and not yet in the
+	// write-ahead log, in offset order; tail the logged batches not yet
+	// in a segment, in offset order.
+	pending   []*pendingBatch
+	tail      []*tailBatch
+	tailBytes int
+	flushing  bool      // a flush of the tail is under way
+	used      time.Time // last append or read
 }
 
 type partKey struct {
@@ -59,14 +71,35 @@ func (ps *partitions) get(c *Client, topic string, index int32) *partition {
 	defer ps.mu.Unlock()
 	p := ps.m[k]
 	if p == nil {
-		p = &partition{c: c, topic: topic, index: index, hw: -1}
+		p = &partition{c: c, topic: topic, index: index, hw: -1, used: time.Now()}
 		ps.m[k] = p
 	}
 	return p
 }
 
-// closeTopic ends the publish streams of a topic's partitions and forgets
-// them, as when the topic is deleted or re-created.
+// remove takes a partition out of the map if it is still the one there.
+func (ps *partitions) remove(p *partition) {
+	k := partKey{p.topic, p.index}
+	ps.mu.Lock()
+	if ps.m[k] == p {
+		delete(ps.m, k)
+	}
+	ps.mu.Unlock()
+}
+
+// all returns the partitions held.
+func (ps *partitions) all() []*partition {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	out := make([]*partition, 0, len(ps.m))
+	for _, p := range ps.m {
+		out = append(out, p)
+	}
+	return out
+}
+
+// closeTopic forgets a topic's partitions, as when the topic is deleted or
+// re-created: what their tails held is gone with the topic.
 func (ps *partitions) closeTopic(topic string) {
 	ps.mu.Lock()
 	var victims []*partition
@@ -78,14 +111,40 @@ func (ps *partitions) closeTopic(topic string) {
 	}
 	ps.mu.Unlock()
 	for _, p := range victims {
-		p.closePublisher()
+		p.drop()
 	}
 }
 
-// Release implements gateway.Releaser: the partition's stream ends (the
-// broker flushes what it holds), its producers' state is saved, and the
-// partition is forgotten, to be read afresh if this gateway leads it again.
-// Fetches waiting on it wake up.
+// drop marks a partition no longer held, forgets its tail and wakes the
+// fetches waiting on it.
+func (p *partition) drop() {
+	p.release()
+	p.notifyMu.Lock()
+	p.tail, p.tailBytes = nil, 0
+	p.notifyMu.Unlock()
+}
+
+// release marks a partition no longer held and wakes the fetches waiting
+// on it; its tail stays for the flusher.
+func (p *partition) release() {
+	p.writeMu.Lock()
+	p.dropped = true
+	p.writeMu.Unlock()
+	p.notifyMu.Lock()
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
+	p.notifyMu.Unlock()
+}
+
+// Release implements gateway.Releaser: the partition's producers' state is
+// saved and the partition is forgotten, to be read afresh if this gateway
+// leads it again. Its tail goes to a segment all the same, in the
+// background (tail.go): the next leader recovers the same records from
+// the write-ahead log, but a partition nobody uses again would otherwise
+// keep this gateway's log files from being trimmed. Fetches waiting on it
+// wake up.
 func (c *Client) Release(topic string, index int32) {
 	k := partKey{topic, index}
 	c.parts.mu.Lock()
@@ -95,53 +154,39 @@ func (c *Client) Release(topic string, index int32) {
 	if p == nil {
 		return
 	}
-	p.closePublisher()
 	c.saveProducers(p, true)
-	p.notifyMu.Lock()
-	if p.changed != nil {
-		close(p.changed)
-		p.changed = nil
-	}
-	p.notifyMu.Unlock()
+	p.release()
+	c.flusher.adopt(p)
 }
 
-func (ps *partitions) closeAll() {
-	ps.mu.Lock()
-	all := ps.m
-	ps.m = map[partKey]*partition{}
-	ps.mu.Unlock()
-	// Each partition's stream ends and its producers are saved on their
-	// own: a gateway that wrote hundreds of partitions stops in about the
-	// time of one, not of all of them one after the other.
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, closeParallel)
-	for _, p := range all {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			p.closePublisher()
-			p.c.saveProducers(p, true)
-		}()
+// saveAll saves the producers' states of every partition, closeParallel at
+// a time, for at most timeout.
+func (ps *partitions) saveAll(timeout time.Duration) {
+	all := ps.all()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, closeParallel)
+		for _, p := range all {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				p.c.saveProducers(p, true)
+			}()
+		}
+		wg.Wait()
+	}()
+	select {
+	case <-done:
+	case <-time.After(timeout):
 	}
-	wg.Wait()
 }
 
-// closeParallel is how many partitions are closed at once when the client
-// closes: enough that many partitions close in the time of a few, few
-// enough not to flood the brokers and the filer.
+// closeParallel is how many partitions' producer states are saved at once
+// when the client closes.
 const closeParallel = 32
-
-// closePublisher ends the partition's stream gracefully, so the broker
-// flushes what it holds.
-func (p *partition) closePublisher() {
-	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
-	if p.pub != nil {
-		p.pub.close(closeTimeout)
-		p.pub = nil
-	}
-}
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
@@ -149,6 +194,10 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 func (p *partition) advance(hw int64) {
 	p.notifyMu.Lock()
 	defer p.notifyMu.Unlock()
+	p.advanceLocked(hw)
+}
+
+func (p *partition) advanceLocked(hw int64) {
 	if hw <= p.hw {
 		return
 	}
@@ -159,66 +208,18 @@ func (p *partition) advance(hw int64) {
 	}
 }
 
-// sending notes a batch about to be sent on the stream; it is not for
-// readers until the broker and the write-ahead log hold it.
-func (p *partition) sending(b *pendingBatch) {
-	p.notifyMu.Lock()
-	p.inflight = append(p.inflight, b)
-	p.notifyMu.Unlock()
-}
-
-// mark adds flag to a batch's state; the batches at the head of the
-// partition's in-flight ones that are done leave it, and the high
-// watermark moves past those that succeeded. It returns the batch's state
-// and the log's error for it.
-func (p *partition) mark(b *pendingBatch, flag uint8) (uint8, error) {
-	p.notifyMu.Lock()
-	b.state |= flag
-	state, logErr := b.state, b.logErr
-	moved := false
-	for len(p.inflight) > 0 {
-		h := p.inflight[0]
-		if h.state&batchFailed == 0 {
-			if h.state&(batchAcked|batchLogged) != batchAcked|batchLogged {
-				break
-			}
-			p.loggedEnd = max(p.loggedEnd, h.base+int64(h.n))
-			moved = true
-		}
-		p.inflight[0] = nil
-		p.inflight = p.inflight[1:]
-	}
-	end := p.loggedEnd
-	p.notifyMu.Unlock()
-	if moved {
-		p.advance(end)
-	}
-	return state, logErr
-}
-
-// streamOpened notes where the stored records end as a new stream starts.
-func (p *partition) streamOpened(end int64) {
-	p.notifyMu.Lock()
-	p.loggedEnd = max(p.loggedEnd, end)
-	p.notifyMu.Unlock()
-}
-
-// visibleEnd is where what readers may see ends while batches wait for the
-// log, or -1 if none does.
-func (p *partition) visibleEnd() int64 {
-	p.notifyMu.Lock()
-	defer p.notifyMu.Unlock()
-	if len(p.inflight) == 0 {
-		return -1
-	}
-	return max(p.loggedEnd, p.hw)
-}
-
 // knownHW is the highest high watermark seen, or -1.
 func (p *partition) knownHW() int64 {
 	p.notifyMu.Lock()
 	defer p.notifyMu.Unlock()
 	return p.hw
+}
+
+// touch notes a use of the partition.
+func (p *partition) touch() {
+	p.notifyMu.Lock()
+	p.used = time.Now()
+	p.notifyMu.Unlock()
 }
 
 // waitPast returns a channel closed once the high watermark passes hw.
@@ -228,6 +229,7 @@ func (p *partition) waitPast(hw int64) <-chan struct{} {
 	if p.hw > hw {
 		return closedChan
 	}
+	p.used = time.Now()
 	if p.changed == nil {
 		p.changed = make(chan struct{})
 	}
@@ -239,7 +241,7 @@ func (c *Client) Changed(topic string, index int32, hw int64) <-chan struct{} {
 	return c.parts.get(c, topic, index).waitPast(hw)
 }
 
-// assignment returns a partition's SeaweedMQ partition and leader broker.
+// assignment returns a partition's SeaweedMQ partition.
 func (c *Client) assignment(ctx context.Context, topic string, index int32) (*mq_pb.BrokerPartitionAssignment, error) {
 	e, err := c.topic(ctx, topic)
 	if err != nil {
@@ -249,4 +251,25 @@ func (c *Client) assignment(ctx context.Context, topic string, index int32) (*mq
 		return nil, kerr.UnknownTopicOrPartition
 	}
 	return e.parts[index], nil
+}
+
+// pendingBatch is a batch given offsets and waiting for the write-ahead log.
+type pendingBatch struct {
+	base    int64
+	n       int
+	recs    []byte // the records in log form (wal_format.go)
+	lastTs  int64  // ts_ns of its last record
+	durable bool   // answered once logged; otherwise at once
+	app     *protocol.Appended
+	done    bool
+	err     error
+}
+
+// tailBatch is a logged batch not yet in a log segment.
+type tailBatch struct {
+	base   int64
+	n      int
+	recs   []byte
+	lastTs int64
+	logged time.Time
 }

@@ -237,7 +237,7 @@ func (c *Client) loadProducers(ctx context.Context, p *partition) error {
 	case errors.Is(err, fs.ErrNotExist):
 		// No idempotent producer wrote here yet: the state starts at
 		// the end of the partition, saved before the first write.
-		offs, err := c.offsets(ctx, p.topic, p.index)
+		offs, err := c.offsets(ctx, p)
 		if err != nil {
 			return err
 		}
@@ -276,7 +276,7 @@ func (c *Client) loadProducers(ctx context.Context, p *partition) error {
 	scanned := 0
 	// Records below the log start (DeleteRecords) are not read.
 	for off := max(saved.Offset, c.logStartOf(ctx, p.topic, p.index)); ; {
-		res, err := c.read(ctx, p.topic, p.index, off, 4<<20)
+		res, err := c.read(ctx, p, off, 4<<20)
 		if err != nil {
 			return err
 		}

@@ -16,12 +16,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seaweedfs/seaweedfs/weed/filer"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
+	"github.com/seaweedfs/seaweedfs/weed/mq/pub_balancer"
 	"github.com/seaweedfs/seaweedfs/weed/mq/topic"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
@@ -127,7 +126,16 @@ func (c *Client) readTopic(ctx context.Context, name string) (*topicEntry, error
 	if len(parts) == 0 {
 		return nil, kerr.UnknownTopicOrPartition
 	}
-	sort.Slice(parts, func(i, j int) bool { return parts[i].Partition.RangeStart < parts[j].Partition.RangeStart })
+	// Kafka partition order: by generation (partitions added to a topic
+	// whose first ones were ranges of the ring are a generation of their
+	// own), then by range.
+	sort.Slice(parts, func(i, j int) bool {
+		a, b := parts[i].Partition, parts[j].Partition
+		if a.UnixTimeNs != b.UnixTimeNs {
+			return a.UnixTimeNs < b.UnixTimeNs
+		}
+		return a.RangeStart < b.RangeStart
+	})
 	e := &topicEntry{parts: parts, read: time.Now(), logStart: kconf.LogStart}
 	e.info = protocol.TopicInfo{
 		Name:       name,
@@ -277,7 +285,99 @@ func (c *Client) TopicByID(ctx context.Context, id [16]byte) (protocol.TopicInfo
 	return protocol.TopicInfo{}, kerr.UnknownTopicID
 }
 
-// CreateTopic implements protocol.Backend.
+// MaxPartitions is the most partitions a topic may have: the size of
+// SeaweedMQ's partition ring, in which each Kafka partition has a slot.
+const MaxPartitions = pub_balancer.MaxPartitionCount
+
+// newPartitions returns the SeaweedMQ partitions of Kafka partitions from
+// to from+n-1. Kafka partition i is the ring's slot [i, i+1), in the
+// topic's one generation (created): its directory depends on its index
+// alone, so that partitions added later leave every record where it is.
+// No broker leads them: the gateway that leads a partition writes its
+// segments (write.go).
+func newPartitions(from, n int32, created int64) []*mq_pb.BrokerPartitionAssignment {
+	out := make([]*mq_pb.BrokerPartitionAssignment, 0, n)
+	for i := from; i < from+n; i++ {
+		out = append(out, &mq_pb.BrokerPartitionAssignment{Partition: &schema_pb.Partition{
+			RingSize: MaxPartitions, RangeStart: i, RangeStop: i + 1, UnixTimeNs: created,
+		}})
+	}
+	return out
+}
+
+// CreatePartitions implements protocol.Backend: the new partitions are
+// added to the topic's configuration after the others, each in its own
+// slot of the ring, so that every record stays where it is. Partitions
+// added to a topic whose partitions are ranges of the ring (created by an
+// earlier version, or by SeaweedMQ) are a generation of their own.
+func (c *Client) CreatePartitions(ctx context.Context, name string, count int32, validateOnly bool) error {
+	if count > MaxPartitions {
+		return fmt.Errorf("%w: at most %d partitions", kerr.InvalidPartitions, MaxPartitions)
+	}
+	return c.withTopicLock(ctx, name, func() error {
+		if protocol.ValidTopicName(name) != nil {
+			return kerr.UnknownTopicOrPartition
+		}
+		var conf *mq_pb.ConfigureTopicResponse
+		err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+			var err error
+			conf, err = topic.Topic{Namespace: Namespace, Name: name}.ReadConfFile(fc)
+			return err
+		})
+		if errors.Is(err, filer_pb.ErrNotFound) {
+			return kerr.UnknownTopicOrPartition
+		}
+		if err != nil {
+			return err
+		}
+		have := int32(len(conf.BrokerPartitionAssignments))
+		if count <= have {
+			return fmt.Errorf("%w: the topic has %d partitions", kerr.InvalidPartitions, have)
+		}
+		if validateOnly {
+			return nil
+		}
+		gen, slots := int64(0), true
+		for i, a := range conf.BrokerPartitionAssignments {
+			p := a.Partition
+			gen = max(gen, p.UnixTimeNs)
+			if p.RangeStop-p.RangeStart != 1 || p.RangeStart != int32(i) {
+				slots = false
+			}
+		}
+		if !slots {
+			// A new generation, in a directory of its own (named to
+			// the second).
+			gen = max(time.Now().UnixNano(), gen+int64(time.Second))
+		}
+		conf.BrokerPartitionAssignments = append(conf.BrokerPartitionAssignments, newPartitions(have, count-have, gen)...)
+		if !slots {
+			for _, a := range conf.BrokerPartitionAssignments[have:] {
+				a.Partition.RangeStart -= have
+				a.Partition.RangeStop -= have
+			}
+		}
+		if err := c.writeTopicConf(ctx, name, conf); err != nil {
+			return err
+		}
+		glog.V(0).Infof("kafka gateway: topic %s has %d partitions (was %d)", name, count, have)
+		return nil
+	})
+}
+
+// writeTopicConf saves a topic's SeaweedMQ configuration (topic.conf).
+func (c *Client) writeTopicConf(ctx context.Context, name string, conf *mq_pb.ConfigureTopicResponse) error {
+	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		return topic.Topic{Namespace: Namespace, Name: name}.WriteConfFile(fc, conf)
+	})
+	c.topics.forget(name)
+	return err
+}
+
+// CreateTopic implements protocol.Backend: the topic's configuration is
+// written to the filer as SeaweedMQ's brokers write it (topic.conf), with
+// the Kafka settings beside it; no broker is asked, so a partition costs a
+// broker nothing.
 func (c *Client) CreateTopic(ctx context.Context, spec protocol.TopicSpec) (protocol.TopicInfo, error) {
 	if err := protocol.ValidTopicName(spec.Name); err != nil {
 		return protocol.TopicInfo{}, err
@@ -288,36 +388,21 @@ func (c *Client) CreateTopic(ctx context.Context, spec protocol.TopicSpec) (prot
 	} else if err != kerr.UnknownTopicOrPartition {
 		return protocol.TopicInfo{}, err
 	}
+	if spec.Partitions > MaxPartitions {
+		return protocol.TopicInfo{}, fmt.Errorf("%w: at most %d partitions", kerr.InvalidPartitions, MaxPartitions)
+	}
 	if spec.ValidateOnly {
 		return protocol.TopicInfo{Name: spec.Name, Partitions: spec.Partitions, Configs: spec.Configs}, nil
 	}
 	if err := c.saveTopicConfigs(ctx, spec.Name, spec.Configs); err != nil {
 		return protocol.TopicInfo{}, err
 	}
-	req := &mq_pb.ConfigureTopicRequest{
-		Topic:          &schema_pb.Topic{Namespace: Namespace, Name: spec.Name},
-		PartitionCount: spec.Partitions,
-		Retention:      retention(spec.Configs),
+	conf := &mq_pb.ConfigureTopicResponse{
+		BrokerPartitionAssignments: newPartitions(0, spec.Partitions, time.Now().UnixNano()),
+		Retention:                  retention(spec.Configs),
 	}
-	// The leader answers Unavailable until the brokers have registered
-	// with it, a few seconds after the cluster starts.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		err := c.withBalancer(ctx, func(mc mq_pb.SeaweedMessagingClient) error {
-			_, err := mc.ConfigureTopic(ctx, req)
-			return err
-		})
-		if err == nil {
-			break
-		}
-		if status.Code(err) != codes.Unavailable || time.Now().After(deadline) {
-			return protocol.TopicInfo{}, fmt.Errorf("configure topic %s: %w", spec.Name, err)
-		}
-		select {
-		case <-ctx.Done():
-			return protocol.TopicInfo{}, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
+	if err := c.writeTopicConf(ctx, spec.Name, conf); err != nil {
+		return protocol.TopicInfo{}, fmt.Errorf("create topic %s: %w", spec.Name, err)
 	}
 	c.topics.forget(spec.Name)
 	glog.V(0).Infof("kafka gateway: created topic %s with %d partitions", spec.Name, spec.Partitions)
@@ -371,13 +456,18 @@ func (c *Client) AlterTopicConfigs(ctx context.Context, name string, change func
 	if ret == nil {
 		ret = &mq_pb.TopicRetention{Enabled: false}
 	}
-	return c.withBalancer(ctx, func(mc mq_pb.SeaweedMessagingClient) error {
-		_, err := mc.ConfigureTopic(ctx, &mq_pb.ConfigureTopicRequest{
-			Topic:          &schema_pb.Topic{Namespace: Namespace, Name: name},
-			PartitionCount: e.info.Partitions,
-			Retention:      ret,
+	return c.withTopicLock(ctx, name, func() error {
+		var conf *mq_pb.ConfigureTopicResponse
+		err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+			var err error
+			conf, err = topic.Topic{Namespace: Namespace, Name: name}.ReadConfFile(fc)
+			return err
 		})
-		return err
+		if err != nil {
+			return err
+		}
+		conf.Retention = ret
+		return c.writeTopicConf(ctx, name, conf)
 	})
 }
 

@@ -41,20 +41,33 @@ func (ps *producerState) applyTxnMark(t *record.TxnMark, offset int64) {
 }
 
 // ensureProducers loads the partition's producer state if it is not yet.
-func (c *Client) ensureProducers(ctx context.Context, p *partition) error {
-	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
-	if p.producers.loaded {
-		return nil
+// It returns the partition, recovered first if it was not.
+func (c *Client) ensureProducers(ctx context.Context, topic string, index int32) (*partition, error) {
+	if _, err := c.assignment(ctx, topic, index); err != nil {
+		return nil, err
 	}
-	return c.loadProducers(ctx, p)
+	for {
+		p := c.parts.get(c, topic, index)
+		p.writeMu.Lock()
+		if p.dropped {
+			p.writeMu.Unlock()
+			continue
+		}
+		err := c.ensureReady(ctx, p)
+		if err == nil && !p.producers.loaded {
+			err = c.loadProducers(ctx, p)
+		}
+		p.writeMu.Unlock()
+		p.touch()
+		return p, err
+	}
 }
 
 // WriteMarker implements protocol.Backend: it ends the producer's
 // transaction in the partition with a commit or abort marker, durably.
 func (c *Client) WriteMarker(ctx context.Context, topic string, index int32, producerID int64, epoch int16, commit bool) error {
-	p := c.parts.get(c, topic, index)
-	if err := c.ensureProducers(ctx, p); err != nil {
+	p, err := c.ensureProducers(ctx, topic, index)
+	if err != nil {
 		return err
 	}
 	control := int8(record.ControlAbort)
@@ -91,11 +104,8 @@ func (c *Client) WriteMarker(ctx context.Context, topic string, index int32, pro
 
 // Transactions implements protocol.Backend.
 func (c *Client) Transactions(ctx context.Context, topic string, index int32, from, to int64) (protocol.PartitionTxns, error) {
-	if _, err := c.assignment(ctx, topic, index); err != nil {
-		return protocol.PartitionTxns{}, err
-	}
-	p := c.parts.get(c, topic, index)
-	if err := c.ensureProducers(ctx, p); err != nil {
+	p, err := c.ensureProducers(ctx, topic, index)
+	if err != nil {
 		return protocol.PartitionTxns{}, err
 	}
 	logStart := c.logStartOf(ctx, topic, index)
@@ -115,17 +125,12 @@ func (c *Client) Transactions(ctx context.Context, topic string, index int32, fr
 // Producers implements protocol.Backend: the partition's idempotent and
 // transactional producers (DescribeProducers).
 func (c *Client) Producers(ctx context.Context, topic string, index int32) ([]protocol.ProducerInfo, error) {
-	if _, err := c.assignment(ctx, topic, index); err != nil {
+	p, err := c.ensureProducers(ctx, topic, index)
+	if err != nil {
 		return nil, err
 	}
-	p := c.parts.get(c, topic, index)
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
-	if !p.producers.loaded {
-		if err := c.loadProducers(ctx, p); err != nil {
-			return nil, err
-		}
-	}
 	ps := &p.producers
 	ps.txnMu.Lock()
 	defer ps.txnMu.Unlock()

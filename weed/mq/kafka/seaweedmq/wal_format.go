@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"strconv"
 	"strings"
 
@@ -19,13 +20,18 @@ import (
 //
 //	frame   = length uint32 | crc32c(payload) uint32 | payload
 //	payload = batch...
-//	batch   = uvarint len(dir) | dir | varint base | uvarint n | record × n
+//	batch   = [0x00 0x02 uvarint term] uvarint len(dir) | dir | varint base | uvarint n | record × n
 //	record  = uvarint len | filer_pb.LogEntry (ts_ns, key, data; no offset)
 //
 // dir is the partition's directory in the filer (it names the topic and the
-// partition's range), base the offset the broker assigned the batch's first
-// record; record i is at base+i. A record is stored exactly as the broker
-// stores it in its log segments, so recovery writes it back unchanged.
+// partition's range), base the offset the leader gave the batch's first
+// record; record i is at base+i. A record is stored as a log segment stores
+// it (without its offset), so recovery writes it back unchanged. term is
+// the leader's term (the view epoch at which it began to lead the
+// partition): where two logs hold an offset, recovery takes the record of
+// the later term, so that a late write of a deposed leader never replaces
+// its successor's. A batch without term (logs of earlier versions, written
+// when the MQ broker gave the offsets) is of term 0.
 
 var walCRC = crc32.MakeTable(crc32.Castagnoli)
 
@@ -84,6 +90,7 @@ var (
 // walBatch is one logged batch.
 type walBatch struct {
 	dir  string
+	term int64
 	base int64
 	n    int
 	recs []byte // n records, each uvarint length and LogEntry
@@ -91,6 +98,10 @@ type walBatch struct {
 
 // appendWALBatch appends a batch to a frame's payload.
 func appendWALBatch(dst []byte, b *walBatch) []byte {
+	if b.term > 0 {
+		dst = append(dst, 0x00, walBatchWithTerm)
+		dst = binary.AppendUvarint(dst, uint64(b.term))
+	}
 	dst = binary.AppendUvarint(dst, uint64(len(b.dir)))
 	dst = append(dst, b.dir...)
 	dst = binary.AppendVarint(dst, b.base)
@@ -133,12 +144,27 @@ func parseWALFrames(data []byte) ([]walBatch, error) {
 	return out, nil
 }
 
+// walBatchWithTerm follows the zero that begins a batch with a term (a
+// partition's directory is never empty).
+const walBatchWithTerm = 0x02
+
 func parseWALPayload(p []byte) ([]walBatch, error) {
 	var out []walBatch
 	for len(p) > 0 {
 		var b walBatch
+		if p[0] == 0x00 {
+			if len(p) < 2 || p[1] != walBatchWithTerm {
+				return nil, fmt.Errorf("%w: batch version", errWALCorrupt)
+			}
+			term, k := binary.Uvarint(p[2:])
+			if k <= 0 || term > math.MaxInt64 {
+				return nil, fmt.Errorf("%w: term", errWALCorrupt)
+			}
+			b.term = int64(term)
+			p = p[2+k:]
+		}
 		dirLen, k := binary.Uvarint(p)
-		if k <= 0 || dirLen > uint64(len(p)-k) {
+		if k <= 0 || dirLen == 0 || dirLen > uint64(len(p)-k) {
 			return nil, fmt.Errorf("%w: partition name", errWALCorrupt)
 		}
 		p = p[k:]

@@ -56,6 +56,31 @@ func TestWALFrames(t *testing.T) {
 	}
 }
 
+// TestWALTerms: a batch keeps the leader's term through a frame, beside
+// batches without one (as earlier versions wrote them, read as term 0).
+func TestWALTerms(t *testing.T) {
+	a := walTestBatch("/topics/kafka/t/v/0000-0001", 3, "a", "b")
+	a.term = 1 << 40
+	b := walTestBatch("/topics/kafka/t/v/0000-0001", 5, "c")
+	got, err := parseWALFrames(walTestFrame(a, b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].term != a.term || got[0].dir != a.dir || got[0].base != 3 || got[0].n != 2 || got[1].term != 0 || got[1].base != 5 {
+		t.Fatalf("batches %+v", got)
+	}
+	if es, err := got[0].entries(0); err != nil || len(es) != 2 || string(es[1].Data) != "b" {
+		t.Fatalf("entries %v %v", es, err)
+	}
+	// A zero not followed by the version, or an empty directory, is
+	// corruption.
+	for _, payload := range [][]byte{{0x00, 0x07, 0x01}, {0x00}, append([]byte{0x00, walBatchWithTerm, 0x01, 0x00}, 0x00)} {
+		if _, err := parseWALPayload(payload); !errors.Is(err, errWALCorrupt) {
+			t.Fatalf("payload %x: %v", payload, err)
+		}
+	}
+}
+
 // TestWALTornFrame: a frame cut short or with a flipped byte ends the file;
 // the frames before it are kept.
 func TestWALTornFrame(t *testing.T) {
@@ -114,6 +139,9 @@ func FuzzWALFrames(f *testing.F) {
 	f.Add(walTestFrame(walTestBatch("/d", 3, "a", "b")))
 	f.Add(append(walTestFrame(walTestBatch("/d", 0, "a")), 0, 0, 0, 9))
 	f.Add([]byte{0, 0, 0, 1, 0, 0, 0, 0, 0})
+	termed := walTestBatch("/d", 9, "t")
+	termed.term = 42
+	f.Add(walTestFrame(termed))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		batches, _ := parseWALFrames(data)
 		for i := range batches {

@@ -1,5 +1,12 @@
 package seaweedmq
 
+// The write path. The gateway leading a partition is its one writer: it
+// gives each batch its offsets, puts it into the write-ahead log (group
+// committed with every other partition's batches) and keeps it in the
+// partition's tail until the tail goes into a log segment (tail.go). No MQ
+// broker is on the way: a partition costs a broker nothing, and a record
+// costs no gRPC message of its own.
+
 import (
 	"context"
 	"fmt"
@@ -7,120 +14,158 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
-
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
 
 // maxFutureTimestamp is how far ahead of this gateway's clock a record's
 // timestamp may be and still become SeaweedMQ's ts_ns. SeaweedMQ keeps ts_ns
-// strictly increasing per partition and files data by it, so a timestamp far
-// in the future would drag every later record's ts_ns along; such records
-// keep their timestamp in the envelope instead. (Kafka's own default
+// increasing per partition and files data by it, so a timestamp far in the
+// future would drag every later record's ts_ns along; such records keep
+// their timestamp in the envelope instead. (Kafka's own default
 // message.timestamp.after.max.ms is one hour too.)
 const maxFutureTimestamp = time.Hour
 
 // Append implements protocol.Backend. A durable append is done when its
-// records are in the write-ahead log; otherwise when the broker holds them
-// (the log gets them too, a few milliseconds later).
+// records are in the write-ahead log; any other at once (the gateway holds
+// it, and the log gets it a few milliseconds later).
 func (c *Client) Append(ctx context.Context, topic string, index int32, records []record.Record, durable bool) *protocol.Appended {
-	a, err := c.assignment(ctx, topic, index)
-	if err != nil {
+	if _, err := c.assignment(ctx, topic, index); err != nil {
 		return protocol.FailedAppend(err)
 	}
-	p := c.parts.get(c, topic, index)
-	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
-	if err := c.openIfNeeded(ctx, p, a); err != nil {
-		return protocol.FailedAppend(err)
-	}
-	pub := p.pub
-	write := func() *protocol.Appended {
-		if !pub.verified {
-			return c.appendVerifying(ctx, p, pub, records, durable)
+	for {
+		p := c.parts.get(c, topic, index)
+		p.writeMu.Lock()
+		if p.dropped {
+			p.writeMu.Unlock()
+			continue
 		}
-		return p.send(ctx, pub, records, durable)
+		app := c.appendLocked(ctx, p, records, durable)
+		p.writeMu.Unlock()
+		return app
 	}
+}
+
+// appendLocked is Append with writeMu held.
+func (c *Client) appendLocked(ctx context.Context, p *partition, records []record.Record, durable bool) *protocol.Appended {
+	if err := c.ensureReady(ctx, p); err != nil {
+		return protocol.FailedAppend(err)
+	}
+	p.touch()
+	write := func() *protocol.Appended { return p.write(records, durable) }
 	if records[0].Producer != nil {
 		return c.appendIdempotent(ctx, p, records, write)
 	}
 	return write()
 }
 
-// openIfNeeded gives the partition a working stream to its current leader
-// broker, recovering the partition first when a new one is opened. Called
-// with writeMu held.
-func (c *Client) openIfNeeded(ctx context.Context, p *partition, a *mq_pb.BrokerPartitionAssignment) error {
-	if p.pub != nil && (p.pub.broken() != nil || p.pub.leader != a.LeaderBroker) {
-		p.pub.close(0)
-		p.pub = nil
-	}
-	if p.pub != nil {
+// ensureReady recovers the partition if it is not yet (recover.go).
+// Called with writeMu held.
+func (c *Client) ensureReady(ctx context.Context, p *partition) error {
+	if p.ready {
 		return nil
 	}
-	pub, err := c.openPublisher(ctx, p, a)
-	if err != nil {
-		return err
+	return c.openPartition(ctx, p)
+}
+
+// ensureOpen makes sure this gateway has recovered a partition before it is
+// read: a gateway that led it before may have left records in its log that
+// no segment holds, and readers must not see the log shorter than it was.
+func (c *Client) ensureOpen(ctx context.Context, topic string, index int32) (*partition, error) {
+	if _, err := c.assignment(ctx, topic, index); err != nil {
+		return nil, err
 	}
-	p.pub = pub
-	return nil
-}
-
-// ensureStream makes sure a partition has a working stream to its broker,
-// and so was recovered since the broker last restarted, before it is read.
-func (c *Client) ensureStream(ctx context.Context, topic string, index int32) error {
-	a, err := c.assignment(ctx, topic, index)
-	if err != nil {
-		return err
+	for {
+		p := c.parts.get(c, topic, index)
+		p.writeMu.Lock()
+		if p.dropped {
+			p.writeMu.Unlock()
+			continue
+		}
+		err := c.ensureReady(ctx, p)
+		p.writeMu.Unlock()
+		p.touch()
+		return p, err
 	}
-	p := c.parts.get(c, topic, index)
-	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
-	return c.openIfNeeded(ctx, p, a)
 }
 
-// send publishes records as one batch on pub.
-func (p *partition) send(ctx context.Context, pub *publisher, records []record.Record, durable bool) *protocol.Appended {
-	_, app := p.sendBatch(ctx, pub, records, durable, false)
-	return app
-}
-
-func (p *partition) sendBatch(ctx context.Context, pub *publisher, records []record.Record, durable, deferLog bool) (*pendingBatch, *protocol.Appended) {
+// write gives records the partition's next offsets and hands them to the
+// write-ahead log. Called with writeMu held, on a ready partition.
+func (p *partition) write(records []record.Record, durable bool) *protocol.Appended {
 	app := protocol.NewAppended()
-	b := &pendingBatch{n: len(records), app: app, part: p, durable: durable, log: true, deferLog: deferLog, expected: -1}
-	b.wal.buf = make([]byte, 0, walRecordsSize(records))
-	if err := pub.enqueue(ctx, b); err != nil {
-		return b, protocol.FailedAppend(fmt.Errorf("%w (%v)", kerr.NotLeaderForPartition, err))
-	}
-	if pub.verified && !deferLog {
-		b.expected = pub.next
-		pub.next += int64(len(records))
-	}
-	sent := true
+	b := &pendingBatch{base: p.next, n: len(records), durable: durable, app: app}
+	w := walRecords{buf: make([]byte, 0, walRecordsSize(records))}
+	var env []byte
 	for i := range records {
 		r := &records[i]
 		ts, exact := p.nextTs(r.Timestamp)
-		pub.data.TsNs = ts
-		pub.data.Key = r.Key
-		if record.Plain(r, exact) {
-			pub.data.Value = r.Value
+		value := r.Value
+		if !record.Plain(r, exact) {
+			env = record.AppendEnvelope(env[:0], r, !exact)
+			value = env
+		}
+		w.add(ts, r.Key, value)
+		b.lastTs = ts
+	}
+	b.recs = w.buf
+	p.next += int64(b.n)
+	p.notifyMu.Lock()
+	p.pending = append(p.pending, b)
+	p.notifyMu.Unlock()
+	p.c.wal.add(walBatch{dir: p.dir, term: p.term, base: b.base, n: b.n, recs: b.recs}, func(err error) { p.logged(b, err) })
+	if !durable {
+		app.Finish(b.base, nil)
+	}
+	return app
+}
+
+// logged takes the write-ahead log's outcome for a batch. The batches at
+// the head of the pending ones that are logged move to the tail, where
+// readers see them (Kafka's high watermark); a batch the log could not take
+// (it is closing) leaves its offsets to recovery, which the partition
+// needs again.
+func (p *partition) logged(b *pendingBatch, err error) {
+	p.notifyMu.Lock()
+	b.done, b.err = true, err
+	var answer []*pendingBatch
+	failed := false
+	for len(p.pending) > 0 && p.pending[0].done {
+		h := p.pending[0]
+		p.pending[0] = nil
+		p.pending = p.pending[1:]
+		if h.err != nil || failed {
+			failed = true
 		} else {
-			pub.buf = record.AppendEnvelope(pub.buf[:0], r, !exact)
-			pub.data.Value = pub.buf
+			p.tail = append(p.tail, &tailBatch{base: h.base, n: h.n, recs: h.recs, lastTs: h.lastTs, logged: time.Now()})
+			p.tailBytes += len(h.recs)
+			p.advanceLocked(h.base + int64(h.n))
 		}
-		b.wal.add(ts, pub.data.Key, pub.data.Value)
-		if err := pub.stream.Send(&pub.req); err != nil {
-			// The ack reader fails this batch and the ones before it.
-			pub.fail(fmt.Errorf("publish to %s: %w", pub.leader, err))
-			sent = false
-			break
+		if h.durable {
+			answer = append(answer, h)
 		}
 	}
-	if sent && b.expected >= 0 {
-		p.c.wal.add(walBatch{dir: p.dir, base: b.expected, n: b.n, recs: b.wal.buf}, func(err error) { p.walDone(b, err) })
+	big := p.tailBytes >= maxTailBytes
+	p.notifyMu.Unlock()
+	if failed {
+		go p.unready()
 	}
-	return b, app
+	for _, h := range answer {
+		if h.err != nil {
+			h.app.Finish(-1, fmt.Errorf("%w (%v)", kerr.NotLeaderForPartition, h.err))
+		} else {
+			h.app.Finish(h.base, nil)
+		}
+	}
+	if big {
+		p.c.flusher.wake()
+	}
+}
+
+// unready makes the next use of the partition recover it again.
+func (p *partition) unready() {
+	p.writeMu.Lock()
+	p.ready = false
+	p.writeMu.Unlock()
 }
 
 // walRecordsSize is about what records take in log form: their keys and
@@ -154,8 +199,3 @@ func (p *partition) nextTs(tsMs int64) (int64, bool) {
 	p.lastTsNs = max(p.lastTsNs+1, now)
 	return p.lastTsNs, false
 }
-
-// maxFillerGap bounds how far the gateway moves a broker's offset counter
-// with fillers; a larger gap is not a lost checkpoint and is left to an
-// operator.
-const maxFillerGap = 10_000_000

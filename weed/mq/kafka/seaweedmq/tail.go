@@ -1,0 +1,286 @@
+package seaweedmq
+
+// A partition's tail: the batches in the write-ahead log that no log
+// segment holds yet. The flusher writes a partition's tail as one log
+// segment, in the broker's format, once it is tailFlushAge old or
+// maxTailBytes large (and at Close); the write-ahead log's files are then
+// trimmed (wal_trim.go). It also drops the partitions nobody used for
+// idleAfter whose tail is empty, so that a partition costs memory only
+// while it is written or read.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+)
+
+const (
+	// tailFlushAge is how long a logged batch waits for its segment (the
+	// broker's -logFlushInterval did the same): segments of seconds of
+	// records, not one per request.
+	tailFlushAge = 5 * time.Second
+	// maxTailBytes flushes a partition's tail early.
+	maxTailBytes = 8 << 20
+	// idleAfter is how long a partition with an empty tail stays in
+	// memory unused.
+	idleAfter = time.Minute
+	// flushParallel bounds the segments written at once.
+	flushParallel = 8
+	// flushCheckEvery is how often the flusher looks at the partitions.
+	flushCheckEvery = 500 * time.Millisecond
+)
+
+// flusher writes tails into segments in the background.
+type flusher struct {
+	c     *Client
+	kick  chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+	sem   chan struct{}
+	group sync.WaitGroup
+
+	mu      sync.Mutex
+	orphans []*partition // released with a tail: written, then forgotten
+}
+
+// adopt takes a partition this gateway no longer holds whose tail is still
+// to be written.
+func (f *flusher) adopt(p *partition) {
+	p.notifyMu.Lock()
+	has := len(p.tail) > 0
+	p.notifyMu.Unlock()
+	if !has {
+		return
+	}
+	f.mu.Lock()
+	f.orphans = append(f.orphans, p)
+	f.mu.Unlock()
+	f.wake()
+}
+
+func newFlusher(c *Client) *flusher {
+	return &flusher{c: c, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), sem: make(chan struct{}, flushParallel)}
+}
+
+// wake has the flusher look now.
+func (f *flusher) wake() {
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (f *flusher) loop() {
+	defer close(f.done)
+	t := time.NewTicker(flushCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.stop:
+			f.group.Wait()
+			return
+		case <-t.C:
+		case <-f.kick:
+		}
+		metrics.Guard("TailFlush", func() { f.round(time.Now(), false) }) //nolint:errcheck // logged and counted; the next round tries again
+	}
+}
+
+// round flushes the tails that are due (all with force) and drops idle
+// partitions.
+func (f *flusher) round(now time.Time, force bool) {
+	f.mu.Lock()
+	orphans := f.orphans
+	f.orphans = nil
+	f.mu.Unlock()
+	for _, p := range orphans {
+		p.notifyMu.Lock()
+		busy := p.flushing
+		p.flushing = true
+		p.notifyMu.Unlock()
+		if busy {
+			f.adopt(p) // next round
+			continue
+		}
+		f.sem <- struct{}{}
+		f.group.Add(1)
+		go func() {
+			defer func() { <-f.sem; f.group.Done() }()
+			metrics.Guard("TailFlush", func() { f.c.flushTail(p) }) //nolint:errcheck // logged and counted
+			f.adopt(p)                                              // what is left, if the write failed
+		}()
+	}
+	for _, p := range f.c.parts.all() {
+		p.notifyMu.Lock()
+		due := len(p.tail) > 0 && !p.flushing &&
+			(force || p.tailBytes >= maxTailBytes || now.Sub(p.tail[0].logged) >= tailFlushAge)
+		idle := len(p.tail) == 0 && len(p.pending) == 0 && p.changed == nil && now.Sub(p.used) >= idleAfter
+		if due {
+			p.flushing = true
+		}
+		p.notifyMu.Unlock()
+		switch {
+		case due:
+			f.sem <- struct{}{}
+			f.group.Add(1)
+			go func() {
+				defer func() { <-f.sem; f.group.Done() }()
+				metrics.Guard("TailFlush", func() { f.c.flushTail(p) }) //nolint:errcheck // logged and counted
+			}()
+		case idle:
+			f.c.dropIdle(p, now)
+		}
+	}
+	if force {
+		f.group.Wait()
+	}
+}
+
+// close stops the loop and flushes every tail, for at most timeout: what a
+// tail holds is in the write-ahead log in any case.
+func (f *flusher) close(timeout time.Duration) {
+	f.once.Do(func() { close(f.stop) })
+	<-f.done
+	f.flushAll(timeout)
+}
+
+// flushAll flushes every tail, for at most timeout.
+func (f *flusher) flushAll(timeout time.Duration) {
+	finished := make(chan struct{})
+	go func() {
+		f.round(time.Now(), true)
+		close(finished)
+	}()
+	select {
+	case <-finished:
+	case <-time.After(timeout):
+		glog.Warningf("kafka gateway: partition tails not all written to segments in %v; the write-ahead log holds them", timeout)
+	}
+}
+
+// FlushTails writes every partition's tail to a segment, for at most
+// timeout, so that the next gateway to lead them has nothing to recover:
+// for a gateway about to stop, once it takes no more requests.
+func (c *Client) FlushTails(timeout time.Duration) { c.flusher.flushAll(timeout) }
+
+// flushTail writes the partition's tail, as it is now, as a log segment and
+// then takes it out of the tail.
+func (c *Client) flushTail(p *partition) {
+	p.notifyMu.Lock()
+	batches := append([]*tailBatch(nil), p.tail...)
+	p.notifyMu.Unlock()
+	defer func() {
+		p.notifyMu.Lock()
+		p.flushing = false
+		p.notifyMu.Unlock()
+	}()
+	if len(batches) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if p.isDropped() {
+		there, err := c.stillThere(ctx, p)
+		if err != nil {
+			return // tried again
+		}
+		if !there {
+			// Released, and its topic deleted (or created anew)
+			// since: the tail goes with it.
+			p.notifyMu.Lock()
+			p.tail, p.tailBytes = nil, 0
+			p.notifyMu.Unlock()
+			return
+		}
+	}
+	size := 0
+	for _, b := range batches {
+		size += len(b.recs) + b.n*(4+1+binary.MaxVarintLen64)
+	}
+	buf := make([]byte, 0, size)
+	for _, b := range batches {
+		buf = appendSegmentRecords(buf, b.base, b.recs)
+	}
+	first, last := batches[0].base, batches[len(batches)-1].base+int64(batches[len(batches)-1].n)-1
+	if err := c.writeSegmentBytes(ctx, p.dir, buf, first, last, batches[len(batches)-1].lastTs); err != nil {
+		glog.Warningf("kafka partition %s/%d: writing offsets %d-%d to a segment: %v (tried again)", p.topic, p.index, first, last, err)
+		return
+	}
+	metrics.SegmentsWritten.Inc()
+	p.notifyMu.Lock()
+	n := 0
+	for n < len(p.tail) && p.tail[n].base <= batches[len(batches)-1].base {
+		p.tailBytes -= len(p.tail[n].recs)
+		n++
+	}
+	p.tail = append(p.tail[:0:0], p.tail[n:]...)
+	p.notifyMu.Unlock()
+}
+
+// isDropped reports whether the partition left the client's map.
+func (p *partition) isDropped() bool {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	return p.dropped
+}
+
+// stillThere reports whether a partition's directory is still the one of
+// its topic's partition.
+func (c *Client) stillThere(ctx context.Context, p *partition) (bool, error) {
+	c.topics.forget(p.topic)
+	a, err := c.assignment(ctx, p.topic, p.index)
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return partitionDir(p.topic, a) == p.dir, nil
+}
+
+// appendSegmentRecords appends records in log form (uvarint length, then a
+// LogEntry without offset) as a segment holds them: a 4-byte big-endian
+// size and the LogEntry with its offset field added, base for the first.
+func appendSegmentRecords(dst []byte, base int64, recs []byte) []byte {
+	off := base
+	for len(recs) > 0 {
+		size, k := binary.Uvarint(recs)
+		raw := recs[k : k+int(size)]
+		recs = recs[k+int(size):]
+		extra := 1 + protowire.SizeVarint(uint64(off))
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(raw)+extra))
+		dst = append(dst, raw...)
+		dst = protowire.AppendTag(dst, logEntryOffsetField, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, uint64(off))
+		off++
+	}
+	return dst
+}
+
+// dropIdle forgets a partition nobody used for idleAfter, its producers'
+// state saved first; the next use reads it afresh.
+func (c *Client) dropIdle(p *partition, now time.Time) {
+	p.writeMu.Lock()
+	p.notifyMu.Lock()
+	idle := len(p.tail) == 0 && len(p.pending) == 0 && p.changed == nil && now.Sub(p.used) >= idleAfter && !p.flushing
+	p.notifyMu.Unlock()
+	if !idle {
+		p.writeMu.Unlock()
+		return
+	}
+	p.dropped = true
+	p.writeMu.Unlock()
+	c.parts.remove(p)
+	c.saveProducers(p, true)
+	metrics.PartitionsDropped.Inc()
+}
