@@ -330,11 +330,11 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		}
 	}
 	peers := gateway.NewPeers(peerOpts)
-	forward := &gateway.Forwarder{Log: owned, Groups: groups, Members: members, Peers: peers}
+	forward := &gateway.Forwarder{Log: owned, Watermark: client.HighWatermark, Groups: groups, Members: members, Peers: peers}
 	txns := txn.New(txn.Options{Files: files, Log: forward, Groups: forward, Serving: serving(membership.TxnKey),
 		Changed: members.Changed, IDExpiration: retention(*o.txnIDExpiration, time.Millisecond)})
 	forward.Txns = txns
-	metrics.RegisterGroups(groups, client.HighWatermark)
+	metrics.RegisterGroups(groups, forward.HighWatermark)
 
 	// Logins: SCRAM and PLAIN check the users every gateway shares.
 	auth, err := sasl.New(sasl.Config{
@@ -412,7 +412,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		Groups:                groups,
 		Shares:                shares,
 		ShareSessionSlots:     *o.shareSessions,
-		HighWatermark:         client.HighWatermark,
+		HighWatermark:         forward.HighWatermark,
 		Txns:                  txns,
 		Cluster:               members,
 		Verifier:              forward,

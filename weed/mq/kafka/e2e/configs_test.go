@@ -102,7 +102,7 @@ func TestPartitionAdmin(t *testing.T) {
 	createTopic(t, topic, 2, nil)
 	cl := newClient(t)
 	adm := kadm.NewClient(cl)
-	cp, err := adm.CreatePartitions(ctxT(t), 2, topic)
+	cp, err := adm.UpdatePartitions(ctxT(t), 2, topic)
 	if err != nil {
 		t.Fatal(err)
 	}

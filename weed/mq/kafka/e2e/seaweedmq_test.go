@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/seaweedfs/seaweedfs/weed/mq/client/pub_client"
 	"github.com/seaweedfs/seaweedfs/weed/mq/topic"
@@ -11,17 +12,22 @@ import (
 
 // seaweedMQPublisher publishes to a new one-partition topic of the kafka
 // namespace with SeaweedMQ's own client.
+// The gateway serves without an MQ broker, so it may be ready before the
+// cluster's broker leads its balancer: the publisher is made again until
+// the broker takes the topic.
 func seaweedMQPublisher(t *testing.T, name string) *pub_client.TopicPublisher {
 	t.Helper()
-	pub, err := pub_client.NewTopicPublisher(&pub_client.PublisherConfiguration{
-		Topic:          topic.NewTopic("kafka", name),
-		PartitionCount: 1,
-		Brokers:        []string{"127.0.0.1:" + strconv.Itoa(cluster.brokerPort)},
-		PublisherName:  "e2e",
+	var pub *pub_client.TopicPublisher
+	eventually(t, time.Minute, "a SeaweedMQ publisher", func() error {
+		var err error
+		pub, err = pub_client.NewTopicPublisher(&pub_client.PublisherConfiguration{
+			Topic:          topic.NewTopic("kafka", name),
+			PartitionCount: 1,
+			Brokers:        []string{"127.0.0.1:" + strconv.Itoa(cluster.brokerPort)},
+			PublisherName:  "e2e",
+		})
+		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return pub
 }
 

@@ -93,11 +93,14 @@ func (p *Peers) Close() {
 // coordinator (protocol.TxnVerifier) here, or on its gateway with
 // AddPartitionsToTxn VerifyOnly (KIP-890).
 type Forwarder struct {
-	Log     protocol.Backend // this gateway's, leading-checked
-	Groups  *group.Coordinator
-	Txns    *txn.Coordinator // set once made (it uses the Forwarder)
-	Members *membership.Membership
-	Peers   *Peers
+	Log protocol.Backend // this gateway's, leading-checked
+	// Watermark is a partition's high watermark as this gateway knows it
+	// without leading it (what the segments hold).
+	Watermark func(ctx context.Context, topic string, partition int32) (int64, error)
+	Groups    *group.Coordinator
+	Txns      *txn.Coordinator // set once made (it uses the Forwarder)
+	Members   *membership.Membership
+	Peers     *Peers
 }
 
 // NewProducerID implements txn.Log.
@@ -111,6 +114,36 @@ func (m *Forwarder) WriteMarker(ctx context.Context, topic string, partition int
 		return m.Log.WriteMarker(ctx, topic, partition, producerID, epoch, commit)
 	}
 	return m.send(ctx, membership.PartitionKey(topic, partition), topic, partition, producerID, epoch, commit, kerr.NotLeaderForPartition)
+}
+
+// HighWatermark is a partition's high watermark, for a group's lag: from
+// this gateway's memory where it leads the partition, else asked of the
+// gateway that does (ListOffsets), whose tail no segment holds yet; from
+// the segments when that gateway does not answer.
+func (m *Forwarder) HighWatermark(ctx context.Context, topic string, partition int32) (int64, error) {
+	key := membership.PartitionKey(topic, partition)
+	if _, ok := m.Members.Serving(key); ok {
+		return m.Watermark(ctx, topic, partition)
+	}
+	owner, _, ok := m.Members.Owner(key)
+	if ok && owner.NodeID != m.Members.Self().NodeID {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = partition, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := m.Peers.Request(ctx, owner.Addr(), req)
+		if err == nil {
+			r := resp.(*kmsg.ListOffsetsResponse)
+			if len(r.Topics) == 1 && len(r.Topics[0].Partitions) == 1 && r.Topics[0].Partitions[0].ErrorCode == 0 {
+				return r.Topics[0].Partitions[0].Offset, nil
+			}
+		}
+	}
+	return m.Watermark(ctx, topic, partition)
 }
 
 // EndTxnOffsets implements txn.Groups.

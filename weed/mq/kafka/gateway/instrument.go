@@ -105,6 +105,24 @@ func (i instrumented) Append(ctx context.Context, topic string, partition int32,
 	return app
 }
 
+func (i instrumented) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *protocol.Appended {
+	start := time.Now()
+	app := i.b.AppendBatch(ctx, topic, partition, batch, records, durable)
+	call := "Append"
+	if durable {
+		call = "AppendDurable"
+	}
+	app.Then(func(app *protocol.Appended) { observe(call, start, ignoreKafka(app.Err)) })
+	return app
+}
+
+func (i instrumented) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (protocol.ReadResult, error) {
+	start := time.Now()
+	r, err := i.b.ReadBatches(ctx, topic, partition, offset, maxBytes)
+	observe("Read", start, ignoreKafka(err))
+	return r, err
+}
+
 func (i instrumented) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (protocol.ReadResult, error) {
 	start := time.Now()
 	r, err := i.b.Read(ctx, topic, partition, offset, maxBytes)

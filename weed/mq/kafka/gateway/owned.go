@@ -150,9 +150,27 @@ func (o *Owned) Append(ctx context.Context, topic string, partition int32, recor
 	if err := o.lead(topic, partition); err != nil {
 		return protocol.FailedAppend(err)
 	}
+	return o.whileLeading(topic, partition, func() *protocol.Appended {
+		return o.Backend.Append(ctx, topic, partition, records, durable)
+	})
+}
+
+// AppendBatch is Append of one batch as produced.
+func (o *Owned) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *protocol.Appended {
+	if err := o.lead(topic, partition); err != nil {
+		return protocol.FailedAppend(err)
+	}
+	return o.whileLeading(topic, partition, func() *protocol.Appended {
+		return o.Backend.AppendBatch(ctx, topic, partition, batch, records, durable)
+	})
+}
+
+// whileLeading runs an append and answers it only if the partition's
+// leadership held, in the same term, until it was done.
+func (o *Owned) whileLeading(topic string, partition int32, appendFn func() *protocol.Appended) *protocol.Appended {
 	key := membership.PartitionKey(topic, partition)
 	term, _ := o.serving(key)
-	app := o.Backend.Append(ctx, topic, partition, records, durable)
+	app := appendFn()
 	out := protocol.NewAppended()
 	app.Then(func(a *protocol.Appended) {
 		if now, ok := o.serving(key); a.Err == nil && (!ok || now != term) {
@@ -169,6 +187,13 @@ func (o *Owned) Read(ctx context.Context, topic string, partition int32, offset 
 		return protocol.ReadResult{}, err
 	}
 	return o.Backend.Read(ctx, topic, partition, offset, maxBytes)
+}
+
+func (o *Owned) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (protocol.ReadResult, error) {
+	if err := o.lead(topic, partition); err != nil {
+		return protocol.ReadResult{}, err
+	}
+	return o.Backend.ReadBatches(ctx, topic, partition, offset, maxBytes)
 }
 
 func (o *Owned) Offsets(ctx context.Context, topic string, partition int32) (protocol.Offsets, error) {

@@ -47,9 +47,18 @@ type Backend interface {
 	// records (acks=all) are stored once they would survive a restart of
 	// the backend; others once the backend holds them.
 	Append(ctx context.Context, topic string, partition int32, records []record.Record, durable bool) *Appended
+	// AppendBatch is Append of one produced v2 batch, kept as it is (its
+	// bytes as the producer compressed them, CRC kept) so that fetches
+	// return it whole; records are its records decoded, the first
+	// marked as Append wants (record.Batch.Mark). batch is not changed
+	// (the stored copy gets the base offset).
+	AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *Appended
 	// Read returns records from offset on, up to about maxBytes (at least
 	// one record if any), with the partition's offsets.
 	Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error)
+	// ReadBatches is Read, with the batches stored by AppendBatch left
+	// whole in ReadResult.Raw instead of decoded into Records.
+	ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error)
 	// Offsets returns the log start offset and the high watermark.
 	Offsets(ctx context.Context, topic string, partition int32) (Offsets, error)
 	// OffsetForTime returns the first record whose timestamp is at least
@@ -138,6 +147,17 @@ type StoredRecord struct {
 type ReadResult struct {
 	Offsets
 	Records []StoredRecord
+	// Raw are the batches ReadBatches found, in offset order; the
+	// offsets they take hold no Records.
+	Raw []RawBatch
+}
+
+// RawBatch is a stored v2 batch as produced: Count offsets from Base.
+type RawBatch struct {
+	Base  int64
+	Count int32
+	Codec record.Codec
+	Data  []byte
 }
 
 // Appended is the outcome of an Append, known once Done is closed.

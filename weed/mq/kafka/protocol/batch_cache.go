@@ -1,8 +1,11 @@
 package protocol
 
-// Fetched batches, compressed as they were produced. SeaweedMQ stores each
-// record as a message of its own, so the batches a producer sent, and their
-// compression, are not stored. The leader keeps the batches produced
+// Fetched batches of records stored one by one. A partition's produced
+// batch is stored as it is and fetched so (AppendBatch, ReadBatches); the
+// batches of a produce stored record by record (several batches for one
+// partition, a compacted topic, a compression.type other than the
+// producer's) are not, and neither are records written by earlier
+// versions or SeaweedMQ's publishers. For those, the leader keeps the batches produced
 // through it (their bytes as the producer compressed them, base offset
 // set) in a cache bounded by -fetch.batch.cache.bytes, most recently used
 // kept; a fetch at a cached batch's first offset gets its bytes as they

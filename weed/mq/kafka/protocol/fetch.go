@@ -2,7 +2,10 @@ package protocol
 
 // Fetch, versions 4-18.
 //
-// Records are returned as uncompressed v2 batches that clients CRC-check.
+// Batches stored as produced (AppendBatch) are returned as they are, the
+// one that holds the fetch offset whole, as Kafka returns them; records
+// stored one by one are returned in v2 batches built for the fetch
+// (batch_cache.go).
 // A fetch with too few bytes waits for new records up to its max wait: it is
 // woken when a produce through this gateway moves the high watermark of a
 // partition it asked for, and looks again every ExternalWriteRecheck for
@@ -18,6 +21,7 @@ import (
 	"bytes"
 	"context"
 	"reflect"
+	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -140,7 +144,7 @@ func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, ve
 	var res ReadResult
 	var err error
 	if limit > 0 {
-		res, err = h.backend.Read(ctx, topic, rp.partition, rp.offset, limit)
+		res, err = h.backend.ReadBatches(ctx, topic, rp.partition, rp.offset, limit)
 	} else {
 		res.Offsets, err = h.backend.Offsets(ctx, topic, rp.partition)
 	}
@@ -159,7 +163,7 @@ func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, ve
 			return nil
 		}
 	}
-	if len(res.Records) == 0 {
+	if len(res.Records) == 0 && len(res.Raw) == 0 {
 		return h.backend.Changed(topic, rp.partition, res.HighWatermark)
 	}
 	// Clients older than Fetch v10 cannot read zstd (KIP-110).
@@ -170,13 +174,57 @@ func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, ve
 	}
 	upper := sp.LastStableOffset // the high watermark, or read_committed's last stable offset
 	compacted := Compacted(info.Configs)
-	recs := res.Records
+	recs, raw := res.Records, res.Raw
+	count := len(recs)
+	for len(recs) > 0 || len(raw) > 0 {
+		if len(raw) > 0 && (len(recs) == 0 || raw[0].Base < recs[0].Offset) {
+			// A batch stored as produced goes out as it is.
+			rb := raw[0]
+			raw = raw[1:]
+			if rb.Base >= upper {
+				break
+			}
+			count += int(rb.Count)
+			if usable(rb.Codec) {
+				sp.RecordBatches = append(sp.RecordBatches, rb.Data...)
+				continue
+			}
+			decoded, err := record.ParseBatch(rb.Data, MaxDecompressedBatch)
+			if err != nil {
+				continue // stored whole and checked: not reached
+			}
+			decoded.Mark()
+			stored := make([]StoredRecord, len(decoded.Records))
+			for i := range decoded.Records {
+				stored[i] = StoredRecord{Offset: rb.Base + int64(i), Record: decoded.Records[i]}
+			}
+			sp.RecordBatches = h.appendBatches(b, sp.RecordBatches, info.ID, rp.partition, stored, codec)
+			continue
+		}
+		n := len(recs)
+		if len(raw) > 0 {
+			n = sort.Search(len(recs), func(i int) bool { return recs[i].Offset >= raw[0].Base })
+		}
+		h.appendRecords(b, sp, info, rp.partition, recs[:n], upper, compacted, codec, usable)
+		recs = recs[n:]
+	}
+	topicLabel := metrics.Topic(topic)
+	metrics.MessagesOut.WithLabelValues(topicLabel).Add(float64(count))
+	metrics.BytesOut.WithLabelValues(topicLabel).Add(float64(len(sp.RecordBatches)))
+	metrics.FetchRecords.Observe(float64(count))
+	return nil
+}
+
+// appendRecords encodes records stored one by one into sp's batches: those
+// that begin a batch cached as produced go out as that batch, the others
+// are built into batches compressed with codec (see batch_cache.go).
+func (h *Handler) appendRecords(b *record.Builder, sp *kmsg.FetchResponseTopicPartition, info TopicInfo, partition int32, recs []StoredRecord, upper int64, compacted bool, codec record.Codec, usable func(record.Codec) bool) {
 	for len(recs) > 0 {
 		at := recs[0].Offset
 		// A cached batch of a compacted topic is served only while the
 		// log still holds each of its records: the log cleaner may have
 		// removed some since.
-		if cb := h.batches.get(batchKey{info.ID, rp.partition, at}); cb != nil && usable(cb.codec) && at+int64(cb.count) <= upper &&
+		if cb := h.batches.get(batchKey{info.ID, partition, at}); cb != nil && usable(cb.codec) && at+int64(cb.count) <= upper &&
 			(!compacted || (len(recs) >= int(cb.count) && recs[cb.count-1].Offset == at+int64(cb.count)-1)) {
 			sp.RecordBatches = append(sp.RecordBatches, cb.data...)
 			for len(recs) > 0 && recs[0].Offset < at+int64(cb.count) {
@@ -184,15 +232,10 @@ func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, ve
 			}
 			continue
 		}
-		n := h.batches.nextCached(info.ID, rp.partition, recs) // up to the next cached batch
-		sp.RecordBatches = h.appendBatches(b, sp.RecordBatches, info.ID, rp.partition, recs[:n], codec)
+		n := h.batches.nextCached(info.ID, partition, recs) // up to the next cached batch
+		sp.RecordBatches = h.appendBatches(b, sp.RecordBatches, info.ID, partition, recs[:n], codec)
 		recs = recs[n:]
 	}
-	topicLabel := metrics.Topic(topic)
-	metrics.MessagesOut.WithLabelValues(topicLabel).Add(float64(len(res.Records)))
-	metrics.BytesOut.WithLabelValues(topicLabel).Add(float64(len(sp.RecordBatches)))
-	metrics.FetchRecords.Observe(float64(len(res.Records)))
-	return nil
 }
 
 // readCommitted keeps the records below the partition's last stable offset
@@ -200,9 +243,21 @@ func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, ve
 // transactions among them.
 func (h *Handler) readCommitted(ctx context.Context, topic string, sp *kmsg.FetchResponseTopicPartition, res *ReadResult) error {
 	from, to := int64(1), int64(0) // no records: no aborted transaction is asked for
-	if len(res.Records) > 0 {
-		from, to = res.Records[0].Offset, res.Records[len(res.Records)-1].Offset
+	span := func() {
+		from, to = int64(1), int64(0)
+		if len(res.Records) > 0 {
+			from, to = res.Records[0].Offset, res.Records[len(res.Records)-1].Offset
+		}
+		if n := len(res.Raw); n > 0 {
+			last := res.Raw[n-1].Base + int64(res.Raw[n-1].Count) - 1
+			if from > to {
+				from, to = res.Raw[0].Base, last
+			} else {
+				from, to = min(from, res.Raw[0].Base), max(to, last)
+			}
+		}
 	}
+	span()
 	txns, err := h.backend.Transactions(ctx, topic, sp.Partition, from, to)
 	if err != nil {
 		return err
@@ -217,11 +272,16 @@ func (h *Handler) readCommitted(ctx context.Context, topic string, sp *kmsg.Fetc
 		n++
 	}
 	res.Records = res.Records[:n]
+	m := 0
+	for m < len(res.Raw) && res.Raw[m].Base < lso {
+		m++
+	}
+	res.Raw = res.Raw[:m]
 	sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
-	if n == 0 {
+	if n == 0 && m == 0 {
 		return nil
 	}
-	from, to = res.Records[0].Offset, res.Records[n-1].Offset
+	span()
 	for _, a := range txns.Aborted {
 		if a.LastOffset >= from && a.FirstOffset <= to {
 			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()

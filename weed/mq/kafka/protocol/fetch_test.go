@@ -31,6 +31,10 @@ func (b *readsBackend) Read(_ context.Context, _ string, _ int32, _ int64, maxBy
 	return ReadResult{}, nil
 }
 
+func (b *readsBackend) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error) {
+	return b.Read(ctx, topic, partition, offset, maxBytes)
+}
+
 func (b *readsBackend) Offsets(context.Context, string, int32) (Offsets, error) {
 	return Offsets{HighWatermark: 10}, nil
 }

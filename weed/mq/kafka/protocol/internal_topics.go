@@ -191,6 +191,20 @@ func (b internalBackend) Append(ctx context.Context, topic string, partition int
 	return b.Backend.Append(ctx, topic, partition, records, durable)
 }
 
+func (b internalBackend) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *Appended {
+	if internalTopic(topic) {
+		return FailedAppend(kerr.InvalidTopicException)
+	}
+	return b.Backend.AppendBatch(ctx, topic, partition, batch, records, durable)
+}
+
+func (b internalBackend) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error) {
+	if internalTopic(topic) {
+		return ReadResult{}, internalPartition(partition)
+	}
+	return b.Backend.ReadBatches(ctx, topic, partition, offset, maxBytes)
+}
+
 func (b internalBackend) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error) {
 	if internalTopic(topic) {
 		return ReadResult{}, internalPartition(partition)

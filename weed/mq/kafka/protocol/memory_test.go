@@ -36,6 +36,10 @@ type memPart struct {
 	producers map[int64]ProducerInfo
 	// removed are offsets a log cleaner took out (compact): reads skip them
 	removed map[int64]bool
+	// raw are the batches AppendBatch stored, by base offset; batchOf
+	// names the base offset of each of their records' offsets
+	raw     map[int64][]byte
+	batchOf map[int64]int64
 }
 
 // compact removes records from a partition as a log cleaner would: their
@@ -252,6 +256,62 @@ func (b *memBackend) Append(_ context.Context, topic string, partition int32, re
 	app := NewAppended()
 	app.Finish(b.appendLocked(p, kept), nil)
 	return app
+}
+
+func (b *memBackend) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *Appended {
+	app := b.Append(ctx, topic, partition, records, durable)
+	if app.Err != nil {
+		return app
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.part(topic, partition)
+	if err != nil {
+		return FailedAppend(err)
+	}
+	kept := slices.Clone(batch)
+	record.SetBaseOffset(kept, app.Base)
+	if p.raw == nil {
+		p.raw, p.batchOf = map[int64][]byte{}, map[int64]int64{}
+	}
+	p.raw[app.Base] = kept
+	for i := range records {
+		p.batchOf[app.Base+int64(i)] = app.Base
+	}
+	return app
+}
+
+// ReadBatches is Read with the batches AppendBatch stored whole, those of
+// them the log cleaner did not touch.
+func (b *memBackend) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error) {
+	res, err := b.Read(ctx, topic, partition, offset, maxBytes)
+	if err != nil || len(res.Records) == 0 {
+		return res, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, _ := b.part(topic, partition)
+	recs := res.Records
+	res.Records = nil
+	for len(recs) > 0 {
+		base, ok := p.batchOf[recs[0].Offset]
+		raw := p.raw[base]
+		span := int64(record.Span(raw))
+		whole := ok
+		for o := base; ok && o < base+span; o++ {
+			whole = whole && !p.removed[o] && o < p.end()
+		}
+		if !whole {
+			res.Records = append(res.Records, recs[0])
+			recs = recs[1:]
+			continue
+		}
+		res.Raw = append(res.Raw, RawBatch{Base: base, Count: int32(span), Codec: record.BatchCodec(raw), Data: raw})
+		for len(recs) > 0 && recs[0].Offset < base+span {
+			recs = recs[1:]
+		}
+	}
+	return res, nil
 }
 
 func (b *memBackend) Read(_ context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error) {

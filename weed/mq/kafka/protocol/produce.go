@@ -5,13 +5,14 @@ package protocol
 // Versions 0-2 carry the message formats v0/v1, which Kafka 4 no longer
 // accepts either; like Kafka we still advertise v0 because librdkafka's
 // feature detection reads the minimum, and answer such requests with
-// UNSUPPORTED_FOR_MESSAGE_FORMAT. Batches are checked (length, magic, CRC-32C,
-// decompression) before anything is written; a batch over the topic's
-// max.message.bytes gets MESSAGE_TOO_LARGE. The records of one partition are
-// written in order with contiguous offsets. With acks=1 the response goes out
-// when the SeaweedMQ broker holds the records; with acks=all, when they are
-// flushed to the filer and survive a restart of SeaweedFS. acks=0 gets no
-// response at all. v13 addresses topics by id. An idempotent producer's
+// UNSUPPORTED_FOR_MESSAGE_FORMAT. Batches are checked (length, magic,
+// CRC-32C, decompression, every record) before anything is written, and a
+// partition's one batch is stored as it was sent (see appendProduced); a
+// batch over the topic's max.message.bytes gets MESSAGE_TOO_LARGE. The
+// records of one partition are written in order with contiguous offsets.
+// With acks=1 the response goes out when the partition's leader has given
+// them their offsets; with acks=all, when they are in its write-ahead log
+// and survive a restart of SeaweedFS. acks=0 gets no response at all. v13 addresses topics by id. An idempotent producer's
 // batch has its sequence numbers checked (see the README); a transactional
 // one goes only to a partition of the producer's open transaction
 // (INVALID_TXN_STATE otherwise, INVALID_PRODUCER_EPOCH from a fenced
@@ -134,21 +135,19 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				// v12+ (transaction.version 2) adds the partition to
 				// the transaction itself (KIP-890).
 				e := h.verifyTxn(ctx, req.TransactionID, mark, info.Name, rp.Partition, r.Version >= 12, func() {
-					app = h.backend.Append(ctx, info.Name, rp.Partition, records, req.Acks == -1)
+					app = h.appendProduced(ctx, info, rp.Partition, rp.Records, records, req.Acks == -1)
 				})
 				release()
 				if e != nil {
 					p.ErrorCode = e.Code
 					continue
 				}
-				h.cacheProduced(info, rp.Partition, rp.Records, app)
 				pending = append(pending, pendingAppend{p, app})
 				continue
 			}
 			// The log holds its own copy once Append returns.
-			app := h.backend.Append(ctx, info.Name, rp.Partition, records, req.Acks == -1)
+			app := h.appendProduced(ctx, info, rp.Partition, rp.Records, records, req.Acks == -1)
 			release()
-			h.cacheProduced(info, rp.Partition, rp.Records, app)
 			pending = append(pending, pendingAppend{p, app})
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -194,6 +193,25 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 		}
 		return resp, nil
 	}
+}
+
+// appendProduced appends a partition's produced record set. One batch is
+// stored as it is (AppendBatch), compressed as the producer sent it, and
+// fetched so, as Kafka stores a batch: unless the topic is compacted (the
+// log cleaner keeps records one by one) or its compression.type names
+// another codec than the batch's (Kafka compresses such records again; so
+// does a fetch of them here). Anything else is stored record by record,
+// its batches cached for fetches.
+func (h *Handler) appendProduced(ctx context.Context, info TopicInfo, partition int32, raw []byte, records []record.Record, durable bool) *Appended {
+	if batches, codec := record.Count(raw); batches == 1 && !Compacted(info.Configs) {
+		if topicCodec, keeps := compressionOf(info); keeps || codec == topicCodec {
+			h.batches.learn(info, raw)
+			return h.backend.AppendBatch(ctx, info.Name, partition, raw, records, durable)
+		}
+	}
+	app := h.backend.Append(ctx, info.Name, partition, records, durable)
+	h.cacheProduced(info, partition, raw, app)
+	return app
 }
 
 // cacheProduced keeps the batches for fetches once they are stored (see
@@ -277,18 +295,7 @@ func decodeBatches(raw []byte, limit int) ([]record.Record, *kerr.Error) {
 	}
 	if len(batches) == 1 {
 		b := &batches[0]
-		if h := &b.Header; h.ProducerID >= 0 && len(b.Records) > 0 {
-			b.Records[0].Producer = &record.ProducerBatch{
-				ID: h.ProducerID, Epoch: h.ProducerEpoch,
-				FirstSeq: h.FirstSequence, LastSeq: lastSequence(h.FirstSequence, h.LastOffsetDelta),
-			}
-			if h.Attributes&record.AttrTransactional != 0 {
-				mark := &record.TxnMark{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, Control: record.NotControl}
-				for i := range b.Records {
-					b.Records[i].Txn = mark
-				}
-			}
-		}
+		b.Mark()
 		return b.Records, nil
 	}
 	var records []record.Record
@@ -311,12 +318,6 @@ func firstKeyless(info TopicInfo, records []record.Record) int {
 		}
 	}
 	return -1
-}
-
-// lastSequence is the sequence number of a batch's last record: sequence
-// numbers wrap from MaxInt32 to 0.
-func lastSequence(first, lastOffsetDelta int32) int32 {
-	return int32((int64(first) + int64(lastOffsetDelta)) % (1 << 31))
 }
 
 // topicMaxMessageBytes is the topic's max.message.bytes, or def.

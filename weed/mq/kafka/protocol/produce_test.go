@@ -39,6 +39,10 @@ func (b *stalledBackend) Append(context.Context, string, int32, []record.Record,
 	return NewAppended()
 }
 
+func (b *stalledBackend) AppendBatch(ctx context.Context, topic string, partition int32, _ []byte, records []record.Record, durable bool) *Appended {
+	return b.Append(ctx, topic, partition, records, durable)
+}
+
 func produceTo(partitions int, acks int16, timeoutMs int32) *kmsg.ProduceRequest {
 	var rb record.Builder
 	rb.Reset(0)
@@ -140,6 +144,10 @@ func (b *gatedBackend) Append(_ context.Context, _ string, _ int32, records []re
 	app := NewAppended()
 	app.Finish(0, nil)
 	return app
+}
+
+func (b *gatedBackend) AppendBatch(ctx context.Context, topic string, partition int32, _ []byte, records []record.Record, durable bool) *Appended {
+	return b.Append(ctx, topic, partition, records, durable)
 }
 
 func (b *gatedBackend) appends() int {

@@ -80,6 +80,61 @@ type Batch struct {
 // Codec is the batch's compression codec.
 func (b *Batch) Codec() Codec { return Codec(b.Header.Attributes & AttrCodecMask) }
 
+// Mark ties the batch's records to their producer as the gateway stores
+// them: the first record of an idempotent producer's batch carries its
+// sequence numbers (Producer), every record of a transactional batch the
+// transaction (Txn).
+func (b *Batch) Mark() {
+	h := &b.Header
+	if h.ProducerID < 0 || len(b.Records) == 0 {
+		return
+	}
+	b.Records[0].Producer = &ProducerBatch{
+		ID: h.ProducerID, Epoch: h.ProducerEpoch,
+		FirstSeq: h.FirstSequence, LastSeq: LastSequence(h.FirstSequence, h.LastOffsetDelta),
+	}
+	if h.Attributes&AttrTransactional != 0 {
+		mark := &TxnMark{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, Control: NotControl}
+		if h.Attributes&AttrControl != 0 && len(b.Records[0].Key) >= 4 {
+			mark.Control = int8(b.Records[0].Key[3])
+		}
+		for i := range b.Records {
+			b.Records[i].Txn = mark
+		}
+	}
+}
+
+// LastSequence is the sequence number of a batch's last record: sequence
+// numbers wrap from MaxInt32 to 0.
+func LastSequence(first, lastOffsetDelta int32) int32 {
+	return int32((int64(first) + int64(lastOffsetDelta)) % (1 << 31))
+}
+
+// Span is the number of offsets a v2 batch takes (its last offset delta
+// plus one), 0 for bytes too short to be one.
+func Span(batch []byte) int64 {
+	if len(batch) < BatchHeaderLen {
+		return 0
+	}
+	return int64(int32(binary.BigEndian.Uint32(batch[lastDeltaAt:]))) + 1
+}
+
+// MaxTimestamp is a v2 batch's max timestamp field.
+func MaxTimestamp(batch []byte) int64 {
+	if len(batch) < BatchHeaderLen {
+		return -1
+	}
+	return int64(binary.BigEndian.Uint64(batch[35:43]))
+}
+
+// BatchCodec is a v2 batch's compression codec.
+func BatchCodec(batch []byte) Codec {
+	if len(batch) < BatchHeaderLen {
+		return CodecNone
+	}
+	return Codec(binary.BigEndian.Uint16(batch[crcStart:]) & AttrCodecMask)
+}
+
 // ParseBatches decodes every batch in a Produce request's records field.
 // maxDecompressed bounds the decompressed size of its batches together
 // (ErrTooLarge beyond it).
@@ -174,7 +229,7 @@ func parseBatch(raw []byte, maxDecompressed int) (b Batch, inflated int, err err
 	if int(b.Header.NumRecords) > len(body)/minRecordBytes {
 		return b, 0, fmt.Errorf("%w: %d records claimed in %d bytes", ErrCorrupt, b.Header.NumRecords, len(body))
 	}
-	b.Records = make([]Record, 0, min(int(b.Header.NumRecords), 1024))
+	b.Records = make([]Record, 0, b.Header.NumRecords) // bounded by the body just above
 	var kr kmsg.Record
 	for i := int32(0); i < b.Header.NumRecords; i++ {
 		l, n := binary.Varint(body)
@@ -329,6 +384,28 @@ func Batches(data []byte, fn func(batch []byte, count int32, codec Codec)) {
 		fn(b, int32(binary.BigEndian.Uint32(b[lastDeltaAt:]))+1, Codec(binary.BigEndian.Uint16(b[crcStart:])&AttrCodecMask))
 		data = data[n:]
 	}
+}
+
+// Count is the number of v2 batches of a produced record set (validated
+// before) and the codec of its first; a set with bytes after its last
+// whole batch counts -1.
+func Count(data []byte) (int, Codec) {
+	n, codec := 0, CodecNone
+	for len(data) >= BatchHeaderLen {
+		size := batchLengthEnd + int(binary.BigEndian.Uint32(data[8:batchLengthEnd]))
+		if size < BatchHeaderLen || size > len(data) {
+			return -1, codec
+		}
+		if n == 0 {
+			codec = BatchCodec(data[:size])
+		}
+		n++
+		data = data[size:]
+	}
+	if len(data) > 0 {
+		return -1, codec
+	}
+	return n, codec
 }
 
 // SetBaseOffset sets a batch's base offset and zeroes its partition leader

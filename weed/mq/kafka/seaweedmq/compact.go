@@ -44,6 +44,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
 
 // cleanerCheckpointFile holds the offset a partition's last cleaning
@@ -244,9 +245,10 @@ func (c *Client) CleanPartition(ctx context.Context, info protocol.TopicInfo, in
 		if err != nil {
 			return res, err
 		}
-		cl.learn(d.entries)
-		if n := len(d.entries); n > 0 {
-			end = max(end, d.entries[n-1].Offset+1)
+		entries := expandEntries(d.entries)
+		cl.learn(entries)
+		if n := len(entries); n > 0 {
+			end = max(end, entries[n-1].Offset+1)
 		}
 		// offset_max may name one offset past the segment's entries (the
 		// broker's hint): the segment is clean below the checkpoint only
@@ -284,7 +286,7 @@ func (c *Client) CleanPartition(ctx context.Context, info protocol.TopicInfo, in
 		if err != nil {
 			return res, err
 		}
-		if g := cl.clean(i, d.entries); g != nil {
+		if g := cl.clean(i, expandEntries(d.entries)); g != nil {
 			if err := apply(g); err != nil {
 				return res, err
 			}
@@ -372,7 +374,7 @@ func (c *Client) writeCleaned(ctx context.Context, dir string, group []cleanSeg,
 	}
 	fid, up, err, _ := uploader.UploadWithRetry(filerClient{c}, &filer_pb.AssignVolumeRequest{
 		Count: 1, Collection: "topics", Path: dir + "/" + first.Name,
-	}, &operation.UploadOption{}, util.NewBytesReader(buf))
+	}, &operation.UploadOption{MimeType: segmentMimeType}, util.NewBytesReader(buf))
 	if err != nil {
 		return fmt.Errorf("%w: upload cleaned segment: %v", ErrUnavailable, err)
 	}
@@ -405,6 +407,43 @@ func (c *Client) writeCleaned(ctx context.Context, dir string, group []cleanSeg,
 		}
 		return nil
 	})
+}
+
+// expandEntries returns entries with each batch entry replaced by record
+// entries of its records (in the envelope, which keeps each record's
+// timestamp; ts_ns the batch entry's), so that the cleaner keeps or drops
+// records one by one and writes what it keeps as record entries. A batch
+// that cannot be decoded stays as it is (the cleaner keeps what it cannot
+// read).
+func expandEntries(entries []*filer_pb.LogEntry) []*filer_pb.LogEntry {
+	batches := false
+	for _, e := range entries {
+		if isBatch(e.Key, e.Data) {
+			batches = true
+			break
+		}
+	}
+	if !batches {
+		return entries
+	}
+	out := make([]*filer_pb.LogEntry, 0, len(entries))
+	for _, e := range entries {
+		if !isBatch(e.Key, e.Data) {
+			out = append(out, e)
+			continue
+		}
+		re := fromLogEntry(e)
+		recs, err := re.records(nil, e.Offset)
+		if err != nil {
+			out = append(out, e)
+			continue
+		}
+		for i := range recs {
+			r := &recs[i]
+			out = append(out, &filer_pb.LogEntry{TsNs: e.TsNs, Key: r.Key, Data: record.AppendEnvelope(nil, &r.Record, true), Offset: r.Offset})
+		}
+	}
+	return out
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -23,6 +23,11 @@ type partition struct {
 	topic string
 	index int32
 	dir   string // in the filer; set when the partition is first opened
+	// walKey names the partition in the write-ahead log: its directory
+	// and its topic's creation time, so that the records of a topic
+	// deleted and created again within a second (the directory is named
+	// to the second) are not taken for the new one's (walPartKey).
+	walKey string
 
 	// writeMu serializes appends, so that a batch's records get
 	// contiguous offsets and batches keep the order in which they were
@@ -49,8 +54,9 @@ type partition struct {
 	pending   []*pendingBatch
 	tail      []*tailBatch
 	tailBytes int
-	flushing  bool      // a flush of the tail is under way
-	used      time.Time // last append or read
+	flushing  bool           // a flush of the tail is under way
+	flushes   sync.WaitGroup // the flush under way, which drop waits for
+	used      time.Time      // last append or read
 }
 
 type partKey struct {
@@ -116,9 +122,12 @@ func (ps *partitions) closeTopic(topic string) {
 }
 
 // drop marks a partition no longer held, forgets its tail and wakes the
-// fetches waiting on it.
+// fetches waiting on it. A flush of its tail under way ends first, so
+// that nothing is written to the partition's directory after drop returns
+// (its topic is being deleted).
 func (p *partition) drop() {
 	p.release()
+	p.flushes.Wait()
 	p.notifyMu.Lock()
 	p.tail, p.tailBytes = nil, 0
 	p.notifyMu.Unlock()

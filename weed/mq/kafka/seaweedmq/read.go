@@ -2,7 +2,6 @@ package seaweedmq
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"time"
 
@@ -15,18 +14,10 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
 
-// stored is one stored message with its offset.
-type stored struct {
-	offset int64
-	key    []byte
-	value  []byte
-	tsNs   int64
-}
-
 // readRaw returns stored messages from offset on, up to about maxBytes,
 // with the partition's offsets: what the log segments hold, then the
 // partition's tail in memory.
-func (c *Client) readRaw(ctx context.Context, p *partition, offset int64, maxBytes int) ([]stored, protocol.Offsets, error) {
+func (c *Client) readRaw(ctx context.Context, p *partition, offset int64, maxBytes int) ([]rawEntry, protocol.Offsets, error) {
 	// The tail first: a flush takes batches out of it only once the
 	// segments listed afterwards hold them.
 	tail, hw := p.tailFrom(offset)
@@ -57,24 +48,26 @@ func (c *Client) readRaw(ctx context.Context, p *partition, offset int64, maxByt
 		if len(entries) > 0 {
 			// From the offset on, or past a hole in the segments (no
 			// record holds the offset; Kafka's readers skip such gaps).
-			out := make([]stored, len(entries))
+			out := make([]rawEntry, len(entries))
 			for i, e := range entries {
-				out[i] = stored{offset: e.Offset, key: e.Key, value: e.Data, tsNs: e.TsNs}
+				out[i] = fromLogEntry(e)
 			}
 			return out, offs, nil
 		}
 	}
-	var out []stored
+	var out []rawEntry
 	size := 0
 	for _, b := range tail {
 		wb := walBatch{base: b.base, n: b.n, recs: b.recs}
-		es, err := wb.entries(offset)
+		// The tail's bytes are never changed once logged: entries
+		// alias them.
+		err := wb.each(offset, func(e rawEntry) error {
+			out = append(out, e)
+			size += len(e.key) + len(e.data) + 16
+			return nil
+		})
 		if err != nil {
 			return nil, offs, err
-		}
-		for _, e := range es {
-			out = append(out, stored{offset: e.Offset, key: e.Key, value: e.Data, tsNs: e.TsNs})
-			size += len(e.Key) + len(e.Data) + 16
 		}
 		if size >= maxBytes {
 			break
@@ -114,8 +107,25 @@ func (c *Client) Read(ctx context.Context, topic string, index int32, offset int
 	return c.read(ctx, p, offset, maxBytes)
 }
 
+// ReadBatches implements protocol.Backend: as Read, with the batches
+// stored as produced returned whole, not decoded (ReadResult.Raw).
+func (c *Client) ReadBatches(ctx context.Context, topic string, index int32, offset int64, maxBytes int) (protocol.ReadResult, error) {
+	p, err := c.ensureOpen(ctx, topic, index)
+	if err != nil {
+		return protocol.ReadResult{}, err
+	}
+	return c.readEntries(ctx, p, offset, maxBytes, true)
+}
+
 // read is Read without the recovery.
 func (c *Client) read(ctx context.Context, p *partition, offset int64, maxBytes int) (protocol.ReadResult, error) {
+	return c.readEntries(ctx, p, offset, maxBytes, false)
+}
+
+// readEntries reads a partition's entries from offset on, up to about
+// maxBytes: their records, or with raw the batch entries' batches as they
+// are.
+func (c *Client) readEntries(ctx context.Context, p *partition, offset int64, maxBytes int, raw bool) (protocol.ReadResult, error) {
 	var res protocol.ReadResult
 	if start := c.logStartOf(ctx, p.topic, p.index); offset < start {
 		offs, err := c.offsets(ctx, p)
@@ -125,45 +135,47 @@ func (c *Client) read(ctx context.Context, p *partition, offset int64, maxBytes 
 		}
 		return res, kerr.OffsetOutOfRange
 	}
-	size := 0
+	size, first := 0, true
 	for {
-		msgs, offs, err := c.readRaw(ctx, p, offset, maxBytes-size)
+		entries, offs, err := c.readRaw(ctx, p, offset, maxBytes-size)
 		if err != nil {
-			if len(res.Records) > 0 {
+			if !first {
 				break // return what was read; the next fetch sees the error
 			}
 			res.Offsets = offs
 			return res, err
 		}
-		if res.Records == nil {
+		if first {
 			res.Offsets = offs
 			res.LogStart = max(res.LogStart, c.logStartOf(ctx, p.topic, p.index))
 		}
 		res.HighWatermark = max(res.HighWatermark, offs.HighWatermark)
-		if len(msgs) == 0 && res.Records == nil && offset > res.HighWatermark {
+		if len(entries) == 0 && first && offset > res.HighWatermark {
 			return res, kerr.OffsetOutOfRange
 		}
-		for _, m := range msgs {
-			r, err := record.FromStored(m.key, m.value, m.tsNs/int64(time.Millisecond))
-			if errors.Is(err, record.ErrFiller) {
-				continue
+		first = false
+		for i := range entries {
+			e := &entries[i]
+			if raw && isBatch(e.key, e.data) {
+				res.Raw = append(res.Raw, protocol.RawBatch{Base: e.offset, Count: int32(e.span()), Codec: record.BatchCodec(e.data), Data: e.data})
+			} else {
+				var bad error
+				if res.Records, bad = e.records(res.Records, offset); bad != nil {
+					// A stored record no Kafka client could read (a
+					// SeaweedMQ client's value that looks like the
+					// gateway's envelope): it is left out, as a
+					// compacted offset is, rather than block the
+					// partition.
+					metrics.RecordsSkipped.WithLabelValues(metrics.Topic(p.topic)).Inc()
+					glog.Warningf("kafka partition %s/%d: offset %d cannot be read as a Kafka record, left out: %v", p.topic, p.index, e.offset, bad)
+				}
 			}
-			if err != nil {
-				// A stored record no Kafka client could read (a
-				// SeaweedMQ client's value that looks like the
-				// gateway's envelope): it is left out, as a compacted
-				// offset is, rather than block the partition.
-				metrics.RecordsSkipped.WithLabelValues(metrics.Topic(p.topic)).Inc()
-				glog.Warningf("kafka partition %s/%d: offset %d cannot be read as a Kafka record, left out: %v", p.topic, p.index, m.offset, err)
-				continue
-			}
-			res.Records = append(res.Records, protocol.StoredRecord{Offset: m.offset, Record: r})
-			size += len(m.key) + len(m.value) + 16
+			size += len(e.key) + len(e.data) + 16
 		}
-		if len(msgs) == 0 {
+		if len(entries) == 0 {
 			break
 		}
-		offset = msgs[len(msgs)-1].offset + 1
+		offset = entries[len(entries)-1].end()
 		if size >= maxBytes || offset >= res.HighWatermark {
 			break
 		}
@@ -219,16 +231,16 @@ func (c *Client) offsets(ctx context.Context, p *partition) (protocol.Offsets, e
 	return offs, nil
 }
 
-// rawAt returns the stored message at offset, or nil past the end.
-func (c *Client) rawAt(ctx context.Context, p *partition, offset int64) (*stored, error) {
-	msgs, _, err := c.readRaw(ctx, p, offset, 1)
+// rawAt returns the stored entry that holds offset, or nil past the end.
+func (c *Client) rawAt(ctx context.Context, p *partition, offset int64) (*rawEntry, error) {
+	entries, _, err := c.readRaw(ctx, p, offset, 1)
 	if err != nil {
 		return nil, err
 	}
-	if len(msgs) == 0 || msgs[0].offset != offset {
+	if len(entries) == 0 || entries[0].offset > offset || entries[0].end() <= offset {
 		return nil, nil
 	}
-	return &msgs[0], nil
+	return &entries[0], nil
 }
 
 // OffsetForTime implements protocol.Backend. Stored ts_ns increase with the
@@ -259,7 +271,24 @@ func (c *Client) OffsetForTime(ctx context.Context, topic string, index int32, t
 	if lo >= offs.HighWatermark {
 		return -1, -1, nil
 	}
-	return c.timestampAt(ctx, p, lo)
+	// The first record at or after ts from there: a batch entry's records
+	// share its ts_ns, so the one found may begin before it.
+	for lo < offs.HighWatermark {
+		res, err := c.read(ctx, p, lo, 1)
+		if err != nil {
+			return -1, -1, err
+		}
+		if len(res.Records) == 0 {
+			break
+		}
+		for _, r := range res.Records {
+			if r.Timestamp >= ts {
+				return r.Offset, r.Timestamp, nil
+			}
+		}
+		lo = res.Records[len(res.Records)-1].Offset + 1
+	}
+	return -1, -1, nil
 }
 
 // MaxTimestamp implements protocol.Backend: stored ts_ns increase with the
@@ -277,13 +306,14 @@ func (c *Client) MaxTimestamp(ctx context.Context, topic string, index int32) (i
 }
 
 func (c *Client) timestampAt(ctx context.Context, p *partition, offset int64) (int64, int64, error) {
-	m, err := c.rawAt(ctx, p, offset)
-	if err != nil || m == nil {
-		return -1, -1, err
-	}
-	r, err := record.FromStored(m.key, m.value, m.tsNs/int64(time.Millisecond))
+	res, err := c.read(ctx, p, offset, 1)
 	if err != nil {
 		return -1, -1, err
 	}
-	return offset, r.Timestamp, nil
+	for _, r := range res.Records {
+		if r.Offset == offset {
+			return offset, r.Timestamp, nil
+		}
+	}
+	return -1, -1, nil
 }

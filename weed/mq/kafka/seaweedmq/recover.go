@@ -49,7 +49,7 @@ func (c *Client) recoverPartition(ctx context.Context, p *partition) (int64, err
 	if err != nil {
 		return 0, err
 	}
-	logged, err := c.loggedRecords(ctx, p.dir, st.end)
+	logged, err := c.loggedRecords(ctx, p.walKey, st.end)
 	if err != nil {
 		return 0, err
 	}
@@ -64,7 +64,7 @@ func (c *Client) recoverPartition(ctx context.Context, p *partition) (int64, err
 	if err := c.writeSegment(ctx, p.dir, entries); err != nil {
 		return 0, err
 	}
-	end := entries[len(entries)-1].Offset + 1
+	end := entries[len(entries)-1].Offset + logEntrySpan(entries[len(entries)-1])
 	// Batches whose produce failed may be among them (a batch is logged
 	// before it is answered): the partition's idempotent producers are
 	// read again, so that a retry of one is answered as a duplicate.
@@ -92,14 +92,17 @@ func withFillers(from int64, logged []*filer_pb.LogEntry) ([]*filer_pb.LogEntry,
 		}
 		out = append(out, e)
 		ts = e.TsNs
-		next = e.Offset + 1
+		next = e.Offset + logEntrySpan(e)
 	}
 	return out, fillers, nil
 }
 
 // loggedRecords returns what the write-ahead logs of every gateway hold of
-// a partition from offset from on, one record per offset, ascending.
-func (c *Client) loggedRecords(ctx context.Context, dir string, from int64) ([]*filer_pb.LogEntry, error) {
+// a partition (its log key, walPartKey) from offset from on, ascending:
+// its batches under that key, and those of earlier versions under its
+// directory alone.
+func (c *Client) loggedRecords(ctx context.Context, key string, from int64) ([]*filer_pb.LogEntry, error) {
+	dir, _ := splitWALPartKey(key)
 	var gateways []string
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		gateways = gateways[:0]
@@ -123,14 +126,14 @@ func (c *Client) loggedRecords(ctx context.Context, dir string, from int64) ([]*
 	}
 	sources := map[int64]source{}
 	for _, g := range gateways {
-		files, err := c.readWALDirFor(ctx, WALDir+"/"+g, dir, from)
+		files, err := c.readWALDirFor(ctx, WALDir+"/"+g, []string{key, dir}, from)
 		if err != nil {
 			return nil, err
 		}
 		for _, f := range files {
 			for i := range f.batches {
 				b := &f.batches[i]
-				if b.dir != dir || b.base+int64(b.n) <= from {
+				if (b.dir != key && b.dir != dir) || b.base+int64(b.n) <= from {
 					continue
 				}
 				es, err := b.entries(from)
@@ -146,13 +149,40 @@ func (c *Client) loggedRecords(ctx context.Context, dir string, from int64) ([]*
 			}
 		}
 	}
-	out := make([]*filer_pb.LogEntry, 0, len(byOffset))
+	all := make([]*filer_pb.LogEntry, 0, len(byOffset))
 	for _, e := range byOffset {
-		out = append(out, e)
+		all = append(all, e)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Offset < out[j].Offset })
+	sort.Slice(all, func(i, j int) bool { return all[i].Offset < all[j].Offset })
+	// A batch entry takes several offsets: where entries of two logs
+	// overlap (not at one offset), the later term's stand, the earlier's
+	// go.
+	out := all[:0]
+	for _, e := range all {
+		keep := true
+		for len(out) > 0 {
+			last := out[len(out)-1]
+			if last.Offset+logEntrySpan(last) <= e.Offset {
+				break
+			}
+			if sources[e.Offset].term <= sources[last.Offset].term {
+				keep = false
+				break
+			}
+			out = out[:len(out)-1]
+		}
+		if keep {
+			out = append(out, e)
+		}
+	}
 	return out, nil
 }
+
+// segmentMimeType is what segments are uploaded as: binary, which the
+// volume servers store as it is. (Records compressed by their producers
+// stay so; gzip on every upload and read cost a third of the gateway's CPU
+// under load.)
+const segmentMimeType = "application/octet-stream"
 
 // writeSegment writes entries (ascending, dense offsets) to a partition as
 // a log segment in the broker's format.
@@ -166,7 +196,7 @@ func (c *Client) writeSegment(ctx context.Context, dir string, entries []*filer_
 		}
 	}
 	last := entries[len(entries)-1]
-	return c.writeSegmentBytes(ctx, dir, buf, entries[0].Offset, last.Offset, last.TsNs)
+	return c.writeSegmentBytes(ctx, dir, buf, entries[0].Offset, last.Offset+logEntrySpan(last)-1, last.TsNs)
 }
 
 // writeSegmentBytes writes a segment's bytes (offsets first to last) to a
@@ -185,7 +215,7 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 		Count:      1,
 		Collection: "topics",
 		Path:       dir + "/" + name,
-	}, &operation.UploadOption{}, util.NewBytesReader(buf))
+	}, &operation.UploadOption{MimeType: segmentMimeType}, util.NewBytesReader(buf))
 	if err != nil {
 		return fmt.Errorf("%w: upload a segment: %v", ErrUnavailable, err)
 	}
@@ -212,10 +242,18 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 		if v := entry.Extended[mq.ExtendedAttrOffsetMin]; len(v) != 8 || int64(binary.BigEndian.Uint64(v)) > first {
 			entry.Extended[mq.ExtendedAttrOffsetMin] = binary.BigEndian.AppendUint64(nil, uint64(first))
 		}
+		if len(entry.Chunks) == 1 {
+			entry.Extended[gatewaySegmentAttr] = []byte{1}
+		}
 		if v := entry.Extended[mq.ExtendedAttrOffsetMax]; len(v) != 8 || int64(binary.BigEndian.Uint64(v)) < last {
 			entry.Extended[mq.ExtendedAttrOffsetMax] = binary.BigEndian.AppendUint64(nil, uint64(last))
 		}
-		return filer_pb.CreateEntry(ctx, fc, &filer_pb.CreateEntryRequest{Directory: dir, Entry: entry})
+		if err := filer_pb.CreateEntry(ctx, fc, &filer_pb.CreateEntryRequest{Directory: dir, Entry: entry}); err != nil {
+			return err
+		}
+		// Its end is known: the listing that follows need not read it.
+		c.segs.knowEnd(segment{entry: entry}.key(dir), last+1)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("%w: save a segment: %v", ErrUnavailable, err)
@@ -259,6 +297,7 @@ func (c *Client) openPartition(ctx context.Context, p *partition) error {
 		return err
 	}
 	p.dir = partitionDir(p.topic, a)
+	p.walKey = walPartKey(p.dir, a.Partition.UnixTimeNs)
 	if c.opts.Term != nil {
 		p.term = c.opts.Term(p.topic, p.index)
 	}

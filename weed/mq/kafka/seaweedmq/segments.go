@@ -14,9 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/seaweedfs/seaweedfs/weed/filer"
 	"github.com/seaweedfs/seaweedfs/weed/mq"
 	"github.com/seaweedfs/seaweedfs/weed/mq/topic"
@@ -63,6 +60,10 @@ type segment struct {
 func (s segment) key(dir string) string {
 	return fmt.Sprintf("%s/%s@%d/%s", dir, s.entry.Name, filer.FileSize(s.entry), s.entry.Chunks[0].GetFileIdString())
 }
+
+// gatewaySegmentAttr marks the segments a gateway wrote, whose offset_min
+// attribute is exact.
+const gatewaySegmentAttr = "kafka-gateway-segment"
 
 // cleanedBaseAttr holds the first offset of a segment the log cleaner
 // rewrote, as it was before (8 bytes, big-endian): its first records may
@@ -265,13 +266,19 @@ func (c *Client) flushed(ctx context.Context, dir string, force bool) (*flushedS
 			}
 			end = max(end, e)
 		}
-		first, err := c.decodeSegment(ctx, dir, listing.segs[0])
-		if err != nil {
-			return nil, err
-		}
 		st.end, st.start = end, end
-		if len(first.entries) > 0 {
-			st.start = first.entries[0].Offset
+		if v := listing.segs[0].entry.Extended[mq.ExtendedAttrOffsetMin]; len(v) == 8 && listing.segs[0].entry.Extended[gatewaySegmentAttr] != nil {
+			// Written by a gateway, with its first offset: it need not
+			// be read.
+			st.start = min(end, int64(binary.BigEndian.Uint64(v)))
+		} else {
+			first, err := c.decodeSegment(ctx, dir, listing.segs[0])
+			if err != nil {
+				return nil, err
+			}
+			if len(first.entries) > 0 {
+				st.start = first.entries[0].Offset
+			}
 		}
 		if b := cleanedBase(listing.segs[0].entry); b >= 0 {
 			// A cleaned segment begins where it began before.
@@ -324,14 +331,14 @@ func (c *Client) segmentEnd(ctx context.Context, dir string, s segment) (int64, 
 		if len(d.entries) == 0 {
 			return 0, nil
 		}
-		return d.entries[len(d.entries)-1].Offset + 1, nil
+		return d.entries[len(d.entries)-1].Offset + logEntrySpan(d.entries[len(d.entries)-1]), nil
 	}
 	if end, ok := c.segs.ends[key]; ok {
 		c.segs.cacheMu.Unlock()
 		return end, nil
 	}
 	c.segs.cacheMu.Unlock()
-	data, err := io.ReadAll(filer.NewFileReader(filerClient{c}, s.entry))
+	data, err := c.readSegmentFile(s.entry)
 	if err != nil {
 		return 0, fmt.Errorf("%w: read segment %s/%s: %v", ErrUnavailable, dir, s.entry.Name, err)
 	}
@@ -341,11 +348,11 @@ func (c *Client) segmentEnd(ctx context.Context, dir string, s segment) (int64, 
 		if pos+4+size > len(data) {
 			return 0, fmt.Errorf("segment %s/%s: entry at %d runs past the end", dir, s.entry.Name, pos)
 		}
-		off, err := logEntryOffset(data[pos+4 : pos+4+size])
+		e, err := segmentEntryEnd(data[pos+4 : pos+4+size])
 		if err != nil {
 			return 0, fmt.Errorf("segment %s/%s: entry at %d: %v", dir, s.entry.Name, pos, err)
 		}
-		end = max(end, off+1)
+		end = max(end, e)
 		pos += 4 + size
 	}
 	c.segs.cacheMu.Lock()
@@ -357,31 +364,14 @@ func (c *Client) segmentEnd(ctx context.Context, dir string, s segment) (int64, 
 	return end, nil
 }
 
-// logEntryOffset reads the offset field of an encoded filer_pb.LogEntry.
-func logEntryOffset(b []byte) (int64, error) {
-	off := int64(0)
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return 0, protowire.ParseError(n)
-		}
-		b = b[n:]
-		if num == logEntryOffsetField && typ == protowire.VarintType {
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return 0, protowire.ParseError(n)
-			}
-			off = int64(v)
-			b = b[n:]
-			continue
-		}
-		n = protowire.ConsumeFieldValue(num, typ, b)
-		if n < 0 {
-			return 0, protowire.ParseError(n)
-		}
-		b = b[n:]
+// knowEnd remembers the end of a segment just written, by its key.
+func (ss *segmentStore) knowEnd(key string, end int64) {
+	ss.cacheMu.Lock()
+	defer ss.cacheMu.Unlock()
+	if len(ss.ends) >= maxSegmentEnds {
+		clear(ss.ends)
 	}
-	return off, nil
+	ss.ends[key] = end
 }
 
 // decodeSegment returns a segment's log entries, from the cache when the
@@ -398,27 +388,28 @@ func (c *Client) decodeSegment(ctx context.Context, dir string, s segment) (*dec
 	}
 	ss.cacheMu.Unlock()
 
-	data, err := io.ReadAll(filer.NewFileReader(filerClient{c}, s.entry))
+	data, err := c.readSegmentFile(s.entry)
 	if err != nil {
 		return nil, fmt.Errorf("%w: read segment %s/%s: %v", ErrUnavailable, dir, s.entry.Name, err)
 	}
-	d := &decodedSegment{key: key, bytes: 2 * len(data)}
+	d := &decodedSegment{key: key, bytes: len(data) + 64*(len(data)/256+1)}
 	next := int64(-1)
 	for pos := 0; pos+4 <= len(data); {
 		size := int(binary.BigEndian.Uint32(data[pos:]))
 		if pos+4+size > len(data) {
 			return nil, fmt.Errorf("segment %s/%s: entry at %d runs past the end", dir, s.entry.Name, pos)
 		}
-		e := &filer_pb.LogEntry{}
-		if err := proto.Unmarshal(data[pos+4:pos+4+size], e); err != nil {
+		re, err := parseRawEntry(data[pos+4 : pos+4+size])
+		if err != nil {
 			return nil, fmt.Errorf("segment %s/%s: entry at %d: %v", dir, s.entry.Name, pos, err)
 		}
 		pos += 4 + size
-		if e.Offset < next {
+		if re.offset < next {
 			continue // a duplicate of an offset already seen
 		}
-		next = e.Offset + 1
-		d.entries = append(d.entries, e)
+		next = re.end()
+		// The entry's slices alias the segment's bytes, read once.
+		d.entries = append(d.entries, &filer_pb.LogEntry{TsNs: re.tsNs, Key: re.key, Data: re.data, Offset: re.offset})
 	}
 
 	ss.cacheMu.Lock()
@@ -450,14 +441,16 @@ func (c *Client) readFlushed(ctx context.Context, st *flushedState, offset int64
 		if err != nil {
 			return nil, err
 		}
-		i := sort.Search(len(d.entries), func(i int) bool { return d.entries[i].Offset >= next })
+		// The first entry that ends past next (a batch entry may
+		// begin before it).
+		i := sort.Search(len(d.entries), func(i int) bool { return d.entries[i].Offset+logEntrySpan(d.entries[i]) > next })
 		for ; i < len(d.entries); i++ {
 			e := d.entries[i]
 			if e.Offset != next && len(out) > 0 {
 				return out, nil // a gap: stop at the last dense offset
 			}
 			out = append(out, e)
-			next = e.Offset + 1
+			next = e.Offset + logEntrySpan(e)
 			size += len(e.Key) + len(e.Data) + 16
 			if size >= maxBytes {
 				return out, nil
@@ -465,6 +458,20 @@ func (c *Client) readFlushed(ctx context.Context, st *flushedState, offset int64
 		}
 	}
 	return out, nil
+}
+
+// readSegmentFile reads a segment's bytes into one buffer of its size.
+func (c *Client) readSegmentFile(e *filer_pb.Entry) ([]byte, error) {
+	size := int64(filer.FileSize(e))
+	if size < 0 || size > 1<<31 {
+		return nil, fmt.Errorf("segment of %d bytes", size)
+	}
+	buf := make([]byte, size)
+	n, err := io.ReadFull(filer.NewFileReader(filerClient{c}, e), buf)
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		err = nil // a segment shorter than its size says: what is there
+	}
+	return buf[:n], err
 }
 
 // readCheckpoint returns the broker's saved last assigned offset, or -1.

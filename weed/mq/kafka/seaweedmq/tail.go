@@ -106,7 +106,10 @@ func (f *flusher) round(now time.Time, force bool) {
 	for _, p := range orphans {
 		p.notifyMu.Lock()
 		busy := p.flushing
-		p.flushing = true
+		if !busy {
+			p.flushing = true
+			p.flushes.Add(1)
+		}
 		p.notifyMu.Unlock()
 		if busy {
 			f.adopt(p) // next round
@@ -127,6 +130,7 @@ func (f *flusher) round(now time.Time, force bool) {
 		idle := len(p.tail) == 0 && len(p.pending) == 0 && p.changed == nil && now.Sub(p.used) >= idleAfter
 		if due {
 			p.flushing = true
+			p.flushes.Add(1)
 		}
 		p.notifyMu.Unlock()
 		switch {
@@ -183,6 +187,7 @@ func (c *Client) flushTail(p *partition) {
 		p.notifyMu.Lock()
 		p.flushing = false
 		p.notifyMu.Unlock()
+		p.flushes.Done()
 	}()
 	if len(batches) == 0 {
 		return
@@ -245,7 +250,7 @@ func (c *Client) stillThere(ctx context.Context, p *partition) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return partitionDir(p.topic, a) == p.dir, nil
+	return walPartKey(partitionDir(p.topic, a), a.Partition.UnixTimeNs) == p.walKey, nil
 }
 
 // appendSegmentRecords appends records in log form (uvarint length, then a
@@ -262,7 +267,12 @@ func appendSegmentRecords(dst []byte, base int64, recs []byte) []byte {
 		dst = append(dst, raw...)
 		dst = protowire.AppendTag(dst, logEntryOffsetField, protowire.VarintType)
 		dst = protowire.AppendVarint(dst, uint64(off))
-		off++
+		e, err := parseRawEntry(raw)
+		if err != nil {
+			off++ // checked when logged; not reached
+			continue
+		}
+		off += e.span()
 	}
 	return dst
 }

@@ -1,6 +1,7 @@
 package seaweedmq
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 )
@@ -182,10 +182,18 @@ func parseWALPayload(p []byte) ([]walBatch, error) {
 		p = p[k:]
 		b.n = int(n)
 		start := p
-		for i := 0; i < b.n; i++ {
+		for taken := int64(0); taken < int64(b.n); {
 			size, k := binary.Uvarint(p)
 			if k <= 0 || size > uint64(len(p)-k) {
-				return nil, fmt.Errorf("%w: record %d of %d", errWALCorrupt, i, b.n)
+				return nil, fmt.Errorf("%w: record at offset %d of %d", errWALCorrupt, taken, b.n)
+			}
+			e, err := parseRawEntry(p[k : k+int(size)])
+			if err != nil {
+				return nil, fmt.Errorf("%w: record at offset %d: %v", errWALCorrupt, taken, err)
+			}
+			taken += e.span()
+			if taken > int64(b.n) {
+				return nil, fmt.Errorf("%w: records take more than %d offsets", errWALCorrupt, b.n)
 			}
 			p = p[k+int(size):]
 		}
@@ -195,29 +203,41 @@ func parseWALPayload(p []byte) ([]walBatch, error) {
 	return out, nil
 }
 
-// entries decodes a batch's records with their offsets, from offset from on.
+// entries decodes a batch's records with their offsets, from offset from
+// on (a batch entry that holds it included).
 func (b *walBatch) entries(from int64) ([]*filer_pb.LogEntry, error) {
 	var out []*filer_pb.LogEntry
+	err := b.each(from, func(e rawEntry) error {
+		out = append(out, &filer_pb.LogEntry{TsNs: e.tsNs, Key: bytes.Clone(e.key), Data: bytes.Clone(e.data), Offset: e.offset})
+		return nil
+	})
+	return out, err
+}
+
+// each calls fn with each entry of the batch that holds offsets from from
+// on, in order; the entries' slices alias the batch's.
+func (b *walBatch) each(from int64, fn func(rawEntry) error) error {
 	p := b.recs
-	for i := 0; i < b.n; i++ {
+	off := b.base
+	for off < b.base+int64(b.n) {
 		size, k := binary.Uvarint(p)
 		if k <= 0 || size > uint64(len(p)-k) {
-			return nil, fmt.Errorf("%w: record %d of %d", errWALCorrupt, i, b.n)
+			return fmt.Errorf("%w: record at offset %d", errWALCorrupt, off)
 		}
-		raw := p[k : k+int(size)]
+		e, err := parseRawEntry(p[k : k+int(size)])
+		if err != nil {
+			return fmt.Errorf("%w: record at offset %d: %v", errWALCorrupt, off, err)
+		}
 		p = p[k+int(size):]
-		off := b.base + int64(i)
-		if off < from {
-			continue
+		e.offset = off
+		off += e.span()
+		if off > from {
+			if err := fn(e); err != nil {
+				return err
+			}
 		}
-		e := &filer_pb.LogEntry{}
-		if err := proto.Unmarshal(raw, e); err != nil {
-			return nil, fmt.Errorf("%w: record at offset %d: %v", errWALCorrupt, off, err)
-		}
-		e.Offset = off
-		out = append(out, e)
 	}
-	return out, nil
+	return nil
 }
 
 // walPartitionsAttr is the extended attribute of a log file's filer entry

@@ -142,12 +142,17 @@ func FuzzWALFrames(f *testing.F) {
 	termed := walTestBatch("/d", 9, "t")
 	termed.term = 42
 	f.Add(walTestFrame(termed))
+	f.Add(walTestFrame(walTestBatchEntry("/d", 4, 5)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		batches, _ := parseWALFrames(data)
 		for i := range batches {
 			es, err := batches[i].entries(0)
-			if err == nil && len(es) != batches[i].n {
-				t.Fatalf("%d entries of %d", len(es), batches[i].n)
+			taken := int64(0)
+			for _, e := range es {
+				taken += logEntrySpan(e)
+			}
+			if err == nil && taken != int64(batches[i].n) {
+				t.Fatalf("entries taking %d offsets of %d", taken, batches[i].n)
 			}
 		}
 	})
@@ -168,8 +173,9 @@ func TestWALEnds(t *testing.T) {
 	}
 }
 
-// TestLogEntryOffset reads the offset of an encoded LogEntry as proto does.
-func TestLogEntryOffset(t *testing.T) {
+// TestRawEntry reads an encoded LogEntry's fields as proto does, without
+// copying them.
+func TestRawEntry(t *testing.T) {
 	for _, e := range []*filer_pb.LogEntry{
 		{TsNs: 17, Key: []byte("k"), Data: []byte("some value"), Offset: 123456789, PartitionKeyHash: -3},
 		{Data: []byte("x")},
@@ -179,26 +185,32 @@ func TestLogEntryOffset(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := logEntryOffset(b)
-		if err != nil || got != e.Offset {
-			t.Fatalf("offset %d, %v; want %d", got, err, e.Offset)
+		got, err := parseRawEntry(b)
+		if err != nil || got.offset != e.Offset || got.tsNs != e.TsNs || !bytes.Equal(got.key, e.Key) || !bytes.Equal(got.data, e.Data) || got.span() != 1 {
+			t.Fatalf("%+v, %v; want %v", got, err, e)
 		}
 	}
-	if _, err := logEntryOffset([]byte{0x2a, 0xff}); err == nil {
+	if _, err := parseRawEntry([]byte{0x2a, 0xff}); err == nil {
 		t.Fatal("a truncated entry read")
 	}
 }
 
-// FuzzLogEntryOffset: bytes read from a segment give the offset proto
+// FuzzRawEntry: bytes read from a segment or the log give the fields proto
 // decodes, or an error, never a panic.
-func FuzzLogEntryOffset(f *testing.F) {
+func FuzzRawEntry(f *testing.F) {
 	b, _ := proto.Marshal(&filer_pb.LogEntry{TsNs: 1, Data: []byte("v"), Offset: 42})
 	f.Add(b)
+	var w walRecords
+	w.addBatch(5, testBatch(3), 9)
+	f.Add(w.buf[1:])
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := logEntryOffset(data)
+		got, err := parseRawEntry(data)
 		var e filer_pb.LogEntry
-		if err == nil && proto.Unmarshal(data, &e) == nil && e.Offset != got {
-			t.Fatalf("offset %d, proto says %d", got, e.Offset)
+		if err == nil && proto.Unmarshal(data, &e) == nil && (e.Offset != got.offset || e.TsNs != got.tsNs || !bytes.Equal(e.Key, got.key) || !bytes.Equal(e.Data, got.data)) {
+			t.Fatalf("%+v, proto says %v", got, &e)
+		}
+		if err == nil && got.span() < 1 {
+			t.Fatalf("span %d", got.span())
 		}
 	})
 }

@@ -75,8 +75,9 @@ func (c *Client) listWALDir(ctx context.Context, dir string) ([]*filer_pb.Entry,
 }
 
 // readWALDirFor reads the files of one gateway's log that may hold records
-// of partition dir part from offset from on.
-func (c *Client) readWALDirFor(ctx context.Context, dir, part string, from int64) ([]*walLogFile, error) {
+// of a partition under one of its log keys parts from offset from on (all
+// files with none).
+func (c *Client) readWALDirFor(ctx context.Context, dir string, parts []string, from int64) ([]*walLogFile, error) {
 	entries, err := c.listWALDir(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -88,8 +89,12 @@ func (c *Client) readWALDirFor(ctx context.Context, dir, part string, from int64
 	c.walCache.forgetMissing(dir, names)
 	var out []*walLogFile
 	for _, e := range entries {
-		if part != "" {
-			if ends, ok := decodeWALEnds(e.Extended[walPartitionsAttr]); ok && ends[part] <= from {
+		if ends, ok := decodeWALEnds(e.Extended[walPartitionsAttr]); ok && len(parts) > 0 {
+			held := false
+			for _, part := range parts {
+				held = held || ends[part] > from
+			}
+			if !held {
 				continue
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -115,11 +116,12 @@ const walGoneAfter = time.Minute
 // known caches the answers by partition dir and end.
 func (c *Client) walFileCovered(ctx context.Context, f *walFile, known map[string]bool) bool {
 	old := time.Since(f.created) > walGoneAfter
-	for dir, end := range f.ends {
-		key := fmt.Sprintf("%s@%d@%v", dir, end, old)
+	for part, end := range f.ends {
+		key := fmt.Sprintf("%s@%d@%v", part, end, old)
 		ok, seen := known[key]
 		if !seen {
-			ok = c.segmentsCover(ctx, dir, end) || old && c.partitionGone(ctx, dir)
+			dir, _ := splitWALPartKey(part)
+			ok = c.segmentsCover(ctx, dir, end) || old && c.partitionGone(ctx, part)
 			known[key] = ok
 		}
 		if !ok {
@@ -136,11 +138,12 @@ func (c *Client) segmentsCover(ctx context.Context, dir string, end int64) bool 
 	return err == nil && st.end >= end
 }
 
-// partitionGone reports whether a partition dir belongs to no current
-// topic: its topic was deleted or created anew (the partition dirs of a
-// topic's current version are created at its first flush, so a missing dir
-// says nothing).
-func (c *Client) partitionGone(ctx context.Context, dir string) bool {
+// partitionGone reports whether a partition's log key belongs to no
+// current topic: its topic was deleted or created anew (the partition dirs
+// of a topic's current version are created at its first flush, so a
+// missing dir says nothing).
+func (c *Client) partitionGone(ctx context.Context, part string) bool {
+	dir, gen := splitWALPartKey(part)
 	rest, ok := strings.CutPrefix(dir, filer.TopicsDir+"/"+Namespace+"/")
 	name, _, _ := strings.Cut(rest, "/")
 	if !ok || name == "" {
@@ -154,9 +157,29 @@ func (c *Client) partitionGone(ctx context.Context, dir string) bool {
 		return false
 	}
 	for _, a := range e.parts {
-		if partitionDir(name, a) == dir {
+		if partitionDir(name, a) == dir && (gen < 0 || a.Partition.UnixTimeNs == gen) {
 			return false
 		}
 	}
 	return true
+}
+
+// walPartKey is a partition's name in the write-ahead log: its directory
+// and, after '@', its topic's creation time in nanoseconds.
+func walPartKey(dir string, created int64) string {
+	return dir + "@" + strconv.FormatInt(created, 10)
+}
+
+// splitWALPartKey undoes walPartKey; gen is -1 for a bare directory (the
+// logs of earlier versions).
+func splitWALPartKey(part string) (dir string, gen int64) {
+	dir, g, ok := strings.Cut(part, "@")
+	if !ok {
+		return part, -1
+	}
+	n, err := strconv.ParseInt(g, 10, 64)
+	if err != nil {
+		return part, -1
+	}
+	return dir, n
 }

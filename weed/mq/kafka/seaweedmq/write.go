@@ -30,6 +30,20 @@ const maxFutureTimestamp = time.Hour
 // records are in the write-ahead log; any other at once (the gateway holds
 // it, and the log gets it a few milliseconds later).
 func (c *Client) Append(ctx context.Context, topic string, index int32, records []record.Record, durable bool) *protocol.Appended {
+	return c.appendTo(ctx, topic, index, nil, records, durable)
+}
+
+// AppendBatch implements protocol.Backend: the batch is stored as one
+// batch entry (entries.go).
+func (c *Client) AppendBatch(ctx context.Context, topic string, index int32, batch []byte, records []record.Record, durable bool) *protocol.Appended {
+	if record.Span(batch) != int64(len(records)) {
+		return protocol.FailedAppend(fmt.Errorf("%w: a batch of %d offsets with %d records", kerr.CorruptMessage, record.Span(batch), len(records)))
+	}
+	return c.appendTo(ctx, topic, index, batch, records, durable)
+}
+
+// appendTo appends records, as batch if it is not nil.
+func (c *Client) appendTo(ctx context.Context, topic string, index int32, batch []byte, records []record.Record, durable bool) *protocol.Appended {
 	if _, err := c.assignment(ctx, topic, index); err != nil {
 		return protocol.FailedAppend(err)
 	}
@@ -40,19 +54,24 @@ func (c *Client) Append(ctx context.Context, topic string, index int32, records 
 			p.writeMu.Unlock()
 			continue
 		}
-		app := c.appendLocked(ctx, p, records, durable)
+		app := c.appendLocked(ctx, p, batch, records, durable)
 		p.writeMu.Unlock()
 		return app
 	}
 }
 
-// appendLocked is Append with writeMu held.
-func (c *Client) appendLocked(ctx context.Context, p *partition, records []record.Record, durable bool) *protocol.Appended {
+// appendLocked is appendTo with writeMu held.
+func (c *Client) appendLocked(ctx context.Context, p *partition, batch []byte, records []record.Record, durable bool) *protocol.Appended {
 	if err := c.ensureReady(ctx, p); err != nil {
 		return protocol.FailedAppend(err)
 	}
 	p.touch()
-	write := func() *protocol.Appended { return p.write(records, durable) }
+	write := func() *protocol.Appended {
+		if batch != nil {
+			return p.writeBatch(batch, len(records), durable)
+		}
+		return p.write(records, durable)
+	}
 	if records[0].Producer != nil {
 		return c.appendIdempotent(ctx, p, records, write)
 	}
@@ -92,8 +111,7 @@ func (c *Client) ensureOpen(ctx context.Context, topic string, index int32) (*pa
 // write gives records the partition's next offsets and hands them to the
 // write-ahead log. Called with writeMu held, on a ready partition.
 func (p *partition) write(records []record.Record, durable bool) *protocol.Appended {
-	app := protocol.NewAppended()
-	b := &pendingBatch{base: p.next, n: len(records), durable: durable, app: app}
+	b := &pendingBatch{base: p.next, n: len(records), durable: durable, app: protocol.NewAppended()}
 	w := walRecords{buf: make([]byte, 0, walRecordsSize(records))}
 	var env []byte
 	for i := range records {
@@ -108,15 +126,32 @@ func (p *partition) write(records []record.Record, durable bool) *protocol.Appen
 		b.lastTs = ts
 	}
 	b.recs = w.buf
+	return p.log(b)
+}
+
+// writeBatch gives a produced batch of n records the partition's next
+// offsets and hands it to the write-ahead log as one batch entry. Called
+// with writeMu held, on a ready partition.
+func (p *partition) writeBatch(batch []byte, n int, durable bool) *protocol.Appended {
+	b := &pendingBatch{base: p.next, n: n, durable: durable, app: protocol.NewAppended()}
+	b.lastTs, _ = p.nextTs(record.MaxTimestamp(batch))
+	w := walRecords{buf: make([]byte, 0, len(batch)+32)}
+	w.addBatch(b.lastTs, batch, b.base)
+	b.recs = w.buf
+	return p.log(b)
+}
+
+// log hands a batch with its offsets to the write-ahead log.
+func (p *partition) log(b *pendingBatch) *protocol.Appended {
 	p.next += int64(b.n)
 	p.notifyMu.Lock()
 	p.pending = append(p.pending, b)
 	p.notifyMu.Unlock()
-	p.c.wal.add(walBatch{dir: p.dir, term: p.term, base: b.base, n: b.n, recs: b.recs}, func(err error) { p.logged(b, err) })
-	if !durable {
-		app.Finish(b.base, nil)
+	p.c.wal.add(walBatch{dir: p.walKey, term: p.term, base: b.base, n: b.n, recs: b.recs}, func(err error) { p.logged(b, err) })
+	if !b.durable {
+		b.app.Finish(b.base, nil)
 	}
-	return app
+	return b.app
 }
 
 // logged takes the write-ahead log's outcome for a batch. The batches at
@@ -134,7 +169,12 @@ func (p *partition) logged(b *pendingBatch, err error) {
 		p.pending[0] = nil
 		p.pending = p.pending[1:]
 		if h.err != nil || failed {
+			// Every batch after one the log refused fails with it:
+			// a producer's batches are answered in their order.
 			failed = true
+			if h.err == nil {
+				h.err = errWALClosed
+			}
 		} else {
 			p.tail = append(p.tail, &tailBatch{base: h.base, n: h.n, recs: h.recs, lastTs: h.lastTs, logged: time.Now()})
 			p.tailBytes += len(h.recs)

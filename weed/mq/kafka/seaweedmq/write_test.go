@@ -1,8 +1,13 @@
 package seaweedmq
 
 import (
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 )
 
 // TestNextTs checks which timestamps ts_ns carries exactly: increasing ones,
@@ -105,5 +110,73 @@ func TestIdleListingsDropped(t *testing.T) {
 	ss.sweepIdleLocked(now)
 	if len(ss.listings) != 1 || ss.listings["busy"] == nil {
 		t.Fatalf("listings kept: %v", ss.listings)
+	}
+}
+
+// TestLoggedInOrder: batches reach readers (the tail, the high watermark)
+// in offset order whatever order the log finishes them in; a durable one
+// is answered once logged, at its offset; one the log refused fails with
+// a retriable error, as does every batch after it, and the partition is
+// recovered before its next write.
+func TestLoggedInOrder(t *testing.T) {
+	p := &partition{hw: 10, next: 10, ready: true}
+	var bs []*pendingBatch
+	for i := 0; i < 4; i++ {
+		b := &pendingBatch{base: p.next, n: 2, durable: true, app: protocol.NewAppended(), recs: []byte{byte(i)}}
+		p.next += 2
+		p.pending = append(p.pending, b)
+		bs = append(bs, b)
+	}
+	p.logged(bs[1], nil)
+	if p.knownHW() != 10 || len(p.tail) != 0 {
+		t.Fatalf("after the second: hw %d, tail %d", p.knownHW(), len(p.tail))
+	}
+	p.logged(bs[0], nil)
+	if p.knownHW() != 14 || len(p.tail) != 2 || p.tail[0].base != 10 || p.tail[1].base != 12 {
+		t.Fatalf("after the first: hw %d, tail %+v", p.knownHW(), p.tail)
+	}
+	for i, b := range bs[:2] {
+		<-b.app.Done
+		if b.app.Err != nil || b.app.Base != int64(10+2*i) {
+			t.Fatalf("batch %d: %d %v", i, b.app.Base, b.app.Err)
+		}
+	}
+	p.logged(bs[3], nil)
+	p.logged(bs[2], errWALClosed)
+	for _, b := range bs[2:] {
+		<-b.app.Done
+		if !errors.Is(b.app.Err, kerr.NotLeaderForPartition) {
+			t.Fatalf("after a refused batch: %v", b.app.Err)
+		}
+	}
+	if p.knownHW() != 14 || len(p.tail) != 2 || len(p.pending) != 0 {
+		t.Fatalf("after the refusal: hw %d, tail %d, pending %d", p.knownHW(), len(p.tail), len(p.pending))
+	}
+	eventuallyTrue(t, func() bool {
+		p.writeMu.Lock()
+		defer p.writeMu.Unlock()
+		return !p.ready
+	})
+}
+
+func eventuallyTrue(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("not within 5 s")
+}
+
+// TestWALPartKey: a partition's log key carries its topic's creation time;
+// a bare directory (earlier versions) has none.
+func TestWALPartKey(t *testing.T) {
+	k := walPartKey("/topics/kafka/t/v2026-12-04-19-20-00/0000-0001", 1796412000123456789)
+	if dir, gen := splitWALPartKey(k); dir != "/topics/kafka/t/v2026-12-04-19-20-00/0000-0001" || gen != 1796412000123456789 {
+		t.Fatalf("%q: %q %d", k, dir, gen)
+	}
+	if dir, gen := splitWALPartKey("/topics/kafka/t/v/0000-0630"); dir != "/topics/kafka/t/v/0000-0630" || gen != -1 {
+		t.Fatalf("bare: %q %d", dir, gen)
 	}
 }
