@@ -146,9 +146,11 @@ run_bench() { # label, flags...
 
 echo "== the project's load command against both" >&2
 run_bench "1 partition, idempotent" -records="$records" -idempotent
-run_bench "8 partitions, idempotent" -records=$((records * 2)) -partitions=8 -idempotent -backlog=false
+run_bench "8 partitions, idempotent" -records=$((records * 2)) -partitions=8 -idempotent
 run_bench "2,000 records/s, linger 0" -records=20000 -rate=2000 -linger=0 -idempotent -backlog=false
 run_bench "synchronous producer" -records=3000 -sync -linger=0 -backlog=false
+# Latency again after the loads above, on a used system.
+run_bench "2,000 records/s, after the loads" -records=20000 -rate=2000 -linger=0 -idempotent -backlog=false
 
 echo "== Kafka's own tools against both" >&2
 tool() { java -cp "$kafka_cp" "$@" 2>/dev/null; }
@@ -171,6 +173,14 @@ for side in gateway kafka; do
 	echo "$side EndToEndLatency: $out" >&2
 	eval "e2e_avg_$side=\$(echo \"\$out\" | sed -n 's/.*Avg latency: \([0-9.]*\) ms.*/\1/p')"
 	eval "e2e_p99_$side=\$(echo \"\$out\" | sed -n 's/.*99th = \([0-9.]*\).*/\1/p')"
+done
+# kafka-topics.sh --alter --partitions, as an operator runs it.
+for side in gateway kafka; do
+	addr=${!side}
+	topic="alter-$side-$RANDOM"
+	tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$addr" --create --topic "$topic" --partitions 2 --replication-factor 1 >/dev/null
+	tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$addr" --alter --topic "$topic" --partitions 6 >&2 || echo "$side: kafka-topics --alter failed" >&2
+	echo "$side kafka-topics --alter --partitions 6: $(tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$addr" --describe --topic "$topic" | head -1)" >&2
 done
 record "ProducerPerformance, 1 partition, acks=all" "records/s" higher "$pp_rate_gateway" "$pp_rate_kafka"
 record "ProducerPerformance p99" "ms" lower "$pp_p99_gateway" "$pp_p99_kafka"

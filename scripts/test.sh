@@ -57,7 +57,7 @@ bin_dir=$(mktemp -d)
 trap 'rm -rf "$bin_dir"' EXIT
 go build -o "$bin_dir/weed" ./weed
 
-echo "== go test -race (the in-process packages, among them the produce path under injected stream failures)"
+echo "== go test -race (the in-process packages, among them the write path with the log answering in any order and refusing some)"
 go test -race -count=1 -timeout 10m \
 	./weed/mq/kafka/seaweedmq ./weed/mq/kafka/protocol ./weed/mq/kafka/group ./weed/mq/kafka/offset \
 	./weed/mq/kafka/txn ./weed/mq/kafka/record ./weed/mq/kafka/gateway ./weed/mq/kafka/acl \

@@ -239,7 +239,9 @@ func TestDeleteRecords(t *testing.T) {
 func TestDescribeLogDirs(t *testing.T) {
 	topic := newTopic(t)
 	createTopic(t, topic, 2, nil)
-	cl := newClient(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	// Uncompressed: a partition's size is what its batches take stored,
+	// as they were produced.
+	cl := newClient(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	produceSync(t, cl, &kgo.Record{Topic: topic, Partition: 0, Value: make([]byte, 5000)})
 	adm := kadm.NewClient(cl)
 	var set kadm.TopicsSet

@@ -76,6 +76,9 @@ type Client struct {
 	pids   producerIDs
 
 	wal      *wal
+	// logBatch hands a batch to the write-ahead log (wal.add; a fake in
+	// tests of the write path).
+	logBatch func(walBatch, func(error))
 	walCache walCache
 	flusher  *flusher
 	// background tracks the cleanups under way; Close waits.
@@ -99,6 +102,7 @@ func New(opts Options) *Client {
 		opts.WALName = "default"
 	}
 	c.wal = newWAL(c, opts.WALName)
+	c.logBatch = c.wal.add
 	c.wal.start()
 	c.flusher = newFlusher(c)
 	go c.flusher.loop()

@@ -315,10 +315,19 @@ func (c *Client) openPartition(ctx context.Context, p *partition) error {
 		}
 	}
 	p.notifyMu.Lock()
+	// The barrier above saw every batch sent before it answered; one
+	// still pending would have been sent by a run of this partition
+	// that is gone: it fails, to be sent again.
+	left := p.pending
 	p.pending, p.tail, p.tailBytes = nil, nil, 0
 	p.hw = -1 // what readers see is read afresh from the segments
 	p.advanceLocked(end)
 	p.notifyMu.Unlock()
+	for _, b := range left {
+		if b.durable {
+			b.app.Finish(-1, fmt.Errorf("%w: the partition was recovered", kerr.NotLeaderForPartition))
+		}
+	}
 	p.next = end
 	p.ready = true
 	return nil

@@ -56,16 +56,24 @@ type flusher struct {
 // adopt takes a partition this gateway no longer holds whose tail is still
 // to be written.
 func (f *flusher) adopt(p *partition) {
+	if f.requeue(p) {
+		f.wake()
+	}
+}
+
+// requeue keeps a released partition for the next round if its tail still
+// holds batches (a write that failed is tried again a round later).
+func (f *flusher) requeue(p *partition) bool {
 	p.notifyMu.Lock()
 	has := len(p.tail) > 0
 	p.notifyMu.Unlock()
 	if !has {
-		return
+		return false
 	}
 	f.mu.Lock()
 	f.orphans = append(f.orphans, p)
 	f.mu.Unlock()
-	f.wake()
+	return true
 }
 
 func newFlusher(c *Client) *flusher {
@@ -112,7 +120,7 @@ func (f *flusher) round(now time.Time, force bool) {
 		}
 		p.notifyMu.Unlock()
 		if busy {
-			f.adopt(p) // next round
+			f.requeue(p) // next round
 			continue
 		}
 		f.sem <- struct{}{}
@@ -120,7 +128,7 @@ func (f *flusher) round(now time.Time, force bool) {
 		go func() {
 			defer func() { <-f.sem; f.group.Done() }()
 			metrics.Guard("TailFlush", func() { f.c.flushTail(p) }) //nolint:errcheck // logged and counted
-			f.adopt(p)                                              // what is left, if the write failed
+			f.requeue(p)                                            // what is left, if the write failed
 		}()
 	}
 	for _, p := range f.c.parts.all() {

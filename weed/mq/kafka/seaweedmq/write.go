@@ -147,7 +147,7 @@ func (p *partition) log(b *pendingBatch) *protocol.Appended {
 	p.notifyMu.Lock()
 	p.pending = append(p.pending, b)
 	p.notifyMu.Unlock()
-	p.c.wal.add(walBatch{dir: p.walKey, term: p.term, base: b.base, n: b.n, recs: b.recs}, func(err error) { p.logged(b, err) })
+	p.c.logBatch(walBatch{dir: p.walKey, term: p.term, base: b.base, n: b.n, recs: b.recs}, func(err error) { p.logged(b, err) })
 	if !b.durable {
 		b.app.Finish(b.base, nil)
 	}
