@@ -75,7 +75,7 @@ type Client struct {
 	segs   segmentStore
 	pids   producerIDs
 
-	wal      *wal
+	wal *wal
 	// logBatch hands a batch to the write-ahead log (wal.add; a fake in
 	// tests of the write path).
 	logBatch func(walBatch, func(error))
