@@ -107,7 +107,7 @@ percentiles. The load is bounded by -records and -timeout.
                bytes written to each partition, nine tenths of them
                deleted, a fifth created again under their names and
                written; the resident memory of every SeaweedFS process on
-               this machine (command lines containing -churn.procs, default
+               this machine (programs whose path contains -churn.procs, default
                weed: gateway, MQ broker, filer, volume server, master) is
                printed every 50 topics created and 100 deleted, and how the
                total moved while the last ones were created
@@ -154,7 +154,7 @@ func init() {
 	o.filer = f.String("filer", "", "with -soak: host:port of the filer's HTTP, to count its entries")
 	o.maxBuffer = f.Int("maxbufferedbytes", 0, "the producer's MaxBufferedBytes (0: franz-go's default)")
 	o.churn = f.Int("churn", 0, "instead: create this many topics of -partitions partitions (-records records each), delete nine tenths, create a fifth again, printing the RSS of the SeaweedFS processes")
-	o.churnProcs = f.String("churn.procs", "weed", "with -churn and -soak: the processes whose memory is summed are those whose command line contains this")
+	o.churnProcs = f.String("churn.procs", "weed", "with -churn and -soak: the processes whose memory is summed are those whose program path contains this")
 }
 
 // latencies collects durations and reports percentiles.

@@ -27,7 +27,7 @@ type churnSample struct {
 // records records to each partition, deletes nine tenths of them, then
 // creates a fifth of them again under their names and writes to them. It
 // prints the resident memory of every SeaweedFS process on this machine
-// whose command line holds procs (gateway, MQ broker, filer, volume server,
+// whose program holds procs (gateway, MQ broker, filer, volume server,
 // master) after each step of every 50 topics, and at the end how the total
 // moved while the last ones were created.
 func runChurn(ctx context.Context, conn func(...kgo.Opt) []kgo.Opt, topics, partitions, records, size int, procs string) bool {
@@ -43,7 +43,7 @@ func runChurn(ctx context.Context, conn func(...kgo.Opt) []kgo.Opt, topics, part
 		fmt.Fprintln(os.Stderr, err)
 		return false
 	}
-	defer producer.Close()
+	defer func() { producer.Close() }()
 	value := bytes.Repeat([]byte("c"), size)
 	prefix := fmt.Sprintf("churn-%d", time.Now().Unix())
 	name := func(i int) string { return fmt.Sprintf("%s-%d", prefix, i) }
@@ -110,6 +110,13 @@ func runChurn(ctx context.Context, conn func(...kgo.Opt) []kgo.Opt, topics, part
 	}
 	again := topics / 5
 	mark := len(samples)
+	// A producer that knew the deleted topics would send to their old
+	// topic ids (UNKNOWN_TOPIC_ID, as from Kafka): a new one.
+	producer.Close()
+	if producer, err = kgo.NewClient(conn(kgo.ProducerLinger(5*time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()))...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return false
+	}
 	if !create(0, again, "created again") {
 		return false
 	}
@@ -126,7 +133,8 @@ func runChurn(ctx context.Context, conn func(...kgo.Opt) []kgo.Opt, topics, part
 }
 
 // processMemory sums the resident memory of the processes on this machine
-// whose command line contains procs (other than this one), by kind: the
+// whose program (first word of the command line) contains procs, other
+// than this one, by kind: the
 // weed subcommand (mq.kafka.gateway, mq.broker, filer, volume, master, ...).
 func processMemory(procs string) map[string]int64 {
 	out := map[string]int64{}
@@ -141,10 +149,13 @@ func processMemory(procs string) map[string]int64 {
 			continue
 		}
 		cmd, err := os.ReadFile(d + "/cmdline")
-		if err != nil || !bytes.Contains(cmd, []byte(procs)) {
+		if err != nil {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")
+		if !strings.Contains(args[0], procs) {
+			continue // not a weed process (a shell or timeout running one)
+		}
 		kind := ""
 		for _, a := range args[1:] {
 			if !strings.HasPrefix(a, "-") {

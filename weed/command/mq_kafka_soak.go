@@ -30,7 +30,7 @@ type soakSample struct {
 // topic with a producer and a consumer group, the oldest of more than three
 // topics deleted with its group. Every minute it samples the gateway's RSS
 // and goroutines (its /metrics at monitor), the resident memory of all
-// SeaweedFS processes on this machine (command lines containing procs) and
+// SeaweedFS processes on this machine (programs whose path contains procs) and
 // the filer's entry count
 // under /etc/kafka-gateway and /topics/kafka (filer's HTTP at filer), and
 // reports how they moved after the first 10 minutes.
