@@ -23,8 +23,9 @@ records=${RECORDS:-300000}
 work=$(mktemp -d)
 pids=()
 cleanup() {
+	# TERM: a script's background jobs ignore SIGINT.
 	for pid in "${pids[@]}"; do
-		kill -INT "$pid" 2>/dev/null || true
+		kill -TERM "$pid" 2>/dev/null || true
 	done
 	for pid in "${pids[@]}"; do
 		wait "$pid" 2>/dev/null || true
