@@ -100,8 +100,18 @@ class ShareConsumerTest {
         while (System.currentTimeMillis() < deadline && done(got) < 300) {
             Thread.sleep(200);
         }
+        // The records may all be read before the second member's
+        // assignment settles: the group is described until it is stable
+        // with both members (Reconciling meanwhile, as in Kafka).
         try (Admin admin = Gateway.admin()) {
-            ShareGroupDescription d = admin.describeShareGroups(List.of(group)).all().get(30, TimeUnit.SECONDS).get(group);
+            ShareGroupDescription d = null;
+            long settle = System.currentTimeMillis() + 30_000;
+            do {
+                if (d != null) {
+                    Thread.sleep(200);
+                }
+                d = admin.describeShareGroups(List.of(group)).all().get(30, TimeUnit.SECONDS).get(group);
+            } while ((d.groupState() != GroupState.STABLE || d.members().size() != 2) && System.currentTimeMillis() < settle);
             assertEquals(GroupState.STABLE, d.groupState());
             assertEquals(2, d.members().size(), "members " + d.members());
         }
