@@ -43,24 +43,17 @@ func (ps *producerState) applyTxnMark(t *record.TxnMark, offset int64) {
 // ensureProducers loads the partition's producer state if it is not yet.
 // It returns the partition, recovered first if it was not.
 func (c *Client) ensureProducers(ctx context.Context, topic string, index int32) (*partition, error) {
-	if _, err := c.assignment(ctx, topic, index); err != nil {
-		return nil, err
-	}
-	for {
-		p := c.parts.get(c, topic, index)
-		p.writeMu.Lock()
-		if p.dropped {
-			p.writeMu.Unlock()
-			continue
-		}
-		err := c.ensureReady(ctx, p)
-		if err == nil && !p.producers.loaded {
+	var err error
+	p, lookup := c.withPartition(ctx, topic, index, func(p *partition) {
+		if err = c.ensureReady(ctx, p); err == nil && !p.producers.loaded {
 			err = c.loadProducers(ctx, p)
 		}
-		p.writeMu.Unlock()
-		p.touch()
-		return p, err
+	})
+	if lookup != nil {
+		return nil, lookup
 	}
+	p.touch()
+	return p, err
 }
 
 // WriteMarker implements protocol.Backend: it ends the producer's

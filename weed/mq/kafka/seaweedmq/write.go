@@ -44,8 +44,19 @@ func (c *Client) AppendBatch(ctx context.Context, topic string, index int32, bat
 
 // appendTo appends records, as batch if it is not nil.
 func (c *Client) appendTo(ctx context.Context, topic string, index int32, batch []byte, records []record.Record, durable bool) *protocol.Appended {
-	if _, err := c.assignment(ctx, topic, index); err != nil {
+	var app *protocol.Appended
+	if _, err := c.withPartition(ctx, topic, index, func(p *partition) { app = c.appendLocked(ctx, p, batch, records, durable) }); err != nil {
 		return protocol.FailedAppend(err)
+	}
+	return app
+}
+
+// withPartition runs fn on this gateway's partition of topic, with its
+// writeMu held; a partition dropped meanwhile (released, idle, its topic
+// deleted) is taken afresh.
+func (c *Client) withPartition(ctx context.Context, topic string, index int32, fn func(*partition)) (*partition, error) {
+	if _, err := c.assignment(ctx, topic, index); err != nil {
+		return nil, err
 	}
 	for {
 		p := c.parts.get(c, topic, index)
@@ -54,9 +65,9 @@ func (c *Client) appendTo(ctx context.Context, topic string, index int32, batch 
 			p.writeMu.Unlock()
 			continue
 		}
-		app := c.appendLocked(ctx, p, batch, records, durable)
+		fn(p)
 		p.writeMu.Unlock()
-		return app
+		return p, nil
 	}
 }
 
@@ -91,21 +102,13 @@ func (c *Client) ensureReady(ctx context.Context, p *partition) error {
 // read: a gateway that led it before may have left records in its log that
 // no segment holds, and readers must not see the log shorter than it was.
 func (c *Client) ensureOpen(ctx context.Context, topic string, index int32) (*partition, error) {
-	if _, err := c.assignment(ctx, topic, index); err != nil {
-		return nil, err
+	var err error
+	p, lookup := c.withPartition(ctx, topic, index, func(p *partition) { err = c.ensureReady(ctx, p) })
+	if lookup != nil {
+		return nil, lookup
 	}
-	for {
-		p := c.parts.get(c, topic, index)
-		p.writeMu.Lock()
-		if p.dropped {
-			p.writeMu.Unlock()
-			continue
-		}
-		err := c.ensureReady(ctx, p)
-		p.writeMu.Unlock()
-		p.touch()
-		return p, err
-	}
+	p.touch()
+	return p, err
 }
 
 // write gives records the partition's next offsets and hands them to the
