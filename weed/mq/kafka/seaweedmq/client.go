@@ -24,16 +24,12 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/master_pb"
-	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
 // Namespace is the SeaweedMQ namespace that holds Kafka topics.
 const Namespace = "kafka"
-
-// balancerLock is the filer lock the MQ broker balancer leader holds.
-const balancerLock = "broker_balancer"
 
 // Options configure a Client.
 type Options struct {
@@ -68,7 +64,6 @@ type Client struct {
 
 	mu    sync.Mutex
 	filer pb.ServerAddress // current filer ("" until discovered)
-	conns map[string]*grpc.ClientConn
 
 	topics topicCache
 	parts  partitions
@@ -94,7 +89,7 @@ func New(opts Options) *Client {
 	if opts.TopicCacheTTL <= 0 {
 		opts.TopicCacheTTL = 2 * time.Second
 	}
-	c := &Client{opts: opts, conns: map[string]*grpc.ClientConn{}, stop: make(chan struct{}), stopped: make(chan struct{})}
+	c := &Client{opts: opts, stop: make(chan struct{}), stopped: make(chan struct{})}
 	c.topics.init()
 	c.parts.init()
 	c.segs.init()
@@ -151,12 +146,6 @@ func (c *Client) Close() {
 	c.flusher.close(closeTimeout)
 	c.parts.saveAll(closeTimeout)
 	c.background.Wait()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for addr, cc := range c.conns {
-		cc.Close()
-		delete(c.conns, addr)
-	}
 }
 
 // listNodes asks the masters for the cluster's nodes of one type.
@@ -222,62 +211,6 @@ func (c *Client) withFiler(ctx context.Context, fn func(filer_pb.SeaweedFilerCli
 		return fmt.Errorf("%w: filer %s: %v", ErrUnavailable, f, err)
 	}
 	return err
-}
-
-// balancerAddr looks up the broker balancer leader: the owner of the
-// balancer lock in the filer. Control calls go to it directly, because a
-// broker that does not yet hold its lock client crashes on them.
-func (c *Client) balancerAddr(ctx context.Context) (string, error) {
-	var b string
-	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		resp, err := fc.FindLockOwner(ctx, &filer_pb.FindLockOwnerRequest{Name: balancerLock})
-		if err != nil {
-			return err
-		}
-		b = resp.Owner
-		return nil
-	})
-	if err != nil || b == "" {
-		return "", fmt.Errorf("%w: no MQ broker leader yet: %v", ErrUnavailable, err)
-	}
-	return b, nil
-}
-
-// conn returns the long-lived connection to a broker.
-func (c *Client) conn(ctx context.Context, addr string) (*grpc.ClientConn, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cc, ok := c.conns[addr]; ok {
-		return cc, nil
-	}
-	cc, err := pb.GrpcDial(ctx, addr, false, c.opts.DialOption)
-	if err != nil {
-		return nil, fmt.Errorf("%w: dial broker %s: %v", ErrUnavailable, addr, err)
-	}
-	c.conns[addr] = cc
-	return cc, nil
-}
-
-// withBalancer runs a control call on the broker balancer leader. The
-// leader is looked up afresh for every call and must confirm it knows it
-// leads: a broker that restarted under the same address may still own the
-// lock in the filer before its own lock client exists, and this SeaweedFS
-// version crashes the whole broker on a control call in that window.
-func (c *Client) withBalancer(ctx context.Context, fn func(mq_pb.SeaweedMessagingClient) error) error {
-	addr, err := c.balancerAddr(ctx)
-	if err != nil {
-		return err
-	}
-	cc, err := c.conn(ctx, addr)
-	if err != nil {
-		return err
-	}
-	mc := mq_pb.NewSeaweedMessagingClient(cc)
-	leader, err := mc.FindBrokerLeader(ctx, &mq_pb.FindBrokerLeaderRequest{FilerGroup: c.opts.FilerGroup})
-	if err != nil || leader.Broker != addr {
-		return fmt.Errorf("%w: broker %s does not yet see itself as leader (%v)", ErrUnavailable, addr, err)
-	}
-	return fn(mc)
 }
 
 // Ready reports whether the cluster can serve: a filer is known and

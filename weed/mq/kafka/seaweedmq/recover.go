@@ -264,20 +264,6 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 	return nil
 }
 
-// fillOffsets writes fillers for offsets from..to-1 of a partition as a
-// segment: a broker whose counter restarted past the stored records would
-// otherwise leave them empty, and readers stop at a hole.
-func (c *Client) fillOffsets(ctx context.Context, dir string, from, to, tsNs int64) error {
-	if to-from > maxRecoveredGap {
-		return fmt.Errorf("a gap of %d offsets", to-from)
-	}
-	entries := make([]*filer_pb.LogEntry, 0, to-from)
-	for o := from; o < to; o++ {
-		entries = append(entries, fillerEntry(o, tsNs))
-	}
-	return c.writeSegment(ctx, dir, entries)
-}
-
 // fillerValue is what a filler holds; readers skip it (record.ErrFiller).
 var fillerValue = record.AppendFiller(nil)
 

@@ -474,32 +474,6 @@ func (c *Client) readSegmentFile(e *filer_pb.Entry) ([]byte, error) {
 	return buf[:n], err
 }
 
-// readCheckpoint returns the broker's saved last assigned offset, or -1.
-func (c *Client) readCheckpoint(ctx context.Context, dir string) (int64, error) {
-	off := int64(-1)
-	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		data, err := filer.ReadInsideFiler(ctx, fc, dir, checkpointFile)
-		if errors.Is(err, filer_pb.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if len(data) == 8 {
-			off = int64(binary.BigEndian.Uint64(data))
-		}
-		return nil
-	})
-	return off, err
-}
-
-// writeCheckpoint sets the broker's saved last assigned offset.
-func (c *Client) writeCheckpoint(ctx context.Context, dir string, last int64) error {
-	return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		return filer.SaveInsideFiler(ctx, fc, dir, checkpointFile, binary.BigEndian.AppendUint64(nil, uint64(last)))
-	})
-}
-
 // filerClient adapts the Client to filer_pb.FilerClient for reading chunks.
 type filerClient struct{ c *Client }
 
