@@ -135,7 +135,7 @@ func (f *flusher) round(now time.Time, force bool) {
 		p.notifyMu.Lock()
 		due := len(p.tail) > 0 && !p.flushing &&
 			(force || p.tailBytes >= maxTailBytes || now.Sub(p.tail[0].logged) >= tailFlushAge)
-		idle := len(p.tail) == 0 && len(p.pending) == 0 && p.changed == nil && now.Sub(p.used) >= idleAfter
+		idle := len(p.tail) == 0 && len(p.pending) == 0 && now.Sub(p.used) >= idleAfter
 		if due {
 			p.flushing = true
 			p.flushes.Add(1)
@@ -290,7 +290,13 @@ func appendSegmentRecords(dst []byte, base int64, recs []byte) []byte {
 func (c *Client) dropIdle(p *partition, now time.Time) {
 	p.writeMu.Lock()
 	p.notifyMu.Lock()
-	idle := len(p.tail) == 0 && len(p.pending) == 0 && p.changed == nil && now.Sub(p.used) >= idleAfter && !p.flushing
+	// A fetch waiting on it uses it (waitPast): one that waited and gave
+	// up long ago leaves a channel nobody reads, closed now.
+	idle := len(p.tail) == 0 && len(p.pending) == 0 && now.Sub(p.used) >= idleAfter && !p.flushing
+	if idle && p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
 	p.notifyMu.Unlock()
 	if !idle {
 		p.writeMu.Unlock()

@@ -180,3 +180,33 @@ func TestWALPartKey(t *testing.T) {
 		t.Fatalf("bare: %q %d", dir, gen)
 	}
 }
+
+// TestDropIdle: a partition nobody used for idleAfter is dropped, even one
+// a fetch once waited on (its channel is closed, waking any waiter, which
+// takes the partition afresh); one used lately, or with a tail, is kept.
+func TestDropIdle(t *testing.T) {
+	c := &Client{}
+	c.parts.init()
+	old := time.Now().Add(-2 * idleAfter)
+	waited := c.parts.get(c, "t", 0)
+	ch := waited.waitPast(5)
+	waited.used = old
+	busy := c.parts.get(c, "t", 1)
+	tailed := c.parts.get(c, "t", 2)
+	tailed.used = old
+	tailed.tail = []*tailBatch{{base: 0, n: 1}}
+	for _, p := range c.parts.all() {
+		c.dropIdle(p, time.Now())
+	}
+	select {
+	case <-ch:
+	default:
+		t.Fatal("the waiter of a dropped partition was not woken")
+	}
+	if !waited.isDropped() || busy.isDropped() || tailed.isDropped() {
+		t.Fatalf("dropped: waited %v, busy %v, tailed %v", waited.isDropped(), busy.isDropped(), tailed.isDropped())
+	}
+	if n := len(c.parts.all()); n != 2 {
+		t.Fatalf("%d partitions held, want 2", n)
+	}
+}
