@@ -33,9 +33,8 @@ func epochsFrom(t *testing.T, p *gatewayProc, topic string) map[int32]int32 {
 func failover(t *testing.T, coordinatorDies, paused bool) {
 	g := threeGateways(t)
 	const partitions = 6
-	topic := newTopic(t)
-	createTopic(t, topic, partitions, nil)
 	procs := g.all()
+	topic := spreadTopic(t, procs[0], partitions)
 
 	// A group coordinated by an added gateway if it is to die, by the
 	// package's gateway otherwise.

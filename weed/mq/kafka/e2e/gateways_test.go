@@ -108,19 +108,7 @@ func TestGatewaysGroupLag(t *testing.T) {
 	g := threeGateways(t)
 	procs := g.all()
 	const partitions = 6
-	topic := newTopic(t)
-	createTopic(t, topic, partitions, nil)
-	eventually(t, 20*time.Second, "the partitions led by more than one gateway", func() error {
-		_, leaders := leadersFrom(t, procs[0], topic)
-		spread := map[string]bool{}
-		for _, l := range leaders {
-			spread[l] = true
-		}
-		if len(spread) < 2 {
-			return fmt.Errorf("led by %v", leaders)
-		}
-		return nil
-	})
+	topic := spreadTopic(t, procs[0], partitions)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(g.seeds()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
@@ -221,33 +209,7 @@ func TestGatewaysClients(t *testing.T) {
 	if !listAll()[listed] {
 		t.Fatalf("a topic created through %s is missing from %s's listing of every topic", procs[0].addr, procs[2].addr)
 	}
-	// The partitions' leaders follow from the topic's name (rendezvous
-	// hashing over the view, served once it has settled): a topic whose
-	// partitions do not come to be led by two gateways at least is left
-	// for another.
-	var topic string
-	var leaders map[int32]string
-	for attempt := 0; ; attempt++ {
-		topic = newTopic(t) + "-" + strconv.Itoa(attempt)
-		createTopic(t, topic, partitions, nil)
-		spread := map[string]bool{}
-		for wait := 0; wait < 20 && len(spread) < 2; wait++ {
-			if wait > 0 {
-				time.Sleep(500 * time.Millisecond)
-			}
-			_, leaders = leadersFrom(t, procs[0], topic)
-			clear(spread)
-			for _, l := range leaders {
-				spread[l] = true
-			}
-		}
-		if len(spread) >= 2 {
-			break
-		}
-		if attempt == 4 {
-			t.Fatalf("%d partitions led by %d gateway(s) for five topics", partitions, len(spread))
-		}
-	}
+	topic := spreadTopic(t, procs[0], partitions)
 	want := map[string]bool{}
 
 	// sarama from the second gateway, 10 records to each partition.

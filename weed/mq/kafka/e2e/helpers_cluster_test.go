@@ -160,6 +160,37 @@ func leadersFrom(t *testing.T, p *gatewayProc, topic string) (string, map[int32]
 	return fmt.Sprintf("controller %d, %s", resp.ControllerID, strings.Join(desc, " ")), leaders
 }
 
+// spreadTopic creates a topic whose partitions are led by two gateways at
+// least, as p tells. The leaders follow from the topic's name (rendezvous
+// hashing over the view, served once it has settled): with three gateways
+// one in about 250 topics of six partitions has them all on one gateway,
+// so such a topic is left for another.
+func spreadTopic(t *testing.T, p *gatewayProc, partitions int32) string {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		topic := newTopic(t) + "-" + strconv.Itoa(attempt)
+		createTopic(t, topic, partitions, nil)
+		spread := map[string]bool{}
+		var leaders map[int32]string
+		for wait := 0; wait < 20 && len(spread) < 2; wait++ {
+			if wait > 0 {
+				time.Sleep(500 * time.Millisecond)
+			}
+			_, leaders = leadersFrom(t, p, topic)
+			clear(spread)
+			for _, l := range leaders {
+				spread[l] = true
+			}
+		}
+		if len(spread) >= 2 {
+			return topic
+		}
+		if attempt == 4 {
+			t.Fatalf("%d partitions led by %d gateway(s) for five topics: %v", partitions, len(spread), leaders)
+		}
+	}
+}
+
 // coordinatorFrom asks one gateway which gateway coordinates key.
 func coordinatorFrom(t *testing.T, p *gatewayProc, typ int8, key string) string {
 	t.Helper()
