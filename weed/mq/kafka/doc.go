@@ -4,10 +4,11 @@
 //
 //	0  record, metrics, filerfs       the wire's records, the metrics, the filer's small files
 //	1  offset, membership, acl,       what is kept in the filer: offsets, the gateways'
-//	   user, txn, share               view, ACLs, users; the transaction coordinator;
-//	                                  share groups' share-partitions and configs
-//	2  group, sasl                    the group coordinator (classic, consumer and share
-//	                                  groups), the SASL logins
+//	   user, txn, share,              view, ACLs, users; the transaction coordinator;
+//	   seaweedmq/logentry             share groups' share-partitions and configs; the
+//	                                  records as SeaweedMQ stores them
+//	2  group, sasl, seaweedmq/wal     the group coordinator (classic, consumer and share
+//	                                  groups), the SASL logins, the write-ahead log
 //	3  protocol                       one file per Kafka API, over a Backend interface
 //	4  seaweedmq, gateway             SeaweedMQ as that Backend; the network server
 //	5  weed/command                   the weed subcommands that put it together

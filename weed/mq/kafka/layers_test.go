@@ -19,6 +19,8 @@ var layers = map[string]int{
 	"weed/mq/kafka/membership/membershiptest": 5,
 	"weed/mq/kafka/filerfs/filerfstest":       5,
 	"weed/mq/kafka/offset":                    10,
+	"weed/mq/kafka/seaweedmq/logentry":        10,
+	"weed/mq/kafka/seaweedmq/wal":             20,
 	"weed/mq/kafka/membership":                10,
 	"weed/mq/kafka/acl":                       10,
 	"weed/mq/kafka/user":                      10,

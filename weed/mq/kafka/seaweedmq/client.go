@@ -26,6 +26,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb/master_pb"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
 )
 
 // Namespace is the SeaweedMQ namespace that holds Kafka topics.
@@ -40,7 +41,7 @@ type Options struct {
 	// TopicCacheTTL bounds how stale a topic list may be when topics are
 	// created or deleted around this gateway.
 	TopicCacheTTL time.Duration
-	// WALName names this gateway's write-ahead log (WALDir/<name>); it
+	// WALName names this gateway's write-ahead log (wal.Dir/<name>); it
 	// must be the gateway's own among the cluster's gateways and the
 	// same across its restarts (the node id).
 	WALName string
@@ -70,11 +71,11 @@ type Client struct {
 	segs   segmentStore
 	pids   producerIDs
 
-	wal *wal
-	// logBatch hands a batch to the write-ahead log (wal.add; a fake in
+	wal       *wal.Log
+	walReader *wal.Reader
+	// logBatch hands a batch to the write-ahead log (wal.Add; a fake in
 	// tests of the write path).
-	logBatch func(walBatch, func(error))
-	walCache walCache
+	logBatch func(wal.Batch, func(error))
 	flusher  *flusher
 	// background tracks the cleanups under way; Close waits.
 	background sync.WaitGroup
@@ -96,9 +97,11 @@ func New(opts Options) *Client {
 	if opts.WALName == "" {
 		opts.WALName = "default"
 	}
-	c.wal = newWAL(c, opts.WALName)
-	c.logBatch = c.wal.add
-	c.wal.start()
+	store := &walStore{c: c}
+	c.wal = wal.New(wal.Options{Store: store, Name: opts.WALName, Covered: c.walCovered})
+	c.walReader = wal.NewReader(store)
+	c.logBatch = c.wal.Add
+	c.wal.Start()
 	c.flusher = newFlusher(c)
 	go c.flusher.loop()
 	go c.saveLoop()
@@ -142,7 +145,7 @@ const closeTimeout = 2 * time.Second
 func (c *Client) Close() {
 	c.closeOnce.Do(func() { close(c.stop) })
 	<-c.stopped
-	c.wal.close(closeTimeout)
+	c.wal.Close(closeTimeout)
 	c.flusher.close(closeTimeout)
 	c.parts.saveAll(closeTimeout)
 	c.background.Wait()

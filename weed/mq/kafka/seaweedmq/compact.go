@@ -45,6 +45,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
 )
 
 // cleanerCheckpointFile holds the offset a partition's last cleaning
@@ -418,7 +419,7 @@ func (c *Client) writeCleaned(ctx context.Context, dir string, group []cleanSeg,
 func expandEntries(entries []*filer_pb.LogEntry) []*filer_pb.LogEntry {
 	batches := false
 	for _, e := range entries {
-		if isBatch(e.Key, e.Data) {
+		if logentry.IsBatch(e.Key, e.Data) {
 			batches = true
 			break
 		}
@@ -428,12 +429,12 @@ func expandEntries(entries []*filer_pb.LogEntry) []*filer_pb.LogEntry {
 	}
 	out := make([]*filer_pb.LogEntry, 0, len(entries))
 	for _, e := range entries {
-		if !isBatch(e.Key, e.Data) {
+		if !logentry.IsBatch(e.Key, e.Data) {
 			out = append(out, e)
 			continue
 		}
-		re := fromLogEntry(e)
-		recs, err := re.records(nil, e.Offset)
+		re := logentry.FromLogEntry(e)
+		recs, err := storedRecords(&re, nil, e.Offset)
 		if err != nil {
 			out = append(out, e)
 			continue

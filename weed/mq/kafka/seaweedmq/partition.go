@@ -26,7 +26,7 @@ type partition struct {
 	// walKey names the partition in the write-ahead log: its directory
 	// and its topic's creation time, so that the records of a topic
 	// deleted and created again within a second (the directory is named
-	// to the second) are not taken for the new one's (walPartKey).
+	// to the second) are not taken for the new one's (wal.PartKey).
 	walKey string
 
 	// writeMu serializes appends, so that a batch's records get

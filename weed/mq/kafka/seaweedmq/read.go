@@ -12,12 +12,14 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
 )
 
 // readRaw returns stored messages from offset on, up to about maxBytes,
 // with the partition's offsets: what the log segments hold, then the
 // partition's tail in memory.
-func (c *Client) readRaw(ctx context.Context, p *partition, offset int64, maxBytes int) ([]rawEntry, protocol.Offsets, error) {
+func (c *Client) readRaw(ctx context.Context, p *partition, offset int64, maxBytes int) ([]logentry.Raw, protocol.Offsets, error) {
 	// The tail first: a flush takes batches out of it only once the
 	// segments listed afterwards hold them.
 	tail, hw := p.tailFrom(offset)
@@ -48,22 +50,22 @@ func (c *Client) readRaw(ctx context.Context, p *partition, offset int64, maxByt
 		if len(entries) > 0 {
 			// From the offset on, or past a hole in the segments (no
 			// record holds the offset; Kafka's readers skip such gaps).
-			out := make([]rawEntry, len(entries))
+			out := make([]logentry.Raw, len(entries))
 			for i, e := range entries {
-				out[i] = fromLogEntry(e)
+				out[i] = logentry.FromLogEntry(e)
 			}
 			return out, offs, nil
 		}
 	}
-	var out []rawEntry
+	var out []logentry.Raw
 	size := 0
 	for _, b := range tail {
-		wb := walBatch{base: b.base, n: b.n, recs: b.recs}
+		wb := wal.Batch{Base: b.base, N: b.n, Recs: b.recs}
 		// The tail's bytes are never changed once logged: entries
 		// alias them.
-		err := wb.each(offset, func(e rawEntry) error {
+		err := wb.Each(offset, func(e logentry.Raw) error {
 			out = append(out, e)
-			size += len(e.key) + len(e.data) + 16
+			size += len(e.Key) + len(e.Data) + 16
 			return nil
 		})
 		if err != nil {
@@ -156,26 +158,26 @@ func (c *Client) readEntries(ctx context.Context, p *partition, offset int64, ma
 		first = false
 		for i := range entries {
 			e := &entries[i]
-			if raw && isBatch(e.key, e.data) {
-				res.Raw = append(res.Raw, protocol.RawBatch{Base: e.offset, Count: int32(e.span()), Codec: record.BatchCodec(e.data), Data: e.data})
+			if raw && logentry.IsBatch(e.Key, e.Data) {
+				res.Raw = append(res.Raw, protocol.RawBatch{Base: e.Offset, Count: int32(e.Span()), Codec: record.BatchCodec(e.Data), Data: e.Data})
 			} else {
 				var bad error
-				if res.Records, bad = e.records(res.Records, offset); bad != nil {
+				if res.Records, bad = storedRecords(e, res.Records, offset); bad != nil {
 					// A stored record no Kafka client could read (a
 					// SeaweedMQ client's value that looks like the
 					// gateway's envelope): it is left out, as a
 					// compacted offset is, rather than block the
 					// partition.
 					metrics.RecordsSkipped.WithLabelValues(metrics.Topic(p.topic)).Inc()
-					glog.Warningf("kafka partition %s/%d: offset %d cannot be read as a Kafka record, left out: %v", p.topic, p.index, e.offset, bad)
+					glog.Warningf("kafka partition %s/%d: offset %d cannot be read as a Kafka record, left out: %v", p.topic, p.index, e.Offset, bad)
 				}
 			}
-			size += len(e.key) + len(e.data) + 16
+			size += len(e.Key) + len(e.Data) + 16
 		}
 		if len(entries) == 0 {
 			break
 		}
-		offset = entries[len(entries)-1].end()
+		offset = entries[len(entries)-1].End()
 		if size >= maxBytes || offset >= res.HighWatermark {
 			break
 		}
@@ -232,12 +234,12 @@ func (c *Client) offsets(ctx context.Context, p *partition) (protocol.Offsets, e
 }
 
 // rawAt returns the stored entry that holds offset, or nil past the end.
-func (c *Client) rawAt(ctx context.Context, p *partition, offset int64) (*rawEntry, error) {
+func (c *Client) rawAt(ctx context.Context, p *partition, offset int64) (*logentry.Raw, error) {
 	entries, _, err := c.readRaw(ctx, p, offset, 1)
 	if err != nil {
 		return nil, err
 	}
-	if len(entries) == 0 || entries[0].offset > offset || entries[0].end() <= offset {
+	if len(entries) == 0 || entries[0].Offset > offset || entries[0].End() <= offset {
 		return nil, nil
 	}
 	return &entries[0], nil
@@ -262,7 +264,7 @@ func (c *Client) OffsetForTime(ctx context.Context, topic string, index int32, t
 		if err != nil {
 			return -1, -1, err
 		}
-		if m == nil || m.tsNs >= want {
+		if m == nil || m.TsNs >= want {
 			hi = mid
 		} else {
 			lo = mid + 1
@@ -316,4 +318,34 @@ func (c *Client) timestampAt(ctx context.Context, p *partition, offset int64) (i
 		}
 	}
 	return -1, -1, nil
+}
+
+// storedRecords appends an entry's Kafka records from offset from on to out:
+// a batch entry's records decoded, a record entry's one record (none for a
+// filler). bad is set for an entry no Kafka client could read.
+func storedRecords(e *logentry.Raw, out []protocol.StoredRecord, from int64) (_ []protocol.StoredRecord, bad error) {
+	if logentry.IsBatch(e.Key, e.Data) {
+		b, err := record.ParseBatch(e.Data, protocol.MaxDecompressedBatch)
+		if err != nil {
+			return out, err
+		}
+		b.Mark()
+		for i := range b.Records {
+			if off := e.Offset + int64(i); off >= from {
+				out = append(out, protocol.StoredRecord{Offset: off, Record: b.Records[i]})
+			}
+		}
+		return out, nil
+	}
+	if e.Offset < from {
+		return out, nil
+	}
+	r, err := record.FromStored(e.Key, e.Data, e.TsNs/int64(time.Millisecond))
+	if err == record.ErrFiller {
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	return append(out, protocol.StoredRecord{Offset: e.Offset, Record: r}), nil
 }

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,6 +30,8 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
 )
 
 // maxRecoveredGap bounds the fillers recovery writes for offsets no log
@@ -42,14 +43,14 @@ const maxRecoveredGap = 1_000_000
 // segments' records, then what the logs hold past them.
 func (c *Client) recoverPartition(ctx context.Context, p *partition) (int64, error) {
 	// This gateway's commits under way go into the log first.
-	if err := c.wal.barrier(ctx); err != nil {
+	if err := c.wal.Barrier(ctx); err != nil {
 		return 0, err
 	}
 	st, err := c.flushed(ctx, p.dir, true)
 	if err != nil {
 		return 0, err
 	}
-	logged, err := c.loggedRecords(ctx, p.walKey, st.end)
+	logged, err := c.walReader.Logged(ctx, p.walKey, st.end)
 	if err != nil {
 		return 0, err
 	}
@@ -64,7 +65,7 @@ func (c *Client) recoverPartition(ctx context.Context, p *partition) (int64, err
 	if err := c.writeSegment(ctx, p.dir, entries); err != nil {
 		return 0, err
 	}
-	end := entries[len(entries)-1].Offset + logEntrySpan(entries[len(entries)-1])
+	end := entries[len(entries)-1].Offset + logentry.SpanOf(entries[len(entries)-1])
 	// Batches whose produce failed may be among them (a batch is logged
 	// before it is answered): the partition's idempotent producers are
 	// read again, so that a retry of one is answered as a duplicate.
@@ -92,90 +93,9 @@ func withFillers(from int64, logged []*filer_pb.LogEntry) ([]*filer_pb.LogEntry,
 		}
 		out = append(out, e)
 		ts = e.TsNs
-		next = e.Offset + logEntrySpan(e)
+		next = e.Offset + logentry.SpanOf(e)
 	}
 	return out, fillers, nil
-}
-
-// loggedRecords returns what the write-ahead logs of every gateway hold of
-// a partition (its log key, walPartKey) from offset from on, ascending:
-// its batches under that key, and those of earlier versions under its
-// directory alone.
-func (c *Client) loggedRecords(ctx context.Context, key string, from int64) ([]*filer_pb.LogEntry, error) {
-	dir, _ := splitWALPartKey(key)
-	var gateways []string
-	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		gateways = gateways[:0]
-		return filer_pb.SeaweedList(ctx, fc, WALDir, "", func(e *filer_pb.Entry, _ bool) error {
-			if e.IsDirectory {
-				gateways = append(gateways, e.Name)
-			}
-			return nil
-		}, "", false, 1<<31-1)
-	})
-	if err != nil && !errors.Is(err, filer_pb.ErrNotFound) {
-		return nil, err
-	}
-	// Where logs disagree, the record of the later term wins (a deposed
-	// leader's late write never replaces its successor's); in one term,
-	// the later file's (files by name are oldest first).
-	byOffset := map[int64]*filer_pb.LogEntry{}
-	type source struct {
-		term int64
-		file string
-	}
-	sources := map[int64]source{}
-	for _, g := range gateways {
-		files, err := c.readWALDirFor(ctx, WALDir+"/"+g, []string{key, dir}, from)
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range files {
-			for i := range f.batches {
-				b := &f.batches[i]
-				if (b.dir != key && b.dir != dir) || b.base+int64(b.n) <= from {
-					continue
-				}
-				es, err := b.entries(from)
-				if err != nil {
-					return nil, err
-				}
-				for _, e := range es {
-					s, ok := sources[e.Offset]
-					if !ok || b.term > s.term || (b.term == s.term && f.name >= s.file) {
-						byOffset[e.Offset], sources[e.Offset] = e, source{b.term, f.name}
-					}
-				}
-			}
-		}
-	}
-	all := make([]*filer_pb.LogEntry, 0, len(byOffset))
-	for _, e := range byOffset {
-		all = append(all, e)
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].Offset < all[j].Offset })
-	// A batch entry takes several offsets: where entries of two logs
-	// overlap (not at one offset), the later term's stand, the earlier's
-	// go.
-	out := all[:0]
-	for _, e := range all {
-		keep := true
-		for len(out) > 0 {
-			last := out[len(out)-1]
-			if last.Offset+logEntrySpan(last) <= e.Offset {
-				break
-			}
-			if sources[e.Offset].term <= sources[last.Offset].term {
-				keep = false
-				break
-			}
-			out = out[:len(out)-1]
-		}
-		if keep {
-			out = append(out, e)
-		}
-	}
-	return out, nil
 }
 
 // segmentMimeType is what segments are uploaded as: binary, which the
@@ -196,7 +116,7 @@ func (c *Client) writeSegment(ctx context.Context, dir string, entries []*filer_
 		}
 	}
 	last := entries[len(entries)-1]
-	return c.writeSegmentBytes(ctx, dir, buf, entries[0].Offset, last.Offset+logEntrySpan(last)-1, last.TsNs)
+	return c.writeSegmentBytes(ctx, dir, buf, entries[0].Offset, last.Offset+logentry.SpanOf(last)-1, last.TsNs)
 }
 
 // writeSegmentBytes writes a segment's bytes (offsets first to last) to a
@@ -283,7 +203,7 @@ func (c *Client) openPartition(ctx context.Context, p *partition) error {
 		return err
 	}
 	p.dir = partitionDir(p.topic, a)
-	p.walKey = walPartKey(p.dir, a.Partition.UnixTimeNs)
+	p.walKey = wal.PartKey(p.dir, a.Partition.UnixTimeNs)
 	if c.opts.Term != nil {
 		p.term = c.opts.Term(p.topic, p.index)
 	}
@@ -297,7 +217,7 @@ func (c *Client) openPartition(ctx context.Context, p *partition) error {
 			return err
 		}
 		if tail != nil {
-			p.lastTsNs = max(p.lastTsNs, tail.tsNs)
+			p.lastTsNs = max(p.lastTsNs, tail.TsNs)
 		}
 	}
 	p.notifyMu.Lock()

@@ -19,6 +19,8 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/mq/topic"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
 )
 
 // A partition's flushed records live in log segments in the filer, one file
@@ -331,7 +333,7 @@ func (c *Client) segmentEnd(ctx context.Context, dir string, s segment) (int64, 
 		if len(d.entries) == 0 {
 			return 0, nil
 		}
-		return d.entries[len(d.entries)-1].Offset + logEntrySpan(d.entries[len(d.entries)-1]), nil
+		return d.entries[len(d.entries)-1].Offset + logentry.SpanOf(d.entries[len(d.entries)-1]), nil
 	}
 	if end, ok := c.segs.ends[key]; ok {
 		c.segs.cacheMu.Unlock()
@@ -348,7 +350,7 @@ func (c *Client) segmentEnd(ctx context.Context, dir string, s segment) (int64, 
 		if pos+4+size > len(data) {
 			return 0, fmt.Errorf("segment %s/%s: entry at %d runs past the end", dir, s.entry.Name, pos)
 		}
-		e, err := segmentEntryEnd(data[pos+4 : pos+4+size])
+		e, err := logentry.EntryEnd(data[pos+4 : pos+4+size])
 		if err != nil {
 			return 0, fmt.Errorf("segment %s/%s: entry at %d: %v", dir, s.entry.Name, pos, err)
 		}
@@ -399,17 +401,17 @@ func (c *Client) decodeSegment(ctx context.Context, dir string, s segment) (*dec
 		if pos+4+size > len(data) {
 			return nil, fmt.Errorf("segment %s/%s: entry at %d runs past the end", dir, s.entry.Name, pos)
 		}
-		re, err := parseRawEntry(data[pos+4 : pos+4+size])
+		re, err := logentry.Parse(data[pos+4 : pos+4+size])
 		if err != nil {
 			return nil, fmt.Errorf("segment %s/%s: entry at %d: %v", dir, s.entry.Name, pos, err)
 		}
 		pos += 4 + size
-		if re.offset < next {
+		if re.Offset < next {
 			continue // a duplicate of an offset already seen
 		}
-		next = re.end()
+		next = re.End()
 		// The entry's slices alias the segment's bytes, read once.
-		d.entries = append(d.entries, &filer_pb.LogEntry{TsNs: re.tsNs, Key: re.key, Data: re.data, Offset: re.offset})
+		d.entries = append(d.entries, &filer_pb.LogEntry{TsNs: re.TsNs, Key: re.Key, Data: re.Data, Offset: re.Offset})
 	}
 
 	ss.cacheMu.Lock()
@@ -443,14 +445,14 @@ func (c *Client) readFlushed(ctx context.Context, st *flushedState, offset int64
 		}
 		// The first entry that ends past next (a batch entry may
 		// begin before it).
-		i := sort.Search(len(d.entries), func(i int) bool { return d.entries[i].Offset+logEntrySpan(d.entries[i]) > next })
+		i := sort.Search(len(d.entries), func(i int) bool { return d.entries[i].Offset+logentry.SpanOf(d.entries[i]) > next })
 		for ; i < len(d.entries); i++ {
 			e := d.entries[i]
 			if e.Offset != next && len(out) > 0 {
 				return out, nil // a gap: stop at the last dense offset
 			}
 			out = append(out, e)
-			next = e.Offset + logEntrySpan(e)
+			next = e.Offset + logentry.SpanOf(e)
 			size += len(e.Key) + len(e.Data) + 16
 			if size >= maxBytes {
 				return out, nil

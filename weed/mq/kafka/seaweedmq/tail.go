@@ -4,7 +4,7 @@ package seaweedmq
 // segment holds yet. The flusher writes a partition's tail as one log
 // segment, in the broker's format, once it is tailFlushAge old or
 // maxTailBytes large (and at Close); the write-ahead log's files are then
-// trimmed (wal_trim.go). It also drops the partitions nobody used for
+// trimmed (package wal). It also drops the partitions nobody used for
 // idleAfter whose tail is empty, so that a partition costs memory only
 // while it is written or read.
 
@@ -16,11 +16,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
 )
 
 const (
@@ -222,7 +223,7 @@ func (c *Client) flushTail(p *partition) {
 	}
 	buf := make([]byte, 0, size)
 	for _, b := range batches {
-		buf = appendSegmentRecords(buf, b.base, b.recs)
+		buf = logentry.AppendSegment(buf, b.base, b.recs)
 	}
 	first, last := batches[0].base, batches[len(batches)-1].base+int64(batches[len(batches)-1].n)-1
 	if err := c.writeSegmentBytes(ctx, p.dir, buf, first, last, batches[len(batches)-1].lastTs); err != nil {
@@ -258,31 +259,7 @@ func (c *Client) stillThere(ctx context.Context, p *partition) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return walPartKey(partitionDir(p.topic, a), a.Partition.UnixTimeNs) == p.walKey, nil
-}
-
-// appendSegmentRecords appends records in log form (uvarint length, then a
-// LogEntry without offset) as a segment holds them: a 4-byte big-endian
-// size and the LogEntry with its offset field added, base for the first.
-func appendSegmentRecords(dst []byte, base int64, recs []byte) []byte {
-	off := base
-	for len(recs) > 0 {
-		size, k := binary.Uvarint(recs)
-		raw := recs[k : k+int(size)]
-		recs = recs[k+int(size):]
-		extra := 1 + protowire.SizeVarint(uint64(off))
-		dst = binary.BigEndian.AppendUint32(dst, uint32(len(raw)+extra))
-		dst = append(dst, raw...)
-		dst = protowire.AppendTag(dst, logEntryOffsetField, protowire.VarintType)
-		dst = protowire.AppendVarint(dst, uint64(off))
-		e, err := parseRawEntry(raw)
-		if err != nil {
-			off++ // checked when logged; not reached
-			continue
-		}
-		off += e.span()
-	}
-	return dst
+	return wal.PartKey(partitionDir(p.topic, a), a.Partition.UnixTimeNs) == p.walKey, nil
 }
 
 // dropIdle forgets a partition nobody used for idleAfter, its producers'

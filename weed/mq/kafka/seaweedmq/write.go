@@ -16,6 +16,8 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
 )
 
 // maxFutureTimestamp is how far ahead of this gateway's clock a record's
@@ -34,7 +36,7 @@ func (c *Client) Append(ctx context.Context, topic string, index int32, records 
 }
 
 // AppendBatch implements protocol.Backend: the batch is stored as one
-// batch entry (entries.go).
+// batch entry (package logentry).
 func (c *Client) AppendBatch(ctx context.Context, topic string, index int32, batch []byte, records []record.Record, durable bool) *protocol.Appended {
 	if record.Span(batch) != int64(len(records)) {
 		return protocol.FailedAppend(fmt.Errorf("%w: a batch of %d offsets with %d records", kerr.CorruptMessage, record.Span(batch), len(records)))
@@ -115,7 +117,7 @@ func (c *Client) ensureOpen(ctx context.Context, topic string, index int32) (*pa
 // write-ahead log. Called with writeMu held, on a ready partition.
 func (p *partition) write(records []record.Record, durable bool) *protocol.Appended {
 	b := &pendingBatch{base: p.next, n: len(records), durable: durable, app: protocol.NewAppended()}
-	w := walRecords{buf: make([]byte, 0, walRecordsSize(records))}
+	w := logentry.Records{Buf: make([]byte, 0, walRecordsSize(records))}
 	var env []byte
 	for i := range records {
 		r := &records[i]
@@ -125,10 +127,10 @@ func (p *partition) write(records []record.Record, durable bool) *protocol.Appen
 			env = record.AppendEnvelope(env[:0], r, !exact)
 			value = env
 		}
-		w.add(ts, r.Key, value)
+		w.Add(ts, r.Key, value)
 		b.lastTs = ts
 	}
-	b.recs = w.buf
+	b.recs = w.Buf
 	return p.log(b)
 }
 
@@ -138,9 +140,9 @@ func (p *partition) write(records []record.Record, durable bool) *protocol.Appen
 func (p *partition) writeBatch(batch []byte, n int, durable bool) *protocol.Appended {
 	b := &pendingBatch{base: p.next, n: n, durable: durable, app: protocol.NewAppended()}
 	b.lastTs, _ = p.nextTs(record.MaxTimestamp(batch))
-	w := walRecords{buf: make([]byte, 0, len(batch)+32)}
-	w.addBatch(b.lastTs, batch, b.base)
-	b.recs = w.buf
+	w := logentry.Records{Buf: make([]byte, 0, len(batch)+32)}
+	w.AddBatch(b.lastTs, batch, b.base)
+	b.recs = w.Buf
 	return p.log(b)
 }
 
@@ -150,7 +152,7 @@ func (p *partition) log(b *pendingBatch) *protocol.Appended {
 	p.notifyMu.Lock()
 	p.pending = append(p.pending, b)
 	p.notifyMu.Unlock()
-	p.c.logBatch(walBatch{dir: p.walKey, term: p.term, base: b.base, n: b.n, recs: b.recs}, func(err error) { p.logged(b, err) })
+	p.c.logBatch(wal.Batch{Dir: p.walKey, Term: p.term, Base: b.base, N: b.n, Recs: b.recs}, func(err error) { p.logged(b, err) })
 	if !b.durable {
 		b.app.Finish(b.base, nil)
 	}
@@ -176,7 +178,7 @@ func (p *partition) logged(b *pendingBatch, err error) {
 			// a producer's batches are answered in their order.
 			failed = true
 			if h.err == nil {
-				h.err = errWALClosed
+				h.err = wal.ErrClosed
 			}
 		} else {
 			p.tail = append(p.tail, &tailBatch{base: h.base, n: h.n, recs: h.recs, lastTs: h.lastTs, logged: time.Now()})

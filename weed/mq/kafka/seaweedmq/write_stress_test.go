@@ -10,6 +10,8 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
 )
 
 // TestWriteStress runs the write path of one partition under the race
@@ -25,7 +27,7 @@ func TestWriteStress(t *testing.T) {
 	c.flusher = newFlusher(c)
 	var logMu sync.Mutex
 	refused := 0
-	c.logBatch = func(b walBatch, done func(error)) {
+	c.logBatch = func(b wal.Batch, done func(error)) {
 		go func() {
 			time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
 			logMu.Lock()
@@ -61,12 +63,12 @@ func TestWriteStress(t *testing.T) {
 				if b.base > next {
 					next = b.base // taken out of the tail meanwhile: segments hold it
 				}
-				wb := walBatch{base: b.base, n: b.n, recs: b.recs}
-				err := wb.each(next, func(e rawEntry) error {
-					if e.offset+e.span() <= next || e.offset > next {
-						return fmt.Errorf("entry at %d, reading %d", e.offset, next)
+				wb := wal.Batch{Base: b.base, N: b.n, Recs: b.recs}
+				err := wb.Each(next, func(e logentry.Raw) error {
+					if e.Offset+e.Span() <= next || e.Offset > next {
+						return fmt.Errorf("entry at %d, reading %d", e.Offset, next)
 					}
-					next = e.end()
+					next = e.End()
 					return nil
 				})
 				if err != nil && readErr == nil {

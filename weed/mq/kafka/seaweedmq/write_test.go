@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
 )
 
 // TestNextTs checks which timestamps ts_ns carries exactly: increasing ones,
@@ -142,7 +143,7 @@ func TestLoggedInOrder(t *testing.T) {
 		}
 	}
 	p.logged(bs[3], nil)
-	p.logged(bs[2], errWALClosed)
+	p.logged(bs[2], wal.ErrClosed)
 	for _, b := range bs[2:] {
 		<-b.app.Done
 		if !errors.Is(b.app.Err, kerr.NotLeaderForPartition) {
@@ -167,18 +168,6 @@ func eventuallyTrue(t *testing.T, cond func() bool) {
 		}
 	}
 	t.Fatal("not within 5 s")
-}
-
-// TestWALPartKey: a partition's log key carries its topic's creation time;
-// a bare directory (earlier versions) has none.
-func TestWALPartKey(t *testing.T) {
-	k := walPartKey("/topics/kafka/t/v2026-12-04-19-20-00/0000-0001", 1796412000123456789)
-	if dir, gen := splitWALPartKey(k); dir != "/topics/kafka/t/v2026-12-04-19-20-00/0000-0001" || gen != 1796412000123456789 {
-		t.Fatalf("%q: %q %d", k, dir, gen)
-	}
-	if dir, gen := splitWALPartKey("/topics/kafka/t/v/0000-0630"); dir != "/topics/kafka/t/v/0000-0630" || gen != -1 {
-		t.Fatalf("bare: %q %d", dir, gen)
-	}
 }
 
 // TestDropIdle: a partition nobody used for idleAfter is dropped, even one

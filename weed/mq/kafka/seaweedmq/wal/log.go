@@ -1,22 +1,18 @@
-package seaweedmq
-
-// The write-ahead log makes acks=all cheap. The MQ broker acknowledges a
-// record once it holds it in memory and writes its memory to the filer's log
-// segments every few seconds (-logFlushInterval); a broker that dies loses
-// what it held. So every batch the broker acknowledged goes, with the
-// offsets it got, into this gateway's log in SeaweedFS: files under
-// WALDir/<gateway>, whose chunks are on the volume servers (the cluster's
-// replication applies) and are listed in the filer entry. Batches that
-// arrive together, from any partition and connection, share one chunk: one
-// upload to a volume server and one filer update per group commit, done at
-// once. A batch is logged as it is sent (at the offset the stream will give
-// it, checked at the broker's acknowledgement); a durable (acks=all) batch
-// is acknowledged once both the broker and the log hold it.
+// Package wal is the gateways' write-ahead log: what makes an acks=all
+// produce durable the moment it is acknowledged. The leading gateway gives
+// a batch its offsets and hands it to its log; the batch is acknowledged
+// once the log holds it, long before the partition's segments do. A log is
+// files under Dir/<gateway>, whose chunks are on the volume servers (the
+// cluster's replication applies) and are listed in the filer entry.
+// Batches that arrive together, from any partition and connection, share
+// one chunk: one upload to a volume server and one filer update per group
+// commit, done at once.
 //
-// The log is read by whichever gateway starts to serve a partition next
-// (wal_read.go, recover.go): what it holds and neither the segments nor the
-// broker do is written back at its offsets. A file is removed once the
-// segments cover everything in it (wal_trim.go).
+// The logs are read by whichever gateway starts to serve a partition next
+// (Reader): what they hold and the segments do not is written back at its
+// offsets. A file is removed once the segments cover everything in it, or
+// its partitions are gone (trim.go).
+package wal
 
 import (
 	"context"
@@ -30,45 +26,42 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/filer"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
-	"github.com/seaweedfs/seaweedfs/weed/operation"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
-	"github.com/seaweedfs/seaweedfs/weed/security"
 	"github.com/seaweedfs/seaweedfs/weed/storage/needle"
 	"github.com/seaweedfs/seaweedfs/weed/storage/types"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
-// WALDir is where the gateways keep their write-ahead logs, one folder
-// each.
-const WALDir = "/etc/kafka-gateway/wal"
+// Dir is where the gateways keep their write-ahead logs, one folder each.
+const Dir = "/etc/kafka-gateway/wal"
 
 const (
-	// maxWALCommitBytes bounds one group commit (one chunk).
-	maxWALCommitBytes = 8 << 20
-	// maxWALQueuedBytes bounds what waits for a commit; past it the
-	// broker's acks wait, and with them the partitions' streams.
-	maxWALQueuedBytes = 256 << 20
-	// walFileChunks and walFileAge bound one log file: every commit
+	// maxCommitBytes bounds one group commit (one chunk).
+	maxCommitBytes = 8 << 20
+	// maxQueuedBytes bounds what waits for a commit; past it Add
+	// waits, and with it the producers.
+	maxQueuedBytes = 256 << 20
+	// fileChunks and fileAge bound one log file: every commit
 	// rewrites the file's entry with all its chunks, and a whole file is
 	// removed once covered, so files stay small and young.
-	walFileChunks = 16
-	walFileAge    = 2 * time.Second
-	// walTrimEvery is how often covered files are looked for.
-	walTrimEvery = 2 * time.Second
-	// walRetryMax is the longest pause between attempts to commit while
+	fileChunks = 16
+	fileAge    = 2 * time.Second
+	// trimEvery is how often covered files are looked for.
+	trimEvery = 2 * time.Second
+	// retryMax is the longest pause between attempts to commit while
 	// SeaweedFS does not take the log's writes.
-	walRetryMax = time.Second
+	retryMax = time.Second
 )
 
-// walEntry is a batch waiting for its commit.
-type walEntry struct {
-	walBatch
+// pending is a batch waiting for its commit.
+type pending struct {
+	Batch
 	done func(error) // called once the batch is in the log, or cannot be
 }
 
-// walFile is one of this gateway's log files.
-type walFile struct {
+// logFile is one of this gateway's log files.
+type logFile struct {
 	name    string
 	entry   *filer_pb.Entry
 	created time.Time
@@ -77,14 +70,14 @@ type walFile struct {
 	ends map[string]int64
 }
 
-// wal is this gateway's write-ahead log.
-type wal struct {
-	c   *Client
-	dir string // WALDir/<gateway>
+// Log is one gateway's write-ahead log, the one it writes.
+type Log struct {
+	opts Options
+	dir  string // Dir/<gateway>
 
 	mu      sync.Mutex
 	changed *sync.Cond // queue got entries, room, or commits
-	queue   []*walEntry
+	queue   []*pending
 	queued  int    // bytes in queue
 	added   uint64 // entries ever queued
 	written uint64 // entries ever finished (committed or failed)
@@ -99,23 +92,38 @@ type wal struct {
 	// Under filesMu. The commit loop appends to cur; a file is closed when
 	// full or old, by the next commit or, if none comes, by the trimmer.
 	filesMu    sync.Mutex
-	cur        *walFile
-	files      []*walFile // closed and not yet removed, oldest first
+	cur        *logFile
+	files      []*logFile // closed and not yet removed, oldest first
 	committing bool
 
 	done    chan struct{}  // closed when the commit loop has stopped
 	trimmer sync.WaitGroup // the trim loop, which stops after it
 }
 
-func newWAL(c *Client, name string) *wal {
-	w := &wal{c: c, dir: WALDir + "/" + name, done: make(chan struct{})}
+// Options configure a Log.
+type Options struct {
+	Store Store
+	// Name is the gateway's: its log is Dir/Name.
+	Name string
+	// Covered reports whether the segments of the partition named part
+	// (PartKey) hold every offset below end, or, if orGone, whether the
+	// partition is gone (its topic deleted or created anew): a file is
+	// removed once every partition in it is covered. orGone is set for
+	// files older than a minute only, so that young files cost no topic
+	// lookups.
+	Covered func(ctx context.Context, part string, end int64, orGone bool) bool
+}
+
+// New returns the log of the gateway opts name; Start starts it.
+func New(opts Options) *Log {
+	w := &Log{opts: opts, dir: Dir + "/" + opts.Name, done: make(chan struct{})}
 	w.changed = sync.NewCond(&w.mu)
 	return w
 }
 
-// start runs the commit loop and the trimmer; the files of an earlier run
+// Start runs the commit loop and the trimmer; the files of an earlier run
 // of this gateway are trimmed like its own.
-func (w *wal) start() {
+func (w *Log) Start() {
 	go w.commitLoop()
 	w.trimmer.Add(1)
 	go func() {
@@ -124,28 +132,28 @@ func (w *wal) start() {
 	}()
 }
 
-// add queues a batch for the log. It waits while too much is queued.
-func (w *wal) add(b walBatch, done func(error)) {
+// Add queues a batch for the log. It waits while too much is queued.
+func (w *Log) Add(b Batch, done func(error)) {
 	w.mu.Lock()
-	for w.queued > maxWALQueuedBytes && !w.closing {
+	for w.queued > maxQueuedBytes && !w.closing {
 		w.changed.Wait()
 	}
 	if w.closing {
 		w.mu.Unlock()
-		done(errWALClosed)
+		done(ErrClosed)
 		return
 	}
-	w.queue = append(w.queue, &walEntry{walBatch: b, done: done})
-	w.queued += len(b.recs)
+	w.queue = append(w.queue, &pending{Batch: b, done: done})
+	w.queued += len(b.Recs)
 	w.added++
 	w.changed.Broadcast()
 	w.mu.Unlock()
 }
 
-var errWALClosed = errors.New("write-ahead log closed")
+var ErrClosed = errors.New("write-ahead log closed")
 
-// barrier waits until every batch queued before it is committed or failed.
-func (w *wal) barrier(ctx context.Context) error {
+// Barrier waits until every batch queued before it is committed or failed.
+func (w *Log) Barrier(ctx context.Context) error {
 	w.mu.Lock()
 	target := w.added
 	w.mu.Unlock()
@@ -166,11 +174,11 @@ func (w *wal) barrier(ctx context.Context) error {
 	return nil
 }
 
-// close commits what is queued (for a while) and stops.
-func (w *wal) close(timeout time.Duration) {
+// Close commits what is queued (for a while) and stops.
+func (w *Log) Close(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	w.barrier(ctx) //nolint:errcheck // what is left fails below
+	w.Barrier(ctx) //nolint:errcheck // what is left fails below
 	w.mu.Lock()
 	w.closing = true
 	w.changed.Broadcast()
@@ -181,7 +189,7 @@ func (w *wal) close(timeout time.Duration) {
 
 // commitLoop takes what is queued, writes it as one chunk and finishes its
 // batches; while a commit is under way the next one gathers.
-func (w *wal) commitLoop() {
+func (w *Log) commitLoop() {
 	defer close(w.done)
 	frame := make([]byte, 0, 1<<20)
 	for {
@@ -194,8 +202,8 @@ func (w *wal) commitLoop() {
 			return
 		}
 		n, size := 0, 0
-		for n < len(w.queue) && (n == 0 || size+len(w.queue[n].recs) <= maxWALCommitBytes) {
-			size += len(w.queue[n].recs)
+		for n < len(w.queue) && (n == 0 || size+len(w.queue[n].Recs) <= maxCommitBytes) {
+			size += len(w.queue[n].Recs)
 			n++
 		}
 		batch := w.queue[:n:n]
@@ -207,10 +215,10 @@ func (w *wal) commitLoop() {
 		frame = frame[:8]
 		records := 0
 		for _, e := range batch {
-			frame = appendWALBatch(frame, &e.walBatch)
-			records += e.n
+			frame = appendBatch(frame, &e.Batch)
+			records += e.N
 		}
-		frame = sealWALFrame(frame)
+		frame = sealFrame(frame)
 		err := w.commitRetrying(frame, batch)
 		if err == nil {
 			metrics.WALCommitBatches.Observe(float64(len(batch)))
@@ -234,7 +242,7 @@ func (w *wal) commitLoop() {
 // take it: the batches' producers wait (their requests time out and are
 // retried; an idempotent retry waits for this outcome). Only a gateway
 // that stops gives up, and then nothing of it is acknowledged.
-func (w *wal) commitRetrying(frame []byte, batch []*walEntry) error {
+func (w *Log) commitRetrying(frame []byte, batch []*pending) error {
 	pause := 20 * time.Millisecond
 	var logged string
 	for attempt := 1; ; attempt++ {
@@ -260,15 +268,15 @@ func (w *wal) commitRetrying(frame []byte, batch []*walEntry) error {
 			return fmt.Errorf("%w: write-ahead log: %v", kerr.NotEnoughReplicasAfterAppend, err)
 		}
 		time.Sleep(pause)
-		pause = min(2*pause, walRetryMax)
+		pause = min(2*pause, retryMax)
 	}
 }
 
 // commit writes one frame as a chunk of the current file.
-func (w *wal) commit(frame []byte, batch []*walEntry) (err error) {
+func (w *Log) commit(frame []byte, batch []*pending) (err error) {
 	w.filesMu.Lock()
 	w.committing = true
-	if w.cur != nil && (len(w.cur.entry.Chunks) >= walFileChunks || time.Since(w.cur.created) > walFileAge) {
+	if w.cur != nil && (len(w.cur.entry.Chunks) >= fileChunks || time.Since(w.cur.created) > fileAge) {
 		w.files = append(w.files, w.cur)
 		w.cur = nil
 	}
@@ -281,7 +289,7 @@ func (w *wal) commit(frame []byte, batch []*walEntry) (err error) {
 	if w.cur == nil {
 		now := time.Now()
 		name := fmt.Sprintf("%020d", now.UnixNano())
-		w.cur = &walFile{name: name, created: now, ends: map[string]int64{},
+		w.cur = &logFile{name: name, created: now, ends: map[string]int64{},
 			entry: &filer_pb.Entry{Name: name, Attributes: &filer_pb.FuseAttributes{
 				Crtime: now.Unix(), Mtime: now.Unix(), FileMode: 0o644,
 			}}}
@@ -294,7 +302,7 @@ func (w *wal) commit(frame []byte, batch []*walEntry) (err error) {
 	// The chunk's id and size are known before it is uploaded, so the
 	// upload and the filer update go at once. A gateway that dies between
 	// them leaves a file whose last chunk may be missing; its commit was
-	// never acknowledged, and readers skip it (readWALFile).
+	// never acknowledged, and readers skip it (readChunks).
 	size := int64(filer.TotalSize(f.entry.Chunks))
 	fid, _ := filer_pb.ToFileIdObject(slot.fid)
 	chunk := &filer_pb.FileChunk{FileId: slot.fid, Fid: fid, Offset: size, Size: uint64(len(frame)), ModifiedTsNs: time.Now().UnixNano()}
@@ -311,20 +319,18 @@ func (w *wal) commit(frame []byte, batch []*walEntry) (err error) {
 	w.filesMu.Lock()
 	ends := maps.Clone(f.ends)
 	for _, e := range batch {
-		ends[e.dir] = max(ends[e.dir], e.base+int64(e.n))
+		ends[e.Dir] = max(ends[e.Dir], e.Base+int64(e.N))
 	}
 	w.filesMu.Unlock()
 	if f.entry.Extended == nil {
 		f.entry.Extended = map[string][]byte{}
 	}
-	f.entry.Extended[walPartitionsAttr] = encodeWALEnds(ends)
-	uploaded := make(chan error, 1)
-	go func() { uploaded <- metrics.Try("WALUpload", func() error { return w.put(slot, frame) }) }()
+	f.entry.Extended[partitionsAttr] = encodeEnds(ends)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = w.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		return filer_pb.CreateEntry(ctx, fc, &filer_pb.CreateEntryRequest{Directory: w.dir, Entry: f.entry})
-	})
+	uploaded := make(chan error, 1)
+	go func() { uploaded <- metrics.Try("WALUpload", func() error { return w.put(ctx, slot, frame) }) }()
+	err = w.opts.Store.Save(ctx, w.dir, f.entry)
 	if uerr := <-uploaded; uerr != nil {
 		w.fids.base = nil // the volume may be gone or full
 		err = uerr
@@ -341,65 +347,54 @@ func (w *wal) commit(frame []byte, batch []*walEntry) (err error) {
 	return nil
 }
 
-// walAssignCount is how many file ids one volume assignment reserves: the
+// assignCount is how many file ids one volume assignment reserves: the
 // log's chunks need one each, and an assignment is a round trip to the
 // filer and the master.
-const walAssignCount = 256
+const assignCount = 256
 
 // fidPool holds file ids reserved on a volume server for the log's chunks.
 type fidPool struct {
-	base      *needle.FileId
-	url, auth string
-	fsync     bool
-	next, n   uint64
+	a       Assignment
+	base    *needle.FileId
+	next, n uint64
 }
 
-// walSlot is a file id reserved for one chunk of the log.
-type walSlot struct {
-	fid, url, auth string
-	fsync          bool
+// chunkSlot is a file id reserved for one chunk of the log.
+type chunkSlot struct {
+	a   Assignment
+	fid string
 }
 
 // reserve takes the next reserved file id, reserving more when none is
 // left.
-func (w *wal) reserve() (walSlot, error) {
+func (w *Log) reserve() (chunkSlot, error) {
 	if w.fids.base == nil || w.fids.next >= w.fids.n {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		var resp *filer_pb.AssignVolumeResponse
-		err := w.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-			var err error
-			// The expected size per id: without it the master counts
-			// 1 MB for each, and grows new volumes all the time.
-			resp, err = fc.AssignVolume(ctx, &filer_pb.AssignVolumeRequest{
-				Count: walAssignCount, Path: w.dir + "/", ExpectedDataSize: w.expectedFrame(),
-			})
-			if err == nil && resp.Error != "" {
-				err = errors.New(resp.Error)
-			}
-			return err
-		})
+		// The expected size per id: without it the master counts 1 MB
+		// for each, and grows new volumes all the time.
+		a, err := w.opts.Store.Assign(ctx, w.dir+"/", assignCount, w.expectedFrame())
 		cancel()
 		if err != nil {
-			return walSlot{}, fmt.Errorf("%w: assign a volume for the write-ahead log: %v", ErrUnavailable, err)
+			return chunkSlot{}, fmt.Errorf("assign a volume for the write-ahead log: %w", err)
 		}
-		base, err := needle.ParseFileIdFromString(resp.FileId)
+		base, err := needle.ParseFileIdFromString(a.FileID)
 		if err != nil {
-			return walSlot{}, err
+			return chunkSlot{}, err
 		}
-		n := uint64(max(resp.Count, 1))
-		if resp.Auth != "" {
+		n := uint64(max(a.Count, 1))
+		if a.Auth != "" {
 			n = 1 // a signed write is for the assigned id only
 		}
-		w.fids = fidPool{base: base, url: resp.Location.Url, auth: resp.Auth, fsync: resp.Fsync, n: n}
+		w.fids = fidPool{a: a, base: base, n: n}
 	}
 	id := *w.fids.base
 	id.Key += types.NeedleId(w.fids.next)
 	w.fids.next++
-	return walSlot{fid: id.String(), url: w.fids.url, auth: w.fids.auth, fsync: w.fids.fsync}, nil
+	return chunkSlot{a: w.fids.a, fid: id.String()}, nil
 }
 
 // expectedFrame is the average frame committed so far, at least 4 KB.
-func (w *wal) expectedFrame() uint64 {
+func (w *Log) expectedFrame() uint64 {
 	if w.frames == 0 {
 		return 4 << 10
 	}
@@ -408,25 +403,9 @@ func (w *wal) expectedFrame() uint64 {
 
 // put stores a frame on its volume server, as it is (never compressed: its
 // size is in the filer entry already).
-func (w *wal) put(slot walSlot, frame []byte) error {
-	url := "http://" + slot.url + "/" + slot.fid
-	if slot.fsync {
-		url += "?fsync=true"
-	}
-	uploader, err := operation.NewUploader()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := uploader.UploadData(ctx, frame, &operation.UploadOption{
-		UploadUrl: url, Jwt: security.EncodedJwt(slot.auth), MaxAttempts: 1, MimeType: "application/octet-stream",
-	})
-	if err == nil && res.Error != "" {
-		err = errors.New(res.Error)
-	}
-	if err != nil {
-		return fmt.Errorf("%w: upload to %s: %v", ErrUnavailable, slot.url, err)
+func (w *Log) put(ctx context.Context, slot chunkSlot, frame []byte) error {
+	if err := w.opts.Store.Upload(ctx, slot.a, slot.fid, frame); err != nil {
+		return fmt.Errorf("upload to %s: %w", slot.a.URL, err)
 	}
 	return nil
 }

@@ -1,0 +1,48 @@
+package wal
+
+import (
+	"context"
+	"errors"
+
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+)
+
+// Store is where logs are kept: files of the SeaweedFS filer whose chunks
+// are on the volume servers, written a chunk at a time. The SeaweedMQ
+// adapter implements it over the filer and volume servers, the package's
+// tests in memory.
+type Store interface {
+	// Assign reserves file ids on a volume server for chunks of files
+	// under dir: about count of them, each expected to hold about size
+	// bytes.
+	Assign(ctx context.Context, dir string, count int, size uint64) (Assignment, error)
+	// Upload stores a chunk under a file id reserved by a.
+	Upload(ctx context.Context, a Assignment, fid string, data []byte) error
+	// Save creates or replaces a file's entry, its chunks listed in it.
+	Save(ctx context.Context, dir string, e *filer_pb.Entry) error
+	// List returns the entries of dir, files and directories (none if
+	// dir does not exist).
+	List(ctx context.Context, dir string) ([]*filer_pb.Entry, error)
+	// ReadChunk reads a chunk; the error wraps ErrMissing if no volume
+	// server holds it.
+	ReadChunk(ctx context.Context, fid string) ([]byte, error)
+	// Remove deletes a file with its chunks; a file already gone is no
+	// error.
+	Remove(ctx context.Context, dir, name string) error
+}
+
+// Assignment is a run of file ids reserved on one volume server.
+type Assignment struct {
+	// FileID is the first id; the others follow it (the needle key
+	// counts up).
+	FileID string
+	Count  int
+	URL    string
+	// Auth signs the writes (then only FileID may be written); Fsync
+	// asks the volume server to sync each write.
+	Auth  string
+	Fsync bool
+}
+
+// ErrMissing is a chunk no volume server holds.
+var ErrMissing = errors.New("chunk not found")

@@ -1,0 +1,211 @@
+package seaweedmq
+
+// The write-ahead log's store: files of the filer whose chunks go straight
+// to the volume servers, and the log's question of whether a file may go.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/seaweedfs/seaweedfs/weed/filer"
+	"github.com/seaweedfs/seaweedfs/weed/operation"
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+	"github.com/seaweedfs/seaweedfs/weed/security"
+	util_http "github.com/seaweedfs/seaweedfs/weed/util/http"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
+)
+
+// walStore is wal.Store over the cluster's filer and volume servers.
+type walStore struct {
+	c *Client
+
+	mu   sync.Mutex
+	urls map[string][]string // volume id → its servers, as last looked up
+}
+
+var _ wal.Store = (*walStore)(nil)
+
+func (s *walStore) Assign(ctx context.Context, dir string, count int, size uint64) (wal.Assignment, error) {
+	var resp *filer_pb.AssignVolumeResponse
+	err := s.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		var err error
+		resp, err = fc.AssignVolume(ctx, &filer_pb.AssignVolumeRequest{Count: int32(count), Path: dir, ExpectedDataSize: size})
+		if err == nil && resp.Error != "" {
+			err = errors.New(resp.Error)
+		}
+		return err
+	})
+	if err != nil {
+		return wal.Assignment{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return wal.Assignment{FileID: resp.FileId, Count: int(resp.Count), URL: resp.Location.Url, Auth: resp.Auth, Fsync: resp.Fsync}, nil
+}
+
+func (s *walStore) Upload(ctx context.Context, a wal.Assignment, fid string, data []byte) error {
+	url := "http://" + a.URL + "/" + fid
+	if a.Fsync {
+		url += "?fsync=true"
+	}
+	uploader, err := operation.NewUploader()
+	if err != nil {
+		return err
+	}
+	res, err := uploader.UploadData(ctx, data, &operation.UploadOption{
+		UploadUrl: url, Jwt: security.EncodedJwt(a.Auth), MaxAttempts: 1, MimeType: "application/octet-stream",
+	})
+	if err == nil && res.Error != "" {
+		err = errors.New(res.Error)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return nil
+}
+
+func (s *walStore) Save(ctx context.Context, dir string, e *filer_pb.Entry) error {
+	return s.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		return filer_pb.CreateEntry(ctx, fc, &filer_pb.CreateEntryRequest{Directory: dir, Entry: e})
+	})
+}
+
+func (s *walStore) List(ctx context.Context, dir string) ([]*filer_pb.Entry, error) {
+	var entries []*filer_pb.Entry
+	err := s.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		entries = entries[:0]
+		return filer_pb.SeaweedList(ctx, fc, dir, "", func(e *filer_pb.Entry, _ bool) error {
+			entries = append(entries, e)
+			return nil
+		}, "", false, 1<<31-1)
+	})
+	if errors.Is(err, filer_pb.ErrNotFound) {
+		return nil, nil
+	}
+	return entries, err
+}
+
+func (s *walStore) Remove(ctx context.Context, dir, name string) error {
+	err := s.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		return filer_pb.DoRemove(ctx, fc, dir, name, true, false, true, false, nil)
+	})
+	if errors.Is(err, filer_pb.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// ReadChunk reads a chunk from the first of its volume servers that has
+// it.
+func (s *walStore) ReadChunk(ctx context.Context, fid string) ([]byte, error) {
+	vid, _, _ := strings.Cut(fid, ",")
+	urls, err := s.volume(ctx, vid)
+	if err != nil {
+		return nil, fmt.Errorf("%w: look up volume %s: %v", ErrUnavailable, vid, err)
+	}
+	if len(urls) == 0 {
+		return nil, fmt.Errorf("%w: no volume server holds %s", ErrUnavailable, fid)
+	}
+	missing := true
+	for _, u := range urls {
+		req, rerr := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+u+"/"+fid, nil)
+		if rerr != nil {
+			return nil, rerr
+		}
+		resp, derr := util_http.GetGlobalHttpClient().Do(req)
+		if derr != nil {
+			missing, err = false, derr
+			continue
+		}
+		body, rerr := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusNotFound:
+			err = fmt.Errorf("%s: not found on %s", fid, u)
+		case resp.StatusCode != http.StatusOK || rerr != nil:
+			missing, err = false, fmt.Errorf("%s on %s: %s %v", fid, u, resp.Status, rerr)
+		default:
+			return body, nil
+		}
+	}
+	s.mu.Lock()
+	delete(s.urls, vid) // moved, perhaps: looked up again next time
+	s.mu.Unlock()
+	if missing {
+		return nil, fmt.Errorf("%w: %w: %v", ErrUnavailable, wal.ErrMissing, err)
+	}
+	return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+}
+
+// volume returns the servers of a volume.
+func (s *walStore) volume(ctx context.Context, vid string) ([]string, error) {
+	s.mu.Lock()
+	urls, ok := s.urls[vid]
+	s.mu.Unlock()
+	if ok {
+		return urls, nil
+	}
+	err := s.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		resp, err := fc.LookupVolume(ctx, &filer_pb.LookupVolumeRequest{VolumeIds: []string{vid}})
+		if err != nil {
+			return err
+		}
+		for _, l := range resp.LocationsMap[vid].GetLocations() {
+			urls = append(urls, l.Url)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.urls == nil {
+		s.urls = map[string][]string{}
+	}
+	s.urls[vid] = urls
+	s.mu.Unlock()
+	return urls, nil
+}
+
+// walCovered is the log's wal.Options.Covered: whether a partition's
+// segments hold every offset below end, or (orGone) it belongs to no
+// current topic.
+func (c *Client) walCovered(ctx context.Context, part string, end int64, orGone bool) bool {
+	dir, _ := wal.SplitPartKey(part)
+	if st, err := c.flushed(ctx, dir, false); err == nil && st.end >= end {
+		return true
+	}
+	return orGone && c.partitionGone(ctx, part)
+}
+
+// partitionGone reports whether a partition's name in the logs belongs to
+// no current topic: its topic was deleted or created anew (the partition
+// dirs of a topic's current version are created at its first flush, so a
+// missing dir says nothing).
+func (c *Client) partitionGone(ctx context.Context, part string) bool {
+	dir, gen := wal.SplitPartKey(part)
+	rest, ok := strings.CutPrefix(dir, filer.TopicsDir+"/"+Namespace+"/")
+	name, _, _ := strings.Cut(rest, "/")
+	if !ok || name == "" {
+		return false
+	}
+	e, err := c.topic(ctx, name)
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	for _, a := range e.parts {
+		if partitionDir(name, a) == dir && (gen < 0 || a.Partition.UnixTimeNs == gen) {
+			return false
+		}
+	}
+	return true
+}
