@@ -21,6 +21,7 @@ var layers = map[string]int{
 	"weed/mq/kafka/offset":                    10,
 	"weed/mq/kafka/seaweedmq/logentry":        10,
 	"weed/mq/kafka/seaweedmq/wal":             20,
+	"weed/mq/kafka/seaweedmq/compaction":      20,
 	"weed/mq/kafka/membership":                10,
 	"weed/mq/kafka/acl":                       10,
 	"weed/mq/kafka/user":                      10,

@@ -1,25 +1,9 @@
 package seaweedmq
 
-// The log cleaner of compacted topics (cleanup.policy=compact): the gateway
-// that leads a partition cleans its closed segments in the filer, as
-// Kafka's log cleaner does its closed log segments (compact_plan.go decides
-// what they keep). A segment is closed once the broker flushed a later
-// one (the broker appends only to its newest); it is cleanable once it was
-// written min.compaction.lag.ms ago and lies below the partition's first
-// open transaction and below the offset its producer state was saved at
-// (so that no idempotent batch the state does not hold is removed). A
-// partition is cleaned when its dirty ratio (bytes of cleanable segments
-// past the last cleaning, over bytes of all cleanable ones) reaches
-// min.cleanable.dirty.ratio, or when its oldest dirty segment is older than
-// max.compaction.lag.ms. The offset the last cleaning reached is kept in
-// the partition's directory.
-//
-// A SIGKILL at any point loses nothing: a group of segments is written
-// whole as its first segment's file (one conditional filer call, refused
-// if the file changed since it was read), and only then are the group's
-// other files removed; a cleaning cut short leaves copies of offsets that
-// readers and the next cleaning skip. A record is removed only for a newer
-// one of its key in the segments.
+// The log cleaner's rounds over the compacted partitions this gateway
+// leads, and a partition's segments as package compaction reads and
+// rewrites them: a cleaned group of segments is written as its first
+// segment's file with one conditional filer call.
 
 import (
 	"context"
@@ -35,7 +19,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/seaweedfs/seaweedfs/weed/filer"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/mq"
 	"github.com/seaweedfs/seaweedfs/weed/operation"
@@ -45,6 +28,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/compaction"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
 )
 
@@ -52,14 +36,6 @@ import (
 // reached (8 bytes, big-endian): the segments below it are clean. Its
 // suffix keeps it out of the broker's and the gateway's segment reads.
 const cleanerCheckpointFile = "kafka-cleaner-checkpoint.offset"
-
-// maxMergedSegment bounds the segments the cleaner merges: a read decodes
-// a whole segment.
-const maxMergedSegment = 16 << 20
-
-// closedAfter is how long after its name's time (the broker's flush) a
-// segment that is not the newest is taken as closed.
-const closedAfter = 10 * time.Second
 
 // CleanerOptions configure the log cleaner.
 type CleanerOptions struct {
@@ -123,192 +99,92 @@ func (c *Client) cleanRound(o CleanerOptions) {
 	}
 }
 
-// cleanerSettings are a compacted topic's settings the cleaner honours.
-type cleanerSettings struct {
-	deleteRetention, minLag, maxLag time.Duration
-	minDirtyRatio                   float64
-}
-
-func cleanerSettingsOf(configs map[string]string) cleanerSettings {
-	ms := func(name string, def int64) time.Duration {
-		v, err := strconv.ParseInt(configs[name], 10, 64)
-		if err != nil || v < 0 {
-			v = def
-		}
-		if v > int64(math.MaxInt64/time.Millisecond) {
-			return math.MaxInt64
-		}
-		return time.Duration(v) * time.Millisecond
-	}
-	s := cleanerSettings{
-		deleteRetention: ms("delete.retention.ms", 86_400_000),
-		minLag:          ms("min.compaction.lag.ms", 0),
-		maxLag:          ms("max.compaction.lag.ms", math.MaxInt64),
-		minDirtyRatio:   0.5,
-	}
-	if f, err := strconv.ParseFloat(configs["min.cleanable.dirty.ratio"], 64); err == nil {
-		s.minDirtyRatio = f
-	}
-	return s
-}
-
 // CleanResult is what one cleaning of a partition did.
-type CleanResult struct {
-	DirtyRatio     float64
-	Cleaned        bool
-	RemovedRecords int
-	RemovedBytes   int64
-	// Segments is how many segment files the cleaned range had before,
-	// and Kept after.
-	Segments, Kept int
-}
+type CleanResult = compaction.Result
 
 // CleanPartition cleans a compacted topic's partition if it needs it.
 func (c *Client) CleanPartition(ctx context.Context, info protocol.TopicInfo, index int32, now time.Time) (CleanResult, error) {
-	var res CleanResult
-	set := cleanerSettingsOf(info.Configs)
 	a, err := c.assignment(ctx, info.Name, index)
 	if err != nil {
-		return res, err
+		return CleanResult{}, err
 	}
-	dir := partitionDir(info.Name, a)
 	txns, err := c.Transactions(ctx, info.Name, index, 0, math.MaxInt64)
 	if err != nil {
-		return res, err
+		return CleanResult{}, err
 	}
 	bound, err := c.producersSavedAt(ctx, info.Name, index)
 	if err != nil {
-		return res, err
+		return CleanResult{}, err
 	}
 	if txns.FirstUnstable >= 0 {
 		bound = min(bound, txns.FirstUnstable)
 	}
-	segs, err := c.listSegments(ctx, dir, "")
-	if err != nil {
-		return res, err
+	aborted := make([]compaction.Aborted, len(txns.Aborted))
+	for i, t := range txns.Aborted {
+		aborted[i] = compaction.Aborted(t)
 	}
-	checkpoint, err := c.readCleanerCheckpoint(ctx, dir)
-	if err != nil {
-		return res, err
+	dir := partitionDir(info.Name, a)
+	res, err := compaction.Clean(ctx, compaction.Partition{
+		Name: fmt.Sprintf("%s/%d", info.Name, index), Log: &cleanedLog{c: c, dir: dir},
+		Configs: info.Configs, Aborted: aborted, Bound: bound,
+	}, now)
+	if res.Segments > 0 {
+		c.segs.drop(dir) // the segments changed: every read lists them again
 	}
-
-	// The cleanable segments: closed, old enough, below the bound.
-	var cands []cleanSeg
-	var clean, dirty int64
-	firstDirty := time.Time{}
-	for i := 0; i+1 < len(segs); i++ {
-		s := segs[i]
-		mtime := time.Unix(s.entry.Attributes.GetMtime(), 0)
-		if named, err := time.Parse("2006-01-02-15-04-05", s.entry.Name); err == nil && now.Sub(named) < closedAfter {
-			break
-		}
-		if now.Sub(mtime) < set.minLag {
-			break
-		}
-		maxOffset := s.maxOffset
-		if maxOffset < 0 {
-			end, err := c.segmentEnd(ctx, dir, s)
-			if err != nil {
-				return res, err
-			}
-			maxOffset = end - 1
-		}
-		if maxOffset >= bound {
-			break
-		}
-		size := int64(filer.FileSize(s.entry))
-		if maxOffset < checkpoint {
-			clean += size
-		} else {
-			dirty += size
-			if firstDirty.IsZero() {
-				firstDirty = mtime
-			}
-		}
-		cands = append(cands, cleanSeg{entry: s.entry, mtime: mtime, maxOffset: maxOffset})
-	}
-	if clean+dirty > 0 {
-		res.DirtyRatio = float64(dirty) / float64(clean+dirty)
-	}
-	metrics.CompactionDirtyRatio.WithLabelValues(metrics.Topic(info.Name), strconv.Itoa(int(index))).Set(res.DirtyRatio)
-	if dirty == 0 || (res.DirtyRatio < set.minDirtyRatio && now.Sub(firstDirty) < set.maxLag) {
-		return res, nil
-	}
-
-	began := time.Now()
-	glog.V(1).Infof("kafka log cleaner: %s/%d: cleaning %d segments (dirty ratio %.2f)", info.Name, index, len(cands), res.DirtyRatio)
-	// Two passes over the segments, one at a time: the newest offset of
-	// each key, then what each keeps, written a group at a time.
-	cl := newCleaner(txns.Aborted, now.Add(-set.deleteRetention), maxMergedSegment, true)
-	end := checkpoint
-	for _, s := range cands {
-		d, err := c.decodeSegment(ctx, dir, segment{entry: s.entry})
-		if err != nil {
-			return res, err
-		}
-		entries := expandEntries(d.entries)
-		cl.learn(entries)
-		if n := len(entries); n > 0 {
-			end = max(end, entries[n-1].Offset+1)
-		}
-		// offset_max may name one offset past the segment's entries (the
-		// broker's hint): the segment is clean below the checkpoint only
-		// if it reaches past that too.
-		if s.maxOffset >= 0 {
-			end = max(end, s.maxOffset+1)
-		}
-	}
-	res.Segments = len(cands)
-	defer c.segs.drop(dir) // the segments changed: every read lists them again
-	apply := func(g *cleanGroup) error {
-		if !g.changes() {
-			res.Kept++
-			return nil
-		}
-		if len(g.kept) > 0 {
-			if err := c.writeCleaned(ctx, dir, cands[g.lo:g.hi+1], g); err != nil {
-				return err
-			}
-			res.Kept++
-		} else if err := c.Remove(ctx, dir, cands[g.lo].entry.Name); err != nil {
-			return err
-		}
-		for _, s := range cands[g.lo+1 : g.hi+1] {
-			if err := c.Remove(ctx, dir, s.entry.Name); err != nil {
-				return err
-			}
-		}
-		res.RemovedRecords += g.removed
-		res.RemovedBytes += g.removedBytes
-		return nil
-	}
-	for i, s := range cands {
-		d, err := c.decodeSegment(ctx, dir, segment{entry: s.entry})
-		if err != nil {
-			return res, err
-		}
-		if g := cl.clean(i, expandEntries(d.entries)); g != nil {
-			if err := apply(g); err != nil {
-				return res, err
-			}
-		}
-	}
-	if g := cl.end(); g != nil {
-		if err := apply(g); err != nil {
-			return res, err
-		}
-	}
-	if err := c.writeCleanerCheckpoint(ctx, dir, end); err != nil {
-		return res, err
-	}
-	res.Cleaned = true
 	topic := metrics.Topic(info.Name)
-	metrics.CompactionRuns.WithLabelValues(topic).Inc()
-	metrics.CompactionRecords.WithLabelValues(topic).Add(float64(res.RemovedRecords))
-	metrics.CompactionBytes.WithLabelValues(topic).Add(float64(res.RemovedBytes))
-	glog.V(1).Infof("kafka log cleaner: %s/%d: cleaned %d segments below offset %d into %d in %v, %d records (%d bytes) removed",
-		info.Name, index, res.Segments, end, res.Kept, time.Since(began).Round(time.Millisecond), res.RemovedRecords, res.RemovedBytes)
-	return res, nil
+	metrics.CompactionDirtyRatio.WithLabelValues(topic, strconv.Itoa(int(index))).Set(res.DirtyRatio)
+	if err == nil && res.Cleaned {
+		metrics.CompactionRuns.WithLabelValues(topic).Inc()
+		metrics.CompactionRecords.WithLabelValues(topic).Add(float64(res.RemovedRecords))
+		metrics.CompactionBytes.WithLabelValues(topic).Add(float64(res.RemovedBytes))
+	}
+	return res, err
+}
+
+// cleanedLog is a partition's segments as compaction.Log.
+type cleanedLog struct {
+	c   *Client
+	dir string
+}
+
+func (l *cleanedLog) Segments(ctx context.Context) ([]compaction.Segment, error) {
+	segs, err := l.c.listSegments(ctx, l.dir, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]compaction.Segment, len(segs))
+	for i, s := range segs {
+		out[i] = compaction.Segment{Entry: s.entry, MaxOffset: s.maxOffset}
+	}
+	return out, nil
+}
+
+func (l *cleanedLog) End(ctx context.Context, s compaction.Segment) (int64, error) {
+	return l.c.segmentEnd(ctx, l.dir, segment{entry: s.Entry, maxOffset: s.MaxOffset})
+}
+
+func (l *cleanedLog) Read(ctx context.Context, s compaction.Segment) ([]*filer_pb.LogEntry, error) {
+	d, err := l.c.decodeSegment(ctx, l.dir, segment{entry: s.Entry, maxOffset: s.MaxOffset})
+	if err != nil {
+		return nil, err
+	}
+	return expandEntries(d.entries), nil
+}
+
+func (l *cleanedLog) Remove(ctx context.Context, s compaction.Segment) error {
+	return l.c.Remove(ctx, l.dir, s.Entry.Name)
+}
+
+func (l *cleanedLog) Checkpoint(ctx context.Context) (int64, error) {
+	return l.c.readCleanerCheckpoint(ctx, l.dir)
+}
+
+func (l *cleanedLog) SetCheckpoint(ctx context.Context, offset int64) error {
+	return l.c.writeCleanerCheckpoint(ctx, l.dir, offset)
+}
+
+func (l *cleanedLog) Replace(ctx context.Context, group []compaction.Segment, kept []*filer_pb.LogEntry, first, last *filer_pb.LogEntry) error {
+	return l.c.writeCleaned(ctx, l.dir, group, kept, first.Offset, last.Offset)
 }
 
 // producersSavedAt is the offset below which the partition's saved
@@ -347,27 +223,26 @@ func (c *Client) writeCleanerCheckpoint(ctx context.Context, dir string, offset 
 
 // writeCleaned replaces the first file of a group of segments with the
 // entries the group keeps, if that file did not change since it was
-// listed. The offsets it spans stay as they were.
-func (c *Client) writeCleaned(ctx context.Context, dir string, group []cleanSeg, g *cleanGroup) error {
+// listed. The offsets it spans (from lo to hi at least) stay as they were.
+func (c *Client) writeCleaned(ctx context.Context, dir string, group []compaction.Segment, kept []*filer_pb.LogEntry, lo, hi int64) error {
 	var buf []byte
-	for _, e := range g.kept {
+	for _, e := range kept {
 		buf = binary.BigEndian.AppendUint32(buf, uint32(proto.Size(e)))
 		var err error
 		if buf, err = (proto.MarshalOptions{}).MarshalAppend(buf, e); err != nil {
 			return err
 		}
 	}
-	first := group[0].entry
-	lo, hi := g.first.Offset, g.last.Offset
-	mtime := group[0].mtime
+	first := group[0].Entry
+	mtime := time.Unix(first.Attributes.GetMtime(), 0)
 	for _, s := range group {
-		if v := s.entry.Extended[mq.ExtendedAttrOffsetMax]; len(v) == 8 {
+		if v := s.Entry.Extended[mq.ExtendedAttrOffsetMax]; len(v) == 8 {
 			hi = max(hi, int64(binary.BigEndian.Uint64(v)))
 		}
-		if b := cleanedBase(s.entry); b >= 0 {
+		if b := cleanedBase(s.Entry); b >= 0 {
 			lo = min(lo, b)
 		}
-		mtime = maxTime(mtime, s.mtime)
+		mtime = maxTime(mtime, time.Unix(s.Entry.Attributes.GetMtime(), 0))
 	}
 	uploader, err := operation.NewUploader()
 	if err != nil {

@@ -29,7 +29,6 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/util"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
 )
@@ -88,7 +87,7 @@ func withFillers(from int64, logged []*filer_pb.LogEntry) ([]*filer_pb.LogEntry,
 			return nil, 0, fmt.Errorf("a gap of %d offsets no log holds", gap)
 		}
 		for ; next < e.Offset; next++ {
-			out = append(out, fillerEntry(next, ts))
+			out = append(out, logentry.Filler(next, ts))
 			fillers++
 		}
 		out = append(out, e)
@@ -182,14 +181,6 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 		return err
 	}
 	return nil
-}
-
-// fillerValue is what a filler holds; readers skip it (record.ErrFiller).
-var fillerValue = record.AppendFiller(nil)
-
-// fillerEntry is a filler at offset, stored with ts_ns tsNs.
-func fillerEntry(offset, tsNs int64) *filer_pb.LogEntry {
-	return &filer_pb.LogEntry{TsNs: tsNs, Data: fillerValue, Offset: offset}
 }
 
 // openPartition recovers the partition from the write-ahead logs and

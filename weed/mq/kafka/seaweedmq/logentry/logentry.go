@@ -204,3 +204,12 @@ func AppendSegment(dst []byte, base int64, recs []byte) []byte {
 	}
 	return dst
 }
+
+// fillerValue is what a filler holds; readers skip it (record.ErrFiller).
+var fillerValue = record.AppendFiller(nil)
+
+// Filler is a filler entry at offset, stored with ts_ns tsNs: it holds an
+// offset no record holds, and readers skip it.
+func Filler(offset, tsNs int64) *filer_pb.LogEntry {
+	return &filer_pb.LogEntry{TsNs: tsNs, Data: fillerValue, Offset: offset}
+}

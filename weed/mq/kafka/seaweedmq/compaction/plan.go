@@ -1,4 +1,4 @@
-package seaweedmq
+package compaction
 
 // What the log cleaner keeps of a compacted partition's cleanable segments,
 // as Kafka's log cleaner decides it: the newest record of each key, every
@@ -20,13 +20,13 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
 )
 
 // cleanSeg is a cleanable segment and its entries (ascending offsets).
 type cleanSeg struct {
-	entry     *filer_pb.Entry
+	seg       Segment
 	mtime     time.Time
 	maxOffset int64 // its offset_max, or its last entry's offset
 	entries   []*filer_pb.LogEntry
@@ -37,7 +37,7 @@ type cleanSeg struct {
 // an offset per key, not the records), then takes the segments again in
 // turn and groups what they keep. It holds at most a group's records.
 type cleaner struct {
-	aborted []protocol.AbortedTxn // the partition's aborted transactions, in the order they ended
+	aborted []Aborted // the partition's aborted transactions, in the order they ended
 	// horizon: a tombstone whose timestamp is older is removed
 	// (delete.retention.ms before now; a segment's time would not do:
 	// merged, it takes its newest segment's).
@@ -54,7 +54,7 @@ type cleaner struct {
 	first bool
 }
 
-func newCleaner(aborted []protocol.AbortedTxn, horizon time.Time, mergeBytes int64, first bool) *cleaner {
+func newCleaner(aborted []Aborted, horizon time.Time, mergeBytes int64, first bool) *cleaner {
 	return &cleaner{aborted: aborted, horizon: horizon, mergeBytes: mergeBytes, latest: map[keyHash]int64{}, next: -1, first: first}
 }
 
@@ -134,7 +134,7 @@ func (c *cleaner) end() *cleanGroup {
 		// The partition's first segment stays, holding where the
 		// partition starts: with a filler at its last offset, which
 		// readers skip (a record kept instead could be a deleted key's).
-		f := fillerEntry(g.last.Offset, g.last.TsNs)
+		f := logentry.Filler(g.last.Offset, g.last.TsNs)
 		g.kept, g.keptBytes = []*filer_pb.LogEntry{f}, storedSize(f)
 	}
 	c.first, c.open, c.g = false, false, cleanGroup{}
@@ -173,7 +173,7 @@ const (
 )
 
 // classify reads an entry as the cleaner sees it.
-func classify(e *filer_pb.LogEntry, aborted []protocol.AbortedTxn) (entryKind, []byte) {
+func classify(e *filer_pb.LogEntry, aborted []Aborted) (entryKind, []byte) {
 	r, err := record.FromStored(e.Key, e.Data, e.TsNs/int64(time.Millisecond))
 	switch {
 	case errors.Is(err, record.ErrFiller):
@@ -194,7 +194,7 @@ func classify(e *filer_pb.LogEntry, aborted []protocol.AbortedTxn) (entryKind, [
 
 // inAborted tells whether the producer's record at offset is in one of its
 // aborted transactions.
-func inAborted(aborted []protocol.AbortedTxn, pid, offset int64) bool {
+func inAborted(aborted []Aborted, pid, offset int64) bool {
 	// Ordered by their markers' offsets: only those ending at or past
 	// offset can hold it.
 	for _, a := range aborted[sort.Search(len(aborted), func(i int) bool { return aborted[i].LastOffset >= offset }):] {

@@ -1,4 +1,4 @@
-package seaweedmq
+package compaction
 
 import (
 	"errors"
@@ -9,8 +9,8 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
 )
 
 // stored is a record as the writer stores it at offset.
@@ -63,7 +63,7 @@ func TestPlanClean(t *testing.T) {
 		{entries: []*filer_pb.LogEntry{
 			kv(0, "a", "a0"), kv(1, "b", "b1"), kv(2, "c", "c2"), kv(3, "gone", "g3"),
 			storedEntry(4, record.Record{Value: []byte("keyless"), Timestamp: 1}),
-			fillerEntry(5, 1),
+			logentry.Filler(5, 1),
 		}},
 		{entries: []*filer_pb.LogEntry{
 			kv(6, "a", "a6"), tombstone(7, "gone", now.Add(-2*time.Hour)),
@@ -76,7 +76,7 @@ func TestPlanClean(t *testing.T) {
 			tombstone(13, "fresh", now.Add(-time.Minute)), kv(14, "d", "d14"), kv(15, "d", "d15"),
 		}},
 	}
-	aborted := []protocol.AbortedTxn{{ProducerID: 42, FirstOffset: 8, LastOffset: 9}}
+	aborted := []Aborted{{ProducerID: 42, FirstOffset: 8, LastOffset: 9}}
 	groups := planClean(segs, newCleaner(aborted, now.Add(-time.Hour), 1<<20, false))
 	if len(groups) != 1 || groups[0].lo != 0 || groups[0].hi != 2 {
 		t.Fatalf("groups %+v, want the three segments merged", groups)
