@@ -154,6 +154,46 @@ func TestIncrementalAlterConfigsVersions(t *testing.T) {
 	}
 }
 
+// Every setting of Kafka 4.4 is taken, kept and described as set, those
+// with no effect here too (flush.ms, once refused, made librdkafka's
+// admin checks fail); throttled replica lists take Kafka's forms.
+func TestAlterConfigsKafkaSettings(t *testing.T) {
+	g := startGateway(t, gatewayOptions{})
+	g.topic(t, "aks", 1, nil)
+	set := map[string]string{
+		"flush.ms": "1000", "flush.messages": "10", "index.interval.bytes": "8192", "segment.index.bytes": "4096",
+		"segment.jitter.ms": "5", "preallocate": "true", "unclean.leader.election.enable": "true",
+		"follower.replication.throttled.replicas": "0:1,1:2", "leader.replication.throttled.replicas": "*",
+		"local.retention.ms": "-2", "local.retention.bytes": "1000", "remote.storage.enable": "false",
+		"remote.log.copy.disable": "true", "remote.log.delete.on.disable": "false", "remote.copy.lag.ms": "-1",
+		"remote.copy.lag.bytes": "5", "file.delete.delay.ms": "0", "compression.gzip.level": "9",
+		"compression.lz4.level": "17", "compression.zstd.level": "-5", "errors.deadletterqueue.group.enable": "true",
+		"max.decompressed.message.bytes": "1048576", "message.timestamp.after.max.ms": "60000",
+		"message.timestamp.before.max.ms": "86400000",
+	}
+	var ops []configOp
+	for k, v := range set {
+		ops = append(ops, configOp{k, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(v)})
+	}
+	c, msg := alterCode(roundTrip(t, g.addr, incrementalAlter(false, kmsg.ConfigResourceTypeTopic, "aks", ops...), 1))
+	code(t, "every Kafka setting "+msg, c, nil)
+	if got := g.configs(t, "aks"); !maps.Equal(got, set) {
+		t.Errorf("kept %v", got)
+	}
+	resp := roundTrip(t, g.addr, describeConfigs(false, true, configResource(kmsg.ConfigResourceTypeTopic, "aks")), 4).(*kmsg.DescribeConfigsResponse)
+	for name, c := range configsOf(resp.Resources[0]) {
+		want, isSet := set[name]
+		switch {
+		case isSet && (c.Value == nil || *c.Value != want || c.Source != kmsg.ConfigSourceDynamicTopicConfig):
+			t.Errorf("%s: %v from %v, want %s set", name, c.Value, c.Source, want)
+		case !isSet && c.Source != kmsg.ConfigSourceDefaultConfig:
+			t.Errorf("%s: from %v, want its default", name, c.Source)
+		case c.Documentation == nil || *c.Documentation == "":
+			t.Errorf("%s: no documentation", name)
+		}
+	}
+}
+
 // Errors, with a message: what SeaweedMQ cannot honour (size-based
 // retention, log-append time), a cleanup policy Kafka does not know, a
 // dirty ratio outside 0..1, or a value not of the setting's
@@ -177,6 +217,12 @@ func TestAlterConfigsErrors(t *testing.T) {
 		{"size-based retention", alterConfigs(false, topic, "ace", map[string]string{"retention.bytes": "1000"}), 1, kerr.InvalidConfig},
 		{"log-append time", alterConfigs(false, topic, "ace", map[string]string{"message.timestamp.type": "LogAppendTime"}), 0, kerr.InvalidConfig},
 		{"not a number", alterConfigs(false, topic, "ace", map[string]string{"retention.ms": "soon"}), 2, kerr.InvalidConfig},
+		{"flush.messages 0", alterConfigs(false, topic, "ace", map[string]string{"flush.messages": "0"}), 2, kerr.InvalidConfig},
+		{"a gzip level of 10", incrementalAlter(false, topic, "ace", configOp{"compression.gzip.level", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("10")}), 1, kerr.InvalidConfig},
+		{"tiered storage", incrementalAlter(false, topic, "ace", configOp{"remote.storage.enable", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("true")}), 1, kerr.InvalidConfig},
+		{"a throttled replica list", incrementalAlter(false, topic, "ace", configOp{"leader.replication.throttled.replicas", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("0:x")}), 1, kerr.InvalidConfig},
+		{"segments below 1 MiB", incrementalAlter(false, topic, "ace", configOp{"segment.bytes", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("1024")}), 1, kerr.InvalidConfig},
+		{"not a boolean", incrementalAlter(false, topic, "ace", configOp{"preallocate", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("maybe")}), 1, kerr.InvalidConfig},
 		{"an unknown setting", alterConfigs(false, topic, "ace", map[string]string{"no.such.setting": "1"}), 2, kerr.InvalidConfig},
 		{"validate only, invalid", alterConfigs(true, topic, "ace", map[string]string{"cleanup.policy": "none"}), 2, kerr.InvalidConfig},
 		{"append to a number", incrementalAlter(false, topic, "ace", configOp{"retention.ms", kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("1")}), 1, kerr.InvalidConfig},

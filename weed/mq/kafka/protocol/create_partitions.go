@@ -62,19 +62,12 @@ func (h *Handler) createPartitions(ctx context.Context, r *Request, rt *kmsg.Cre
 		if added := rt.Count - info.Partitions; int32(len(rt.Assignment)) != added {
 			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Increasing the number of partitions by %d but %d assignments provided.", added, len(rt.Assignment))
 		}
-		nodes := map[int32]bool{}
-		for _, b := range h.brokers() {
-			nodes[b.NodeID] = true
+		lists := make([][]int32, len(rt.Assignment))
+		for i, a := range rt.Assignment {
+			lists[i] = a.Replicas
 		}
-		for _, a := range rt.Assignment {
-			if len(a.Replicas) == 0 {
-				return kerr.InvalidReplicaAssignment.Code, "The manual partition assignment includes a partition with no replicas."
-			}
-			for _, id := range a.Replicas {
-				if !nodes[id] {
-					return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Unknown broker id %d in the manual partition assignment.", id)
-				}
-			}
+		if msg := h.badAssignment(lists); msg != "" {
+			return kerr.InvalidReplicaAssignment.Code, msg
 		}
 	}
 	if err := h.backend.CreatePartitions(ctx, info.Name, rt.Count, validateOnly); err != nil {
@@ -86,4 +79,36 @@ func (h *Handler) createPartitions(ctx context.Context, r *Request, rt *kmsg.Cre
 		return code.Code, msg
 	}
 	return 0, ""
+}
+
+// badAssignment checks manual replica assignments (one replica list per
+// partition) as Kafka does: each partition has replicas, all the same
+// number, no broker twice, every broker a live gateway. It returns why
+// they are refused, "" if they are not. Accepted, they change nothing: a
+// partition's leader is the gateway the cluster's ownership gives it, and
+// its records are replicated by SeaweedFS.
+func (h *Handler) badAssignment(lists [][]int32) string {
+	nodes := map[int32]bool{}
+	for _, b := range h.brokers() {
+		nodes[b.NodeID] = true
+	}
+	for _, replicas := range lists {
+		if len(replicas) == 0 {
+			return "The manual partition assignment includes a partition with no replicas."
+		}
+		if len(replicas) != len(lists[0]) {
+			return "All partitions in the manual partition assignment must have the same number of replicas."
+		}
+		seen := map[int32]bool{}
+		for _, id := range replicas {
+			if !nodes[id] {
+				return fmt.Sprintf("Unknown broker id %d in the manual partition assignment.", id)
+			}
+			if seen[id] {
+				return fmt.Sprintf("Broker %d appears more than once in a partition's replicas.", id)
+			}
+			seen[id] = true
+		}
+	}
+	return ""
 }

@@ -4,11 +4,14 @@ package protocol
 //
 // The partition count is SeaweedMQ's (at most 2520); -1 takes
 // -default-partitions. Replication is SeaweedFS's, so the replication factor
-// must be -1 or 1 and manual replica assignments are refused. Configs are
-// checked against what this gateway honours (see topic_config.go).
+// must be -1 or 1; a manual replica assignment is checked as Kafka checks
+// it (partitions 0 to n-1, live gateways) and sets the partition count,
+// and changes nothing else (create_partitions.go's badAssignment).
+// Configs are checked against Kafka's (see topic_config.go).
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,6 +44,11 @@ func (h *Handler) handleCreateTopics(ctx context.Context, r *Request) Reply {
 		if partitions == -1 {
 			partitions = h.cfg.DefaultPartitions
 		}
+		assigned := ""
+		if len(rt.ReplicaAssignment) > 0 {
+			partitions = int32(len(rt.ReplicaAssignment))
+			assigned = h.badCreateAssignment(rt.ReplicaAssignment)
+		}
 		switch {
 		case !h.allowedCluster(r, kmsg.ACLOperationCreate) && !h.allowedTopic(r, kmsg.ACLOperationCreate, rt.Topic):
 			fail(kerr.TopicAuthorizationFailed, "Create on the cluster or the topic is needed")
@@ -50,10 +58,12 @@ func (h *Handler) handleCreateTopics(ctx context.Context, r *Request) Reply {
 			fail(kerr.InvalidTopicException, "topic names use at most 249 of [a-zA-Z0-9._-] and are not . or ..")
 		case partitions < 1 || partitions > MaxPartitions:
 			fail(kerr.InvalidPartitions, "partition count must be between 1 and 2520")
+		case len(rt.ReplicaAssignment) > 0 && (rt.NumPartitions != -1 || rt.ReplicationFactor != -1):
+			fail(kerr.InvalidRequest, "a replica assignment is given with the partition count and replication factor -1")
+		case assigned != "":
+			fail(kerr.InvalidReplicaAssignment, assigned)
 		case rt.ReplicationFactor != -1 && rt.ReplicationFactor != 1:
 			fail(kerr.InvalidReplicationFactor, "replication is SeaweedFS's: the replication factor must be 1 or -1")
-		case len(rt.ReplicaAssignment) > 0:
-			fail(kerr.InvalidReplicaAssignment, "manual replica assignment is not supported")
 		default:
 			if err := validateTopicConfigs(configs); err != nil {
 				fail(kerr.InvalidConfig, err.Error())
@@ -84,4 +94,19 @@ func (h *Handler) handleCreateTopics(ctx context.Context, r *Request) Reply {
 		resp.Topics = append(resp.Topics, st)
 	}
 	return now(resp)
+}
+
+// badCreateAssignment checks CreateTopics' replica assignment: partitions
+// 0 to n-1, each once, then as badAssignment.
+func (h *Handler) badCreateAssignment(as []kmsg.CreateTopicsRequestTopicReplicaAssignment) string {
+	lists := make([][]int32, len(as))
+	seen := make([]bool, len(as))
+	for _, a := range as {
+		if a.Partition < 0 || int(a.Partition) >= len(as) || seen[a.Partition] {
+			return fmt.Sprintf("The partitions of a manual assignment are 0 to %d, each once; partition %d is not.", len(as)-1, a.Partition)
+		}
+		seen[a.Partition] = true
+		lists[a.Partition] = a.Replicas
+	}
+	return h.badAssignment(lists)
 }

@@ -85,15 +85,27 @@ func TestCreateTopicsVersions(t *testing.T) {
 // a name twice in the request INVALID_REQUEST, a bad name
 // INVALID_TOPIC_EXCEPTION, a partition count outside 1-2520
 // INVALID_PARTITIONS, a replication factor other than 1 or -1
-// INVALID_REPLICATION_FACTOR, replica assignments
-// INVALID_REPLICA_ASSIGNMENT, a config SeaweedMQ cannot honour (or does not
-// know) INVALID_CONFIG; nothing is created for them, the valid topic of the
-// same request is.
+// INVALID_REPLICATION_FACTOR, a replica assignment naming an unknown
+// broker, one twice, partitions other than 0 to n-1 or unequal replica
+// counts INVALID_REPLICA_ASSIGNMENT (one with a partition count
+// INVALID_REQUEST), a config SeaweedMQ cannot honour (or does not know)
+// INVALID_CONFIG; nothing is created for them, the valid topics of the
+// same request are (one of a replica assignment naming this gateway with
+// as many partitions as the assignment).
 func TestCreateTopicsErrors(t *testing.T) {
 	g := startGateway(t, gatewayOptions{})
 	g.topic(t, "cte-exists", 1, nil)
-	assigned := createTopic("cte-assigned", -1, -1, nil)
-	assigned.ReplicaAssignment = []kmsg.CreateTopicsRequestTopicReplicaAssignment{{Partition: 0, Replicas: []int32{0}}}
+	md := kmsg.NewPtrMetadataRequest()
+	self := roundTrip(t, g.addr, md, 12).(*kmsg.MetadataResponse).Brokers[0].NodeID
+	assigned := func(name string, parts int32, rf int16, replicas ...[]int32) kmsg.CreateTopicsRequestTopic {
+		tc := createTopic(name, parts, rf, nil)
+		for i, r := range replicas {
+			tc.ReplicaAssignment = append(tc.ReplicaAssignment, kmsg.CreateTopicsRequestTopicReplicaAssignment{Partition: int32(i), Replicas: r})
+		}
+		return tc
+	}
+	misnumbered := assigned("cte-assigned-p", -1, -1, []int32{self}, []int32{self})
+	misnumbered.ReplicaAssignment[1].Partition = 5
 	cases := []struct {
 		topic kmsg.CreateTopicsRequestTopic
 		want  *kerr.Error
@@ -107,7 +119,12 @@ func TestCreateTopicsErrors(t *testing.T) {
 		{createTopic("cte-zero", 0, 1, nil), kerr.InvalidPartitions},
 		{createTopic("cte-many", 2521, 1, nil), kerr.InvalidPartitions},
 		{createTopic("cte-rf3", 1, 3, nil), kerr.InvalidReplicationFactor},
-		{assigned, kerr.InvalidReplicaAssignment},
+		{assigned("cte-assigned", -1, -1, []int32{self}, []int32{self}, []int32{self}), nil},
+		{assigned("cte-assigned-unknown", -1, -1, []int32{self}, []int32{self + 99}), kerr.InvalidReplicaAssignment},
+		{assigned("cte-assigned-twice", -1, -1, []int32{self, self}), kerr.InvalidReplicaAssignment},
+		{assigned("cte-assigned-none", -1, -1, []int32{}), kerr.InvalidReplicaAssignment},
+		{misnumbered, kerr.InvalidReplicaAssignment},
+		{assigned("cte-assigned-count", 2, -1, []int32{self}), kerr.InvalidRequest},
 		{createTopic("cte-compact", 1, 1, map[string]string{"cleanup.policy": "compact", "delete.retention.ms": "1000", "min.compaction.lag.ms": "0", "min.cleanable.dirty.ratio": "0.1"}), nil},
 		{createTopic("cte-compact-delete", 1, 1, map[string]string{"cleanup.policy": "compact,delete"}), nil},
 		{createTopic("cte-bad-policy", 1, 1, map[string]string{"cleanup.policy": "keep"}), kerr.InvalidConfig},
@@ -135,6 +152,9 @@ func TestCreateTopicsErrors(t *testing.T) {
 	}
 	if info, err := g.backend.DescribeTopic(context.Background(), "cte-ok"); err != nil || info.Partitions != 2 {
 		t.Errorf("the valid topic: %+v %v", info, err)
+	}
+	if info, err := g.backend.DescribeTopic(context.Background(), "cte-assigned"); err != nil || info.Partitions != 3 {
+		t.Errorf("the topic of a replica assignment: %+v %v", info, err)
 	}
 }
 

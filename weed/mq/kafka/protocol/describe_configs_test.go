@@ -10,10 +10,17 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 )
 
-// The topic settings a topic lists, in order.
-var topicConfigNames = []string{"cleanup.policy", "compression.type", "delete.retention.ms", "max.compaction.lag.ms", "max.message.bytes",
-	"message.timestamp.type", "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "retention.ms",
-	"retention.bytes", "segment.bytes", "segment.ms", "min.insync.replicas", "unclean.leader.election.enable"}
+// The topic settings a topic lists, in order: Kafka 4.4's (LogConfig's
+// names, by name).
+var topicConfigNames = []string{"cleanup.policy", "compression.gzip.level", "compression.lz4.level", "compression.type",
+	"compression.zstd.level", "delete.retention.ms", "errors.deadletterqueue.group.enable", "file.delete.delay.ms",
+	"flush.messages", "flush.ms", "follower.replication.throttled.replicas", "index.interval.bytes",
+	"leader.replication.throttled.replicas", "local.retention.bytes", "local.retention.ms", "max.compaction.lag.ms",
+	"max.decompressed.message.bytes", "max.message.bytes", "message.timestamp.after.max.ms",
+	"message.timestamp.before.max.ms", "message.timestamp.type", "min.cleanable.dirty.ratio", "min.compaction.lag.ms",
+	"min.insync.replicas", "preallocate", "remote.copy.lag.bytes", "remote.copy.lag.ms", "remote.log.copy.disable",
+	"remote.log.delete.on.disable", "remote.storage.enable", "retention.bytes", "retention.ms", "segment.bytes",
+	"segment.index.bytes", "segment.jitter.ms", "segment.ms", "unclean.leader.election.enable"}
 
 func describeConfigs(synonyms, docs bool, resources ...kmsg.DescribeConfigsRequestResource) *kmsg.DescribeConfigsRequest {
 	req := kmsg.NewPtrDescribeConfigsRequest()

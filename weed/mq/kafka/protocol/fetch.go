@@ -175,7 +175,7 @@ func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, ve
 	upper := sp.LastStableOffset // the high watermark, or read_committed's last stable offset
 	compacted := Compacted(info.Configs)
 	recs, raw := res.Records, res.Raw
-	count := len(recs)
+	count := len(recs) // of records and batch entries' records
 	for len(recs) > 0 || len(raw) > 0 {
 		if len(raw) > 0 && (len(recs) == 0 || raw[0].Base < recs[0].Offset) {
 			// A batch stored as produced goes out as it is.
@@ -208,11 +208,33 @@ func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, ve
 		h.appendRecords(b, sp, info, rp.partition, recs[:n], upper, compacted, codec, usable)
 		recs = recs[n:]
 	}
+	if len(sp.RecordBatches) > limit {
+		sp.RecordBatches, count = wholeBatches(sp.RecordBatches, limit, first)
+	}
 	topicLabel := metrics.Topic(topic)
 	metrics.MessagesOut.WithLabelValues(topicLabel).Add(float64(count))
 	metrics.BytesOut.WithLabelValues(topicLabel).Add(float64(len(sp.RecordBatches)))
 	metrics.FetchRecords.Observe(float64(count))
 	return nil
+}
+
+// wholeBatches returns the batches of data that fit in limit bytes, and
+// their records' count, as Kafka's reads do: whole batches only, none that
+// would go past the limit, except that the first batch of a fetch's first
+// partition with records goes whole however large (minOne; KIP-74), so
+// that a consumer is never stuck behind a batch larger than its limits.
+// librdkafka closes the connection on a response larger than it asked for.
+func wholeBatches(data []byte, limit int, minOne bool) ([]byte, int) {
+	keep, count, full := 0, 0, false
+	record.Batches(data, func(batch []byte, n int32, _ record.Codec) {
+		if full || keep+len(batch) > limit && !(minOne && keep == 0) {
+			full = true
+			return
+		}
+		keep += len(batch)
+		count += int(n)
+	})
+	return data[:keep], count
 }
 
 // appendRecords encodes records stored one by one into sp's batches: those

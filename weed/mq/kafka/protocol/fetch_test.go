@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -288,6 +289,44 @@ func TestFetchBatchesAndSizes(t *testing.T) {
 	if len(offsets0) == 0 || len(parts[1].RecordBatches) != 0 || parts[1].ErrorCode != 0 || parts[1].HighWatermark != 2 {
 		t.Errorf("max bytes 100: %d records of partition 0; partition 1: %d bytes, %s, high watermark %d",
 			len(offsets0), len(parts[1].RecordBatches), kerr.ErrorForCode(parts[1].ErrorCode), parts[1].HighWatermark)
+	}
+}
+
+// fetch.max.bytes: a response holds whole batches within the request's
+// max bytes, but for the first batch of its first partition with records,
+// which goes whole however large (KIP-74); a partition whose next batch
+// does not fit gets none, only its offsets. librdkafka closes the
+// connection on a larger response and consumed nothing from then on.
+func TestFetchMaxBytesWholeBatches(t *testing.T) {
+	h, b := testHandler(t, nil)
+	b.CreateTopic(context.Background(), TopicSpec{Name: "fm", Partitions: 3})
+	big := strings.Repeat("v", 40_000)
+	for p := int32(0); p < 3; p++ {
+		appendValues(t, b, "fm", p, nil, big)
+	}
+	appendValues(t, b, "fm", 2, nil, "a", "b")
+	for _, c := range []struct {
+		maxBytes int32
+		want     [3]int // records of each partition
+	}{{50_000, [3]int{1, 0, 0}}, {10_000, [3]int{1, 0, 0}}, {90_000, [3]int{1, 1, 0}}, {200_000, [3]int{1, 1, 3}}} {
+		req := fetchReq("fm", [16]byte{}, map[int32]int64{0: 0, 1: 0, 2: 0})
+		req.MaxBytes = c.maxBytes
+		for i := range req.Topics[0].Partitions {
+			req.Topics[0].Partitions[i].PartitionMaxBytes = 20_000_000
+		}
+		parts := fetched(t, exchange(t, h, anonymous, req, 12))
+		total := 0
+		for p := int32(0); p < 3; p++ {
+			_, offsets := batchesOf(t, parts[p].RecordBatches)
+			if len(offsets) != c.want[p] || parts[p].ErrorCode != 0 || parts[p].HighWatermark != int64(1+2*(p/2)) {
+				t.Errorf("max bytes %d: partition %d: %d records, %s, high watermark %d; want %d records",
+					c.maxBytes, p, len(offsets), kerr.ErrorForCode(parts[p].ErrorCode), parts[p].HighWatermark, c.want[p])
+			}
+			total += len(parts[p].RecordBatches)
+		}
+		if first := len(parts[0].RecordBatches); total > int(c.maxBytes) && total != first {
+			t.Errorf("max bytes %d: %d bytes of records", c.maxBytes, total)
+		}
 	}
 }
 

@@ -8,7 +8,10 @@ package protocol
 // UNSUPPORTED_FOR_MESSAGE_FORMAT. Batches are checked (length, magic,
 // CRC-32C, decompression, every record) before anything is written, and a
 // partition's one batch is stored as it was sent (see appendProduced); a
-// batch over the topic's max.message.bytes gets MESSAGE_TOO_LARGE. The
+// batch over the topic's max.message.bytes gets MESSAGE_TOO_LARGE, one
+// with records Kafka's LogValidator refuses (a compacted topic's keyless
+// record, a timestamp out of the topic's bounds) the error with each bad
+// record named (invalidRecords). The
 // records of one partition are written in order with contiguous offsets.
 // With acks=1 the response goes out when the partition's leader has given
 // them their offsets; with acks=all, when they are in its write-ahead log
@@ -23,7 +26,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -103,7 +108,7 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				p.ErrorCode = kerr.MessageTooLarge.Code
 				continue
 			}
-			records, release, decodeErr := h.decodeProduced(ctx, rp.Records, deadline)
+			records, release, decodeErr := h.decodeProduced(ctx, rp.Records, deadline, topicLong(info, "max.decompressed.message.bytes", math.MaxInt32))
 			if decodeErr != nil {
 				p.ErrorCode = decodeErr.Code
 				if decodeErr == kerr.CorruptMessage {
@@ -112,15 +117,12 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				}
 				continue
 			}
-			if keyless := firstKeyless(info, records); keyless >= 0 {
-				// As Kafka: the log cleaner keeps records by key.
+			if code, errs, msg := invalidRecords(info, rp.Partition, records, time.Now()); code != nil {
+				// As Kafka's LogValidator: the batch is refused, each
+				// bad record named (KIP-467); librdkafka fails those and
+				// retries the others.
 				release()
-				p.ErrorCode = kerr.InvalidRecord.Code
-				msg := fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", info.Name, rp.Partition)
-				p.ErrorMessage = &msg
-				re := kmsg.NewProduceResponseTopicPartitionErrorRecord()
-				re.RelativeOffset = int32(keyless)
-				p.ErrorRecords = append(p.ErrorRecords, re)
+				p.ErrorCode, p.ErrorMessage, p.ErrorRecords = code.Code, &msg, errs
 				continue
 			}
 			topicLabel := metrics.Topic(info.Name)
@@ -236,13 +238,13 @@ func (h *Handler) cacheProduced(info TopicInfo, partition int32, raw []byte, app
 // needed is not known before, so a first guess grows: the batches are
 // decompressed again in a larger room, taken while holding none, so that two
 // partitions never wait for each other's room.
-func (h *Handler) decodeProduced(ctx context.Context, raw []byte, deadline time.Time) (records []record.Record, release func(), _ *kerr.Error) {
+func (h *Handler) decodeProduced(ctx context.Context, raw []byte, deadline time.Time, topicMost int64) (records []record.Record, release func(), _ *kerr.Error) {
 	release = func() {}
 	if !record.Compressed(raw) {
 		records, e := decodeBatches(raw, MaxDecompressedBatch)
 		return records, release, e
 	}
-	most := min(MaxDecompressedBatch, h.cfg.DecompressionMaxBytes)
+	most := min(MaxDecompressedBatch, h.cfg.DecompressionMaxBytes, topicMost)
 	room := min(max(int64(8*len(raw)), 64<<10), most)
 	for {
 		if !h.inflate.TryAcquire(room) {
@@ -305,19 +307,72 @@ func decodeBatches(raw []byte, limit int) ([]record.Record, *kerr.Error) {
 	return records, nil
 }
 
-// firstKeyless is the index of the first record without a key of a
-// compacted topic's batch, -1 if all have one or the topic is not
-// compacted (its records are not looked at).
-func firstKeyless(info TopicInfo, records []record.Record) int {
-	if !Compacted(info.Configs) {
-		return -1
-	}
+// invalidRecords checks a partition's produced records as Kafka's
+// LogValidator does, as of now: a compacted topic's records need a key,
+// and a record's timestamp must lie within message.timestamp.before.max.ms
+// before and message.timestamp.after.max.ms after now. It returns nil if
+// all pass, else the partition's error (INVALID_TIMESTAMP if a timestamp
+// failed, INVALID_RECORD otherwise), every bad record by its index in the
+// batch with why, and the partition's message.
+func invalidRecords(info TopicInfo, partition int32, records []record.Record, now time.Time) (*kerr.Error, []kmsg.ProduceResponseTopicPartitionErrorRecord, string) {
+	compacted := Compacted(info.Configs)
+	before := topicLong(info, "message.timestamp.before.max.ms", math.MaxInt64)
+	after := topicLong(info, "message.timestamp.after.max.ms", 3_600_000)
+	nowMs := now.UnixMilli()
+	var errs []kmsg.ProduceResponseTopicPartitionErrorRecord
+	code := (*kerr.Error)(nil)
 	for i := range records {
-		if records[i].Key == nil {
-			return i
+		r := &records[i]
+		var why string
+		switch {
+		case compacted && r.Key == nil:
+			why = fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", info.Name, partition)
+			if code == nil {
+				code = kerr.InvalidRecord
+			}
+		case r.Timestamp >= 0 && (nowMs-r.Timestamp > before || r.Timestamp-nowMs > after):
+			why = fmt.Sprintf("Timestamp %d of the record at batch index %d is out of range: it must be from %d to %d.",
+				r.Timestamp, i, satSub(nowMs, before), satAdd(nowMs, after))
+			code = kerr.InvalidTimestamp
+		default:
+			continue
+		}
+		e := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		e.RelativeOffset, e.ErrorMessage = int32(i), &why
+		errs = append(errs, e)
+	}
+	if code == nil {
+		return nil, nil, ""
+	}
+	var first []string
+	for _, e := range errs[:min(len(errs), 3)] {
+		first = append(first, fmt.Sprintf("%d: %s", e.RelativeOffset, *e.ErrorMessage))
+	}
+	return code, errs, fmt.Sprintf("%d of the batch's records rejected; the first: %s", len(errs), strings.Join(first, "; "))
+}
+
+// topicLong is a topic's setting as a number, or def.
+func topicLong(t TopicInfo, name string, def int64) int64 {
+	if v, ok := t.Configs[name]; ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return n
 		}
 	}
-	return -1
+	return def
+}
+
+func satAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func satSub(a, b int64) int64 {
+	if b > 0 && a < math.MinInt64+b {
+		return math.MinInt64
+	}
+	return a - b
 }
 
 // topicMaxMessageBytes is the topic's max.message.bytes, or def.

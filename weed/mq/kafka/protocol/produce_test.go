@@ -621,8 +621,10 @@ func TestProduceAuthorization(t *testing.T) {
 }
 
 // A compacted topic takes only records with a key (an empty key is one):
-// a batch with a keyless record is refused whole, INVALID_RECORD with
-// Kafka's message and the record's index; a topic that deletes takes it.
+// a batch with keyless records is refused whole, INVALID_RECORD, and each
+// keyless record is named by its index with Kafka's message (KIP-467,
+// Produce v8+; librdkafka fails those and retries the others); a topic
+// that deletes takes it.
 func TestProduceCompactedNeedsKeys(t *testing.T) {
 	h, b := testHandler(t, nil)
 	ctx := context.Background()
@@ -637,23 +639,90 @@ func TestProduceCompactedNeedsKeys(t *testing.T) {
 		}
 		return rb.AppendTo(nil)
 	}
-	mixed := keyless([]byte("a"), []byte{}, nil, []byte("b"))
+	mixed := keyless([]byte("a"), []byte{}, nil, []byte("b"), nil)
 	for _, topic := range []string{"c", "cd"} {
-		resp := exchange(t, h, anonymous, produceReq(topic, [16]byte{}, map[int32][]byte{0: mixed}), 12).(*kmsg.ProduceResponse)
-		p := resp.Topics[0].Partitions[0]
-		wantCode(t, topic+": a keyless record", p.ErrorCode, kerr.InvalidRecord)
-		if want := "Compacted topic cannot accept message without key in topic partition " + topic + "-0."; p.ErrorMessage == nil || *p.ErrorMessage != want {
-			t.Errorf("%s: message %v, want %q", topic, p.ErrorMessage, want)
-		}
-		if len(p.ErrorRecords) != 1 || p.ErrorRecords[0].RelativeOffset != 2 {
-			t.Errorf("%s: record errors %+v, want the record at 2", topic, p.ErrorRecords)
+		for _, v := range []int16{7, 8, 12} {
+			resp := exchange(t, h, anonymous, produceReq(topic, [16]byte{}, map[int32][]byte{0: mixed}), v).(*kmsg.ProduceResponse)
+			p := resp.Topics[0].Partitions[0]
+			wantCode(t, topic+": a keyless record", p.ErrorCode, kerr.InvalidRecord)
+			if v < 8 {
+				continue // no record errors before v8
+			}
+			want := "Compacted topic cannot accept message without key in topic partition " + topic + "-0."
+			if p.ErrorMessage == nil || !strings.Contains(*p.ErrorMessage, want) {
+				t.Errorf("%s v%d: message %v", topic, v, p.ErrorMessage)
+			}
+			var at []int32
+			for _, e := range p.ErrorRecords {
+				at = append(at, e.RelativeOffset)
+				if e.ErrorMessage == nil || *e.ErrorMessage != want {
+					t.Errorf("%s v%d: record %d: message %v, want %q", topic, v, e.RelativeOffset, e.ErrorMessage, want)
+				}
+			}
+			if !slices.Equal(at, []int32{2, 4}) {
+				t.Errorf("%s v%d: record errors at %v, want 2 and 4", topic, v, at)
+			}
 		}
 		if got := values(t, b, topic, 0); len(got) != 0 {
 			t.Errorf("%s: a refused batch was written: %v", topic, got)
 		}
-		resp = exchange(t, h, anonymous, produceReq(topic, [16]byte{}, map[int32][]byte{0: keyless([]byte("a"), []byte{})}), 12).(*kmsg.ProduceResponse)
+		resp := exchange(t, h, anonymous, produceReq(topic, [16]byte{}, map[int32][]byte{0: keyless([]byte("a"), []byte{})}), 12).(*kmsg.ProduceResponse)
 		wantCode(t, topic+": keyed records", resp.Topics[0].Partitions[0].ErrorCode, nil)
 	}
 	resp := exchange(t, h, anonymous, produceReq("d", [16]byte{}, map[int32][]byte{0: mixed}), 12)
 	wantCode(t, "a topic that deletes", produceCodes(resp)[0], nil)
+}
+
+// Timestamps out of message.timestamp.after.max.ms (an hour by default)
+// or message.timestamp.before.max.ms of the gateway's clock are refused,
+// INVALID_TIMESTAMP with each such record named; timestamps within them,
+// and records without one (-1), pass; a timestamp error outranks a keyless
+// record's.
+func TestProduceTimestampBounds(t *testing.T) {
+	h, b := testHandler(t, nil)
+	ctx := context.Background()
+	b.CreateTopic(ctx, TopicSpec{Name: "ts", Partitions: 1})
+	b.CreateTopic(ctx, TopicSpec{Name: "ts-before", Partitions: 1, Configs: map[string]string{"message.timestamp.before.max.ms": "60000"}})
+	b.CreateTopic(ctx, TopicSpec{Name: "ts-compact", Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
+	now := time.Now().UnixMilli()
+	batch := func(recs ...record.Record) []byte {
+		var rb record.Builder
+		rb.Reset(0)
+		for i := range recs {
+			rb.Add(&recs[i])
+		}
+		return rb.AppendTo(nil)
+	}
+	rec := func(key string, ts int64) record.Record {
+		var k []byte
+		if key != "" {
+			k = []byte(key)
+		}
+		return record.Record{Key: k, Value: []byte("v"), Timestamp: ts}
+	}
+	for _, c := range []struct {
+		topic string
+		data  []byte
+		want  *kerr.Error
+		at    []int32
+	}{
+		{"ts", batch(rec("a", now), rec("a", now+2*3_600_000), rec("a", now+30*60_000), rec("a", now+3*3_600_000)), kerr.InvalidTimestamp, []int32{1, 3}},
+		{"ts", batch(rec("a", now-10*365*86_400_000), rec("a", -1), rec("a", now+50*60_000)), nil, nil},
+		{"ts-before", batch(rec("a", now-3_600_000), rec("a", now)), kerr.InvalidTimestamp, []int32{0}},
+		{"ts-compact", batch(rec("", now), rec("a", now+5*3_600_000)), kerr.InvalidTimestamp, []int32{0, 1}},
+	} {
+		resp := exchange(t, h, anonymous, produceReq(c.topic, [16]byte{}, map[int32][]byte{0: c.data}), 12).(*kmsg.ProduceResponse)
+		p := resp.Topics[0].Partitions[0]
+		wantCode(t, c.topic, p.ErrorCode, c.want)
+		var at []int32
+		for _, e := range p.ErrorRecords {
+			at = append(at, e.RelativeOffset)
+		}
+		if !slices.Equal(at, c.at) {
+			t.Errorf("%s: record errors at %v, want %v", c.topic, at, c.at)
+		}
+	}
+	if got := values(t, b, "ts", 0); len(got) != 3 {
+		t.Errorf("stored %d records, want the 3 of the batch within bounds", len(got))
+	}
 }

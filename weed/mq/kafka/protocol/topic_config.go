@@ -18,40 +18,92 @@ type topicConfig struct {
 	check func(string) error
 }
 
-// topicConfigs are the topic settings this gateway knows, in the order
-// DescribeConfigs lists them. Retention is SeaweedMQ's: off unless set.
+// topicConfigs are the topic settings of Kafka 4.4 (LogConfig's names),
+// in the order DescribeConfigs lists them: by name, as Kafka does. Each is
+// accepted, stored and described; the doc says what it does here, and
+// which have no effect on SeaweedFS storage. Retention is SeaweedMQ's: off
+// unless set.
 var topicConfigs = []topicConfig{
 	{name: "cleanup.policy", def: "delete", typ: kmsg.ConfigTypeList,
 		doc:   "delete (retention.ms), compact (the log cleaner keeps the newest record of each key) or both.",
 		check: policies},
+	{name: "compression.gzip.level", def: "-1", typ: kmsg.ConfigTypeInt,
+		doc: noEffect + "batches the gateway compresses (fetches of records stored one by one) use each codec's default level.", check: gzipLevel},
+	{name: "compression.lz4.level", def: "9", typ: kmsg.ConfigTypeInt,
+		doc: noEffect + "batches the gateway compresses use each codec's default level.", check: intBetween(1, 17)},
 	{name: "compression.type", def: "producer", typ: kmsg.ConfigTypeString,
 		doc:   "The codec fetches of records not produced through the partition's leader are compressed with; producer: the codec last produced with.",
 		check: oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")},
+	{name: "compression.zstd.level", def: "3", typ: kmsg.ConfigTypeInt,
+		doc: noEffect + "batches the gateway compresses use each codec's default level.", check: intBetween(-131072, 22)},
 	{name: "delete.retention.ms", def: "86400000", typ: kmsg.ConfigTypeLong,
 		doc: "How long a compacted topic keeps tombstones (null values) once they are in a closed segment.", check: intAtLeast(0)},
+	{name: "errors.deadletterqueue.group.enable", def: "false", typ: kmsg.ConfigTypeBoolean,
+		doc: noEffect + "share groups have no dead-letter queue here.", check: boolean},
+	{name: "file.delete.delay.ms", def: "60000", typ: kmsg.ConfigTypeLong,
+		doc: noEffect + "SeaweedFS removes a deleted segment's file at once.", check: intAtLeast(0)},
+	{name: "flush.messages", def: "9223372036854775807", typ: kmsg.ConfigTypeLong,
+		doc: noEffect + "an acknowledged batch is in the write-ahead log on the volume servers already.", check: intAtLeast(1)},
+	{name: "flush.ms", def: "9223372036854775807", typ: kmsg.ConfigTypeLong,
+		doc: noEffect + "an acknowledged batch is in the write-ahead log on the volume servers already.", check: intAtLeast(0)},
+	{name: "follower.replication.throttled.replicas", def: "", typ: kmsg.ConfigTypeList,
+		doc: noEffect + "replication is SeaweedFS's.", check: throttledReplicas},
+	{name: "index.interval.bytes", def: "4096", typ: kmsg.ConfigTypeInt,
+		doc: noEffect + "SeaweedMQ's segments have no offset index.", check: intAtLeast(0)},
+	{name: "leader.replication.throttled.replicas", def: "", typ: kmsg.ConfigTypeList,
+		doc: noEffect + "replication is SeaweedFS's.", check: throttledReplicas},
+	{name: "local.retention.bytes", def: "-2", typ: kmsg.ConfigTypeLong,
+		doc: noEffect + "there is no tiered storage.", check: intAtLeast(-2)},
+	{name: "local.retention.ms", def: "-2", typ: kmsg.ConfigTypeLong,
+		doc: noEffect + "there is no tiered storage.", check: intAtLeast(-2)},
 	{name: "max.compaction.lag.ms", def: "9223372036854775807", typ: kmsg.ConfigTypeLong,
 		doc: "The longest a record stays in a closed segment not cleaned, whatever the dirty ratio.", check: intAtLeast(1)},
+	{name: "max.decompressed.message.bytes", def: "2147483639", typ: kmsg.ConfigTypeInt,
+		doc: "The most a produced partition's compressed batches may decompress to (within the gateway's own bound).", check: intBetween(1, 2147483639)},
 	{name: "max.message.bytes", def: strconv.Itoa(DefaultMaxMessageBytes), typ: kmsg.ConfigTypeInt,
 		doc: "The largest record batch a producer may send.", check: intAtLeast(0)},
+	{name: "message.timestamp.after.max.ms", def: "3600000", typ: kmsg.ConfigTypeLong,
+		doc: "How far past the gateway's clock a record's timestamp may be; a batch with a later one is refused (INVALID_TIMESTAMP).", check: intAtLeast(0)},
+	{name: "message.timestamp.before.max.ms", def: "9223372036854775807", typ: kmsg.ConfigTypeLong,
+		doc: "How far before the gateway's clock a record's timestamp may be; a batch with an earlier one is refused (INVALID_TIMESTAMP).", check: intAtLeast(0)},
 	{name: "message.timestamp.type", def: "CreateTime", typ: kmsg.ConfigTypeString,
-		doc: "Record timestamps are the producer's.", check: oneOf("CreateTime")},
+		doc: "Record timestamps are the producer's (LogAppendTime is not served).", check: oneOf("CreateTime")},
 	{name: "min.cleanable.dirty.ratio", def: "0.5", typ: kmsg.ConfigTypeDouble,
 		doc: "The share of a compacted partition's closed segments not cleaned yet from which the log cleaner cleans it.", check: ratio},
 	{name: "min.compaction.lag.ms", def: "0", typ: kmsg.ConfigTypeLong,
 		doc: "The shortest a record stays uncompacted after it was stored.", check: intAtLeast(0)},
+	{name: "min.insync.replicas", def: "1", typ: kmsg.ConfigTypeInt,
+		doc: noEffect + "replication is SeaweedFS's.", check: intAtLeast(1)},
+	{name: "preallocate", def: "false", typ: kmsg.ConfigTypeBoolean,
+		doc: noEffect + "SeaweedFS allocates its volumes.", check: boolean},
+	{name: "remote.copy.lag.bytes", def: "-1", typ: kmsg.ConfigTypeLong,
+		doc: noEffect + "there is no tiered storage.", check: intAtLeast(-1)},
+	{name: "remote.copy.lag.ms", def: "0", typ: kmsg.ConfigTypeLong,
+		doc: noEffect + "there is no tiered storage.", check: intAtLeast(-1)},
+	{name: "remote.log.copy.disable", def: "false", typ: kmsg.ConfigTypeBoolean,
+		doc: noEffect + "there is no tiered storage.", check: boolean},
+	{name: "remote.log.delete.on.disable", def: "false", typ: kmsg.ConfigTypeBoolean,
+		doc: noEffect + "there is no tiered storage.", check: boolean},
+	{name: "remote.storage.enable", def: "false", typ: kmsg.ConfigTypeBoolean,
+		doc: "Always false: the records are in SeaweedFS, and there is no tiered storage (as a Kafka broker without it, true is refused).", check: oneOf("false")},
+	{name: "retention.bytes", def: "-1", typ: kmsg.ConfigTypeLong,
+		doc: "Size-based retention is not applied by SeaweedMQ: only -1.", check: oneOf("-1")},
 	{name: "retention.ms", def: "-1", typ: kmsg.ConfigTypeLong,
 		doc: "How long SeaweedMQ keeps records; -1 keeps them.", check: intAtLeast(-1)},
-	{name: "retention.bytes", def: "-1", typ: kmsg.ConfigTypeLong,
-		doc: "Size-based retention is not applied by SeaweedMQ.", check: oneOf("-1")},
 	{name: "segment.bytes", def: "1073741824", typ: kmsg.ConfigTypeInt,
-		doc: "Accepted for compatibility; SeaweedMQ sizes its own log segments.", check: intAtLeast(14)},
+		doc: noEffect + "the gateway writes a partition's segments every few seconds or 8 MiB.", check: intAtLeast(1 << 20)},
+	{name: "segment.index.bytes", def: "10485760", typ: kmsg.ConfigTypeInt,
+		doc: noEffect + "SeaweedMQ's segments have no offset index.", check: intAtLeast(4)},
+	{name: "segment.jitter.ms", def: "0", typ: kmsg.ConfigTypeLong,
+		doc: noEffect + "the gateway writes a partition's segments every few seconds or 8 MiB.", check: intAtLeast(0)},
 	{name: "segment.ms", def: "604800000", typ: kmsg.ConfigTypeLong,
-		doc: "Accepted for compatibility; SeaweedMQ sizes its own log segments.", check: intAtLeast(1)},
-	{name: "min.insync.replicas", def: "1", typ: kmsg.ConfigTypeInt,
-		doc: "Accepted for compatibility; replication is SeaweedFS's.", check: intAtLeast(1)},
+		doc: noEffect + "the gateway writes a partition's segments every few seconds or 8 MiB.", check: intAtLeast(1)},
 	{name: "unclean.leader.election.enable", def: "false", typ: kmsg.ConfigTypeBoolean,
-		doc: "Accepted for compatibility.", check: oneOf("true", "false")},
+		doc: noEffect + "a partition's one leader reads everything acknowledged from SeaweedFS.", check: boolean},
 }
+
+// noEffect begins the doc of a setting that is kept but changes nothing.
+const noEffect = "Accepted and kept, no effect here: "
 
 func topicConfigNamed(name string) *topicConfig {
 	for i := range topicConfigs {
@@ -119,6 +171,54 @@ func ratio(v string) error {
 		return fmt.Errorf("%q is not a number from 0 to 1", v)
 	}
 	return nil
+}
+
+// boolean checks a Kafka boolean (case is ignored, as Kafka's parser does).
+func boolean(v string) error {
+	if l := strings.ToLower(strings.TrimSpace(v)); l != "true" && l != "false" {
+		return fmt.Errorf("%q is not a boolean (true, false)", v)
+	}
+	return nil
+}
+
+// gzipLevel checks compression.gzip.level: -1 (the codec's default) or 1
+// to 9.
+func gzipLevel(v string) error {
+	if v == "-1" {
+		return nil
+	}
+	return intBetween(1, 9)(v)
+}
+
+// throttledReplicas checks a throttled replica list: empty, "*", or
+// partition:broker pairs.
+func throttledReplicas(v string) error {
+	if v = strings.TrimSpace(v); v == "" || v == "*" {
+		return nil
+	}
+	for pair := range strings.SplitSeq(v, ",") {
+		p, b, ok := strings.Cut(strings.TrimSpace(pair), ":")
+		if _, err := strconv.ParseUint(p, 10, 31); !ok || err != nil {
+			return fmt.Errorf("%q is not [partitionId]:[brokerId],... or *", v)
+		}
+		if _, err := strconv.ParseUint(b, 10, 31); err != nil {
+			return fmt.Errorf("%q is not [partitionId]:[brokerId],... or *", v)
+		}
+	}
+	return nil
+}
+
+func intBetween(lo, hi int64) func(string) error {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", v)
+		}
+		if n < lo || n > hi {
+			return fmt.Errorf("%d is not from %d to %d", n, lo, hi)
+		}
+		return nil
+	}
 }
 
 func intAtLeast(min int64) func(string) error {
