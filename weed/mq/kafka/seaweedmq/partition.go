@@ -57,6 +57,8 @@ type partition struct {
 	flushing  bool           // a flush of the tail is under way
 	flushes   sync.WaitGroup // the flush under way, which drop waits for
 	used      time.Time      // last append or read
+
+	maxTs maxTimestamp // for ListOffsets MAX_TIMESTAMP
 }
 
 type partKey struct {

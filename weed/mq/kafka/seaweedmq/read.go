@@ -1,8 +1,10 @@
 package seaweedmq
 
 import (
+	"bytes"
 	"context"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -293,8 +295,12 @@ func (c *Client) OffsetForTime(ctx context.Context, topic string, index int32, t
 	return -1, -1, nil
 }
 
-// MaxTimestamp implements protocol.Backend: stored ts_ns increase with the
-// offset, so it is the last record's.
+// MaxTimestamp implements protocol.Backend: the first offset that holds
+// the largest record timestamp, as Kafka answers ListOffsets
+// MAX_TIMESTAMP (KIP-734); producers choose timestamps, so it need not be
+// the last record's. The partition's records are read once (a batch entry
+// by its header's max timestamp, decoded only if it holds the largest);
+// later asks read only what was appended since.
 func (c *Client) MaxTimestamp(ctx context.Context, topic string, index int32) (int64, int64, error) {
 	p, err := c.ensureOpen(ctx, topic, index)
 	if err != nil {
@@ -304,20 +310,63 @@ func (c *Client) MaxTimestamp(ctx context.Context, topic string, index int32) (i
 	if err != nil || offs.HighWatermark == offs.LogStart {
 		return -1, -1, err
 	}
-	return c.timestampAt(ctx, p, offs.HighWatermark-1)
-}
-
-func (c *Client) timestampAt(ctx context.Context, p *partition, offset int64) (int64, int64, error) {
-	res, err := c.read(ctx, p, offset, 1)
-	if err != nil {
-		return -1, -1, err
+	m := &p.maxTs
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.valid || m.offset < offs.LogStart || m.upTo > offs.HighWatermark {
+		m.ts, m.offset, m.upTo, m.valid = -1, -1, offs.LogStart, true
 	}
-	for _, r := range res.Records {
-		if r.Offset == offset {
-			return offset, r.Timestamp, nil
+	var batch []byte // the batch entry that holds the largest, if one does
+	batchAt := int64(-1)
+	for m.upTo < offs.HighWatermark {
+		entries, _, err := c.readRaw(ctx, p, m.upTo, 4<<20)
+		if err != nil {
+			m.valid = false
+			return -1, -1, err
+		}
+		from := m.upTo
+		for i := range entries {
+			e := &entries[i]
+			if e.End() <= m.upTo {
+				continue
+			}
+			if logentry.IsBatch(e.Key, e.Data) {
+				if ts := record.MaxTimestamp(e.Data); ts > m.ts {
+					m.ts, m.offset = ts, e.Offset
+					batch, batchAt = bytes.Clone(e.Data), e.Offset
+				}
+			} else if r, err := record.FromStored(e.Key, e.Data, e.TsNs/int64(time.Millisecond)); err == nil && r.Timestamp > m.ts {
+				m.ts, m.offset = r.Timestamp, e.Offset
+			}
+			m.upTo = e.End()
+		}
+		if m.upTo == from {
+			break // nothing more to read
 		}
 	}
-	return -1, -1, nil
+	if batch != nil && m.offset == batchAt {
+		// Its first record of that timestamp.
+		if b, err := record.ParseBatch(batch, protocol.MaxDecompressedBatch); err == nil {
+			for i := range b.Records {
+				if b.Records[i].Timestamp == m.ts {
+					m.offset = batchAt + int64(i)
+					break
+				}
+			}
+		}
+	}
+	if m.offset < 0 {
+		return -1, -1, nil
+	}
+	return m.offset, m.ts, nil
+}
+
+// maxTimestamp is what the reads for a partition's largest timestamp
+// found: ts first at offset, among the offsets below upTo.
+type maxTimestamp struct {
+	mu               sync.Mutex
+	ts, offset, upTo int64
+	valid            bool
 }
 
 // storedRecords appends an entry's Kafka records from offset from on to out:
