@@ -314,19 +314,29 @@ func TestFetchMaxBytesWholeBatches(t *testing.T) {
 		for i := range req.Topics[0].Partitions {
 			req.Topics[0].Partitions[i].PartitionMaxBytes = 20_000_000
 		}
-		parts := fetched(t, exchange(t, h, anonymous, req, 12))
-		total := 0
-		for p := int32(0); p < 3; p++ {
-			_, offsets := batchesOf(t, parts[p].RecordBatches)
-			if len(offsets) != c.want[p] || parts[p].ErrorCode != 0 || parts[p].HighWatermark != int64(1+2*(p/2)) {
-				t.Errorf("max bytes %d: partition %d: %d records, %s, high watermark %d; want %d records",
-					c.maxBytes, p, len(offsets), kerr.ErrorForCode(parts[p].ErrorCode), parts[p].HighWatermark, c.want[p])
-			}
-			total += len(parts[p].RecordBatches)
+		for v := int16(4); v <= 12; v++ {
+			parts := fetched(t, exchange(t, h, anonymous, req, v))
+			wholeBatchesWithin(t, v, c.maxBytes, c.want, parts)
 		}
-		if first := len(parts[0].RecordBatches); total > int(c.maxBytes) && total != first {
-			t.Errorf("max bytes %d: %d bytes of records", c.maxBytes, total)
+	}
+}
+
+// wholeBatchesWithin checks a fetch of the three partitions at version v
+// with max bytes maxBytes: want[p] records of partition p, no more bytes
+// than maxBytes unless partition 0's one batch.
+func wholeBatchesWithin(t *testing.T, v int16, maxBytes int32, want [3]int, parts map[int32]kmsg.FetchResponseTopicPartition) {
+	t.Helper()
+	total := 0
+	for p := int32(0); p < 3; p++ {
+		_, offsets := batchesOf(t, parts[p].RecordBatches)
+		if len(offsets) != want[p] || parts[p].ErrorCode != 0 || parts[p].HighWatermark != int64(1+2*(p/2)) {
+			t.Errorf("v%d, max bytes %d: partition %d: %d records, %s, high watermark %d; want %d records",
+				v, maxBytes, p, len(offsets), kerr.ErrorForCode(parts[p].ErrorCode), parts[p].HighWatermark, want[p])
 		}
+		total += len(parts[p].RecordBatches)
+	}
+	if first := len(parts[0].RecordBatches); total > int(maxBytes) && total != first {
+		t.Errorf("v%d, max bytes %d: %d bytes of records", v, maxBytes, total)
 	}
 }
 
