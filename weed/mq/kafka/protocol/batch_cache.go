@@ -2,9 +2,8 @@ package protocol
 
 // Fetched batches of records stored one by one. A partition's produced
 // batch is stored as it is and fetched so (AppendBatch, ReadBatches); the
-// batches of a produce stored record by record (several batches for one
-// partition, a compacted topic, a compression.type other than the
-// producer's) are not, and neither are records written by earlier
+// batches of a produce stored record by record (a compacted topic's, a
+// compression.type other than the producer's) are not, and neither are records written by earlier
 // versions or SeaweedMQ's publishers. For those, the leader keeps the batches produced
 // through it (their bytes as the producer compressed them, base offset
 // set) in a cache bounded by -fetch.batch.cache.bytes, most recently used

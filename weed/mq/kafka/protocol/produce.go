@@ -108,6 +108,10 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				p.ErrorCode = kerr.MessageTooLarge.Code
 				continue
 			}
+			if r.Version < 7 && hasZstd(rp.Records) {
+				p.ErrorCode = kerr.UnsupportedCompressionType.Code // zstd needs Produce v7 (KIP-110)
+				continue
+			}
 			records, release, decodeErr := h.decodeProduced(ctx, rp.Records, deadline, topicLong(info, "max.decompressed.message.bytes", math.MaxInt32))
 			if decodeErr != nil {
 				p.ErrorCode = decodeErr.Code
@@ -156,6 +160,18 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 	}
 
 	if req.Acks == 0 {
+		// No answer; but a partition refused closes the connection, as
+		// Kafka does, so that the client learns of it and refreshes its
+		// metadata (one producing to a gateway that does not lead the
+		// partition would otherwise lose everything it sends, unseen).
+		for _, st := range resp.Topics {
+			for _, p := range st.Partitions {
+				if p.ErrorCode != 0 {
+					err := fmt.Errorf("acks=0 produce to %s/%d refused: %v", st.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+					return func() (kmsg.Response, error) { return nil, err }
+				}
+			}
+		}
 		return now(nil)
 	}
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
@@ -276,11 +292,16 @@ func decodeBatches(raw []byte, limit int) ([]record.Record, *kerr.Error) {
 	batches, err := record.ParseBatches(raw, limit)
 	switch {
 	case errors.Is(err, record.ErrBadMagic):
-		return nil, kerr.UnsupportedForMessageFormat
+		return nil, kerr.InvalidRecord // as Kafka 4: Produce v3+ carries magic 2 only
 	case errors.Is(err, record.ErrTooLarge):
 		return nil, kerr.MessageTooLarge
+	case errors.Is(err, record.ErrInvalid):
+		return nil, kerr.InvalidRecord // whole bytes, records not as the header says
 	case err != nil:
 		return nil, kerr.CorruptMessage
+	case len(batches) > 1:
+		// As Kafka: Produce v3+ carries exactly one batch per partition.
+		return nil, kerr.InvalidRecord
 	}
 	for i := range batches {
 		h := &batches[i].Header
@@ -289,10 +310,8 @@ func decodeBatches(raw []byte, limit int) ([]record.Record, *kerr.Error) {
 			return nil, kerr.InvalidRecord // control records are the coordinator's
 		case h.Attributes&record.AttrTransactional != 0 && h.ProducerID < 0:
 			return nil, kerr.InvalidRecord
-		case h.ProducerID >= 0 && len(batches) > 1:
-			// Kafka takes one batch per partition from an idempotent
-			// producer: its sequence numbers are checked as one.
-			return nil, kerr.InvalidRecord
+		case h.ProducerID >= 0 && h.FirstSequence < 0:
+			return nil, kerr.InvalidRecord // an idempotent batch without a sequence
 		}
 	}
 	if len(batches) == 1 {
@@ -305,6 +324,13 @@ func decodeBatches(raw []byte, limit int) ([]record.Record, *kerr.Error) {
 		records = append(records, b.Records...)
 	}
 	return records, nil
+}
+
+// hasZstd reports whether any batch of a produced record set is zstd.
+func hasZstd(raw []byte) bool {
+	zstd := false
+	record.Batches(raw, func(_ []byte, _ int32, c record.Codec) { zstd = zstd || c == record.CodecZstd })
+	return zstd
 }
 
 // invalidRecords checks a partition's produced records as Kafka's

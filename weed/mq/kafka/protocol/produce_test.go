@@ -468,7 +468,8 @@ func TestProduceVersions(t *testing.T) {
 // too), unknown topic id (v13), a partition the topic lacks, a batch over
 // the topic's max.message.bytes, corrupt batches (CORRUPT_MESSAGE with a
 // message), magic 0/1, control batches and transactional ones without a
-// producer (INVALID_RECORD), several batches of an idempotent producer.
+// producer, several batches, an idempotent batch without a sequence,
+// records other than the header says (INVALID_RECORD, as Kafka 4).
 func TestProduceErrors(t *testing.T) {
 	h, b := testHandler(t, nil)
 	ctx := context.Background()
@@ -499,10 +500,14 @@ func TestProduceErrors(t *testing.T) {
 	}{
 		{"a corrupt batch", corrupt, kerr.CorruptMessage},
 		{"a truncated batch", truncated, kerr.CorruptMessage},
-		{"magic 1", oldMagic, kerr.UnsupportedForMessageFormat},
+		{"magic 1", oldMagic, kerr.InvalidRecord},
 		{"a control batch", control, kerr.InvalidRecord},
 		{"a transactional batch without a producer", noProducer, kerr.InvalidRecord},
 		{"two batches of an idempotent producer", append(idem(0), idem(1)...), kerr.InvalidRecord},
+		{"two batches", append(batchOf(t, nil, "1"), batchOf(t, nil, "2")...), kerr.InvalidRecord},
+		{"an idempotent batch without a sequence", idem(-1), kerr.InvalidRecord},
+		{"a last offset delta past its records", batchOf(t, func(b *kmsg.RecordBatch) { b.LastOffsetDelta = 4 }, "a", "b"), kerr.InvalidRecord},
+		{"no records", batchOf(t, func(b *kmsg.RecordBatch) { b.NumRecords = 0 }, "a"), kerr.InvalidRecord},
 	} {
 		resp := exchange(t, h, anonymous, produceReq("e", [16]byte{}, map[int32][]byte{0: tc.batch, 1: good, 7: good}), 12).(*kmsg.ProduceResponse)
 		codes := produceCodes(resp)
@@ -521,8 +526,20 @@ func TestProduceErrors(t *testing.T) {
 	if got := values(t, b, "e", 0); len(got) != 0 {
 		t.Errorf("refused batches were written: %v", got)
 	}
-	if got := values(t, b, "e", 1); len(got) != 6 {
+	if got := values(t, b, "e", 1); len(got) != 10 { // one for each case
 		t.Errorf("the good neighbours: %v", got)
+	}
+	// zstd needs Produce v7 (KIP-110).
+	var zb record.Builder
+	zb.Reset(0)
+	zb.Add(&record.Record{Key: []byte("z"), Value: []byte("zstd"), Timestamp: 1_700_000_000_000})
+	zstd, err := zb.AppendCompressedTo(nil, record.CodecZstd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, want := range map[int16]*kerr.Error{6: kerr.UnsupportedCompressionType, 7: nil} {
+		resp := exchange(t, h, anonymous, produceReq("e", [16]byte{}, map[int32][]byte{2: zstd}), v)
+		wantCode(t, fmt.Sprintf("zstd at v%d", v), produceCodes(resp)[2], want)
 	}
 	big := batchOf(t, nil, strings.Repeat("x", 300))
 	resp = exchange(t, h, anonymous, produceReq("small", [16]byte{}, map[int32][]byte{0: big}), 12)
@@ -549,6 +566,18 @@ func TestProduceAcks(t *testing.T) {
 	}
 	if got := values(t, b, "a", 0); !slices.Equal(got, []string{"0", "1", "2"}) {
 		t.Errorf("stored %v", got)
+	}
+	// acks=0 to a partition that is not there: the connection closes.
+	req := produceReq("a", [16]byte{}, map[int32][]byte{7: batchOf(t, nil, "lost")})
+	req.Acks = 0
+	req.SetVersion(9)
+	r, err := Decode(requestFrame(req, 9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Principal, r.ClientHost, r.Listener = anonymous, "/127.0.0.1", "PLAINTEXT"
+	if resp, err := h.Handle(context.Background(), r)(); resp != nil || err == nil {
+		t.Errorf("acks=0 to an unknown partition: %v, %v; want the connection closed", resp, err)
 	}
 }
 

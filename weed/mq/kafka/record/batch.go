@@ -34,9 +34,14 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Errors a producer is told about through CORRUPT_MESSAGE.
+// Errors of a produced batch: ErrCorrupt a batch whose bytes are damaged
+// (its length or CRC-32C, its compression), which Kafka answers with
+// CORRUPT_MESSAGE; ErrInvalid, a kind of it, one whose bytes are whole but
+// whose records are not what its header says (their count, offsets,
+// encoding), which Kafka answers with INVALID_RECORD.
 var (
 	ErrCorrupt  = errors.New("corrupt record batch")
+	ErrInvalid  = fmt.Errorf("%w: invalid records", ErrCorrupt)
 	ErrBadMagic = errors.New("unsupported record batch magic")
 )
 
@@ -158,7 +163,7 @@ func ParseBatches(data []byte, maxDecompressed int) ([]Batch, error) {
 		data = data[n:]
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: no record batch", ErrCorrupt)
+		return nil, fmt.Errorf("%w: no record batch", ErrInvalid)
 	}
 	return out, nil
 }
@@ -210,7 +215,7 @@ func parseBatch(raw []byte, maxDecompressed int) (b Batch, inflated int, err err
 		return b, 0, fmt.Errorf("%w: CRC mismatch", ErrCorrupt)
 	}
 	if b.Header.NumRecords <= 0 || int(b.Header.NumRecords) > len(raw) {
-		return b, 0, fmt.Errorf("%w: %d records claimed", ErrCorrupt, b.Header.NumRecords)
+		return b, 0, fmt.Errorf("%w: %d records claimed", ErrInvalid, b.Header.NumRecords)
 	}
 	body := b.Header.Records
 	b.Header.Records = nil
@@ -227,21 +232,21 @@ func parseBatch(raw []byte, maxDecompressed int) (b Batch, inflated int, err err
 	// hold is refused before anything is allocated for it, and the
 	// records' slice grows as they are read.
 	if int(b.Header.NumRecords) > len(body)/minRecordBytes {
-		return b, 0, fmt.Errorf("%w: %d records claimed in %d bytes", ErrCorrupt, b.Header.NumRecords, len(body))
+		return b, 0, fmt.Errorf("%w: %d records claimed in %d bytes", ErrInvalid, b.Header.NumRecords, len(body))
 	}
 	b.Records = make([]Record, 0, b.Header.NumRecords) // bounded by the body just above
 	var kr kmsg.Record
 	for i := int32(0); i < b.Header.NumRecords; i++ {
 		l, n := binary.Varint(body)
 		if n <= 0 || l < 0 || l > int64(len(body)-n) {
-			return b, 0, fmt.Errorf("%w: record %d length", ErrCorrupt, i)
+			return b, 0, fmt.Errorf("%w: record %d length", ErrInvalid, i)
 		}
 		end := n + int(l)
 		if err := kr.ReadFrom(body[:end]); err != nil {
-			return b, 0, fmt.Errorf("%w: record %d: %v", ErrCorrupt, i, err)
+			return b, 0, fmt.Errorf("%w: record %d: %v", ErrInvalid, i, err)
 		}
 		if kr.OffsetDelta != i {
-			return b, 0, fmt.Errorf("%w: record %d has offset delta %d", ErrCorrupt, i, kr.OffsetDelta)
+			return b, 0, fmt.Errorf("%w: record %d has offset delta %d", ErrInvalid, i, kr.OffsetDelta)
 		}
 		b.Records = append(b.Records, Record{
 			Key:       kr.Key,
@@ -253,10 +258,10 @@ func parseBatch(raw []byte, maxDecompressed int) (b Batch, inflated int, err err
 		body = body[end:]
 	}
 	if len(body) != 0 {
-		return b, 0, fmt.Errorf("%w: %d bytes after the last record", ErrCorrupt, len(body))
+		return b, 0, fmt.Errorf("%w: %d bytes after the last record", ErrInvalid, len(body))
 	}
 	if int(b.Header.LastOffsetDelta) != len(b.Records)-1 {
-		return b, 0, fmt.Errorf("%w: last offset delta %d for %d records", ErrCorrupt, b.Header.LastOffsetDelta, len(b.Records))
+		return b, 0, fmt.Errorf("%w: last offset delta %d for %d records", ErrInvalid, b.Header.LastOffsetDelta, len(b.Records))
 	}
 	return b, inflated, nil
 }

@@ -126,9 +126,10 @@ func nextSeq(s int32) int32 {
 func (ps *producerState) check(pb *record.ProducerBatch) (*producerBatch, *kerr.Error) {
 	e := ps.m[pb.ID]
 	if e == nil {
-		if pb.FirstSeq != 0 {
-			return nil, kerr.UnknownProducerID
-		}
+		// As Kafka (KIP-360): a producer the partition holds no state of
+		// is taken at any sequence; it may have outlived its state here
+		// (expired, or its batches removed), and UNKNOWN_PRODUCER_ID
+		// left the Java producer retrying until its delivery timeout.
 		return nil, nil
 	}
 	e.settle()
