@@ -24,7 +24,7 @@ func (h *Handler) handleDescribeConfigs(ctx context.Context, r *Request) Reply {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		want := func(name string) bool {
-			if rr.ConfigNames == nil {
+			if len(rr.ConfigNames) == 0 { // null or empty: every one, as Kafka
 				return true
 			}
 			for _, n := range rr.ConfigNames {

@@ -43,7 +43,8 @@ func configsOf(r kmsg.DescribeConfigsResponseResource) map[string]kmsg.DescribeC
 // DescribeConfigs v1-4 of a topic: every setting in order, set ones as
 // DYNAMIC_TOPIC_CONFIG, the others at their defaults (DEFAULT_CONFIG);
 // synonyms when asked for; type and documentation (v3+) when
-// asked for; only the names asked for when some are.
+// asked for; only the names asked for when some are (all for an empty
+// list).
 func TestDescribeConfigsTopic(t *testing.T) {
 	g := startGateway(t, gatewayOptions{})
 	servesVersions(t, g.addr, kmsg.NewPtrDescribeConfigsRequest(), 1, 4)
@@ -81,6 +82,14 @@ func TestDescribeConfigsTopic(t *testing.T) {
 	cs := resp.Resources[0].Configs
 	if len(cs) != 2 || cs[0].Name != "max.message.bytes" || *cs[0].Value != "2048" || cs[1].Name != "segment.ms" || len(cs[0].ConfigSynonyms) != 0 || cs[0].Documentation != nil {
 		t.Errorf("named configs: %+v", cs)
+	}
+	// An empty list of names, not null, asks for every one, as Kafka
+	// takes it.
+	empty := configResource(kmsg.ConfigResourceTypeTopic, "dc")
+	empty.ConfigNames = []string{}
+	resp = roundTrip(t, g.addr, describeConfigs(false, false, empty), 4).(*kmsg.DescribeConfigsResponse)
+	if n := len(resp.Resources[0].Configs); n != len(topicConfigNames) {
+		t.Errorf("an empty list of names: %d configs", n)
 	}
 }
 

@@ -72,9 +72,9 @@ func (h *Handler) handleFetch(ctx context.Context, r *Request) Reply {
 func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequest, fc *fetchContext) (*kmsg.FetchResponse, []*kmsg.FetchResponseTopicPartition, int, []<-chan struct{}) {
 	version := r.Version
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	budget := int(req.MaxBytes)
-	if version < 3 || budget <= 0 {
-		budget = int(^uint32(0) >> 1)
+	budget := max(int(req.MaxBytes), 0) // 0: the first batch only (KIP-74)
+	if version < 3 {
+		budget = int(^uint32(0) >> 1) // no max bytes before v3
 	}
 	// The gateway's own cap (Kafka's broker fetch.max.bytes), whatever
 	// the client asks: a response is built whole before it is sent.

@@ -308,7 +308,7 @@ func TestFetchMaxBytesWholeBatches(t *testing.T) {
 	for _, c := range []struct {
 		maxBytes int32
 		want     [3]int // records of each partition
-	}{{50_000, [3]int{1, 0, 0}}, {10_000, [3]int{1, 0, 0}}, {90_000, [3]int{1, 1, 0}}, {200_000, [3]int{1, 1, 3}}} {
+	}{{50_000, [3]int{1, 0, 0}}, {10_000, [3]int{1, 0, 0}}, {0, [3]int{1, 0, 0}}, {90_000, [3]int{1, 1, 0}}, {200_000, [3]int{1, 1, 3}}} {
 		req := fetchReq("fm", [16]byte{}, map[int32]int64{0: 0, 1: 0, 2: 0})
 		req.MaxBytes = c.maxBytes
 		for i := range req.Topics[0].Partitions {

@@ -4,13 +4,18 @@ package protocol
 //
 // Timestamps -2 (earliest) and -4 (earliest local) give the log start
 // offset, -1 (latest) the high watermark (read_committed: the last stable
-// offset), -3 the record with the largest
-// timestamp, -5 (latest tiered) offset -1 as on a broker without tiered
-// storage; any other timestamp finds the first record at or after it.
+// offset), -3 the first record with the largest timestamp, -5 (latest
+// tiered) and -6 (earliest pending upload) offset -1 as on a broker
+// without tiered storage; any other timestamp finds the first record at or
+// after it (read_committed: below the last stable offset, -1 otherwise).
+// As Kafka, a special timestamp before the version that brought it, or
+// one Kafka does not know, is UNSUPPORTED_VERSION, and an offset found
+// comes with the partition's leader epoch.
 
 import (
 	"context"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -23,7 +28,12 @@ const (
 	timestampMax           = -3
 	timestampEarliestLocal = -4
 	timestampLatestTiered  = -5
+	timestampPendingUpload = -6
 )
+
+// sinceVersion is the ListOffsets version that brought each special
+// timestamp (KIP-734, KIP-405, KIP-1023).
+var sinceVersion = map[int64]int16{timestampMax: 7, timestampEarliestLocal: 8, timestampLatestTiered: 9, timestampPendingUpload: 11}
 
 func (h *Handler) handleListOffsets(ctx context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.ListOffsetsRequest)
@@ -35,15 +45,21 @@ func (h *Handler) handleListOffsets(ctx context.Context, r *Request) Reply {
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
-			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, 0
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+			since, special := sinceVersion[rp.Timestamp]
 			switch {
 			case e != nil:
 				sp.ErrorCode = e.Code
 			case rp.Partition < 0 || rp.Partition >= info.Partitions:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rp.Timestamp < timestampEarliest && (!special || r.Version < since):
+				sp.ErrorCode = kerr.UnsupportedVersion.Code
 			default:
 				if err := h.listOffset(ctx, info.Name, rp.Partition, rp.Timestamp, req.IsolationLevel == 1, &sp); err != nil {
 					sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
+				} else if sp.Offset >= 0 {
+					_, epoch, _ := h.cluster.Owner(membership.PartitionKey(info.Name, rp.Partition))
+					sp.LeaderEpoch = int32(epoch)
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -74,20 +90,27 @@ func (h *Handler) listOffset(ctx context.Context, topic string, partition int32,
 				sp.Offset = txns.FirstUnstable
 			}
 		}
-	case timestampLatestTiered:
-	case timestampMax:
-		off, t, err := h.backend.MaxTimestamp(ctx, topic, partition)
-		if err != nil {
-			return err
-		}
-		sp.Offset, sp.Timestamp = off, t
+	case timestampLatestTiered, timestampPendingUpload:
 	default:
-		if ts < 0 {
-			return kerr.InvalidRequest
+		var off, t int64
+		var err error
+		if ts == timestampMax {
+			off, t, err = h.backend.MaxTimestamp(ctx, topic, partition)
+		} else {
+			off, t, err = h.backend.OffsetForTime(ctx, topic, partition, ts)
 		}
-		off, t, err := h.backend.OffsetForTime(ctx, topic, partition, ts)
 		if err != nil {
 			return err
+		}
+		if readCommitted && off >= 0 {
+			// Nothing at or past the last stable offset, as Kafka.
+			txns, err := h.backend.Transactions(ctx, topic, partition, 1, 0)
+			if err != nil {
+				return err
+			}
+			if txns.FirstUnstable >= 0 && off >= txns.FirstUnstable {
+				off, t = -1, -1
+			}
 		}
 		sp.Offset, sp.Timestamp = off, t
 	}

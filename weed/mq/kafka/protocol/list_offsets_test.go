@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,9 +38,12 @@ func listedPartitions(t *testing.T, resp kmsg.Response) []kmsg.ListOffsetsRespon
 
 // ListOffsets v1-11: latest (-1) is the high watermark, earliest (-2) and
 // earliest local (-4, v8+) the log start, max timestamp (-3, v7+) the
-// record with the largest timestamp, latest tiered (-5, v9+) -1, any other
-// timestamp the first record at or after it (-1 past the last); answers in
-// request order, leader epoch 0 (v4+). v0 is refused, as by Kafka 4.
+// record with the largest timestamp, latest tiered (-5, v9+) and earliest
+// pending upload (-6, v11) -1, any other timestamp the first record at or
+// after it (-1 past the last); answers in request order, with the leader
+// epoch (v4+) where an offset was found, -1 where none was; a special
+// timestamp before its version UNSUPPORTED_VERSION. v0 is refused, as by
+// Kafka 4.
 func TestListOffsetsVersions(t *testing.T) {
 	g := startGateway(t, gatewayOptions{})
 	servesVersions(t, g.addr, kmsg.NewPtrListOffsetsRequest(), 1, 11)
@@ -64,6 +68,7 @@ func TestListOffsetsVersions(t *testing.T) {
 		{-3, 7, want{2, 5000}},
 		{-4, 8, want{0, -1}},
 		{-5, 9, want{-1, -1}},
+		{-6, 11, want{-1, -1}},
 	}
 	for _, v := range []int16{1, 2, 4, 7, 8, 9, 11} {
 		var asks [][2]int64
@@ -89,8 +94,14 @@ func TestListOffsetsVersions(t *testing.T) {
 				t.Errorf("v%d: partition %d timestamp %d: %s offset %d timestamp %d, want offset %d timestamp %d",
 					v, asks[i][0], asks[i][1], errName(p.ErrorCode), p.Offset, p.Timestamp, wants[i].offset, wants[i].timestamp)
 			}
-			if v >= 4 && p.LeaderEpoch != 0 {
-				t.Errorf("v%d: leader epoch %d", v, p.LeaderEpoch)
+			if wantEpoch := int32(min(0, p.Offset)); v >= 4 && p.LeaderEpoch != wantEpoch {
+				t.Errorf("v%d: offset %d with leader epoch %d, want %d", v, p.Offset, p.LeaderEpoch, wantEpoch)
+			}
+		}
+		for _, c := range cases {
+			if v < c.from {
+				p := listedPartitions(t, roundTrip(t, g.addr, listOffsets("lo", 0, [2]int64{0, c.ts}), v))[0]
+				code(t, fmt.Sprintf("v%d: timestamp %d", v, c.ts), p.ErrorCode, kerr.UnsupportedVersion)
 			}
 		}
 	}
@@ -130,7 +141,7 @@ func TestListOffsetsReadCommitted(t *testing.T) {
 
 // Errors per partition: an unknown topic (or a name no topic can have) or
 // partition is UNKNOWN_TOPIC_OR_PARTITION, a negative timestamp that names
-// nothing INVALID_REQUEST; with an authorizer, a topic the principal may
+// nothing UNSUPPORTED_VERSION (as Kafka); with an authorizer, a topic the principal may
 // not describe is TOPIC_AUTHORIZATION_FAILED whether or not it exists.
 func TestListOffsetsErrors(t *testing.T) {
 	g := startGateway(t, gatewayOptions{authorizer: true, acls: []acl.Binding{
@@ -141,7 +152,7 @@ func TestListOffsetsErrors(t *testing.T) {
 	g.topic(t, "lo-e", 2, nil)
 	g.topic(t, "lo-hidden", 1, nil)
 	parts := listedPartitions(t, roundTrip(t, g.addr, listOffsets("lo-e", 0, [2]int64{0, -7}, [2]int64{2, -1}, [2]int64{-1, -1}, [2]int64{1, -1}), 9))
-	code(t, "timestamp -7", parts[0].ErrorCode, kerr.InvalidRequest)
+	code(t, "timestamp -7", parts[0].ErrorCode, kerr.UnsupportedVersion)
 	code(t, "partition 2 of 2", parts[1].ErrorCode, kerr.UnknownTopicOrPartition)
 	code(t, "partition -1", parts[2].ErrorCode, kerr.UnknownTopicOrPartition)
 	code(t, "partition 1", parts[3].ErrorCode, nil)
