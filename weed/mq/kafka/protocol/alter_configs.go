@@ -91,9 +91,17 @@ func (h *Handler) handleAlterConfigs(ctx context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.AlterConfigsRequest)
 	return func() (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-		for _, rr := range req.Resources {
+		dup := duplicateResources(len(req.Resources), func(i int) (kmsg.ConfigResourceType, string) {
+			return req.Resources[i].ResourceType, req.Resources[i].ResourceName
+		})
+		for i, rr := range req.Resources {
 			sr := kmsg.NewAlterConfigsResponseResource()
 			sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+			if msg := badAlter(dup[i], len(rr.Configs), func(j int) (string, bool) { return rr.Configs[j].Name, rr.Configs[j].Value == nil }); msg != "" {
+				sr.ErrorCode, sr.ErrorMessage = kerr.InvalidRequest.Code, &msg
+				resp.Resources = append(resp.Resources, sr)
+				continue
+			}
 			e, msg := h.alterTopic(ctx, r, rr.ResourceType, rr.ResourceName, req.ValidateOnly, func(configs map[string]string) error {
 				clear(configs) // AlterConfigs replaces every setting
 				for _, c := range rr.Configs {
@@ -119,9 +127,20 @@ func (h *Handler) handleIncrementalAlterConfigs(ctx context.Context, r *Request)
 	req := r.Body.(*kmsg.IncrementalAlterConfigsRequest)
 	return func() (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-		for _, rr := range req.Resources {
+		dup := duplicateResources(len(req.Resources), func(i int) (kmsg.ConfigResourceType, string) {
+			return req.Resources[i].ResourceType, req.Resources[i].ResourceName
+		})
+		for i, rr := range req.Resources {
 			sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 			sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+			if msg := badAlter(dup[i], len(rr.Configs), func(j int) (string, bool) {
+				c := rr.Configs[j]
+				return c.Name, c.Value == nil && c.Op != kmsg.IncrementalAlterConfigOpDelete
+			}); msg != "" {
+				sr.ErrorCode, sr.ErrorMessage = kerr.InvalidRequest.Code, &msg
+				resp.Resources = append(resp.Resources, sr)
+				continue
+			}
 			e, msg := h.alterTopic(ctx, r, rr.ResourceType, rr.ResourceName, req.ValidateOnly, func(configs map[string]string) error {
 				for _, c := range rr.Configs {
 					op := applyConfigOp
@@ -144,6 +163,49 @@ func (h *Handler) handleIncrementalAlterConfigs(ctx context.Context, r *Request)
 		}
 		return resp, nil
 	}
+}
+
+// duplicateResources marks the resources named more than once in a
+// request, which Kafka refuses (INVALID_REQUEST) all of.
+func duplicateResources(n int, at func(int) (kmsg.ConfigResourceType, string)) []bool {
+	type key struct {
+		typ  kmsg.ConfigResourceType
+		name string
+	}
+	count := map[key]int{}
+	keys := make([]key, n)
+	for i := range n {
+		typ, name := at(i)
+		keys[i] = key{typ, name}
+		count[keys[i]]++
+	}
+	dup := make([]bool, n)
+	for i, k := range keys {
+		dup[i] = count[k] > 1
+	}
+	return dup
+}
+
+// badAlter says why Kafka refuses (INVALID_REQUEST) a resource's
+// alteration before looking at it: the resource named twice in the
+// request, a setting named twice, a value missing where one is needed.
+// at returns setting i's name and whether it lacks a needed value.
+func badAlter(dup bool, n int, at func(int) (string, bool)) string {
+	if dup {
+		return "the resource is named more than once in the request"
+	}
+	seen := map[string]bool{}
+	for i := range n {
+		name, missing := at(i)
+		switch {
+		case seen[name]:
+			return "setting " + name + " is named more than once"
+		case missing:
+			return "setting " + name + " has a null value"
+		}
+		seen[name] = true
+	}
+	return ""
 }
 
 type configError string

@@ -25,6 +25,13 @@ func alterConfigs(validateOnly bool, typ kmsg.ConfigResourceType, name string, c
 	return req
 }
 
+// nullAlter is an AlterConfigs of one setting with a null value.
+func nullAlter(typ kmsg.ConfigResourceType, name, setting string) *kmsg.AlterConfigsRequest {
+	req := alterConfigs(false, typ, name, nil)
+	req.Resources[0].Configs = []kmsg.AlterConfigsRequestResourceConfig{{Name: setting}}
+	return req
+}
+
 type configOp struct {
 	name  string
 	op    kmsg.IncrementalAlterConfigOp
@@ -117,12 +124,21 @@ func TestIncrementalAlterConfigsVersions(t *testing.T) {
 		if got := g.configs(t, "iac"); !maps.Equal(got, want) {
 			t.Errorf("v%d: %v, want %v", v, got, want)
 		}
+		// One setting twice in a request is refused whole, as Kafka.
 		resp = roundTrip(t, g.addr, incrementalAlter(false, kmsg.ConfigResourceTypeTopic, "iac",
 			configOp{"cleanup.policy", kmsg.IncrementalAlterConfigOpSubtract, kmsg.StringPtr("delete")},
+			configOp{"cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("compact")},
+			configOp{"segment.ms", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("5000")},
+		), v).(*kmsg.IncrementalAlterConfigsResponse)
+		code(t, "subtract and append", resp.Resources[0].ErrorCode, kerr.InvalidRequest)
+		if got := g.configs(t, "iac"); !maps.Equal(got, want) {
+			t.Errorf("v%d: a refused request changed the settings to %v", v, got)
+		}
+		resp = roundTrip(t, g.addr, incrementalAlter(false, kmsg.ConfigResourceTypeTopic, "iac",
 			configOp{"cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("delete")},
 			configOp{"segment.ms", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("5000")},
 		), v).(*kmsg.IncrementalAlterConfigsResponse)
-		code(t, "subtract and append", resp.Resources[0].ErrorCode, nil)
+		code(t, "append what is there", resp.Resources[0].ErrorCode, nil)
 		if got := g.configs(t, "iac"); got["cleanup.policy"] != "delete" || got["segment.ms"] != "5000" {
 			t.Errorf("v%d: %v", v, got)
 		}
@@ -198,10 +214,11 @@ func TestAlterConfigsKafkaSettings(t *testing.T) {
 // retention, log-append time), a cleanup policy Kafka does not know, a
 // dirty ratio outside 0..1, or a value not of the setting's
 // type INVALID_CONFIG, an unknown setting INVALID_CONFIG, APPEND to a
-// setting that is not a list INVALID_CONFIG, SET without a value
-// INVALID_CONFIG; broker settings INVALID_REQUEST; an unknown topic
-// UNKNOWN_TOPIC_OR_PARTITION, a bad name INVALID_TOPIC_EXCEPTION; nothing
-// saved.
+// setting that is not a list INVALID_CONFIG, SET without a value, a
+// setting named twice and a null value INVALID_REQUEST, compaction lags
+// the wrong way round INVALID_CONFIG; broker settings INVALID_REQUEST; an
+// unknown topic UNKNOWN_TOPIC_OR_PARTITION, a bad name
+// INVALID_TOPIC_EXCEPTION; nothing saved.
 func TestAlterConfigsErrors(t *testing.T) {
 	g := startGateway(t, gatewayOptions{})
 	g.topic(t, "ace", 1, map[string]string{"retention.ms": "1000"})
@@ -227,7 +244,11 @@ func TestAlterConfigsErrors(t *testing.T) {
 		{"validate only, invalid", alterConfigs(true, topic, "ace", map[string]string{"cleanup.policy": "none"}), 2, kerr.InvalidConfig},
 		{"append to a number", incrementalAlter(false, topic, "ace", configOp{"retention.ms", kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("1")}), 1, kerr.InvalidConfig},
 		{"append an unknown policy", incrementalAlter(false, topic, "ace", configOp{"cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("archive")}), 1, kerr.InvalidConfig},
-		{"set without a value", incrementalAlter(false, topic, "ace", configOp{"retention.ms", kmsg.IncrementalAlterConfigOpSet, nil}), 1, kerr.InvalidConfig},
+		{"set without a value", incrementalAlter(false, topic, "ace", configOp{"retention.ms", kmsg.IncrementalAlterConfigOpSet, nil}), 1, kerr.InvalidRequest},
+		{"a setting named twice", incrementalAlter(false, topic, "ace", configOp{"retention.ms", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("1")},
+			configOp{"retention.ms", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("2")}), 1, kerr.InvalidRequest},
+		{"a null value, legacy", nullAlter(topic, "ace", "retention.ms"), 2, kerr.InvalidRequest},
+		{"min.compaction.lag.ms above max.compaction.lag.ms", alterConfigs(false, topic, "ace", map[string]string{"min.compaction.lag.ms": "5000", "max.compaction.lag.ms": "1000"}), 2, kerr.InvalidConfig},
 		{"an unknown setting, incrementally", incrementalAlter(false, topic, "ace", configOp{"nope", kmsg.IncrementalAlterConfigOpDelete, nil}), 0, kerr.InvalidConfig},
 		{"the broker", alterConfigs(false, kmsg.ConfigResourceTypeBroker, "0", map[string]string{"num.partitions": "9"}), 2, kerr.InvalidRequest},
 		{"the broker, incrementally", incrementalAlter(false, kmsg.ConfigResourceTypeBroker, "0", configOp{"num.partitions", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("9")}), 1, kerr.InvalidRequest},

@@ -35,10 +35,13 @@ func (h *Handler) handleCreateTopics(ctx context.Context, r *Request) Reply {
 			st.ErrorMessage = &msg
 		}
 		configs := map[string]string{}
+		nullConfig := ""
 		for _, c := range rt.Configs {
-			if c.Value != nil {
-				configs[c.Name] = *c.Value
+			if c.Value == nil {
+				nullConfig = c.Name
+				continue
 			}
+			configs[c.Name] = *c.Value
 		}
 		partitions := rt.NumPartitions
 		if partitions == -1 {
@@ -64,6 +67,8 @@ func (h *Handler) handleCreateTopics(ctx context.Context, r *Request) Reply {
 			fail(kerr.InvalidReplicaAssignment, assigned)
 		case rt.ReplicationFactor != -1 && rt.ReplicationFactor != 1:
 			fail(kerr.InvalidReplicationFactor, "replication is SeaweedFS's: the replication factor must be 1 or -1")
+		case nullConfig != "":
+			fail(kerr.InvalidConfig, "setting "+nullConfig+" has a null value")
 		default:
 			if err := validateTopicConfigs(configs); err != nil {
 				fail(kerr.InvalidConfig, err.Error())

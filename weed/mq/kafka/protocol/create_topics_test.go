@@ -104,6 +104,8 @@ func TestCreateTopicsErrors(t *testing.T) {
 		}
 		return tc
 	}
+	nullConfig := createTopic("cte-null-config", 1, 1, nil)
+	nullConfig.Configs = append(nullConfig.Configs, kmsg.CreateTopicsRequestTopicConfig{Name: "retention.ms"})
 	misnumbered := assigned("cte-assigned-p", -1, -1, []int32{self}, []int32{self})
 	misnumbered.ReplicaAssignment[1].Partition = 5
 	cases := []struct {
@@ -130,6 +132,7 @@ func TestCreateTopicsErrors(t *testing.T) {
 		{createTopic("cte-bad-policy", 1, 1, map[string]string{"cleanup.policy": "keep"}), kerr.InvalidConfig},
 		{createTopic("cte-unknown-config", 1, 1, map[string]string{"no.such.config": "1"}), kerr.InvalidConfig},
 		{createTopic("cte-bad-retention", 1, 1, map[string]string{"retention.ms": "soon"}), kerr.InvalidConfig},
+		{nullConfig, kerr.InvalidConfig},
 	}
 	var topics []kmsg.CreateTopicsRequestTopic
 	for _, c := range cases {

@@ -114,8 +114,28 @@ func topicConfigNamed(name string) *topicConfig {
 	return nil
 }
 
-// validateTopicConfigs checks settings given at creation (or alteration).
+// validateTopicConfigs checks settings given at creation (or alteration):
+// each as its own, then those that bound each other, with the defaults of
+// those not set.
 func validateTopicConfigs(configs map[string]string) error {
+	if err := validateEachTopicConfig(configs); err != nil {
+		return err
+	}
+	setting := func(name string) int64 {
+		v, ok := configs[name]
+		if !ok {
+			v = topicConfigNamed(name).def
+		}
+		n, _ := strconv.ParseInt(v, 10, 64)
+		return n
+	}
+	if lo, hi := setting("min.compaction.lag.ms"), setting("max.compaction.lag.ms"); lo > hi {
+		return fmt.Errorf("min.compaction.lag.ms %d is above max.compaction.lag.ms %d", lo, hi)
+	}
+	return nil
+}
+
+func validateEachTopicConfig(configs map[string]string) error {
 	for k, v := range configs {
 		c := topicConfigNamed(k)
 		if c == nil {
