@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,8 +20,9 @@ import (
 
 // TestGatewaysAgree: three gateways on one cluster name the same brokers,
 // partition leaders with leader epochs, controller and coordinators, and
-// send a request that reaches the wrong gateway elsewhere with Kafka's
-// error.
+// the same quorum (DescribeQuorum: the controller leading, the three
+// voting), and send a request that reaches the wrong gateway elsewhere
+// with Kafka's error.
 func TestGatewaysAgree(t *testing.T) {
 	g := threeGateways(t)
 	topic := newTopic(t)
@@ -38,6 +40,16 @@ func TestGatewaysAgree(t *testing.T) {
 			if got := g.brokers(t, p); !slices.Equal(got, wantBrokers) {
 				return fmt.Errorf("brokers %v and %v", wantBrokers, got)
 			}
+		}
+		wantQuorum := quorumFrom(t, procs[0])
+		for _, p := range procs[1:] {
+			if got := quorumFrom(t, p); got != wantQuorum {
+				return fmt.Errorf("quorum %s and %s", wantQuorum, got)
+			}
+		}
+		md := metadataFrom(t, procs[0], "")
+		if want := fmt.Sprintf("leader %d, 3 voters", md.ControllerID); !strings.HasPrefix(wantQuorum, want) {
+			return fmt.Errorf("quorum %s, want %s", wantQuorum, want)
 		}
 		for i := 0; i < 8; i++ {
 			for typ, key := range map[int8]string{0: "agree-group-" + strconv.Itoa(i), 1: "agree-txn-" + strconv.Itoa(i)} {

@@ -141,6 +141,32 @@ func (g *gateways) brokers(t *testing.T, p *gatewayProc) []string {
 	return out
 }
 
+// quorumFrom describes the quorum one gateway tells (DescribeQuorum v2):
+// leader, voters, epoch.
+func quorumFrom(t *testing.T, p *gatewayProc) string {
+	t.Helper()
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	req.Version = 2
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}
+	req.Topics = append(req.Topics, rt)
+	resp := askOne[*kmsg.DescribeQuorumResponse](t, p.addr, req)
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("DescribeQuorum from %s: %+v", p.addr, resp)
+	}
+	qp := resp.Topics[0].Partitions[0]
+	var voters []int32
+	for _, v := range qp.CurrentVoters {
+		if v.LogEndOffset != qp.HighWatermark {
+			return fmt.Sprintf("voter %d at %d of %d", v.ReplicaID, v.LogEndOffset, qp.HighWatermark)
+		}
+		voters = append(voters, v.ReplicaID)
+	}
+	slices.Sort(voters)
+	return fmt.Sprintf("leader %d, %d voters %v, epoch %d, %d nodes", qp.LeaderID, len(voters), voters, qp.LeaderEpoch, len(resp.Nodes))
+}
+
 // leaders describes topic's leaders and epochs as one gateway tells them.
 func leadersFrom(t *testing.T, p *gatewayProc, topic string) (string, map[int32]string) {
 	resp := metadataFrom(t, p, topic)

@@ -206,6 +206,9 @@ func (c *fakeCluster) Members() []membership.Member {
 
 func (c *fakeCluster) Controller() int32 { return c.controller }
 
+// Epoch is the view's epoch, as membership.Membership tells it.
+func (c *fakeCluster) Epoch() int64 { return 7 }
+
 func (c *fakeCluster) Owner(key string) (membership.Member, int64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -22,6 +22,7 @@ import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.ProducerState;
+import org.apache.kafka.clients.admin.QuorumInfo;
 import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.admin.TransactionListing;
@@ -50,6 +51,16 @@ class AdminTest {
             assertNotNull(get(cluster.clusterId()), "cluster id");
             assertFalse(get(cluster.nodes()).isEmpty(), "no nodes");
             assertNotNull(get(cluster.controller()), "controller");
+
+            // What kafka-metadata-quorum.sh describe --status asks: the
+            // gateways' view as the quorum, led by the controller.
+            QuorumInfo quorum = get(admin.describeMetadataQuorum().quorumInfo());
+            int controller = get(cluster.controller()).id();
+            assertEquals(controller, quorum.leaderId(), "quorum leader");
+            assertEquals(get(cluster.nodes()).size(), quorum.voters().size(), "voters");
+            assertTrue(quorum.voters().stream().anyMatch(v -> v.replicaId() == controller), "the leader votes");
+            assertTrue(quorum.voters().stream().allMatch(v -> v.logEndOffset() == quorum.highWatermark()), "voters behind");
+            assertTrue(quorum.observers().isEmpty(), "observers");
 
             String topic = Gateway.topic("java-admin", 4, Map.of("retention.ms", "86400000"));
             // Kafka 4's describeTopics asks DescribeTopicPartitions.
