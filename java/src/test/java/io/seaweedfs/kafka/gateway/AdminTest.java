@@ -2,15 +2,19 @@ package io.seaweedfs.kafka.gateway;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
@@ -20,6 +24,7 @@ import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.NewPartitionReassignment;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.ProducerState;
 import org.apache.kafka.clients.admin.QuorumInfo;
@@ -35,6 +40,7 @@ import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.InvalidReplicaAssignmentException;
 import org.junit.jupiter.api.Test;
 
 /** Kafka's AdminClient: topics, configs, the cluster, offsets, groups, producers and transactions. */
@@ -80,6 +86,14 @@ class AdminTest {
             assertTrue(get(admin.listTopics().names()).contains(topic), "created topic not listed within 10 s");
             Set<String> internal = get(admin.listTopics(new org.apache.kafka.clients.admin.ListTopicsOptions().listInternal(true)).names());
             assertTrue(internal.contains("__consumer_offsets"), "internal topics: " + internal);
+
+            // kafka-reassign-partitions.sh: none in progress; a partition's
+            // one replica is its leader, so moving it elsewhere is refused.
+            assertTrue(get(admin.listPartitionReassignments().reassignments()).isEmpty(), "reassignments listed");
+            TopicPartition first = new TopicPartition(topic, 0);
+            ExecutionException refused = assertThrows(ExecutionException.class, () -> get(admin.alterPartitionReassignments(
+                Map.of(first, Optional.of(new NewPartitionReassignment(List.of(d.partitions().get(0).leader().id() + 1000))))).all()));
+            assertInstanceOf(InvalidReplicaAssignmentException.class, refused.getCause());
 
             ConfigResource res = new ConfigResource(ConfigResource.Type.TOPIC, topic);
             assertEquals("86400000", get(admin.describeConfigs(List.of(res)).all()).get(res).get("retention.ms").value());
