@@ -99,8 +99,8 @@ func TestProduceErrors(t *testing.T) {
 	}
 	oldMagic := bytes.Clone(good)
 	oldMagic[16] = 1
-	if p := produceRaw(t, cl, topic, 0, oldMagic); p.ErrorCode != kerr.UnsupportedForMessageFormat.Code {
-		t.Errorf("magic 1: error %d, want UNSUPPORTED_FOR_MESSAGE_FORMAT", p.ErrorCode)
+	if p := produceRaw(t, cl, topic, 0, oldMagic); p.ErrorCode != kerr.InvalidRecord.Code {
+		t.Errorf("magic 1: error %d, want INVALID_RECORD (Kafka 4: Produce v3+ carries magic 2 only)", p.ErrorCode)
 	}
 	tooBig := batchOf(make([]byte, 1100000))
 	if p := produceRaw(t, cl, topic, 0, tooBig); p.ErrorCode != kerr.MessageTooLarge.Code {
