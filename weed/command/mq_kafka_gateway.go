@@ -155,6 +155,15 @@ Security (see the README's Security section):
   -connections.max.reauth.ms
                        SASL sessions end after this long unless the client
                        logs in again (KIP-368); 0: never
+  -delegation.token.secret.key
+                       turns delegation tokens on (KIP-48): the secret of
+                       their HMACs, the same on every gateway; tokens log in
+                       with SCRAM (tokenauth=true) on every gateway
+  -delegation.token.max.lifetime.ms, -delegation.token.expiry.time.ms,
+  -delegation.token.expiry.check.interval.ms
+                       a token's longest life (default 7 days), its life
+                       between renewals (1 day), how often expired tokens
+                       are removed (1 hour), as Kafka's
 
   -embedded.dir        start a single-node SeaweedFS (master, volume, filer,
                        MQ broker) from this same binary with its data in this
@@ -336,10 +345,15 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	forward.Txns = txns
 	metrics.RegisterGroups(groups, forward.HighWatermark)
 
-	// Logins: SCRAM and PLAIN check the users every gateway shares.
+	// Logins: SCRAM and PLAIN check the users every gateway shares, SCRAM
+	// the delegation tokens too.
+	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+	tokens := user.NewTokens(user.TokenOptions{Files: files, Secret: *o.tokenSecret,
+		MaxLifetime: ms(*o.tokenMaxLifetime), RenewTime: ms(*o.tokenExpiry), CheckEvery: ms(*o.tokenCheck)})
 	auth, err := sasl.New(sasl.Config{
 		Mechanisms: splitList(*o.saslMechanisms, ","),
 		Users:      users,
+		Tokens:     tokens,
 		OAuth: sasl.OAuthConfig{
 			JWKSFile: *o.oauthJWKS, Unsecured: *o.oauthUnsecured,
 			Issuer: *o.oauthIssuer, Audience: *o.oauthAudience, SubClaim: *o.oauthSubClaim,
@@ -394,6 +408,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		SASL:                  auth,
 		MaxReauth:             time.Duration(*o.maxReauthMs) * time.Millisecond,
 		Users:                 users,
+		Tokens:                tokens,
 		Authorizer:            authz,
 		NodeID:                self.NodeID,
 		ClusterID:             clusterID(masters, *o.filerGroup),
@@ -436,6 +451,9 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	})
 	if err != nil {
 		glog.Errorf("kafka gateway: %v", err)
+		if authz != nil {
+			authz.Close()
+		}
 		owned.Close()
 		txns.Close()
 		groups.Close()
@@ -473,6 +491,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 			if authz != nil {
 				step("the ACL refresh", authz.Close)
 			}
+			step("the delegation tokens' sweep", tokens.Close)
 			step("the group coordinator", groups.Close)
 			step("the share-partitions", shares.Close)
 			step("the SeaweedMQ client", client.Close)
@@ -533,6 +552,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	members.Start()
 	groups.Start()
 	txns.Start()
+	tokens.Start()
 
 	if err := srv.Serve(); err != nil {
 		glog.Errorf("kafka gateway: %v", err)

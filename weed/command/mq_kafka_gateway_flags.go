@@ -12,6 +12,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
 )
 
 type kafkaGatewayOptions struct {
@@ -68,6 +69,10 @@ type kafkaGatewayOptions struct {
 	oauthAudience       *string
 	oauthSubClaim       *string
 	maxReauthMs         *int
+	tokenSecret         *string
+	tokenMaxLifetime    *int64
+	tokenExpiry         *int64
+	tokenCheck          *int64
 	authorizer          *bool
 	superUsers          *string
 	allowIfNoACL        *bool
@@ -137,6 +142,10 @@ func init() {
 	o.oauthAudience = f.String("sasl.oauthbearer.expected.audience", "", "an aud OAUTHBEARER tokens must have")
 	o.oauthSubClaim = f.String("sasl.oauthbearer.sub.claim.name", "sub", "the claim naming an OAUTHBEARER token's principal")
 	o.maxReauthMs = f.Int("connections.max.reauth.ms", 0, "SASL session lifetime before the client logs in again (0: unbounded)")
+	o.tokenSecret = f.String("delegation.token.secret.key", "", "secret of the delegation tokens' HMACs, the same on every gateway (empty: delegation tokens are disabled)")
+	o.tokenMaxLifetime = f.Int64("delegation.token.max.lifetime.ms", user.DefaultTokenMaxLifetime.Milliseconds(), "no renewal takes a delegation token past this long after its creation")
+	o.tokenExpiry = f.Int64("delegation.token.expiry.time.ms", user.DefaultTokenRenewTime.Milliseconds(), "a delegation token expires this long after its creation or renewal")
+	o.tokenCheck = f.Int64("delegation.token.expiry.check.interval.ms", user.DefaultTokenCheckEvery.Milliseconds(), "how often expired delegation tokens are removed")
 	o.authorizer = f.Bool("authorizer.enabled", false, "decide every request by Kafka's ACLs, kept in the filer")
 	o.superUsers = f.String("super.users", "", "principals that may do everything, as User:alice;User:bob")
 	o.allowIfNoACL = f.Bool("allow.everyone.if.no.acl.found", false, "allow what no ACL of the resource speaks of")

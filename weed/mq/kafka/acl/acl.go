@@ -1,7 +1,8 @@
 // Package acl is the gateway's authorizer: Kafka's ACL model (resource
-// types topic, group, cluster and transactional id; literal and prefixed
-// patterns; allow and deny; principal and host), with the ACLs kept in the
-// SeaweedFS filer and shared by every gateway of the cluster.
+// types topic, group, cluster, transactional id, delegation token and
+// user; literal and prefixed patterns; allow and deny; principal and
+// host), with the ACLs kept in the SeaweedFS filer and shared by every
+// gateway of the cluster.
 //
 // Decisions follow Kafka's StandardAuthorizer: a super user may do
 // everything; a DENY that matches wins over any ALLOW; Read, Write, Delete
@@ -79,7 +80,8 @@ func (b Binding) key() string {
 // (INVALID_REQUEST), or "".
 func (b Binding) Validate() string {
 	switch b.ResourceType {
-	case kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup, kmsg.ACLResourceTypeTransactionalId:
+	case kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup, kmsg.ACLResourceTypeTransactionalId,
+		kmsg.ACLResourceTypeDelegationToken, kmsg.ACLResourceTypeUser:
 	case kmsg.ACLResourceTypeCluster:
 		if b.ResourceName != ClusterName {
 			return "the cluster resource is named " + ClusterName
@@ -384,6 +386,8 @@ var Operations = map[ResourceType][]Operation{
 	kmsg.ACLResourceTypeCluster: {kmsg.ACLOperationCreate, kmsg.ACLOperationAlter, kmsg.ACLOperationDescribe, kmsg.ACLOperationClusterAction,
 		kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite},
 	kmsg.ACLResourceTypeTransactionalId: {kmsg.ACLOperationDescribe, kmsg.ACLOperationWrite},
+	kmsg.ACLResourceTypeDelegationToken: {kmsg.ACLOperationDescribe},
+	kmsg.ACLResourceTypeUser:            {kmsg.ACLOperationCreateTokens, kmsg.ACLOperationDescribeTokens},
 }
 
 // AuthorizedOperations is the bit field of what principal may do on the

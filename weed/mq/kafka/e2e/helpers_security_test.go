@@ -134,6 +134,10 @@ func makeCreds(dir string) (*credsKit, error) {
 	return k, os.WriteFile(k.jwksFile, jwks, 0o600)
 }
 
+// tokenSecret is the delegation.token.secret.key of the package's
+// gateways.
+const tokenSecret = "e2e-delegation-token-secret"
+
 // gatewayFlags are the security flags of the package's gateways.
 func (k *credsKit) gatewayFlags() []string {
 	return []string{
@@ -141,6 +145,7 @@ func (k *credsKit) gatewayFlags() []string {
 		"-ssl.principal.mapping.rules=" + k.principalRules,
 		"-sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
 		"-sasl.users=" + k.usersFile, "-sasl.oauthbearer.jwks=" + k.jwksFile, "-sasl.oauthbearer.unsecured",
+		"-delegation.token.secret.key=" + tokenSecret,
 		// ACLs decide; the PLAINTEXT clients of the other tests and the
 		// administrator may do everything, and what no ACL speaks of
 		// is open (see TestACLs).

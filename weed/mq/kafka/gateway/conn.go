@@ -231,7 +231,7 @@ func (c *conn) readLoop() error {
 		}
 		req.ClientHost, req.Listener, req.Principal = c.clientHost, c.listener.Name, c.principal
 		if s := c.session; s != nil && s.authenticated() {
-			req.Principal = s.principal
+			req.Principal, req.TokenAuthenticated = s.principal, s.token
 		}
 		api := kmsg.NameForKey(req.Key)
 		metrics.Requests.WithLabelValues(api, strconv.Itoa(int(req.Version))).Inc()

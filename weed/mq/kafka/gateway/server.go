@@ -25,6 +25,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
 )
 
 // Options configure a Server.
@@ -47,6 +48,8 @@ type Options struct {
 	MaxReauth time.Duration
 	// Users keeps the SCRAM credentials.
 	Users protocol.Users
+	// Tokens keeps the delegation tokens (nil: disabled).
+	Tokens *user.Tokens
 	// Authorizer decides requests by the cluster's ACLs (nil: off).
 	Authorizer *acl.Authorizer
 	NodeID     int32
@@ -200,6 +203,7 @@ func NewServer(opts Options) (*Server, error) {
 		Port:                  int32(first.port),
 		Listeners:             strings.Join(names, ","),
 		Users:                 opts.Users,
+		Tokens:                opts.Tokens,
 		Authorizer:            opts.Authorizer,
 		FetchMaxBytes:         opts.FetchMaxBytes,
 		FetchSessionSlots:     opts.FetchSessionSlots,

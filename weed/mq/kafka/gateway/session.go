@@ -25,6 +25,7 @@ type session struct {
 	mechanism string        // of the first login: a re-authentication keeps it
 	bare      bool          // after a v0 handshake: the login's messages are bare frames
 	principal string        // once authenticated
+	token     bool          // logged in with a delegation token
 	expires   time.Time     // when the session ends; zero: never
 	failed    error         // the connection closes once this is answered
 }
@@ -92,7 +93,7 @@ func (s *session) Authenticate(ctx context.Context, msg []byte) ([]byte, int64, 
 		return fail(fmt.Errorf("re-authentication as %s on a connection of %s", p, s.principal))
 	}
 	now := time.Now()
-	s.principal, s.expires = p, time.Time{}
+	s.principal, s.token, s.expires = p, s.login.Token(), time.Time{}
 	if s.maxReauth > 0 {
 		s.expires = now.Add(s.maxReauth)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
 )
 
 // Config is what the handlers know about the gateway and its cluster.
@@ -57,6 +58,9 @@ type Config struct {
 	Txns TxnVerifier
 	// Users keeps the SCRAM credentials (nil: none are kept).
 	Users Users
+	// Tokens keeps the delegation tokens (nil, or without a secret:
+	// DELEGATION_TOKEN_AUTH_DISABLED).
+	Tokens *user.Tokens
 	// Authorizer decides requests by the cluster's ACLs (nil: everyone
 	// may do everything).
 	Authorizer *acl.Authorizer
@@ -175,6 +179,9 @@ type Request struct {
 	// Principal is who the connection authenticated as ("User:alice",
 	// "User:ANONYMOUS" without authentication).
 	Principal string
+	// TokenAuthenticated is set when the principal logged in with a
+	// delegation token.
+	TokenAuthenticated bool
 	// Session is the connection's login (nil on a listener without
 	// SASL).
 	Session Session

@@ -52,6 +52,9 @@ type gatewayOptions struct {
 	// users (name: password).
 	sasl  bool
 	users map[string]string
+	// tokens turns delegation tokens on, with these options (their
+	// Files are the gateway's).
+	tokens *user.TokenOptions
 	// maxReauth is connections.max.reauth.ms (0: sessions do not end).
 	maxReauth    time.Duration
 	noAutoCreate bool
@@ -77,6 +80,7 @@ type testGateway struct {
 	txns     *txn.Coordinator
 	authz    *acl.Authorizer
 	users    *user.Store
+	tokens   *user.Tokens // with tokens
 	// shares keeps the share groups' share-partitions and configs.
 	shares       *share.Store
 	shareConfigs *share.Configs
@@ -128,8 +132,18 @@ func startGateway(t *testing.T, o gatewayOptions) *testGateway {
 		g.allow(t, o.acls...)
 		opts.Authorizer = g.authz
 	}
+	if o.tokens != nil {
+		to := *o.tokens
+		to.Files = files
+		g.tokens = user.NewTokens(to)
+		opts.Tokens = g.tokens
+	}
 	if o.sasl {
-		auth, err := sasl.New(sasl.Config{Mechanisms: []string{sasl.Plain, sasl.ScramSHA256, sasl.ScramSHA512}, Users: g.users})
+		cfg := sasl.Config{Mechanisms: []string{sasl.Plain, sasl.ScramSHA256, sasl.ScramSHA512}, Users: g.users}
+		if g.tokens != nil {
+			cfg.Tokens = g.tokens
+		}
+		auth, err := sasl.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

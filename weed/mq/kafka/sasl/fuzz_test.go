@@ -3,6 +3,7 @@ package sasl
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // The parsers of what clients send in SaslAuthenticate: whatever the
@@ -13,7 +14,9 @@ func FuzzSCRAM(f *testing.F) {
 	f.Add([]byte("y,a=bob,n=alice,r=x"), []byte("c=eSws,r=x,p=="))
 	f.Add([]byte("p=tls-unique,,n=alice,r=x"), []byte(""))
 	f.Add([]byte("n,,n=al=2Cice,r=x,ext=1"), []byte("c=biws,r=xx,e=bad"))
-	a := newAuth(f, Config{})
+	f.Add([]byte("n,,n=tok-1,r=abcdefgh,tokenauth=true"), []byte("c=biws,r=abcdefgh,p=AAAA"))
+	f.Add([]byte("n,,n=tok-1,r=x,tokenauth"), []byte("c=biws,r=x,p=AAAA"))
+	a := newAuth(f, Config{Tokens: testTokens(f, time.Now().Add(time.Hour))})
 	f.Fuzz(func(t *testing.T, first, final []byte) {
 		for _, mech := range []string{ScramSHA256, ScramSHA512} {
 			ex, _ := a.Start(mech)

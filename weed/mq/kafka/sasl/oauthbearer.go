@@ -254,3 +254,4 @@ func (o *oauthBearer) Step(_ context.Context, msg []byte) ([]byte, bool, error) 
 
 func (o *oauthBearer) Principal() string  { return "User:" + o.name }
 func (o *oauthBearer) Expires() time.Time { return o.expires }
+func (o *oauthBearer) Token() bool        { return false }

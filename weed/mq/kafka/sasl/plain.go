@@ -55,3 +55,4 @@ func (p *plain) Step(ctx context.Context, msg []byte) ([]byte, bool, error) {
 
 func (p *plain) Principal() string  { return "User:" + p.name }
 func (p *plain) Expires() time.Time { return time.Time{} }
+func (p *plain) Token() bool        { return false }

@@ -40,12 +40,20 @@ type Users interface {
 	VerifyPassword(ctx context.Context, name, password string) (bool, error)
 }
 
+// Tokens is where SCRAM logins with the tokenauth extension find
+// delegation tokens: user.Tokens.
+type Tokens interface {
+	Login(ctx context.Context, id, mechanism string) (user.Credential, user.Token, error)
+}
+
 // Config is what the mechanisms check logins against.
 type Config struct {
 	// Mechanisms are the enabled mechanisms (sasl.enabled.mechanisms).
 	Mechanisms []string
 	Users      Users
-	OAuth      OAuthConfig
+	// Tokens are the delegation tokens SCRAM logs in with (nil: none).
+	Tokens Tokens
+	OAuth  OAuthConfig
 }
 
 // Failure is a login refused: SASL_AUTHENTICATION_FAILED with Msg.
@@ -63,9 +71,13 @@ type Exchange interface {
 	Step(ctx context.Context, msg []byte) (answer []byte, done bool, err error)
 	// Principal names the authenticated client: "User:<name>".
 	Principal() string
-	// Expires is when the credential ends (an OAUTHBEARER token's exp),
-	// zero if it does not.
+	// Expires is when the credential ends (an OAUTHBEARER token's exp,
+	// a delegation token's expiry), zero if it does not.
 	Expires() time.Time
+	// Token reports whether the client logged in with a delegation
+	// token: such a connection may not ask for tokens itself (Kafka's
+	// DELEGATION_TOKEN_REQUEST_NOT_ALLOWED).
+	Token() bool
 }
 
 // Authenticator starts logins.
@@ -109,7 +121,7 @@ func (a *Authenticator) Start(mechanism string) (Exchange, bool) {
 	case Plain:
 		return &plain{users: a.cfg.Users}, true
 	case ScramSHA256, ScramSHA512:
-		return newScram(mechanism, a.cfg.Users), true
+		return newScram(mechanism, a.cfg.Users, a.cfg.Tokens), true
 	case OAuthBearer:
 		return &oauthBearer{v: a.oauth}, true
 	}

@@ -2,6 +2,7 @@ package io.seaweedfs.kafka.gateway;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -12,6 +13,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.CreateDelegationTokenOptions;
+import org.apache.kafka.clients.admin.ExpireDelegationTokenOptions;
 import org.apache.kafka.clients.admin.ScramCredentialInfo;
 import org.apache.kafka.clients.admin.ScramMechanism;
 import org.apache.kafka.clients.admin.UserScramCredentialDeletion;
@@ -31,6 +34,9 @@ import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.acl.AclPermissionType;
 import org.apache.kafka.common.errors.SaslAuthenticationException;
 import org.apache.kafka.common.errors.TopicAuthorizationException;
+import org.apache.kafka.common.errors.UnsupportedByAuthenticationException;
+import org.apache.kafka.common.security.auth.KafkaPrincipal;
+import org.apache.kafka.common.security.token.delegation.DelegationToken;
 import org.apache.kafka.common.resource.PatternType;
 import org.apache.kafka.common.resource.ResourcePattern;
 import org.apache.kafka.common.resource.ResourcePatternFilter;
@@ -51,17 +57,31 @@ class SecurityTest {
     }
 
     static Properties as(Properties p, String user, String password) {
+        return login(p, user, password, "");
+    }
+
+    /** p logging in with SCRAM-SHA-256, with a delegation token when extra is tokenauth="true". */
+    static Properties login(Properties p, String user, String password, String extra) {
         p.put("bootstrap.servers", saslBootstrap());
         p.put("security.protocol", "SASL_PLAINTEXT");
         p.put("sasl.mechanism", "SCRAM-SHA-256");
         p.put("sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required username=\""
-            + user + "\" password=\"" + password + "\";");
+            + user + "\" password=\"" + password + "\" " + extra + ";");
         return p;
     }
 
     /** Sends one record as the user; the exception, or null. */
     static Throwable sendAs(String user, String password, String topic) {
-        Properties p = as(Gateway.producer(), user, password);
+        return send(as(Gateway.producer(), user, password), user, topic);
+    }
+
+    /** Sends one record with the token (tokenauth); the exception, or null. */
+    static Throwable sendWithToken(DelegationToken token, String topic) {
+        return send(login(Gateway.producer(), token.tokenInfo().tokenId(), token.hmacAsBase64String(), "tokenauth=\"true\""),
+            "token", topic);
+    }
+
+    static Throwable send(Properties p, String user, String topic) {
         p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 10_000);
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 10_000);
         p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 5_000);
@@ -129,6 +149,48 @@ class SecurityTest {
             assertTrue(admin.describeUserScramCredentials().all().get(30, TimeUnit.SECONDS).keySet().stream().noneMatch(user::equals),
                 "the user's credentials are gone");
             assertInstanceOf(SaslAuthenticationException.class, sendAs(user, "s3cret", topic), "a login after the deletion");
+        }
+    }
+
+    /**
+     * Delegation tokens: a user logged in with SCRAM asks for one; a producer logs in with it
+     * (ScramLoginModule, tokenauth="true") as that user and writes where only that user may; the
+     * user describes, renews and expires it; expired, it no longer logs in. The PLAINTEXT
+     * administrator may not ask for tokens.
+     */
+    @Test
+    void delegationTokens() throws Exception {
+        String user = Gateway.unique("java-token-owner");
+        String topic = Gateway.topic("by-token", 1);
+        try (Admin admin = Gateway.admin()) {
+            ExecutionException plain = assertThrows(ExecutionException.class,
+                () -> admin.createDelegationToken().delegationToken().get(30, TimeUnit.SECONDS));
+            assertInstanceOf(UnsupportedByAuthenticationException.class, plain.getCause(), "a token asked for on PLAINTEXT");
+            admin.alterUserScramCredentials(List.of(new UserScramCredentialUpsertion(user,
+                new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), "owner-secret"))).all().get(30, TimeUnit.SECONDS);
+            admin.createAcls(List.of(new AclBinding(new ResourcePattern(ResourceType.TOPIC, topic, PatternType.LITERAL),
+                new AccessControlEntry("User:" + user, "*", AclOperation.WRITE, AclPermissionType.ALLOW)))).all().get(30, TimeUnit.SECONDS);
+        }
+        Properties ap = as(new Properties(), user, "owner-secret");
+        try (Admin owner = Admin.create(ap)) {
+            KafkaPrincipal bob = new KafkaPrincipal("User", "bob");
+            DelegationToken token = owner.createDelegationToken(new CreateDelegationTokenOptions().renewers(List.of(bob)))
+                .delegationToken().get(30, TimeUnit.SECONDS);
+            assertEquals(new KafkaPrincipal("User", user), token.tokenInfo().owner(), "the token's owner");
+            assertEquals(List.of(bob), new ArrayList<>(token.tokenInfo().renewers()), "the token's renewers");
+
+            assertEquals(null, sendWithToken(token, topic), "a write with the token, where only its owner may write");
+
+            List<DelegationToken> described = owner.describeDelegationToken().delegationTokens().get(30, TimeUnit.SECONDS);
+            assertTrue(described.stream().anyMatch(d -> d.tokenInfo().tokenId().equals(token.tokenInfo().tokenId())
+                && d.hmacAsBase64String().equals(token.hmacAsBase64String())), "the token described: " + described);
+
+            long renewed = owner.renewDelegationToken(token.hmac()).expiryTimestamp().get(30, TimeUnit.SECONDS);
+            assertTrue(renewed >= token.tokenInfo().expiryTimestamp(), "renewed to " + renewed);
+
+            owner.expireDelegationToken(token.hmac(), new ExpireDelegationTokenOptions().expiryTimePeriodMs(-1))
+                .expiryTimestamp().get(30, TimeUnit.SECONDS);
+            assertInstanceOf(SaslAuthenticationException.class, sendWithToken(token, topic), "a login with the expired token");
         }
     }
 }
