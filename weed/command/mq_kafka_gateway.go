@@ -32,6 +32,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
@@ -155,6 +156,11 @@ Security (see the README's Security section):
   -connections.max.reauth.ms
                        SASL sessions end after this long unless the client
                        logs in again (KIP-368); 0: never
+  -quota.window.num, -quota.window.size.seconds
+                       a client's byte rate is measured over this many
+                       samples of this many seconds (default 11 and 1, as
+                       Kafka) against its quota (kafka-configs.sh
+                       --entity-type users/clients)
   -delegation.token.secret.key
                        turns delegation tokens on (KIP-48): the secret of
                        their HMACs, the same on every gateway; tokens log in
@@ -397,6 +403,9 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	if authz != nil {
 		authz.Start()
 	}
+	// Client quotas: kept in the filer, read again every 2 s.
+	quotas := quota.New(quota.Options{Files: files, Samples: *o.quotaSamples, Window: time.Duration(*o.quotaWindow) * time.Second})
+	quotas.Start()
 
 	srv, err := gateway.NewServer(gateway.Options{
 		Listeners: listeners,
@@ -409,6 +418,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		MaxReauth:             time.Duration(*o.maxReauthMs) * time.Millisecond,
 		Users:                 users,
 		Tokens:                tokens,
+		Quotas:                quotas,
 		Authorizer:            authz,
 		NodeID:                self.NodeID,
 		ClusterID:             clusterID(masters, *o.filerGroup),
@@ -446,6 +456,9 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 					return err
 				}
 			}
+			if err := quotas.Ready(); err != nil {
+				return err
+			}
 			return members.Ready()
 		},
 	})
@@ -454,6 +467,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		if authz != nil {
 			authz.Close()
 		}
+		quotas.Close()
 		owned.Close()
 		txns.Close()
 		groups.Close()
@@ -492,6 +506,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 				step("the ACL refresh", authz.Close)
 			}
 			step("the delegation tokens' sweep", tokens.Close)
+			step("the client quotas' refresh", quotas.Close)
 			step("the group coordinator", groups.Close)
 			step("the share-partitions", shares.Close)
 			step("the SeaweedMQ client", client.Close)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
@@ -70,6 +71,8 @@ type kafkaGatewayOptions struct {
 	oauthSubClaim       *string
 	maxReauthMs         *int
 	tokenSecret         *string
+	quotaSamples        *int
+	quotaWindow         *int
 	tokenMaxLifetime    *int64
 	tokenExpiry         *int64
 	tokenCheck          *int64
@@ -142,6 +145,8 @@ func init() {
 	o.oauthAudience = f.String("sasl.oauthbearer.expected.audience", "", "an aud OAUTHBEARER tokens must have")
 	o.oauthSubClaim = f.String("sasl.oauthbearer.sub.claim.name", "sub", "the claim naming an OAUTHBEARER token's principal")
 	o.maxReauthMs = f.Int("connections.max.reauth.ms", 0, "SASL session lifetime before the client logs in again (0: unbounded)")
+	o.quotaSamples = f.Int("quota.window.num", quota.DefaultSamples, "samples a client's byte rate is measured over, against its quota")
+	o.quotaWindow = f.Int("quota.window.size.seconds", int(quota.DefaultWindow/time.Second), "the time span of each sample")
 	o.tokenSecret = f.String("delegation.token.secret.key", "", "secret of the delegation tokens' HMACs, the same on every gateway (empty: delegation tokens are disabled)")
 	o.tokenMaxLifetime = f.Int64("delegation.token.max.lifetime.ms", user.DefaultTokenMaxLifetime.Milliseconds(), "no renewal takes a delegation token past this long after its creation")
 	o.tokenExpiry = f.Int64("delegation.token.expiry.time.ms", user.DefaultTokenRenewTime.Milliseconds(), "a delegation token expires this long after its creation or renewal")

@@ -11,6 +11,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -44,7 +45,42 @@ type conn struct {
 
 	replies chan pendingReply
 
+	// mutedUntil (Unix nanoseconds) is when the reader may read the next
+	// request again: a client over its quota is throttled.
+	mutedUntil atomic.Int64
+	unmuted    chan struct{} // closed by stopReading: a mute ends at once
+
 	closeOnce sync.Once
+}
+
+// mute makes the reader read no request for d from now (protocol.Request's
+// Mute): the client is over its quota.
+func (c *conn) mute(d time.Duration) {
+	until := time.Now().Add(d).UnixNano()
+	for {
+		cur := c.mutedUntil.Load()
+		if cur >= until || c.mutedUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// waitMuted waits out a mute, or until the connection closes.
+func (c *conn) waitMuted() error {
+	wait := time.Until(time.Unix(0, c.mutedUntil.Load()))
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-c.ctx.Done():
+		return c.ctx.Err()
+	case <-c.unmuted:
+		return nil
+	}
 }
 
 type pendingReply struct {
@@ -65,6 +101,7 @@ func newConn(srv *Server, l *boundListener, nc net.Conn) *conn {
 		host = h
 	}
 	c := &conn{
+		unmuted:    make(chan struct{}),
 		clientHost: "/" + host,
 		srv:        srv,
 		listener:   l,
@@ -120,6 +157,9 @@ func (c *conn) serve() {
 func (c *conn) stopReading() {
 	c.deadlineMu.Lock()
 	defer c.deadlineMu.Unlock()
+	if !c.stopped {
+		close(c.unmuted)
+	}
 	c.stopped = true
 	c.nc.SetReadDeadline(time.Now()) //nolint:errcheck // a closed conn stops anyway
 }
@@ -207,6 +247,12 @@ func (c *conn) readLoop() error {
 			return err
 		}
 		// held is size now: the growths add up to the frame.
+		// A throttled client's next request waits out the throttle
+		// (the mute may have begun while this one was being read).
+		if err := c.waitMuted(); err != nil {
+			c.srv.queued.Release(int64(size))
+			return err
+		}
 		if s := c.session; s != nil && s.bare && s.login != nil {
 			if err := c.bareLogin(frame, int64(size)); err != nil {
 				return err
@@ -230,6 +276,7 @@ func (c *conn) readLoop() error {
 			req.Session = s
 		}
 		req.ClientHost, req.Listener, req.Principal = c.clientHost, c.listener.Name, c.principal
+		req.Size, req.Mute = int(size), c.mute
 		if s := c.session; s != nil && s.authenticated() {
 			req.Principal, req.TokenAuthenticated = s.principal, s.token
 		}

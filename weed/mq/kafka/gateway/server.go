@@ -22,6 +22,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
@@ -50,6 +51,8 @@ type Options struct {
 	Users protocol.Users
 	// Tokens keeps the delegation tokens (nil: disabled).
 	Tokens *user.Tokens
+	// Quotas keeps the client quotas (nil: none).
+	Quotas *quota.Store
 	// Authorizer decides requests by the cluster's ACLs (nil: off).
 	Authorizer *acl.Authorizer
 	NodeID     int32
@@ -204,6 +207,7 @@ func NewServer(opts Options) (*Server, error) {
 		Listeners:             strings.Join(names, ","),
 		Users:                 opts.Users,
 		Tokens:                opts.Tokens,
+		Quotas:                opts.Quotas,
 		Authorizer:            opts.Authorizer,
 		FetchMaxBytes:         opts.FetchMaxBytes,
 		FetchSessionSlots:     opts.FetchSessionSlots,

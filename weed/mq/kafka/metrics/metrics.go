@@ -222,6 +222,14 @@ var (
 		Help: "Share group members' acknowledgements of a partition's records, by outcome.",
 	}, []string{"outcome"})
 
+	// ThrottleSeconds is the time clients were throttled by their quotas,
+	// by quota type (produce, fetch) and principal, as Kafka's
+	// kafka.server:type={Produce,Fetch},user=...,client-id=... throttle-time.
+	ThrottleSeconds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "throttle_seconds_total",
+		Help: "Time clients were throttled for exceeding their client quotas, by quota type and principal.",
+	}, []string{"type", "principal"})
+
 	// Rebalances counts completed rebalances (new generations), by group.
 	Rebalances = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "group_rebalances_total",
@@ -235,7 +243,8 @@ func init() {
 		Connections, ConnectionsTotal, ConnectionsRefused, DecompressionWaits, Panics, RecordsSkipped, Rebalances,
 		WALCommitSeconds, WALCommitBatches, WALCommitRecords, WALBytes, WALErrors, WALRepublished,
 		SegmentsWritten, PartitionsDropped, PartitionsHeld, TailBytes,
-		CompactionRecords, CompactionBytes, CompactionRuns, CompactionDirtyRatio, ShareSessions, ShareAcks)
+		CompactionRecords, CompactionBytes, CompactionRuns, CompactionDirtyRatio, ShareSessions, ShareAcks,
+		ThrottleSeconds)
 }
 
 // labels admits the first MaxLabelValues distinct values of a label.
@@ -266,7 +275,10 @@ func (l *labels) forget(v string) {
 	delete(l.seen, v)
 }
 
-var topics, groups labels
+var topics, groups, principals labels
+
+// Principal is a principal's label value (bounded as topics are).
+func Principal(p string) string { return principals.value(p) }
 
 // ForgetTopic drops a deleted topic's series and its label value, so that
 // topics created and deleted all along neither keep their series nor use

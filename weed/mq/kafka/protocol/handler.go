@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
@@ -61,6 +63,9 @@ type Config struct {
 	// Tokens keeps the delegation tokens (nil, or without a secret:
 	// DELEGATION_TOKEN_AUTH_DISABLED).
 	Tokens *user.Tokens
+	// Quotas keeps the client quotas and measures clients against them
+	// (nil: no quotas).
+	Quotas *quota.Store
 	// Authorizer decides requests by the cluster's ACLs (nil: everyone
 	// may do everything).
 	Authorizer *acl.Authorizer
@@ -182,6 +187,12 @@ type Request struct {
 	// TokenAuthenticated is set when the principal logged in with a
 	// delegation token.
 	TokenAuthenticated bool
+	// Size is the request's frame size, what a produce counts against
+	// its client's producer_byte_rate.
+	Size int
+	// Mute stops the connection reading requests for a while: the client
+	// is throttled by its quota (nil: the connection is not muted).
+	Mute func(time.Duration)
 	// Session is the connection's login (nil on a listener without
 	// SASL).
 	Session Session
@@ -286,5 +297,9 @@ func Decode(frame []byte) (*Request, error) {
 // Handle answers a decoded request. It runs on the connection's reader, in
 // request order.
 func (h *Handler) Handle(ctx context.Context, r *Request) Reply {
-	return apis[r.Key].handle(h, ctx, r)
+	reply := apis[r.Key].handle(h, ctx, r)
+	if h.cfg.Quotas != nil {
+		reply = h.throttled(r, reply)
+	}
+	return reply
 }

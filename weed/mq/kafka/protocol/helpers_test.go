@@ -32,6 +32,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
@@ -55,6 +56,9 @@ type gatewayOptions struct {
 	// tokens turns delegation tokens on, with these options (their
 	// Files are the gateway's).
 	tokens *user.TokenOptions
+	// quotaWindow is quota.window.size of the client quotas (11 samples;
+	// 0: Kafka's second).
+	quotaWindow time.Duration
 	// maxReauth is connections.max.reauth.ms (0: sessions do not end).
 	maxReauth    time.Duration
 	noAutoCreate bool
@@ -81,6 +85,7 @@ type testGateway struct {
 	authz    *acl.Authorizer
 	users    *user.Store
 	tokens   *user.Tokens // with tokens
+	quotas   *quota.Store
 	// shares keeps the share groups' share-partitions and configs.
 	shares       *share.Store
 	shareConfigs *share.Configs
@@ -132,6 +137,11 @@ func startGateway(t *testing.T, o gatewayOptions) *testGateway {
 		g.allow(t, o.acls...)
 		opts.Authorizer = g.authz
 	}
+	g.quotas = quota.New(quota.Options{Files: files, Window: o.quotaWindow})
+	if err := g.quotas.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	opts.Quotas = g.quotas
 	if o.tokens != nil {
 		to := *o.tokens
 		to.Files = files

@@ -41,6 +41,10 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.InvalidReplicaAssignmentException;
+import org.apache.kafka.common.quota.ClientQuotaAlteration;
+import org.apache.kafka.common.quota.ClientQuotaEntity;
+import org.apache.kafka.common.quota.ClientQuotaFilter;
+import org.apache.kafka.common.quota.ClientQuotaFilterComponent;
 import org.junit.jupiter.api.Test;
 
 /** Kafka's AdminClient: topics, configs, the cluster, offsets, groups, producers and transactions. */
@@ -198,6 +202,48 @@ class AdminTest {
                 left.add(l.groupId());
             }
             assertFalse(left.contains(group), "deleted group still listed");
+        }
+    }
+
+    /**
+     * Client quotas as kafka-configs.sh sets them: the AdminClient sets and describes a client id's
+     * producer_byte_rate, and a producer with that client id sending past it is throttled (its
+     * produce-throttle-time-max, from the responses' throttle_time_ms, is above 0).
+     */
+    @Test
+    void clientQuotas() throws Exception {
+        String clientId = Gateway.unique("java-quota");
+        String topic = Gateway.topic("quota", 1);
+        ClientQuotaEntity entity = new ClientQuotaEntity(Map.of(ClientQuotaEntity.CLIENT_ID, clientId));
+        ClientQuotaFilter onlyIt = ClientQuotaFilter.containsOnly(List.of(ClientQuotaFilterComponent.ofEntity(ClientQuotaEntity.CLIENT_ID, clientId)));
+        try (Admin admin = Gateway.admin()) {
+            get(admin.alterClientQuotas(List.of(new ClientQuotaAlteration(entity,
+                List.of(new ClientQuotaAlteration.Op("producer_byte_rate", 10240.0))))).all());
+            assertEquals(Map.of(entity, Map.of("producer_byte_rate", 10240.0)), get(admin.describeClientQuotas(onlyIt).entities()),
+                "the client id's quota");
+        }
+        Properties p = Gateway.producer();
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, clientId);
+        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "none");
+        String value = "x".repeat(1000);
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            // 120 KB: past the 10 KB/s the rate's 10-second window lets through.
+            for (int i = 0; i < 120; i++) {
+                producer.send(new ProducerRecord<>(topic, value));
+                if (i % 20 == 19) {
+                    producer.flush();
+                }
+            }
+            producer.flush();
+            double throttled = producer.metrics().entrySet().stream()
+                .filter(e -> e.getKey().name().equals("produce-throttle-time-max") && e.getKey().group().equals("producer-metrics"))
+                .mapToDouble(e -> (Double) e.getValue().metricValue()).max().orElse(0);
+            assertTrue(throttled > 0, "produce-throttle-time-max " + throttled);
+        }
+        try (Admin admin = Gateway.admin()) {
+            get(admin.alterClientQuotas(List.of(new ClientQuotaAlteration(entity,
+                List.of(new ClientQuotaAlteration.Op("producer_byte_rate", null))))).all());
+            assertTrue(get(admin.describeClientQuotas(onlyIt).entities()).isEmpty(), "the quota removed");
         }
     }
 }
