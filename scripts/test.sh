@@ -61,7 +61,8 @@ echo "== go test -race (the in-process packages, among them the write path with 
 go test -race -count=1 -timeout 10m \
 	./weed/mq/kafka/seaweedmq ./weed/mq/kafka/protocol ./weed/mq/kafka/group ./weed/mq/kafka/offset \
 	./weed/mq/kafka/txn ./weed/mq/kafka/record ./weed/mq/kafka/gateway ./weed/mq/kafka/acl \
-	./weed/mq/kafka/sasl ./weed/mq/kafka/membership ./weed/mq/kafka/metrics ./weed/mq/kafka/share ./docker
+	./weed/mq/kafka/sasl ./weed/mq/kafka/membership ./weed/mq/kafka/metrics ./weed/mq/kafka/share ./weed/mq/kafka/user \
+	./weed/mq/kafka/quota ./weed/mq/kafka/feature ./docker
 
 echo "== go test"
 WEED_BINARY="$bin_dir/weed" go test -count=1 -timeout 40m ./...

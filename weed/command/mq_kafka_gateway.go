@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
@@ -406,6 +407,10 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	// Client quotas: kept in the filer, read again every 2 s.
 	quotas := quota.New(quota.Options{Files: files, Samples: *o.quotaSamples, Window: time.Duration(*o.quotaWindow) * time.Second})
 	quotas.Start()
+	// The finalized features: -transaction.version until UpdateFeatures
+	// sets them for the cluster.
+	features := feature.New(files, map[string]int16{feature.Group: 1, feature.Share: 1, feature.Transaction: int16(*o.transactionVersion)})
+	features.Start()
 
 	srv, err := gateway.NewServer(gateway.Options{
 		Listeners: listeners,
@@ -419,6 +424,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		Users:                 users,
 		Tokens:                tokens,
 		Quotas:                quotas,
+		Features:              features,
 		Authorizer:            authz,
 		NodeID:                self.NodeID,
 		ClusterID:             clusterID(masters, *o.filerGroup),
@@ -459,6 +465,9 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 			if err := quotas.Ready(); err != nil {
 				return err
 			}
+			if err := features.Ready(); err != nil {
+				return err
+			}
 			return members.Ready()
 		},
 	})
@@ -468,6 +477,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 			authz.Close()
 		}
 		quotas.Close()
+		features.Close()
 		owned.Close()
 		txns.Close()
 		groups.Close()
@@ -507,6 +517,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 			}
 			step("the delegation tokens' sweep", tokens.Close)
 			step("the client quotas' refresh", quotas.Close)
+			step("the features' refresh", features.Close)
 			step("the group coordinator", groups.Close)
 			step("the share-partitions", shares.Close)
 			step("the SeaweedMQ client", client.Close)

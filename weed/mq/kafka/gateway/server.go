@@ -19,6 +19,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
@@ -53,6 +54,9 @@ type Options struct {
 	Tokens *user.Tokens
 	// Quotas keeps the client quotas (nil: none).
 	Quotas *quota.Store
+	// Features keeps the cluster's finalized features
+	// (protocol.Config.Features).
+	Features *feature.Store
 	// Authorizer decides requests by the cluster's ACLs (nil: off).
 	Authorizer *acl.Authorizer
 	NodeID     int32
@@ -208,6 +212,7 @@ func NewServer(opts Options) (*Server, error) {
 		Users:                 opts.Users,
 		Tokens:                opts.Tokens,
 		Quotas:                opts.Quotas,
+		Features:              opts.Features,
 		Authorizer:            opts.Authorizer,
 		FetchMaxBytes:         opts.FetchMaxBytes,
 		FetchSessionSlots:     opts.FetchSessionSlots,

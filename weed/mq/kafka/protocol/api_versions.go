@@ -6,9 +6,11 @@ package protocol
 // a request newer than we serve is answered in v0 format with
 // UNSUPPORTED_VERSION and the full table, so the client can retry with a
 // version we know; the response header is always the non-flexible v0.
-// v3+ carries the features: group.version 1 (the consumer group protocol
-// of KIP-848), share.version 1 (share groups, KIP-932) and
-// transaction.version (KIP-890) at the level of Config.TransactionVersion.
+// v3+ carries the features (KIP-584): those the gateways support and the
+// cluster's finalized levels with their epoch, as UpdateFeatures last set
+// them (see the feature package): group.version 1 (the consumer group
+// protocol of KIP-848), share.version 1 (share groups, KIP-932) and
+// transaction.version 2 (KIP-890) unless changed.
 
 import (
 	"context"
@@ -16,6 +18,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
 )
 
 func init() { register(kmsg.ApiVersions, 0, 5, (*Handler).handleApiVersions) }
@@ -38,29 +42,20 @@ func (h *Handler) handleApiVersions(_ context.Context, r *Request) Reply {
 		}
 	}
 	if r.Version >= 3 {
-		// The features (KIP-584): transaction.version, finalized at the
-		// configured level; clients read the finalized level only from
-		// an epoch of 0 or more.
-		sf := kmsg.NewApiVersionsResponseSupportedFeature()
-		sf.Name, sf.MinVersion, sf.MaxVersion = "group.version", 0, 1
-		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
-		sf.Name, sf.MinVersion, sf.MaxVersion = "share.version", 0, 1
-		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
-		sf.Name, sf.MinVersion, sf.MaxVersion = "transaction.version", 0, 2
-		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
-		resp.FinalizedFeaturesEpoch = 1
-		// group.version 1: the consumer group protocol of KIP-848;
-		// share.version 1: share groups (KIP-932).
-		for _, name := range []string{"group.version", "share.version"} {
-			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
-			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = name, 1, 1
-			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		// Clients read the finalized levels only from an epoch of 0 or
+		// more.
+		levels := h.features()
+		for _, name := range feature.Names() {
+			sf := kmsg.NewApiVersionsResponseSupportedFeature()
+			sf.Name, sf.MinVersion, sf.MaxVersion = name, feature.Supported[name].Min, feature.Supported[name].Max
+			resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+			if l := levels.Level(name); l > 0 {
+				ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+				ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = name, l, l
+				resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+			}
 		}
-		if tv := h.cfg.TransactionVersion; tv > 0 {
-			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
-			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "transaction.version", tv, tv
-			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
-		}
+		resp.FinalizedFeaturesEpoch = levels.Epoch
 	}
 	for key, a := range apis {
 		if a == nil {

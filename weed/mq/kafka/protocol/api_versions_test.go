@@ -69,7 +69,8 @@ func TestApiVersionsVersions(t *testing.T) {
 
 // checkTxnFeature checks ApiVersions v3+'s features: group.version and
 // share.version supported 0-1 and finalized at 1 (KIP-848's consumer
-// groups, KIP-932's share groups), transaction.version supported 0-2 and finalized at level (not
+// groups, KIP-932's share groups), streams.version supported 0 only
+// (Streams groups are not served), transaction.version supported 0-2 and finalized at level (not
 // finalized for 0), from a finalized features epoch clients take (0 or
 // more: Java's ApiVersions ignores -1).
 func checkTxnFeature(t *testing.T, what string, resp *kmsg.ApiVersionsResponse, level int16) {
@@ -78,7 +79,8 @@ func checkTxnFeature(t *testing.T, what string, resp *kmsg.ApiVersionsResponse, 
 	for _, f := range resp.SupportedFeatures {
 		supported[f.Name] = [2]int16{f.MinVersion, f.MaxVersion}
 	}
-	if len(supported) != 3 || supported["group.version"] != [2]int16{0, 1} || supported["share.version"] != [2]int16{0, 1} || supported["transaction.version"] != [2]int16{0, 2} {
+	if len(supported) != 4 || supported["group.version"] != [2]int16{0, 1} || supported["share.version"] != [2]int16{0, 1} ||
+		supported["transaction.version"] != [2]int16{0, 2} || supported["streams.version"] != [2]int16{0, 0} {
 		t.Errorf("%s: supported features %+v", what, resp.SupportedFeatures)
 	}
 	if resp.FinalizedFeaturesEpoch < 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 )
 
@@ -27,6 +28,9 @@ func init() { register(kmsg.ConsumerGroupHeartbeat, 0, 1, (*Handler).handleConsu
 func (h *Handler) handleConsumerGroupHeartbeat(ctx context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
 	return func() (kmsg.Response, error) {
+		if h.features().Level(feature.Group) < 1 {
+			return group.HeartbeatError(req, kerr.UnsupportedVersion, "The consumer group protocol is off: group.version is 0."), nil
+		}
 		if !h.allowedGroup(r, kmsg.ACLOperationRead, req.Group) {
 			return group.HeartbeatError(req, kerr.GroupAuthorizationFailed, ""), nil
 		}

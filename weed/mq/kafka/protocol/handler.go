@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
@@ -48,10 +49,14 @@ type Config struct {
 	// many fetch sessions are kept; 0: DefaultFetchSessionSlots, <0: none.
 	FetchSessionSlots int
 	// TransactionVersion is the transaction.version feature ApiVersions
-	// finalizes: 2 lets clients use transactions v2 (KIP-890: the epoch
-	// bumped at every end, partitions and groups added implicitly); 0 or
-	// 1 keeps them on the classic protocol.
+	// finalizes without Features: 2 lets clients use transactions v2
+	// (KIP-890: the epoch bumped at every end, partitions and groups added
+	// implicitly); 0 or 1 keeps them on the classic protocol.
 	TransactionVersion int16
+	// Features keeps the cluster's finalized feature levels, which
+	// UpdateFeatures moves (nil: group.version and share.version 1,
+	// transaction.version TransactionVersion, fixed).
+	Features *feature.Store
 	// Cluster tells which gateway owns what; nil: this one owns all.
 	Cluster Cluster
 	// Txns checks a transactional produce with the transactional id's

@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
@@ -86,6 +87,7 @@ type testGateway struct {
 	users    *user.Store
 	tokens   *user.Tokens // with tokens
 	quotas   *quota.Store
+	features *feature.Store
 	// shares keeps the share groups' share-partitions and configs.
 	shares       *share.Store
 	shareConfigs *share.Configs
@@ -142,6 +144,12 @@ func startGateway(t *testing.T, o gatewayOptions) *testGateway {
 		t.Fatal(err)
 	}
 	opts.Quotas = g.quotas
+	tv := int16(2)
+	if o.classicTxns {
+		tv = 0
+	}
+	g.features = feature.New(files, map[string]int16{feature.Group: 1, feature.Share: 1, feature.Transaction: tv})
+	opts.Features = g.features
 	if o.tokens != nil {
 		to := *o.tokens
 		to.Files = files

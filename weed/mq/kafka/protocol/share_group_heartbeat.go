@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 )
 
@@ -23,6 +24,9 @@ func init() { register(kmsg.ShareGroupHeartbeat, 1, 1, (*Handler).handleShareGro
 func (h *Handler) handleShareGroupHeartbeat(ctx context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.ShareGroupHeartbeatRequest)
 	return func() (kmsg.Response, error) {
+		if h.features().Level(feature.Share) < 1 {
+			return group.ShareHeartbeatError(req, kerr.UnsupportedVersion, "Share groups are off: share.version is 0."), nil
+		}
 		if !h.allowedGroup(r, kmsg.ACLOperationRead, req.GroupID) {
 			return group.ShareHeartbeatError(req, kerr.GroupAuthorizationFailed, ""), nil
 		}

@@ -21,6 +21,8 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.FeatureMetadata;
+import org.apache.kafka.clients.admin.FeatureUpdate;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
@@ -31,6 +33,7 @@ import org.apache.kafka.clients.admin.QuorumInfo;
 import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.admin.TransactionListing;
+import org.apache.kafka.clients.admin.UpdateFeaturesOptions;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -41,6 +44,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.InvalidReplicaAssignmentException;
+import org.apache.kafka.common.errors.InvalidUpdateVersionException;
 import org.apache.kafka.common.quota.ClientQuotaAlteration;
 import org.apache.kafka.common.quota.ClientQuotaEntity;
 import org.apache.kafka.common.quota.ClientQuotaFilter;
@@ -244,6 +248,31 @@ class AdminTest {
             get(admin.alterClientQuotas(List.of(new ClientQuotaAlteration(entity,
                 List.of(new ClientQuotaAlteration.Op("producer_byte_rate", null))))).all());
             assertTrue(get(admin.describeClientQuotas(onlyIt).entities()).isEmpty(), "the quota removed");
+        }
+    }
+
+    /**
+     * Features as kafka-features.sh describes and updates them: the supported ranges and finalized
+     * levels; a downgrade checked with validate-only (the suite's other tests keep the levels); an
+     * upgrade past the supported range refused with INVALID_UPDATE_VERSION.
+     */
+    @Test
+    void features() throws Exception {
+        try (Admin admin = Gateway.admin()) {
+            FeatureMetadata fm = get(admin.describeFeatures().featureMetadata());
+            assertEquals((short) 2, fm.finalizedFeatures().get("transaction.version").maxVersionLevel(), "transaction.version");
+            assertEquals((short) 1, fm.finalizedFeatures().get("group.version").maxVersionLevel(), "group.version");
+            assertEquals((short) 2, fm.supportedFeatures().get("transaction.version").maxVersion(), "transaction.version supported");
+            assertEquals((short) 0, fm.supportedFeatures().get("streams.version").maxVersion(), "streams.version supported");
+            assertTrue(fm.finalizedFeaturesEpoch().isPresent(), "the finalized features' epoch");
+
+            get(admin.updateFeatures(Map.of("transaction.version", new FeatureUpdate((short) 1, FeatureUpdate.UpgradeType.SAFE_DOWNGRADE)),
+                new UpdateFeaturesOptions().validateOnly(true)).all());
+            ExecutionException refused = assertThrows(ExecutionException.class, () -> get(admin.updateFeatures(
+                Map.of("transaction.version", new FeatureUpdate((short) 3, FeatureUpdate.UpgradeType.UPGRADE)), new UpdateFeaturesOptions()).all()));
+            assertInstanceOf(InvalidUpdateVersionException.class, refused.getCause(), "an upgrade past the supported range");
+            assertEquals((short) 2, get(admin.describeFeatures().featureMetadata()).finalizedFeatures().get("transaction.version").maxVersionLevel(),
+                "transaction.version after validate-only and refused updates");
         }
     }
 }
