@@ -31,7 +31,8 @@ if ! command -v kcat >/dev/null 2>&1; then
 fi
 
 # Java 17+ and Maven run Apache Kafka's own Java clients against the gateway
-# (java/, started by the end-to-end suite; Maven fetches kafka-clients once).
+# (java/, started by the end-to-end suite; Maven fetches kafka-clients and
+# kafka-tools once).
 if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 		(apt-get install -y -qq maven default-jdk-headless >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq maven default-jdk-headless >/dev/null))
