@@ -11,9 +11,10 @@ package protocol
 // why, and none of that entry's changes is made. validate_only checks and
 // changes nothing.
 //
-// Measured and enforced: producer_byte_rate (Produce) and
-// consumer_byte_rate (Fetch). request_percentage, controller_mutation_rate
-// and connection_creation_rate are kept and described but not enforced.
+// Measured and enforced: producer_byte_rate (Produce), consumer_byte_rate
+// (Fetch) and controller_mutation_rate (CreateTopics, CreatePartitions,
+// DeleteTopics; see quotas.go). request_percentage and
+// connection_creation_rate are kept and described but not enforced.
 
 import (
 	"context"

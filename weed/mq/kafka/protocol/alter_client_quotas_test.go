@@ -266,3 +266,73 @@ func (h throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, throttle time.Durat
 		h.n.Add(1)
 	}
 }
+
+// controller_mutation_rate (KIP-599): CreateTopics v6+, CreatePartitions
+// v3+ and DeleteTopics v5+ refuse a topic with THROTTLING_QUOTA_EXCEEDED
+// while the client is in debt; older versions do it and throttle. The
+// windows are 50 ms (11 samples): at 20 partitions a second the bucket
+// holds 11.
+func TestControllerMutationQuota(t *testing.T) {
+	g := startGateway(t, gatewayOptions{quotaWindow: 50 * time.Millisecond})
+	c := dial(t, g.addr)
+	code(t, "the quota", alterQuotas(t, c, 1, false, "controller_mutation_rate", 20, quotaEntity("user", strp("ANONYMOUS"))).Entries[0].ErrorCode, nil)
+	create := func(version int16, topics ...string) *kmsg.CreateTopicsResponse {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis = 10000
+		for _, name := range topics {
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 8, -1
+			req.Topics = append(req.Topics, rt)
+		}
+		return c.do(req, version).(*kmsg.CreateTopicsResponse)
+	}
+	r := create(7, "mq-a", "mq-b", "mq-c") // 11 → 3 → -5, then refused
+	for i, want := range []*kerr.Error{nil, nil, kerr.ThrottlingQuotaExceeded} {
+		code(t, "strict "+r.Topics[i].Topic, r.Topics[i].ErrorCode, want)
+	}
+	if r.ThrottleMillis < 100 || r.ThrottleMillis > 250 {
+		t.Errorf("throttled %d ms, want the 250 ms until the bucket is back at 0", r.ThrottleMillis)
+	}
+	if m := r.Topics[2].ErrorMessage; m == nil || *m != "The throttling quota has been exceeded." {
+		t.Errorf("message %v", m)
+	}
+	// Permissive (v5): done, and throttled for the debt. The connection
+	// is muted for the first throttle, so the bucket is near 0 again.
+	r = create(5, "mq-c", "mq-d")
+	code(t, "permissive mq-c", r.Topics[0].ErrorCode, nil)
+	code(t, "permissive mq-d", r.Topics[1].ErrorCode, nil)
+	if r.ThrottleMillis < 500 {
+		t.Errorf("permissive: throttled %d ms, want about 800", r.ThrottleMillis)
+	}
+	time.Sleep(time.Duration(r.ThrottleMillis)*time.Millisecond + 200*time.Millisecond) // +4 partitions
+
+	// Growing mq-a by 20, more than the bucket holds, leaves it in debt
+	// however long the request took to come.
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	for _, name := range []string{"mq-a", "mq-b"} {
+		rt := kmsg.NewCreatePartitionsRequestTopic()
+		rt.Topic, rt.Count = name, 28
+		cp.Topics = append(cp.Topics, rt)
+	}
+	cr := c.do(cp, 3).(*kmsg.CreatePartitionsResponse)
+	code(t, "grow mq-a", cr.Topics[0].ErrorCode, nil)
+	code(t, "grow mq-b, in debt", cr.Topics[1].ErrorCode, kerr.ThrottlingQuotaExceeded)
+	if cr.ThrottleMillis <= 0 {
+		t.Error("CreatePartitions refused a topic without a throttle")
+	}
+	time.Sleep(time.Duration(cr.ThrottleMillis)*time.Millisecond + 200*time.Millisecond)
+
+	dt := kmsg.NewPtrDeleteTopicsRequest()
+	for _, name := range []string{"mq-a", "mq-c"} { // mq-a has 28 partitions
+		n := name
+		rt := kmsg.NewDeleteTopicsRequestTopic()
+		rt.Topic = &n
+		dt.Topics = append(dt.Topics, rt)
+	}
+	dr := c.do(dt, 6).(*kmsg.DeleteTopicsResponse)
+	code(t, "delete mq-a", dr.Topics[0].ErrorCode, nil)
+	code(t, "delete mq-c, in debt", dr.Topics[1].ErrorCode, kerr.ThrottlingQuotaExceeded)
+	if _, err := g.backend.DescribeTopic(ctxFor(t), "mq-c"); err != nil {
+		t.Errorf("mq-c, refused, is gone: %v", err)
+	}
+}

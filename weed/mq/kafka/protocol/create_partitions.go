@@ -30,22 +30,24 @@ func (h *Handler) handleCreatePartitions(ctx context.Context, r *Request) Reply 
 		for _, rt := range req.Topics {
 			seen[rt.Topic]++
 		}
+		quota := h.mutations(r, 3)
 		for _, rt := range req.Topics {
 			st := kmsg.NewCreatePartitionsResponseTopic()
 			st.Topic = rt.Topic
-			code, msg := h.createPartitions(ctx, r, &rt, seen[rt.Topic] > 1, req.ValidateOnly)
+			code, msg := h.createPartitions(ctx, r, &rt, seen[rt.Topic] > 1, req.ValidateOnly, quota)
 			st.ErrorCode = code
 			if msg != "" {
 				st.ErrorMessage = &msg
 			}
 			resp.Topics = append(resp.Topics, st)
 		}
+		quota.done(resp)
 		return resp, nil
 	}
 }
 
 // createPartitions grows one topic, returning the error code and message.
-func (h *Handler) createPartitions(ctx context.Context, r *Request, rt *kmsg.CreatePartitionsRequestTopic, duplicate, validateOnly bool) (int16, string) {
+func (h *Handler) createPartitions(ctx context.Context, r *Request, rt *kmsg.CreatePartitionsRequestTopic, duplicate, validateOnly bool, quota *mutations) (int16, string) {
 	if duplicate {
 		return kerr.InvalidRequest.Code, "Duplicate topic in request."
 	}
@@ -69,6 +71,9 @@ func (h *Handler) createPartitions(ctx context.Context, r *Request, rt *kmsg.Cre
 		if msg := h.badAssignment(lists); msg != "" {
 			return kerr.InvalidReplicaAssignment.Code, msg
 		}
+	}
+	if !validateOnly && !quota.take(rt.Count-info.Partitions) {
+		return kerr.ThrottlingQuotaExceeded.Code, throttleMessage
 	}
 	if err := h.backend.CreatePartitions(ctx, info.Name, rt.Count, validateOnly); err != nil {
 		code := kafkaErr(err, kerr.KafkaStorageError)

@@ -26,6 +26,7 @@ func (h *Handler) handleCreateTopics(ctx context.Context, r *Request) Reply {
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
+	quota := h.mutations(r, 6)
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
@@ -74,6 +75,10 @@ func (h *Handler) handleCreateTopics(ctx context.Context, r *Request) Reply {
 				fail(kerr.InvalidConfig, err.Error())
 				break
 			}
+			if !req.ValidateOnly && !quota.take(partitions) {
+				fail(kerr.ThrottlingQuotaExceeded, throttleMessage)
+				break
+			}
 			info, err := h.backend.CreateTopic(ctx, TopicSpec{Name: rt.Topic, Partitions: partitions, Configs: configs, ValidateOnly: req.ValidateOnly})
 			if err != nil {
 				fail(kafkaErr(err, kerr.RequestTimedOut), err.Error())
@@ -98,6 +103,7 @@ func (h *Handler) handleCreateTopics(ctx context.Context, r *Request) Reply {
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	quota.done(resp)
 	return now(resp)
 }
 

@@ -26,6 +26,7 @@ func (h *Handler) handleDeleteTopics(ctx context.Context, r *Request) Reply {
 			targets = append(targets, kmsg.DeleteTopicsRequestTopic{Topic: &req.TopicNames[i]})
 		}
 	}
+	quota := h.mutations(r, 5)
 	for _, rt := range targets {
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
@@ -48,6 +49,10 @@ func (h *Handler) handleDeleteTopics(ctx context.Context, r *Request) Reply {
 			st.ErrorCode = e.Code
 		} else if internalTopic(name) && r.Version < 3 {
 			st.ErrorCode = kerr.InvalidRequest.Code
+		} else if !h.deletionAllowed(ctx, name, quota) {
+			st.ErrorCode = kerr.ThrottlingQuotaExceeded.Code
+			msg := throttleMessage
+			st.ErrorMessage = &msg
 		} else if err := h.backend.DeleteTopic(ctx, name); err != nil {
 			st.ErrorCode = kafkaErr(err, kerr.RequestTimedOut).Code
 			msg := err.Error()
@@ -62,5 +67,20 @@ func (h *Handler) handleDeleteTopics(ctx context.Context, r *Request) Reply {
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	quota.done(resp)
 	return now(resp)
+}
+
+// deletionAllowed takes a topic's partitions from the client's controller
+// mutation quota, if it has one; a topic that cannot be described is left
+// to the deletion to answer for.
+func (h *Handler) deletionAllowed(ctx context.Context, name string, quota *mutations) bool {
+	if !quota.applies() {
+		return true
+	}
+	info, err := h.describeTopic(ctx, name)
+	if err != nil {
+		return true
+	}
+	return quota.take(info.Partitions)
 }

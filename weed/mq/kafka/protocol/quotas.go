@@ -76,3 +76,46 @@ func setThrottle(resp kmsg.Response, d time.Duration) {
 		t.SetThrottle(ms)
 	}
 }
+
+// mutations is a request's controller mutation quota (KIP-599): the
+// partitions CreateTopics, CreatePartitions and DeleteTopics create or
+// delete count against the client's controller_mutation_rate, strictly
+// from the version that knows THROTTLING_QUOTA_EXCEEDED (a topic is then
+// refused while the client is in debt), permissively before it (the
+// request is done and the client throttled).
+type mutations struct {
+	h        *Handler
+	r        *Request
+	strict   bool
+	throttle time.Duration
+}
+
+func (h *Handler) mutations(r *Request, strictSince int16) *mutations {
+	return &mutations{h: h, r: r, strict: r.Version >= strictSince}
+}
+
+// applies reports whether the client has a controller_mutation_rate: the
+// partitions a deletion counts are looked up only then.
+func (m *mutations) applies() bool {
+	_, _, ok := m.h.cfg.Quotas.Quota(quota.ControllerMutationRate, quota.UserName(m.r.Principal), m.r.ClientID)
+	return ok
+}
+
+// take counts n partitions; false: the topic is refused
+// (THROTTLING_QUOTA_EXCEEDED, throttleMessage).
+func (m *mutations) take(n int32) bool {
+	ok, d := m.h.cfg.Quotas.Mutate(m.r.Principal, m.r.ClientID, int(n), m.strict)
+	m.throttle = max(m.throttle, d)
+	return ok
+}
+
+// throttleMessage is Kafka's message of THROTTLING_QUOTA_EXCEEDED.
+const throttleMessage = "The throttling quota has been exceeded."
+
+// done puts the throttle in the response and mutes the connection for it.
+func (m *mutations) done(resp kmsg.Response) {
+	if m.throttle > 0 {
+		setThrottle(resp, m.throttle)
+		m.r.mute(m.throttle)
+	}
+}

@@ -84,6 +84,44 @@ func (e Entity) key() string {
 	return hex.EncodeToString(sum[:16]) + ".json"
 }
 
+// ident is an entity as a map key, for lookups that allocate nothing: the
+// types it has and which of them are defaults, as bits, and the names.
+type ident struct {
+	user, client, ip string
+	has, dflt        uint8
+}
+
+const (
+	typeUser uint8 = 1 << iota
+	typeClient
+	typeIP
+)
+
+func (e Entity) ident() ident {
+	var id ident
+	for _, c := range e {
+		var bit uint8
+		var name *string
+		switch c.Type {
+		case User:
+			bit, name = typeUser, &id.user
+		case ClientID:
+			bit, name = typeClient, &id.client
+		case IP:
+			bit, name = typeIP, &id.ip
+		default:
+			continue
+		}
+		id.has |= bit
+		if c.Name == nil {
+			id.dflt |= bit
+		} else {
+			*name = *c.Name
+		}
+	}
+	return id
+}
+
 func (e Entity) has(typ string) (Component, bool) {
 	for _, c := range e {
 		if c.Type == typ {

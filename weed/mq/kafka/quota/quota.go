@@ -77,14 +77,15 @@ type Store struct {
 	opts Options
 
 	mu      sync.RWMutex
-	entries map[string]Entry // by key()
+	entries map[ident]Entry
 	loaded  bool
 
 	// write orders this gateway's changes of an entity's file.
 	write sync.Mutex
 
 	ratesMu sync.Mutex
-	rates   map[string]*rate
+	rates   map[Sensor]*rate
+	buckets map[Sensor]*bucket // controller_mutation_rate's
 
 	stop, done chan struct{}
 	startOnce  sync.Once
@@ -102,7 +103,7 @@ func New(opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{opts: opts, entries: map[string]Entry{}, rates: map[string]*rate{},
+	return &Store{opts: opts, entries: map[ident]Entry{}, rates: map[Sensor]*rate{}, buckets: map[Sensor]*bucket{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -154,7 +155,7 @@ func (s *Store) Refresh(ctx context.Context) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	entries := map[string]Entry{}
+	entries := map[ident]Entry{}
 	for _, f := range files {
 		if f.Dir || !strings.HasSuffix(f.Name, ".json") {
 			continue
@@ -164,7 +165,7 @@ func (s *Store) Refresh(ctx context.Context) error {
 			glog.Warningf("kafka quotas: ignoring unreadable %s/%s", Dir, f.Name)
 			continue
 		}
-		entries[e.Entity.key()] = e
+		entries[e.Entity.ident()] = e
 	}
 	s.mu.Lock()
 	s.entries, s.loaded = entries, true
@@ -234,9 +235,9 @@ func (s *Store) Alter(ctx context.Context, e Entity, ops []Op) error {
 	}
 	s.mu.Lock()
 	if len(entry.Values) == 0 {
-		delete(s.entries, name)
+		delete(s.entries, e.ident())
 	} else {
-		s.entries[name] = entry
+		s.entries[e.ident()] = entry
 	}
 	s.mu.Unlock()
 	return nil
@@ -251,43 +252,60 @@ func UserName(principal string) string {
 	return principal
 }
 
+// Sensor is what a client's rate is measured for: the quota's key and the
+// entity the quota belongs to, with a default standing for the client's
+// user or client id.
+type Sensor struct {
+	Key              string
+	User, ClientID   string
+	ByUser, ByClient bool
+}
+
+func (m Sensor) String() string {
+	var parts []string
+	if m.ByUser {
+		parts = append(parts, "user="+m.User)
+	}
+	if m.ByClient {
+		parts = append(parts, "client-id="+m.ClientID)
+	}
+	return strings.Join(parts, ",")
+}
+
 // Quota returns the quota of key that applies to user and client id, by
-// Kafka's precedence, and the entity it is measured for.
-func (s *Store) Quota(key, user, clientID string) (float64, string, bool) {
+// Kafka's precedence, and what it is measured for. It allocates nothing:
+// every produce and fetch asks.
+func (s *Store) Quota(key, user, clientID string) (float64, Sensor, bool) {
 	if s == nil {
-		return 0, "", false
+		return 0, Sensor{}, false
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if len(s.entries) == 0 {
-		return 0, "", false
+		return 0, Sensor{}, false
 	}
-	name := func(n string) *string { return &n }
-	type level struct {
-		entity  Entity
-		measure string
-	}
-	u, c := Component{Type: User, Name: name(user)}, Component{Type: ClientID, Name: name(clientID)}
-	du, dc := Component{Type: User}, Component{Type: ClientID}
-	ub, cb := "user="+user, "client-id="+clientID
-	levels := []level{
-		{Entity{c, u}, ub + "," + cb},
-		{Entity{dc, u}, ub + "," + cb},
-		{Entity{u}, ub},
-		{Entity{c, du}, ub + "," + cb},
-		{Entity{dc, du}, ub + "," + cb},
-		{Entity{du}, ub},
-		{Entity{c}, cb},
-		{Entity{dc}, cb},
-	}
-	for _, l := range levels {
-		if e, ok := s.entries[l.entity.key()]; ok {
+	const u, c = typeUser, typeClient
+	for _, l := range [...]struct {
+		has, dflt uint8
+	}{
+		{u | c, 0}, {u | c, c}, {u, 0},
+		{u | c, u}, {u | c, u | c}, {u, u},
+		{c, 0}, {c, c},
+	} {
+		id := ident{has: l.has, dflt: l.dflt}
+		if l.has&u != 0 && l.dflt&u == 0 {
+			id.user = user
+		}
+		if l.has&c != 0 && l.dflt&c == 0 {
+			id.client = clientID
+		}
+		if e, ok := s.entries[id]; ok {
 			if q, ok := e.Values[key]; ok {
-				return q, l.measure, true
+				return q, Sensor{Key: key, User: user, ClientID: clientID, ByUser: l.has&u != 0, ByClient: l.has&c != 0}, true
 			}
 		}
 	}
-	return 0, "", false
+	return 0, Sensor{}, false
 }
 
 // Record adds bytes to the rate of key's quota that applies to the
@@ -298,16 +316,22 @@ func (s *Store) Record(key, typ, principal, clientID string, bytes int64) time.D
 	if s == nil {
 		return 0
 	}
-	q, measure, ok := s.Quota(key, UserName(principal), clientID)
+	q, sensor, ok := s.Quota(key, UserName(principal), clientID)
 	if !ok {
 		return 0
 	}
+	if !sensor.ByUser {
+		sensor.User = ""
+	}
+	if !sensor.ByClient {
+		sensor.ClientID = ""
+	}
 	now := s.opts.Now()
 	s.ratesMu.Lock()
-	r := s.rates[key+"|"+measure]
+	r := s.rates[sensor]
 	if r == nil {
 		r = &rate{}
-		s.rates[key+"|"+measure] = r
+		s.rates[sensor] = r
 	}
 	r.record(float64(bytes), now, s.opts.Window, s.opts.Samples)
 	observed, window := r.measure(now, s.opts.Window, s.opts.Samples)
@@ -321,15 +345,80 @@ func (s *Store) Record(key, typ, principal, clientID string, bytes int64) time.D
 	return throttle
 }
 
+// Mutate takes n controller mutations (partitions created or deleted,
+// KIP-599) from the client's controller_mutation_rate, a token bucket as
+// Kafka's: it holds a whole window of samples' worth at most, refills at
+// the quota's rate, and may go below 0. Strict (CreateTopics v6+,
+// CreatePartitions v3+, DeleteTopics v5+): a bucket already below 0
+// refuses the mutation (ok false: THROTTLING_QUOTA_EXCEEDED) with the time
+// until it is back at 0; otherwise the mutation is taken. Permissive (older
+// versions): always taken, with the time until the bucket is back at 0 as
+// the throttle.
+func (s *Store) Mutate(principal, clientID string, n int, strict bool) (ok bool, throttle time.Duration) {
+	if s == nil {
+		return true, 0
+	}
+	q, sensor, found := s.Quota(ControllerMutationRate, UserName(principal), clientID)
+	if !found {
+		return true, 0
+	}
+	if !sensor.ByUser {
+		sensor.User = ""
+	}
+	if !sensor.ByClient {
+		sensor.ClientID = ""
+	}
+	now := s.opts.Now()
+	burst := q * (s.opts.Window * time.Duration(s.opts.Samples)).Seconds()
+	owed := func(tokens float64) time.Duration { return time.Duration(-tokens / q * float64(time.Second)) }
+	s.ratesMu.Lock()
+	b := s.buckets[sensor]
+	if b == nil {
+		b = &bucket{tokens: burst, last: now}
+		s.buckets[sensor] = b
+	}
+	b.tokens = min(burst, b.tokens+q*now.Sub(b.last).Seconds())
+	b.rate, b.burst, b.last = q, burst, now
+	ok = true
+	switch {
+	case strict && b.tokens < 0:
+		ok, throttle = false, owed(b.tokens)
+	default:
+		b.tokens = min(burst, b.tokens-float64(n))
+		if !strict && b.tokens < 0 {
+			throttle = owed(b.tokens)
+		}
+	}
+	s.ratesMu.Unlock()
+	if throttle > 0 {
+		metrics.ThrottleSeconds.WithLabelValues("controller_mutation", metrics.Principal(principal)).Add(throttle.Seconds())
+	}
+	return ok, throttle
+}
+
+// bucket is a client's controller mutation tokens, refilled at rate up to
+// burst.
+type bucket struct {
+	tokens, rate, burst float64
+	last                time.Time
+}
+
 // dropQuiet forgets the rates of clients that recorded nothing for a whole
-// window of samples: they measure 0 anyway.
+// window of samples (they measure 0 anyway), and the buckets that have
+// refilled whole since their last mutation.
 func (s *Store) dropQuiet() {
 	now := s.opts.Now()
+	quiet := s.opts.Window * time.Duration(s.opts.Samples)
 	s.ratesMu.Lock()
 	defer s.ratesMu.Unlock()
 	for k, r := range s.rates {
-		if now.Sub(r.last) > s.opts.Window*time.Duration(s.opts.Samples) {
+		if now.Sub(r.last) > quiet {
 			delete(s.rates, k)
+		}
+	}
+	for k, b := range s.buckets {
+		if b.tokens+b.rate*now.Sub(b.last).Seconds() >= b.burst {
+			delete(s.buckets, k) // full again: as a new one
 		}
 	}
 }

@@ -44,7 +44,7 @@ func TestQuotaPrecedence(t *testing.T) {
 		{"bob", "other", 5, "user=bob,client-id=other"},
 	} {
 		q, m, ok := s.Quota(ProducerByteRate, tc.user, tc.client)
-		if !ok || q != tc.want || m != tc.measure {
+		if !ok || q != tc.want || m.String() != tc.measure {
 			t.Errorf("%s/%s: %v %q %v, want %v %q", tc.user, tc.client, q, m, ok, tc.want, tc.measure)
 		}
 	}
@@ -56,21 +56,21 @@ func TestQuotaPrecedence(t *testing.T) {
 	}
 	remove(u("alice"), c("app"))
 	remove(dc, u("alice"))
-	if q, m, _ := s.Quota(ProducerByteRate, "alice", "app"); q != 3 || m != "user=alice" {
+	if q, m, _ := s.Quota(ProducerByteRate, "alice", "app"); q != 3 || m.String() != "user=alice" {
 		t.Errorf("user=alice: %v %q", q, m)
 	}
 	remove(u("alice"))
 	remove(c("app"), du)
 	remove(dc, du)
-	if q, m, _ := s.Quota(ProducerByteRate, "alice", "app"); q != 6 || m != "user=alice" {
+	if q, m, _ := s.Quota(ProducerByteRate, "alice", "app"); q != 6 || m.String() != "user=alice" {
 		t.Errorf("user=<default>: %v %q", q, m)
 	}
 	remove(du)
-	if q, m, _ := s.Quota(ProducerByteRate, "alice", "app"); q != 7 || m != "client-id=app" {
+	if q, m, _ := s.Quota(ProducerByteRate, "alice", "app"); q != 7 || m.String() != "client-id=app" {
 		t.Errorf("client-id=app: %v %q", q, m)
 	}
 	remove(c("app"))
-	if q, m, _ := s.Quota(ProducerByteRate, "alice", "x"); q != 8 || m != "client-id=x" {
+	if q, m, _ := s.Quota(ProducerByteRate, "alice", "x"); q != 8 || m.String() != "client-id=x" {
 		t.Errorf("client-id=<default>: %v %q", q, m)
 	}
 	if _, _, ok := s.Quota(ConsumerByteRate, "alice", "x"); ok {
@@ -210,5 +210,74 @@ func TestQuotaThrottle(t *testing.T) {
 	s.dropQuiet()
 	if len(s.rates) != 0 {
 		t.Errorf("%d rates kept of quiet clients", len(s.rates))
+	}
+}
+
+// What a produce or fetch pays for quotas: the lookup alone when no quota
+// applies (the common case), and the lookup, the rate and the throttle
+// when one does.
+func BenchmarkRecord(b *testing.B) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		set  bool
+	}{{"no quotas", false}, {"a client's quota", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := New(Options{Files: filerfstest.New()})
+			if tc.set {
+				if err := s.Alter(ctx, Entity{{Type: ClientID, Name: name("app")}}, []Op{{Key: ProducerByteRate, Value: 1 << 40}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				s.Record(ProducerByteRate, "produce", "User:alice", "app", 16<<10)
+			}
+		})
+	}
+}
+
+// controller_mutation_rate as KIP-599's token bucket: a window of samples'
+// worth at once, then strict requests refused until the bucket is back at
+// 0 and permissive ones taken with a throttle; the debt is not forgotten.
+func TestMutationBucket(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	s := New(Options{Files: filerfstest.New(), Now: func() time.Time { return now }})
+	if ok, d := s.Mutate("User:alice", "admin", 1000, true); !ok || d != 0 {
+		t.Fatalf("without a quota: %v %v", ok, d)
+	}
+	if err := s.Alter(ctx, Entity{{Type: User, Name: name("alice")}}, []Op{{Key: ControllerMutationRate, Value: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	// The bucket holds 2/s × 11 s = 22.
+	if ok, d := s.Mutate("User:alice", "admin", 20, true); !ok || d != 0 {
+		t.Fatalf("20 of 22: %v %v", ok, d)
+	}
+	if ok, d := s.Mutate("User:alice", "admin", 10, true); !ok || d != 0 {
+		t.Fatalf("10 more, into debt (-8): %v %v", ok, d)
+	}
+	if ok, d := s.Mutate("User:alice", "other", 1, true); ok || d != 4*time.Second {
+		t.Fatalf("strict, in debt: %v %v, want refused for 4s", ok, d)
+	}
+	if ok, d := s.Mutate("User:alice", "admin", 2, false); !ok || d != 5*time.Second {
+		t.Fatalf("permissive, in debt: %v %v, want taken with 5s", ok, d)
+	}
+	now = now.Add(5 * time.Second) // back at 0
+	if ok, _ := s.Mutate("User:alice", "admin", 1, true); !ok {
+		t.Fatal("refused at 0")
+	}
+	if ok, _ := s.Mutate("User:bob", "admin", 1, true); !ok {
+		t.Fatal("bob is not alice")
+	}
+	// A deep debt outlives the sweep.
+	now = now.Add(time.Second) // at 1
+	if ok, _ := s.Mutate("User:alice", "admin", 100, true); !ok {
+		t.Fatal("refused at 1")
+	}
+	now = now.Add(30 * time.Second) // -99 + 60
+	s.dropQuiet()
+	if ok, d := s.Mutate("User:alice", "admin", 1, true); ok || d != 19500*time.Millisecond {
+		t.Errorf("a debt of 39 after 30 s: %v %v", ok, d)
 	}
 }
