@@ -1,12 +1,12 @@
 // Package quota keeps the cluster's client quotas (KIP-13, KIP-55,
-// KIP-546) and measures clients against them, as Kafka's
-// ClientQuotaManager does: quotas are set for users, client ids and their
-// defaults (and for IP addresses, connection_creation_rate), kept in the
-// SeaweedFS filer and shared by every gateway; each gateway measures the
-// bytes a client produces and fetches over a window of samples and, when
-// the rate exceeds the quota, answers how long the client is throttled
-// (KIP-219: the response's throttle_time_ms, the connection muted that
-// long).
+// KIP-546, KIP-599) and measures clients against them, as Kafka's quota
+// managers do: quotas are set for users, client ids and their defaults
+// (and for IP addresses, connection_creation_rate), kept in the SeaweedFS
+// filer and shared by every gateway; each gateway measures the bytes a
+// client produces and fetches over a window of samples (Record), and the
+// partitions it creates and deletes in a token bucket (Mutate), and
+// answers how long a client over its quota is throttled (KIP-219: the
+// response's throttle_time_ms, the connection muted that long).
 //
 // Which quota applies to a request of user U and client id C is Kafka's
 // precedence, the first entity with the key set:
