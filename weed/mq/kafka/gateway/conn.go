@@ -53,9 +53,9 @@ type conn struct {
 	closeOnce sync.Once
 }
 
-// mute makes the reader read no request for d from now (protocol.Request's
-// Mute): the client is over its quota.
-func (c *conn) mute(d time.Duration) {
+// Mute makes the reader read no request for d from now (protocol.Muter):
+// the client is over its quota.
+func (c *conn) Mute(d time.Duration) {
 	until := time.Now().Add(d).UnixNano()
 	for {
 		cur := c.mutedUntil.Load()
@@ -276,7 +276,7 @@ func (c *conn) readLoop() error {
 			req.Session = s
 		}
 		req.ClientHost, req.Listener, req.Principal = c.clientHost, c.listener.Name, c.principal
-		req.Size, req.Mute = int(size), c.mute
+		req.Size, req.Conn = int(size), c
 		if s := c.session; s != nil && s.authenticated() {
 			req.Principal, req.TokenAuthenticated = s.principal, s.token
 		}

@@ -195,15 +195,20 @@ type Request struct {
 	// Size is the request's frame size, what a produce counts against
 	// its client's producer_byte_rate.
 	Size int
-	// Mute stops the connection reading requests for a while: the client
-	// is throttled by its quota (nil: the connection is not muted).
-	Mute func(time.Duration)
+	// Conn is the connection the request came on, muted while its
+	// client is throttled by a quota (nil: the connection is not muted).
+	Conn Muter
 	// Session is the connection's login (nil on a listener without
 	// SASL).
 	Session Session
 	// versionTooNew marks an ApiVersions request newer than we serve: it
 	// is answered in v0 format with UNSUPPORTED_VERSION.
 	versionTooNew bool
+}
+
+// Muter is a connection that stops reading requests for a while.
+type Muter interface {
+	Mute(d time.Duration)
 }
 
 // Reply produces the response to a request. It is called by the

@@ -56,8 +56,8 @@ func (h *Handler) throttled(r *Request, reply Reply) Reply {
 }
 
 func (r *Request) mute(d time.Duration) {
-	if r.Mute != nil {
-		r.Mute(d)
+	if r.Conn != nil {
+		r.Conn.Mute(d)
 	}
 }
 
