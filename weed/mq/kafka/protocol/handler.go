@@ -300,6 +300,9 @@ func Decode(frame []byte) (*Request, error) {
 	if err := body.ReadFrom(rest); err != nil {
 		return nil, fmt.Errorf("malformed %s v%d request: %w", kmsg.NameForKey(hdr.Key), hdr.Version, err)
 	}
+	if err := checkRequestLimits(body, len(rest)); err != nil {
+		return nil, fmt.Errorf("malformed %s v%d request: %w", kmsg.NameForKey(hdr.Key), hdr.Version, err)
+	}
 	r.Body = body
 	return r, nil
 }

@@ -63,6 +63,9 @@ func SkipHeaderTags(b []byte) ([]byte, error) {
 	if n <= 0 {
 		return nil, errShortHeader
 	}
+	if count > MaxTaggedFields {
+		return nil, fmt.Errorf("%d tagged fields in the request header, over the limit of %d", count, MaxTaggedFields)
+	}
 	b = b[n:]
 	for i := uint64(0); i < count; i++ {
 		if _, n = binary.Uvarint(b); n <= 0 { // tag
