@@ -37,6 +37,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
 )
@@ -407,6 +408,13 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	// Client quotas: kept in the filer, read again every 2 s.
 	quotas := quota.New(quota.Options{Files: files, Samples: *o.quotaSamples, Window: time.Duration(*o.quotaWindow) * time.Second})
 	quotas.Start()
+	// Client metrics subscriptions (KIP-714): kept in the filer, read
+	// again every 2 s; what clients push is served on /metrics.
+	clientMetrics := telemetry.New(telemetry.Options{Files: files})
+	clientMetrics.Start()
+	if err := metrics.Register(clientMetrics); err != nil {
+		glog.Warningf("kafka gateway: client metrics are not served on /metrics: %v", err)
+	}
 	// The finalized features: -transaction.version until UpdateFeatures
 	// sets them for the cluster.
 	features := feature.New(files, map[string]int16{feature.Group: 1, feature.Share: 1, feature.Transaction: int16(*o.transactionVersion)})
@@ -424,6 +432,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		Users:                 users,
 		Tokens:                tokens,
 		Quotas:                quotas,
+		ClientMetrics:         clientMetrics,
 		Features:              features,
 		Authorizer:            authz,
 		NodeID:                self.NodeID,
@@ -465,6 +474,9 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 			if err := quotas.Ready(); err != nil {
 				return err
 			}
+			if err := clientMetrics.Ready(); err != nil {
+				return err
+			}
 			if err := features.Ready(); err != nil {
 				return err
 			}
@@ -477,6 +489,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 			authz.Close()
 		}
 		quotas.Close()
+		clientMetrics.Close()
 		features.Close()
 		owned.Close()
 		txns.Close()
@@ -517,6 +530,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 			}
 			step("the delegation tokens' sweep", tokens.Close)
 			step("the client quotas' refresh", quotas.Close)
+			step("the client metrics' refresh", clientMetrics.Close)
 			step("the features' refresh", features.Close)
 			step("the group coordinator", groups.Close)
 			step("the share-partitions", shares.Close)

@@ -4,10 +4,11 @@
 //
 //	0  record, metrics, filerfs       the wire's records, the metrics, the filer's small files
 //	1  offset, membership, acl,       what is kept in the filer: offsets, the gateways'
-//	   user, quota, feature, txn,     view, ACLs, users and delegation tokens, client
-//	   share, seaweedmq/logentry      quotas, finalized features; the transaction
-//	                                  coordinator; share groups' share-partitions and
-//	                                  configs; the records as SeaweedMQ stores them
+//	   user, quota, feature,          view, ACLs, users and delegation tokens, client
+//	   telemetry, txn, share,         quotas, finalized features, client metrics
+//	   seaweedmq/logentry             subscriptions; the transaction coordinator; share
+//	                                  groups' share-partitions and configs; the records
+//	                                  as SeaweedMQ stores them
 //	2  group, sasl, seaweedmq/wal,    the group coordinator (classic, consumer and share
 //	   seaweedmq/compaction           groups), the SASL logins, the write-ahead log, the
 //	                                  log cleaner of compacted topics

@@ -203,13 +203,17 @@ type Authorizer struct {
 	bindings []Binding
 	loaded   bool
 
-	stop chan struct{}
-	done chan struct{}
+	loop *filerfs.Loop
 }
 
 // New returns an Authorizer; Start begins reading the ACLs.
 func New(opts Options) *Authorizer {
-	a := &Authorizer{opts: opts, super: map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+	a := &Authorizer{opts: opts, super: map[string]bool{}}
+	a.loop = filerfs.NewLoop(RefreshEvery, func(ctx context.Context) {
+		if err := metrics.Try("AclRefresh", func() error { return a.Refresh(ctx) }); err != nil {
+			glog.V(1).Infof("kafka acls: reading %s: %v", Dir, err)
+		}
+	})
 	for _, u := range opts.SuperUsers {
 		a.super[u] = true
 	}
@@ -217,31 +221,10 @@ func New(opts Options) *Authorizer {
 }
 
 // Start reads the ACLs now and every RefreshEvery, until Close.
-func (a *Authorizer) Start() {
-	go func() {
-		defer close(a.done)
-		t := time.NewTicker(RefreshEvery)
-		defer t.Stop()
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if err := metrics.Try("AclRefresh", func() error { return a.Refresh(ctx) }); err != nil {
-				glog.V(1).Infof("kafka acls: reading %s: %v", Dir, err)
-			}
-			cancel()
-			select {
-			case <-a.stop:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-}
+func (a *Authorizer) Start() { a.loop.Start() }
 
 // Close stops the refreshes.
-func (a *Authorizer) Close() {
-	close(a.stop)
-	<-a.done
-}
+func (a *Authorizer) Close() { a.loop.Close() }
 
 // Ready reports whether the ACLs have been read once: until then every
 // request is refused (except a super user's).

@@ -97,15 +97,18 @@ type Store struct {
 	cur    Levels
 	loaded bool
 
-	stop, done chan struct{}
-	startOnce  sync.Once
-	stopOnce   sync.Once
+	loop *filerfs.Loop
 }
 
 // New returns the store of files, with the levels before any update.
 func New(files filerfs.VersionedFiles, defaults map[string]int16) *Store {
-	s := &Store{files: files, defaults: maps.Clone(defaults), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Store{files: files, defaults: maps.Clone(defaults)}
 	s.cur = Levels{Epoch: 1, Levels: s.defaults}
+	s.loop = filerfs.NewLoop(RefreshEvery, func(ctx context.Context) {
+		if err := metrics.Try("FeatureRefresh", func() error { return s.Refresh(ctx) }); err != nil {
+			glog.V(1).Infof("kafka features: reading %s/%s: %v", Dir, File, err)
+		}
+	})
 	return s
 }
 
@@ -162,34 +165,10 @@ func (s *Store) Ready() error {
 }
 
 // Start reads the levels now and every RefreshEvery, until Close.
-func (s *Store) Start() {
-	s.startOnce.Do(func() {
-		go func() {
-			defer close(s.done)
-			t := time.NewTicker(RefreshEvery)
-			defer t.Stop()
-			for {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				if err := metrics.Try("FeatureRefresh", func() error { return s.Refresh(ctx) }); err != nil {
-					glog.V(1).Infof("kafka features: reading %s/%s: %v", Dir, File, err)
-				}
-				cancel()
-				select {
-				case <-s.stop:
-					return
-				case <-t.C:
-				}
-			}
-		}()
-	})
-}
+func (s *Store) Start() { s.loop.Start() }
 
 // Close stops the refreshes.
-func (s *Store) Close() {
-	s.stopOnce.Do(func() { close(s.stop) })
-	s.startOnce.Do(func() { close(s.done) })
-	<-s.done
-}
+func (s *Store) Close() { s.loop.Close() }
 
 // check returns why an update cannot be made on levels, as Kafka's
 // controller refuses it, or nil.

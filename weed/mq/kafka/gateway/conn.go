@@ -51,7 +51,22 @@ type conn struct {
 	unmuted    chan struct{} // closed by stopReading: a mute ends at once
 
 	closeOnce sync.Once
+
+	// What the client called itself in ApiVersions (KIP-511), set and
+	// read by handlers on the reader.
+	softwareName, softwareVersion string
 }
+
+// SetClientSoftware keeps the client's name and version (protocol.Conn).
+func (c *conn) SetClientSoftware(name, version string) {
+	c.softwareName, c.softwareVersion = name, version
+}
+
+// ClientSoftware is the client's name and version (protocol.Conn).
+func (c *conn) ClientSoftware() (name, version string) { return c.softwareName, c.softwareVersion }
+
+// RemoteAddr is the client's address (protocol.Conn).
+func (c *conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
 
 // Mute makes the reader read no request for d from now (protocol.Muter):
 // the client is over its quota.

@@ -26,6 +26,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
 )
@@ -54,6 +55,9 @@ type Options struct {
 	Tokens *user.Tokens
 	// Quotas keeps the client quotas (nil: none).
 	Quotas *quota.Store
+	// ClientMetrics keeps the client metrics subscriptions and pushes
+	// (nil: none served).
+	ClientMetrics *telemetry.Manager
 	// Features keeps the cluster's finalized features
 	// (protocol.Config.Features).
 	Features *feature.Store
@@ -212,6 +216,7 @@ func NewServer(opts Options) (*Server, error) {
 		Users:                 opts.Users,
 		Tokens:                opts.Tokens,
 		Quotas:                opts.Quotas,
+		ClientMetrics:         opts.ClientMetrics,
 		Features:              opts.Features,
 		Authorizer:            opts.Authorizer,
 		FetchMaxBytes:         opts.FetchMaxBytes,

@@ -230,6 +230,29 @@ var (
 		Help: "Time clients were throttled for exceeding their client quotas, by quota type and principal.",
 	}, []string{"type", "principal"})
 
+	// ClientInstances is the client instances known to the gateway's
+	// client metrics (KIP-714), as Kafka's client-metrics instance-count.
+	ClientInstances = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "client_metrics_instances",
+		Help: "Client instances known to this gateway's client metrics (KIP-714).",
+	})
+	// ClientPushes counts the client metrics pushes taken, and
+	// ClientPushErrors those refused, by error.
+	ClientPushes = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "client_metrics_pushes_total",
+		Help: "Client metrics pushes (PushTelemetry) taken.",
+	})
+	ClientPushErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "client_metrics_push_errors_total",
+		Help: "Client metrics requests refused, by Kafka error.",
+	}, []string{"error"})
+	// ClientSeriesDropped counts pushed series not kept: over the bounds,
+	// or of a kind not served.
+	ClientSeriesDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "client_metrics_series_dropped_total",
+		Help: "Series pushed by clients and not kept (over the bounds, or not a gauge or sum).",
+	})
+
 	// Rebalances counts completed rebalances (new generations), by group.
 	Rebalances = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "group_rebalances_total",
@@ -244,8 +267,11 @@ func init() {
 		WALCommitSeconds, WALCommitBatches, WALCommitRecords, WALBytes, WALErrors, WALRepublished,
 		SegmentsWritten, PartitionsDropped, PartitionsHeld, TailBytes,
 		CompactionRecords, CompactionBytes, CompactionRuns, CompactionDirtyRatio, ShareSessions, ShareAcks,
-		ThrottleSeconds)
+		ThrottleSeconds, ClientInstances, ClientPushes, ClientPushErrors, ClientSeriesDropped)
 }
+
+// Register adds a collector of the gateway's to /metrics.
+func Register(c prometheus.Collector) error { return stats.Gather.Register(c) }
 
 // labels admits the first MaxLabelValues distinct values of a label.
 type labels struct {

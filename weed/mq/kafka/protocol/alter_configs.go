@@ -32,8 +32,11 @@ func init() {
 // change, checks and (unless validateOnly) saves them. It returns the
 // Kafka error and a message for the client.
 func (h *Handler) alterTopic(ctx context.Context, r *Request, typ kmsg.ConfigResourceType, name string, validateOnly bool, change func(map[string]string) error) (*kerr.Error, string) {
-	if typ == kmsg.ConfigResourceTypeGroupConfig {
+	switch typ {
+	case kmsg.ConfigResourceTypeGroupConfig:
 		return h.alterGroup(ctx, r, name, validateOnly, change)
+	case kmsg.ConfigResourceTypeClientMetrics:
+		return h.alterClientMetrics(ctx, r, name, validateOnly, change)
 	}
 	switch {
 	case typ == kmsg.ConfigResourceTypeBroker && !h.allowedCluster(r, kmsg.ACLOperationAlterConfigs):
@@ -144,8 +147,11 @@ func (h *Handler) handleIncrementalAlterConfigs(ctx context.Context, r *Request)
 			e, msg := h.alterTopic(ctx, r, rr.ResourceType, rr.ResourceName, req.ValidateOnly, func(configs map[string]string) error {
 				for _, c := range rr.Configs {
 					op := applyConfigOp
-					if rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
+					switch rr.ResourceType {
+					case kmsg.ConfigResourceTypeGroupConfig:
 						op = applyGroupConfigOp
+					case kmsg.ConfigResourceTypeClientMetrics:
+						op = applyClientMetricsOp
 					}
 					if err := op(configs, c); err != nil {
 						return err
@@ -238,21 +244,27 @@ func applyConfigOp(configs map[string]string, c kmsg.IncrementalAlterConfigsRequ
 		if !ok {
 			current = tc.def
 		}
-		var items []string
-		if current != "" {
-			items = strings.Split(current, ",")
-		}
-		for _, v := range strings.Split(value, ",") {
-			if c.Op == kmsg.IncrementalAlterConfigOpAppend && !slices.Contains(items, v) {
-				items = append(items, v)
-			}
-			if c.Op == kmsg.IncrementalAlterConfigOpSubtract {
-				items = slices.DeleteFunc(items, func(s string) bool { return s == v })
-			}
-		}
-		configs[c.Name] = strings.Join(items, ",")
+		configs[c.Name] = applyListOp(current, c.Op, value)
 	default:
 		return configError("unknown operation")
 	}
 	return nil
+}
+
+// applyListOp appends the comma-separated items of value to a list config
+// (those not in it yet) or subtracts them from it.
+func applyListOp(current string, op kmsg.IncrementalAlterConfigOp, value string) string {
+	var items []string
+	if current != "" {
+		items = strings.Split(current, ",")
+	}
+	for _, v := range strings.Split(value, ",") {
+		if op == kmsg.IncrementalAlterConfigOpAppend && !slices.Contains(items, v) {
+			items = append(items, v)
+		}
+		if op == kmsg.IncrementalAlterConfigOpSubtract {
+			items = slices.DeleteFunc(items, func(s string) bool { return s == v })
+		}
+	}
+	return strings.Join(items, ",")
 }

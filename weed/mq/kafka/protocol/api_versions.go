@@ -41,6 +41,9 @@ func (h *Handler) handleApiVersions(_ context.Context, r *Request) Reply {
 			return now(resp)
 		}
 	}
+	if r.Version >= 3 && r.Conn != nil && resp.ErrorCode == 0 {
+		r.Conn.SetClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion)
+	}
 	if r.Version >= 3 {
 		// Clients read the finalized levels only from an epoch of 0 or
 		// more.
@@ -58,7 +61,7 @@ func (h *Handler) handleApiVersions(_ context.Context, r *Request) Reply {
 		resp.FinalizedFeaturesEpoch = levels.Epoch
 	}
 	for key, a := range apis {
-		if a == nil {
+		if a == nil || key == int(kmsg.PushTelemetry) && h.cfg.ClientMetrics == nil {
 			continue
 		}
 		k := kmsg.NewApiVersionsResponseApiKey()

@@ -5,7 +5,8 @@ package protocol
 // Topics list every setting in topic_config.go with its source: set on the
 // topic (DYNAMIC_TOPIC_CONFIG) or the default (DEFAULT_CONFIG). The broker
 // resource (this gateway, by its node id) lists the settings clients read;
-// a group resource, its configs (group_configs.go).
+// a group resource, its configs (group_configs.go); a client-metrics
+// resource, its subscription's (client_metrics_configs.go).
 
 import (
 	"context"
@@ -92,6 +93,8 @@ func (h *Handler) handleDescribeConfigs(ctx context.Context, r *Request) Reply {
 			add("min.insync.replicas", "1", static, kmsg.ConfigTypeInt, "Replication is SeaweedFS's.", true)
 		case kmsg.ConfigResourceTypeGroupConfig:
 			h.describeGroupConfigs(ctx, r, rr.ResourceName, &sr, add)
+		case kmsg.ConfigResourceTypeClientMetrics:
+			h.describeClientMetricsConfigs(r, rr.ResourceName, &sr, add)
 		default:
 			sr.ErrorCode = kerr.InvalidRequest.Code
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -20,23 +21,21 @@ func kafkaSubscriptionID(id [16]byte) int32 {
 	return int32(crc) ^ (int32(x>>32) ^ int32(x))
 }
 
-// GetTelemetrySubscriptions v0, answered as a Kafka broker without client
-// metrics subscriptions: no metrics requested, Kafka's push interval (5
-// minutes), max bytes (1 MiB), compression types and delta temporality; a
-// new random (v4) instance id for a client without one, a different one
-// each time, and its own id back to a client with one; the subscription
-// id Kafka computes (checked against values from Java). PushTelemetry is
-// not advertised.
+// GetTelemetrySubscriptions v0 with no client metrics subscription,
+// answered as a Kafka broker answers it: no metrics requested, Kafka's
+// push interval (5 minutes), max bytes (1 MiB) and compression types, and
+// cumulative temporality (the gateway's choice); a new random (v4)
+// instance id for a client without one, a different one each time; a
+// client asking again before its interval throttled; the subscription id
+// Kafka computes (checked against values from Java).
 func TestGetTelemetrySubscriptions(t *testing.T) {
 	addr := inProcessGateway(t)
 	servesVersions(t, addr, kmsg.NewPtrGetTelemetrySubscriptionsRequest(), 0, 0)
 	areq := kmsg.NewPtrApiVersionsRequest()
 	areq.ClientSoftwareName, areq.ClientSoftwareVersion = "protocol-test", "1"
 	av := roundTrip(t, addr, areq, 3).(*kmsg.ApiVersionsResponse)
-	for _, k := range av.ApiKeys {
-		if k.ApiKey == int16(kmsg.PushTelemetry) {
-			t.Errorf("PushTelemetry advertised (%d-%d)", k.MinVersion, k.MaxVersion)
-		}
+	if !slices.ContainsFunc(av.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == int16(kmsg.PushTelemetry) }) {
+		t.Error("PushTelemetry not advertised")
 	}
 
 	c := dial(t, addr)
@@ -47,7 +46,7 @@ func TestGetTelemetrySubscriptions(t *testing.T) {
 		resp := c.do(req, 0).(*kmsg.GetTelemetrySubscriptionsResponse)
 		code(t, "GetTelemetrySubscriptions", resp.ErrorCode, nil)
 		if len(resp.RequestedMetrics) != 0 || resp.PushIntervalMillis != 300_000 || resp.TelemetryMaxBytes != 1<<20 ||
-			!resp.DeltaTemporality || !slices.Equal(resp.AcceptedCompressionTypes, []int8{4, 3, 1, 2}) {
+			resp.DeltaTemporality || !slices.Equal(resp.AcceptedCompressionTypes, []int8{4, 3, 1, 2}) {
 			t.Errorf("subscription %+v", resp)
 		}
 		if resp.SubscriptionID != kafkaSubscriptionID(resp.ClientInstanceID) {
@@ -60,9 +59,9 @@ func TestGetTelemetrySubscriptions(t *testing.T) {
 	if first == ([16]byte{}) || first == second || first[6]>>4 != 4 || first[8]>>6 != 2 {
 		t.Errorf("new instance ids %x and %x", first, second)
 	}
-	if again := get(first); again.ClientInstanceID != first {
-		t.Errorf("instance %x answered as %x", first, again.ClientInstanceID)
-	}
+	again := kmsg.NewPtrGetTelemetrySubscriptionsRequest()
+	again.ClientInstanceID = first
+	code(t, "GetTelemetrySubscriptions before the interval", c.do(again, 0).(*kmsg.GetTelemetrySubscriptionsResponse).ErrorCode, kerr.ThrottlingQuotaExceeded)
 	// Subscription ids computed by Java (java.util.zip.CRC32C and Kafka's
 	// Uuid.hashCode) for two instance ids.
 	for id, want := range map[[16]byte]int32{

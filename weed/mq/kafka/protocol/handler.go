@@ -6,6 +6,7 @@ package protocol
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
 )
@@ -71,6 +73,10 @@ type Config struct {
 	// Quotas keeps the client quotas and measures clients against them
 	// (nil: no quotas).
 	Quotas *quota.Store
+	// ClientMetrics keeps the client metrics subscriptions and what
+	// clients push (KIP-714); nil: no subscription is served and
+	// PushTelemetry is not advertised.
+	ClientMetrics *telemetry.Manager
 	// Authorizer decides requests by the cluster's ACLs (nil: everyone
 	// may do everything).
 	Authorizer *acl.Authorizer
@@ -195,9 +201,9 @@ type Request struct {
 	// Size is the request's frame size, what a produce counts against
 	// its client's producer_byte_rate.
 	Size int
-	// Conn is the connection the request came on, muted while its
-	// client is throttled by a quota (nil: the connection is not muted).
-	Conn Muter
+	// Conn is the connection the request came on (nil in tests that
+	// have none).
+	Conn Conn
 	// Session is the connection's login (nil on a listener without
 	// SASL).
 	Session Session
@@ -206,9 +212,19 @@ type Request struct {
 	versionTooNew bool
 }
 
-// Muter is a connection that stops reading requests for a while.
-type Muter interface {
+// Conn is what handlers need of a request's connection. Its methods are
+// called from handlers, on the connection's reader.
+type Conn interface {
+	// Mute stops the connection reading requests for d: its client is
+	// throttled by a quota.
 	Mute(d time.Duration)
+	// SetClientSoftware keeps what the client called itself in
+	// ApiVersions v3+ (KIP-511), and ClientSoftware returns it ("" if it
+	// did not).
+	SetClientSoftware(name, version string)
+	ClientSoftware() (name, version string)
+	// RemoteAddr is the client's address.
+	RemoteAddr() net.Addr
 }
 
 // Reply produces the response to a request. It is called by the

@@ -13,6 +13,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
 
@@ -37,7 +38,8 @@ func inProcess(tb testing.TB) *Handler {
 	for p := int32(0); p < 3; p++ {
 		b.Append(ctx, "t", p, []record.Record{{Key: []byte("k"), Value: []byte("v"), Timestamp: 1}, {Value: []byte("w"), Timestamp: 2}}, true)
 	}
-	return New(Config{AutoCreateTopics: true, DefaultPartitions: 3, ClusterID: "fuzz", Shares: shares}, b, groups, txns)
+	return New(Config{AutoCreateTopics: true, DefaultPartitions: 3, ClusterID: "fuzz", Shares: shares,
+		ClientMetrics: telemetry.New(telemetry.Options{Files: files})}, b, groups, txns)
 }
 
 // fuzzSeeds are requests of every served API at each version it serves:

@@ -37,6 +37,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
 )
@@ -78,16 +79,17 @@ type gatewayOptions struct {
 
 // testGateway is a running in-process gateway and what it runs on.
 type testGateway struct {
-	addr     string // the PLAINTEXT listener: principal User:ANONYMOUS
-	saslAddr string // the SASL_PLAINTEXT listener, with sasl
-	backend  *protocol.MemBackend
-	groups   *group.Coordinator
-	txns     *txn.Coordinator
-	authz    *acl.Authorizer
-	users    *user.Store
-	tokens   *user.Tokens // with tokens
-	quotas   *quota.Store
-	features *feature.Store
+	addr          string // the PLAINTEXT listener: principal User:ANONYMOUS
+	saslAddr      string // the SASL_PLAINTEXT listener, with sasl
+	backend       *protocol.MemBackend
+	groups        *group.Coordinator
+	txns          *txn.Coordinator
+	authz         *acl.Authorizer
+	users         *user.Store
+	tokens        *user.Tokens // with tokens
+	quotas        *quota.Store
+	clientMetrics *telemetry.Manager
+	features      *feature.Store
 	// shares keeps the share groups' share-partitions and configs.
 	shares       *share.Store
 	shareConfigs *share.Configs
@@ -144,6 +146,11 @@ func startGateway(t *testing.T, o gatewayOptions) *testGateway {
 		t.Fatal(err)
 	}
 	opts.Quotas = g.quotas
+	g.clientMetrics = telemetry.New(telemetry.Options{Files: files})
+	if err := g.clientMetrics.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	opts.ClientMetrics = g.clientMetrics
 	tv := int16(2)
 	if o.classicTxns {
 		tv = 0

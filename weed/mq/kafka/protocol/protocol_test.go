@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
 )
 
 // requestFrame encodes a request the way a client does, without the size.
@@ -53,7 +55,8 @@ func TestApiVersionsIsTheRegistry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp, err := New(Config{}, nil, nil, nil).Handle(context.Background(), r)()
+		// PushTelemetry is served where client metrics are kept.
+		resp, err := New(Config{ClientMetrics: telemetry.New(telemetry.Options{})}, nil, nil, nil).Handle(context.Background(), r)()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -87,9 +87,7 @@ type Store struct {
 	rates   map[Sensor]*rate
 	buckets map[Sensor]*bucket // controller_mutation_rate's
 
-	stop, done chan struct{}
-	startOnce  sync.Once
-	stopOnce   sync.Once
+	loop *filerfs.Loop
 }
 
 // New returns a store of opts.
@@ -103,41 +101,22 @@ func New(opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{opts: opts, entries: map[ident]Entry{}, rates: map[Sensor]*rate{}, buckets: map[Sensor]*bucket{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Store{opts: opts, entries: map[ident]Entry{}, rates: map[Sensor]*rate{}, buckets: map[Sensor]*bucket{}}
+	s.loop = filerfs.NewLoop(RefreshEvery, func(ctx context.Context) {
+		if err := metrics.Try("QuotaRefresh", func() error { return s.Refresh(ctx) }); err != nil {
+			glog.V(1).Infof("kafka quotas: reading %s: %v", Dir, err)
+		}
+		s.dropQuiet()
+	})
+	return s
 }
 
 // Start reads the quotas now and every RefreshEvery until Close, and drops
 // the rates of clients gone quiet.
-func (s *Store) Start() {
-	s.startOnce.Do(func() {
-		go func() {
-			defer close(s.done)
-			t := time.NewTicker(RefreshEvery)
-			defer t.Stop()
-			for {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				if err := metrics.Try("QuotaRefresh", func() error { return s.Refresh(ctx) }); err != nil {
-					glog.V(1).Infof("kafka quotas: reading %s: %v", Dir, err)
-				}
-				cancel()
-				s.dropQuiet()
-				select {
-				case <-s.stop:
-					return
-				case <-t.C:
-				}
-			}
-		}()
-	})
-}
+func (s *Store) Start() { s.loop.Start() }
 
 // Close stops the refreshes.
-func (s *Store) Close() {
-	s.stopOnce.Do(func() { close(s.stop) })
-	s.startOnce.Do(func() { close(s.done) })
-	<-s.done
-}
+func (s *Store) Close() { s.loop.Close() }
 
 // Ready reports whether the quotas have been read once.
 func (s *Store) Ready() error {

@@ -275,6 +275,21 @@ func (c *Configs) read(ctx context.Context, group string) (map[string]string, st
 	return configs, version, nil
 }
 
+// Groups are the groups that have configs set.
+func (c *Configs) Groups(ctx context.Context) ([]string, error) {
+	files, err := c.files.ListFiles(ctx, ConfigDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var groups []string
+	for _, f := range files {
+		if g, ok := filerfs.Unescape(f.Name); ok && !f.Dir {
+			groups = append(groups, g)
+		}
+	}
+	return groups, nil
+}
+
 // Alter changes a group's configs: change edits them in place (read
 // afresh), its error is returned and nothing saved; every value is checked
 // against the limits first. Concurrent changes from other gateways are

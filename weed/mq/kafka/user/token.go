@@ -102,10 +102,7 @@ type Tokens struct {
 	o TokenOptions
 	// mu orders this gateway's changes of a token's file.
 	mu        sync.Mutex
-	stop      chan struct{}
-	done      chan struct{}
-	startOnce sync.Once
-	stopOnce  sync.Once
+	loop *filerfs.Loop
 }
 
 // NewTokens returns the token store of o.
@@ -122,7 +119,15 @@ func NewTokens(o TokenOptions) *Tokens {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Tokens{o: o, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Tokens{o: o}
+	s.loop = filerfs.NewLoop(o.CheckEvery, func(ctx context.Context) {
+		if n, err := s.Sweep(ctx); err != nil {
+			glog.Warningf("delegation tokens: removing the expired: %v", err)
+		} else if n > 0 {
+			glog.V(1).Infof("delegation tokens: %d expired removed", n)
+		}
+	})
+	return s
 }
 
 // Enabled reports whether tokens are served: the secret is set.
@@ -334,38 +339,13 @@ func (s *Tokens) Sweep(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// Start runs the sweep every CheckEvery until Close (nothing without the
-// secret).
+// Start runs the sweep now and every CheckEvery until Close (nothing
+// without the secret).
 func (s *Tokens) Start() {
-	if !s.Enabled() {
-		return
+	if s.Enabled() {
+		s.loop.Start()
 	}
-	s.startOnce.Do(func() {
-		go func() {
-			defer close(s.done)
-			tick := time.NewTicker(s.o.CheckEvery)
-			defer tick.Stop()
-			for {
-				select {
-				case <-s.stop:
-					return
-				case <-tick.C:
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				if n, err := s.Sweep(ctx); err != nil {
-					glog.Warningf("delegation tokens: removing the expired: %v", err)
-				} else if n > 0 {
-					glog.V(1).Infof("delegation tokens: %d expired removed", n)
-				}
-				cancel()
-			}
-		}()
-	})
 }
 
 // Close stops the sweep and waits for it.
-func (s *Tokens) Close() {
-	s.stopOnce.Do(func() { close(s.stop) })
-	s.startOnce.Do(func() { close(s.done) }) // never started: nothing to wait for
-	<-s.done
-}
+func (s *Tokens) Close() { s.loop.Close() }

@@ -7,6 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.lang.reflect.InvocationTargetException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -185,6 +189,60 @@ class CommandLineToolsTest {
         run("TopicCommand", "--bootstrap-server", bs(), "--delete", "--topic", topic).ok("kafka-topics --delete");
         assertFalse(run("TopicCommand", "--bootstrap-server", bs(), "--list").ok("kafka-topics --list").out().contains(topic),
             "the deleted topic is listed");
+    }
+
+    /**
+     * kafka-client-metrics and kafka-configs --entity-type client-metrics set a subscription (KIP-714); a
+     * producer with default settings that matches it pushes its metrics, which the gateway serves on
+     * /metrics with the producer's client id.
+     */
+    @Test
+    void clientMetrics() throws Exception {
+        String name = Gateway.unique("cli-metrics");
+        String clientId = Gateway.unique("pushing-producer");
+        run("ClientMetricsCommand", "--bootstrap-server", bs(), "--alter", "--name", name, "--metrics", "org.apache.kafka.producer.",
+            "--interval", "1000", "--match", "client_id=" + clientId).ok("kafka-client-metrics --alter");
+        run("ClientMetricsCommand", "--bootstrap-server", bs(), "--list").ok("kafka-client-metrics --list").shows(name);
+        run("ClientMetricsCommand", "--bootstrap-server", bs(), "--describe", "--name", name).ok("kafka-client-metrics --describe")
+            .shows("metrics=org.apache.kafka.producer.", "interval.ms=1000", "match=client_id=" + clientId);
+        run("ConfigCommand", "--bootstrap-server", bs(), "--entity-type", "client-metrics", "--entity-name", name, "--describe")
+            .ok("kafka-configs --describe client-metrics").shows("interval.ms=1000");
+
+        String topic = Gateway.topic("cli-metrics", 1);
+        Properties p = Gateway.producer();
+        p.put("client.id", clientId);
+        String pushed = "";
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (System.nanoTime() < deadline) {
+                producer.send(new ProducerRecord<>(topic, "k", "v")).get(30, TimeUnit.SECONDS);
+                pushed = pushedBy(clientId);
+                if (!pushed.isEmpty()) {
+                    break;
+                }
+                Thread.sleep(500);
+            }
+        }
+        assertTrue(pushed.contains("kafka_client_org_apache_kafka_producer_"), "no producer metric of " + clientId + " on /metrics");
+        assertTrue(pushed.contains("client_software_name=\"apache-kafka-java\""), "pushed series without the client's software:\n" + pushed);
+
+        run("ClientMetricsCommand", "--bootstrap-server", bs(), "--delete", "--name", name).ok("kafka-client-metrics --delete");
+        assertFalse(run("ClientMetricsCommand", "--bootstrap-server", bs(), "--list").ok("kafka-client-metrics --list").out().contains(name),
+            "the deleted subscription is listed");
+    }
+
+    /** The lines of the gateway's /metrics with the client id. */
+    static String pushedBy(String clientId) throws Exception {
+        HttpClient http = HttpClient.newHttpClient();
+        HttpResponse<String> resp = http.send(HttpRequest.newBuilder(URI.create(System.getProperty("kafka.monitor") + "/metrics")).build(),
+            HttpResponse.BodyHandlers.ofString());
+        StringBuilder out = new StringBuilder();
+        for (String line : resp.body().split("\n")) {
+            if (line.contains("client_id=\"" + clientId + "\"")) {
+                out.append(line).append('\n');
+            }
+        }
+        return out.toString();
     }
 
     @Test
