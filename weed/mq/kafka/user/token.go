@@ -101,7 +101,7 @@ type TokenOptions struct {
 type Tokens struct {
 	o TokenOptions
 	// mu orders this gateway's changes of a token's file.
-	mu        sync.Mutex
+	mu   sync.Mutex
 	loop *filerfs.Loop
 }
 
