@@ -308,6 +308,11 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		ConsumerHeartbeatInterval: time.Duration(*o.consumerHeartbeat) * time.Millisecond,
 		ConsumerAssignors:         assignors,
 		ConsumerMaxSize:           *o.consumerMaxSize,
+		StreamsSessionTimeout:     time.Duration(*o.streamsSession) * time.Millisecond,
+		StreamsHeartbeatInterval:  time.Duration(*o.streamsHeartbeat) * time.Millisecond,
+		StreamsInitialDelay:       time.Duration(*o.streamsDelay) * time.Millisecond,
+		StreamsNumStandbyReplicas: *o.streamsStandbys,
+		StreamsMaxSize:            *o.streamsMaxSize,
 		TopicVisible: func(principal, host, topic string) bool {
 			return authz == nil || authz.Authorize(principal, host, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic)
 		},
@@ -417,7 +422,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	}
 	// The finalized features: -transaction.version until UpdateFeatures
 	// sets them for the cluster.
-	features := feature.New(files, map[string]int16{feature.Group: 1, feature.Share: 1, feature.Transaction: int16(*o.transactionVersion)})
+	features := feature.New(files, map[string]int16{feature.Group: 1, feature.Share: 1, feature.Streams: 1, feature.Transaction: int16(*o.transactionVersion)})
 	features.Start()
 
 	srv, err := gateway.NewServer(gateway.Options{

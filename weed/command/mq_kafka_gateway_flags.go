@@ -41,6 +41,12 @@ type kafkaGatewayOptions struct {
 	consumerAssignors *string
 	consumerMaxSize   *int
 
+	streamsSession   *int
+	streamsHeartbeat *int
+	streamsDelay     *int
+	streamsStandbys  *int
+	streamsMaxSize   *int
+
 	shareSession       *int
 	shareMinSession    *int
 	shareHeartbeat     *int
@@ -115,6 +121,11 @@ func init() {
 	o.consumerHeartbeat = f.Int("group.consumer.heartbeat.interval.ms", int(group.DefaultConsumerHeartbeatInterval/time.Millisecond), "heartbeat interval of consumer group (KIP-848) members")
 	o.consumerAssignors = f.String("group.consumer.assignors", strings.Join(group.DefaultConsumerAssignors, ","), "server-side assignors of consumer groups (uniform, range); the first is the default")
 	o.consumerMaxSize = f.Int("group.consumer.max.size", 0, "most members of a consumer group (0: unbounded)")
+	o.streamsSession = f.Int("group.streams.session.timeout.ms", int(group.DefaultStreamsSessionTimeout/time.Millisecond), "session timeout of streams group (KIP-1071) members")
+	o.streamsHeartbeat = f.Int("group.streams.heartbeat.interval.ms", int(group.DefaultStreamsHeartbeatInterval/time.Millisecond), "heartbeat interval of streams group members")
+	o.streamsDelay = f.Int("group.streams.initial.rebalance.delay.ms", int(group.DefaultStreamsInitialDelay/time.Millisecond), "how long a new streams group waits for more members before its first assignment (-1: none)")
+	o.streamsStandbys = f.Int("group.streams.num.standby.replicas", 0, "standby tasks of each stateful task of a streams group")
+	o.streamsMaxSize = f.Int("group.streams.max.size", 0, "most members of a streams group (0: unbounded)")
 	sl := share.DefaultLimits
 	ms := func(d time.Duration) int { return int(d / time.Millisecond) }
 	o.shareSession = f.Int("group.share.session.timeout.ms", ms(sl.SessionTimeout), "session timeout of share group members (a group's share.session.timeout.ms overrides it)")

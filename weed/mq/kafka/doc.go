@@ -9,9 +9,9 @@
 //	   seaweedmq/logentry             subscriptions; the transaction coordinator; share
 //	                                  groups' share-partitions and configs; the records
 //	                                  as SeaweedMQ stores them
-//	2  group, sasl, seaweedmq/wal,    the group coordinator (classic, consumer and share
-//	   seaweedmq/compaction           groups), the SASL logins, the write-ahead log, the
-//	                                  log cleaner of compacted topics
+//	2  group, sasl, seaweedmq/wal,    the group coordinator (classic, consumer, streams
+//	   seaweedmq/compaction           and share groups), the SASL logins, the write-ahead
+//	                                  log, the log cleaner of compacted topics
 //	3  protocol                       one file per Kafka API, over a Backend interface
 //	4  seaweedmq, gateway             SeaweedMQ as that Backend; the network server
 //	5  weed/command                   the weed subcommands that put it together

@@ -290,6 +290,10 @@ func startNamedGateway(name, master string, port int, extra ...string) (*gateway
 		"-group.share.session.timeout.ms=6000", "-group.share.min.session.timeout.ms=6000",
 		"-group.share.heartbeat.interval.ms=1000", "-group.share.min.heartbeat.interval.ms=1000",
 		"-group.share.min.record.lock.duration.ms=1000",
+		// Streams groups: a killed instance's tasks move after 10 s (not
+		// 45), heartbeats every second, one standby of each stateful task.
+		"-group.streams.session.timeout.ms=10000", "-group.streams.heartbeat.interval.ms=1000",
+		"-group.streams.num.standby.replicas=1",
 		// Expired offsets are looked for every 2 s (not 10 minutes): idle groups
 		// are dropped from memory and read again all along the suite.
 		"-offsets.retention.check.interval.ms=2000", "-metricsPort=" + strconv.Itoa(metricsPort),

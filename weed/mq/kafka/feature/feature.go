@@ -3,7 +3,7 @@
 // upgrade/downgrade) moves for the whole cluster: transaction.version
 // (KIP-890's transactions v2 from 2), group.version (the consumer group
 // protocol of KIP-848 from 1), share.version (share groups, KIP-932, from
-// 1) and streams.version (Streams groups, KIP-1071: not served, 0 only).
+// 1) and streams.version (Streams groups, KIP-1071, from 1).
 //
 // The levels are one file in the filer, written with a conditional write
 // so that two gateways updating at once cannot lose either update, each
@@ -54,7 +54,7 @@ type Range struct{ Min, Max int16 }
 var Supported = map[string]Range{
 	Group:       {0, 1},
 	Share:       {0, 1},
-	Streams:     {0, 0},
+	Streams:     {0, 1},
 	Transaction: {0, 2},
 }
 

@@ -55,7 +55,7 @@ func TestUpdateChecks(t *testing.T) {
 	var refused *Error
 	for _, u := range [][]Update{
 		{{Feature: "metadata.version", Level: 1, Type: Upgrade}},
-		{{Feature: Streams, Level: 1, Type: Upgrade}},
+		{{Feature: Streams, Level: 2, Type: Upgrade}},
 		{{Feature: Transaction, Level: 1, Type: Upgrade}},
 		{{Feature: Transaction, Level: -1, Type: UnsafeDowngrade}},
 		{{Feature: Group, Level: 0, Type: 7}},

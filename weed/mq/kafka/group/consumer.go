@@ -118,6 +118,9 @@ type consumerGroup struct {
 	// to (names, ids, partition counts) when the epoch last moved: a
 	// change bumps the epoch.
 	subscribed string
+	// streams is a streams group's own state (streams.go); nil for
+	// consumer and share groups.
+	streams *streamsState
 }
 
 // cmember is a member of a consumer group.
@@ -144,6 +147,15 @@ type cmember struct {
 
 	sessionT   uint64 // id of the live session timer
 	rebalanceT uint64 // id of the live rebalance (revocation) timer
+
+	// A streams group member's (streams.go): assigned, revoking and
+	// target above are its active tasks.
+	processID     string
+	endpoint      *kmsg.StreamsGroupHeartbeatRequestUserEndpoint
+	clientTags    map[string]string
+	topologyEpoch int32
+	standby       partitions // standby tasks it was told it has
+	standbyTarget partitions
 }
 
 func newConsumerGroup() *consumerGroup {
@@ -164,6 +176,7 @@ func (m *cmember) copyMember() *cmember {
 	n := *m
 	n.names = slices.Clone(m.names)
 	n.assigned, n.revoking, n.target = m.assigned.clone(), m.revoking.clone(), m.target.clone()
+	n.standby, n.standbyTarget = m.standby.clone(), m.standbyTarget.clone()
 	return &n
 }
 
@@ -223,7 +236,11 @@ func (g *group) fingerprint() string {
 // tellSubscriptions tells the topic image what this group subscribes to.
 func (g *group) tellSubscriptions() {
 	s := subscriptions{names: map[string]bool{}}
-	if g.cg != nil {
+	if g.cg != nil && g.cg.streams != nil {
+		for _, n := range g.cg.streams.requiredTopics() {
+			s.names[n] = true
+		}
+	} else if g.cg != nil {
 		for _, m := range g.cg.members {
 			for _, n := range m.names {
 				s.names[n] = true
@@ -243,6 +260,8 @@ func (g *group) updateConsumerState() {
 	switch {
 	case len(cg.members) == 0:
 		g.state = Empty
+	case cg.streams != nil && (cg.streams.resolved == nil || !cg.streams.resolved.ready):
+		g.state = NotReady
 	case cg.epoch > cg.assignmentEpoch:
 		g.state = Assigning
 	default:
@@ -284,6 +303,10 @@ func (g *group) consumerTopicsChanged() {
 	if g.cg == nil || len(g.cg.members) == 0 {
 		return
 	}
+	if g.cg.streams != nil {
+		g.streamsTopicsChanged()
+		return
+	}
 	if fp := g.fingerprint(); fp != g.cg.subscribed {
 		g.cg.subscribed = fp
 		g.cg.epoch++
@@ -298,6 +321,7 @@ type savedConsumer struct {
 	AssignmentEpoch int32          `json:"assignmentEpoch"`
 	Subscribed      string         `json:"subscribed,omitempty"`
 	Members         []savedCMember `json:"members,omitempty"`
+	Streams         *savedStreams  `json:"streams,omitempty"`
 }
 
 type savedCMember struct {
@@ -317,6 +341,13 @@ type savedCMember struct {
 	Assigned        map[string]map[int32]int32 `json:"assigned,omitempty"`
 	Revoking        map[string]map[int32]int32 `json:"revoking,omitempty"`
 	Target          map[string]map[int32]int32 `json:"target,omitempty"`
+	// A streams group member's.
+	ProcessID     string                                         `json:"processId,omitempty"`
+	Endpoint      *kmsg.StreamsGroupHeartbeatRequestUserEndpoint `json:"endpoint,omitempty"`
+	ClientTags    map[string]string                              `json:"clientTags,omitempty"`
+	TopologyEpoch int32                                          `json:"topologyEpoch,omitempty"`
+	Standby       map[string]map[int32]int32                     `json:"standby,omitempty"`
+	StandbyTarget map[string]map[int32]int32                     `json:"standbyTarget,omitempty"`
 }
 
 func savePartitions(ps partitions) map[string]map[int32]int32 {
@@ -345,6 +376,9 @@ func loadPartitions(in map[string]map[int32]int32) partitions {
 func (g *group) saveConsumer() *savedConsumer {
 	cg := g.cg
 	sc := &savedConsumer{Epoch: cg.epoch, AssignmentEpoch: cg.assignmentEpoch, Subscribed: cg.subscribed}
+	if cg.streams != nil {
+		sc.Streams = cg.streams.save()
+	}
 	for _, id := range slices.Sorted(maps.Keys(cg.members)) {
 		sc.Members = append(sc.Members, saveMember(cg.members[id]))
 	}
@@ -357,6 +391,8 @@ func saveMember(m *cmember) savedCMember {
 		Principal: m.principal, RebalanceMillis: m.rebalance.Milliseconds(), Names: m.names, Regex: m.regex,
 		Assignor: m.assignor, Epoch: m.epoch, PrevEpoch: m.prevEpoch, State: m.state,
 		Assigned: savePartitions(m.assigned), Revoking: savePartitions(m.revoking), Target: savePartitions(m.target),
+		ProcessID: m.processID, Endpoint: m.endpoint, ClientTags: m.clientTags, TopologyEpoch: m.topologyEpoch,
+		Standby: savePartitions(m.standby), StandbyTarget: savePartitions(m.standbyTarget),
 	}
 	if len(sm.Names) == 0 {
 		sm.Names = nil
@@ -371,13 +407,24 @@ func (g *group) restoreConsumer(typ string, sc *savedConsumer) {
 	cg := newConsumerGroup()
 	g.cg = cg
 	cg.epoch, cg.assignmentEpoch, cg.subscribed = sc.Epoch, sc.AssignmentEpoch, sc.Subscribed
+	if typ == TypeStreams {
+		cg.streams = &streamsState{}
+		if sc.Streams != nil {
+			cg.streams.topology, cg.streams.endpointEpoch, cg.streams.shutdown = sc.Streams.Topology, sc.Streams.EndpointEpoch, sc.Streams.Shutdown
+		}
+	}
 	for _, sm := range sc.Members {
 		m := &cmember{
 			id: sm.ID, instanceID: sm.InstanceID, rackID: sm.RackID, clientID: sm.ClientID, clientHost: sm.ClientHost,
 			principal: sm.Principal, rebalance: time.Duration(sm.RebalanceMillis) * time.Millisecond,
 			names: sm.Names, regex: sm.Regex, assignor: sm.Assignor, epoch: sm.Epoch, prevEpoch: sm.PrevEpoch,
 			state: sm.State, assigned: loadPartitions(sm.Assigned), revoking: loadPartitions(sm.Revoking),
-			target: loadPartitions(sm.Target),
+			target:    loadPartitions(sm.Target),
+			processID: sm.ProcessID, endpoint: sm.Endpoint, clientTags: sm.ClientTags, topologyEpoch: sm.TopologyEpoch,
+			standby: loadPartitions(sm.Standby), standbyTarget: loadPartitions(sm.StandbyTarget),
+		}
+		if typ == TypeStreams {
+			m.session = g.c.opts.StreamsSessionTimeout
 		}
 		if m.regex != "" {
 			m.re, _ = compileRegex(m.regex) // it compiled when it was accepted

@@ -140,7 +140,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.Cons
 // consumerGroupFor returns the consumer group of a heartbeat, making an
 // empty classic group one; or the error that refuses it.
 func (g *group) consumerGroupFor(req *kmsg.ConsumerGroupHeartbeatRequest) (*kerr.Error, string) {
-	if g.typ == TypeShare {
+	if g.typ == TypeShare || g.typ == TypeStreams && len(g.cg.members) > 0 {
 		return kerr.GroupIDNotFound, fmt.Sprintf("Group %s is not a consumer group.", g.name)
 	}
 	if g.typ == TypeConsumer {

@@ -70,6 +70,14 @@ type Options struct {
 	ConsumerAssignors []string
 	// ConsumerMaxSize is group.consumer.max.size (0: unbounded).
 	ConsumerMaxSize int
+	// Streams groups (KIP-1071): group.streams.session.timeout.ms,
+	// .heartbeat.interval.ms, .initial.rebalance.delay.ms (zero: Kafka's
+	// defaults), .num.standby.replicas and .max.size (0: unbounded).
+	StreamsSessionTimeout     time.Duration
+	StreamsHeartbeatInterval  time.Duration
+	StreamsInitialDelay       time.Duration
+	StreamsNumStandbyReplicas int
+	StreamsMaxSize            int
 	// Share groups (KIP-932): their configs (nil: the defaults), most
 	// members (group.share.max.size; zero: DefaultShareMaxSize), and
 	// where their share-partitions are kept, removed with the group (nil:
@@ -136,6 +144,15 @@ func New(opts Options) *Coordinator {
 	}
 	if opts.ConsumerSessionTimeout <= 0 {
 		opts.ConsumerSessionTimeout = DefaultConsumerSessionTimeout
+	}
+	if opts.StreamsSessionTimeout <= 0 {
+		opts.StreamsSessionTimeout = DefaultStreamsSessionTimeout
+	}
+	if opts.StreamsHeartbeatInterval <= 0 {
+		opts.StreamsHeartbeatInterval = DefaultStreamsHeartbeatInterval
+	}
+	if opts.StreamsInitialDelay == 0 {
+		opts.StreamsInitialDelay = DefaultStreamsInitialDelay
 	}
 	if opts.ConsumerHeartbeatInterval <= 0 {
 		opts.ConsumerHeartbeatInterval = DefaultConsumerHeartbeatInterval

@@ -408,7 +408,7 @@ func (g *group) restore(data []byte) error {
 	for _, t := range st.TxnOffsets {
 		g.txnOffsets[t.ProducerID] = t
 	}
-	if st.Type == TypeConsumer || st.Type == TypeShare {
+	if st.Type == TypeConsumer || st.Type == TypeShare || st.Type == TypeStreams {
 		if st.Consumer == nil {
 			st.Consumer = &savedConsumer{}
 		}

@@ -73,6 +73,9 @@ func (g *group) validateCommit(who Committer, offsets offset.Topics) *kerr.Error
 	if g.typ == TypeShare {
 		return kerr.GroupIDNotFound // a share group has no committed offsets
 	}
+	if g.cg != nil && g.cg.streams != nil {
+		return g.validateStreamsCommit(who, offsets)
+	}
 	if g.cg != nil {
 		return g.validateConsumerCommit(who, offsets)
 	}

@@ -67,10 +67,10 @@ func TestApiVersionsVersions(t *testing.T) {
 	checkTxnFeature(t, "classic", resp, 0)
 }
 
-// checkTxnFeature checks ApiVersions v3+'s features: group.version and
-// share.version supported 0-1 and finalized at 1 (KIP-848's consumer
-// groups, KIP-932's share groups), streams.version supported 0 only
-// (Streams groups are not served), transaction.version supported 0-2 and finalized at level (not
+// checkTxnFeature checks ApiVersions v3+'s features: group.version,
+// share.version and streams.version supported 0-1 and finalized at 1
+// (KIP-848's consumer groups, KIP-932's share groups, KIP-1071's streams
+// groups), transaction.version supported 0-2 and finalized at level (not
 // finalized for 0), from a finalized features epoch clients take (0 or
 // more: Java's ApiVersions ignores -1).
 func checkTxnFeature(t *testing.T, what string, resp *kmsg.ApiVersionsResponse, level int16) {
@@ -80,7 +80,7 @@ func checkTxnFeature(t *testing.T, what string, resp *kmsg.ApiVersionsResponse, 
 		supported[f.Name] = [2]int16{f.MinVersion, f.MaxVersion}
 	}
 	if len(supported) != 4 || supported["group.version"] != [2]int16{0, 1} || supported["share.version"] != [2]int16{0, 1} ||
-		supported["transaction.version"] != [2]int16{0, 2} || supported["streams.version"] != [2]int16{0, 0} {
+		supported["transaction.version"] != [2]int16{0, 2} || supported["streams.version"] != [2]int16{0, 1} {
 		t.Errorf("%s: supported features %+v", what, resp.SupportedFeatures)
 	}
 	if resp.FinalizedFeaturesEpoch < 0 {
@@ -90,7 +90,7 @@ func checkTxnFeature(t *testing.T, what string, resp *kmsg.ApiVersionsResponse, 
 	for _, f := range resp.FinalizedFeatures {
 		finalized[f.Name] = [2]int16{f.MinVersionLevel, f.MaxVersionLevel}
 	}
-	want := map[string][2]int16{"group.version": {1, 1}, "share.version": {1, 1}}
+	want := map[string][2]int16{"group.version": {1, 1}, "share.version": {1, 1}, "streams.version": {1, 1}}
 	if level > 0 {
 		want["transaction.version"] = [2]int16{level, level}
 	}

@@ -73,6 +73,8 @@ type gatewayOptions struct {
 	// consumerSession is group.consumer.session.timeout.ms of consumer
 	// groups (KIP-848; default Kafka's 45 s).
 	consumerSession time.Duration
+	// streamsStandbys is group.streams.num.standby.replicas.
+	streamsStandbys int
 	// assignors is group.consumer.assignors (default uniform, range).
 	assignors []string
 }
@@ -113,6 +115,7 @@ func startGateway(t *testing.T, o gatewayOptions) *testGateway {
 		ShareConfigs: g.shareConfigs, ShareStates: g.shares,
 		Topics: protocol.GroupTopics(g.backend), TopicRefresh: 50 * time.Millisecond,
 		ConsumerSessionTimeout: o.consumerSession, ConsumerHeartbeatInterval: time.Second, ConsumerAssignors: o.assignors,
+		StreamsHeartbeatInterval: time.Second, StreamsInitialDelay: -1, StreamsNumStandbyReplicas: o.streamsStandbys,
 		TopicVisible: func(principal, host, topic string) bool {
 			return g.authz == nil || g.authz.Authorize(principal, host, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic)
 		}})
@@ -155,7 +158,7 @@ func startGateway(t *testing.T, o gatewayOptions) *testGateway {
 	if o.classicTxns {
 		tv = 0
 	}
-	g.features = feature.New(files, map[string]int16{feature.Group: 1, feature.Share: 1, feature.Transaction: tv})
+	g.features = feature.New(files, map[string]int16{feature.Group: 1, feature.Share: 1, feature.Streams: 1, feature.Transaction: tv})
 	opts.Features = g.features
 	if o.tokens != nil {
 		to := *o.tokens

@@ -36,7 +36,7 @@ func (h *Handler) features() feature.Levels {
 	if h.cfg.Features != nil {
 		return h.cfg.Features.Current()
 	}
-	return feature.Levels{Epoch: 1, Levels: map[string]int16{feature.Group: 1, feature.Share: 1, feature.Transaction: h.cfg.TransactionVersion}}
+	return feature.Levels{Epoch: 1, Levels: map[string]int16{feature.Group: 1, feature.Share: 1, feature.Streams: 1, feature.Transaction: h.cfg.TransactionVersion}}
 }
 
 func (h *Handler) handleUpdateFeatures(ctx context.Context, r *Request) Reply {

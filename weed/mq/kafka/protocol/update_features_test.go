@@ -65,7 +65,7 @@ func TestUpdateFeatures(t *testing.T) {
 	}{
 		{"an unknown feature", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("metadata.version", 30, 1)}},
 		{"past the supported range", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("transaction.version", 3, 1)}},
-		{"streams groups", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("streams.version", 1, 1)}},
+		{"streams.version 2", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("streams.version", 2, 1)}},
 		{"an upgrade as a downgrade", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 1, 2), featureUpdate("share.version", 2, 2)}},
 		{"a feature twice", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("share.version", 0, 2), featureUpdate("share.version", 1, 1)}},
 		{"one good, one bad", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("share.version", 0, 2), featureUpdate("transaction.version", 9, 1)}},

@@ -263,7 +263,8 @@ class AdminTest {
             assertEquals((short) 2, fm.finalizedFeatures().get("transaction.version").maxVersionLevel(), "transaction.version");
             assertEquals((short) 1, fm.finalizedFeatures().get("group.version").maxVersionLevel(), "group.version");
             assertEquals((short) 2, fm.supportedFeatures().get("transaction.version").maxVersion(), "transaction.version supported");
-            assertEquals((short) 0, fm.supportedFeatures().get("streams.version").maxVersion(), "streams.version supported");
+            assertEquals((short) 1, fm.supportedFeatures().get("streams.version").maxVersion(), "streams.version supported");
+            assertEquals((short) 1, fm.finalizedFeatures().get("streams.version").maxVersionLevel(), "streams.version");
             assertTrue(fm.finalizedFeaturesEpoch().isPresent(), "the finalized features' epoch");
 
             get(admin.updateFeatures(Map.of("transaction.version", new FeatureUpdate((short) 1, FeatureUpdate.UpgradeType.SAFE_DOWNGRADE)),

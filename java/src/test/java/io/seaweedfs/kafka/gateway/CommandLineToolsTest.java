@@ -29,6 +29,9 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.utils.internals.Exit;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -229,6 +232,36 @@ class CommandLineToolsTest {
         run("ClientMetricsCommand", "--bootstrap-server", bs(), "--delete", "--name", name).ok("kafka-client-metrics --delete");
         assertFalse(run("ClientMetricsCommand", "--bootstrap-server", bs(), "--list").ok("kafka-client-metrics --list").out().contains(name),
             "the deleted subscription is listed");
+    }
+
+    /** kafka-streams-groups lists and describes a Kafka Streams application's group of the Streams protocol. */
+    @Test
+    void streamsGroups() throws Exception {
+        String in = Gateway.topic("cli-streams-in", 2);
+        String out = Gateway.topic("cli-streams-out", 2);
+        String appId = Gateway.unique("cli-streams");
+        Properties p = WordCountApp.config(bs(), appId, Files.createTempDirectory("cli-streams").toString());
+        p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream(in).to(out);
+        try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
+            streams.start();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (streams.state() != KafkaStreams.State.RUNNING && System.nanoTime() < deadline) {
+                Thread.sleep(200);
+            }
+            assertEquals(KafkaStreams.State.RUNNING, streams.state(), "the application's state");
+            run("streams.StreamsGroupCommand", "--bootstrap-server", bs(), "--list").ok("kafka-streams-groups --list").shows(appId);
+            Result described = null;
+            while (System.nanoTime() < deadline) {
+                described = run("streams.StreamsGroupCommand", "--bootstrap-server", bs(), "--describe", "--group", appId, "--members");
+                if (described.code() == 0 && described.out().contains("ACTIVE: 0:[0,1]")) {
+                    break;
+                }
+                Thread.sleep(1000);
+            }
+            described.ok("kafka-streams-groups --describe --members").shows(appId, "ASSIGNMENTS", "ACTIVE: 0:[0,1]");
+        }
     }
 
     /** The lines of the gateway's /metrics with the client id. */

@@ -18,6 +18,11 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.ListGroupsOptions;
+import org.apache.kafka.clients.admin.StreamsGroupDescription;
+import org.apache.kafka.clients.admin.StreamsGroupMemberDescription;
+import org.apache.kafka.clients.admin.StreamsGroupMemberAssignment.TaskIds;
+import org.apache.kafka.common.GroupState;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -43,11 +48,13 @@ class StreamsTest {
     static final int PER_WORD = 100;
 
     /** Starts WordCountApp as a process of its own. */
-    static Process wordCount(String appId, String in, String out, Path stateDir, Path log) throws Exception {
+    static Process wordCount(String appId, String in, String out, Path stateDir, Path log, String... protocol) throws Exception {
         String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        return new ProcessBuilder(java, "-cp", cp, WordCountApp.class.getName(),
-                Gateway.bootstrap(), appId, in, out, stateDir.toString())
+        List<String> cmd = new ArrayList<>(List.of(java, "-cp", cp, WordCountApp.class.getName(),
+                Gateway.bootstrap(), appId, in, out, stateDir.toString()));
+        cmd.addAll(List.of(protocol));
+        return new ProcessBuilder(cmd)
             .redirectErrorStream(true)
             .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
             .start();
@@ -85,6 +92,18 @@ class StreamsTest {
 
     static int total(Map<String, List<Long>> counts) {
         return counts.values().stream().mapToInt(List::size).sum();
+    }
+
+    /** Each word's committed counts are 1 to PER_WORD, once each and in order. */
+    static void assertCountedOnce(Map<String, List<Long>> got) {
+        assertEquals(WORDS, got.size(), "words counted");
+        for (Map.Entry<String, List<Long>> e : new TreeMap<>(got).entrySet()) {
+            List<Long> want = new ArrayList<>();
+            for (long c = 1; c <= PER_WORD; c++) {
+                want.add(c);
+            }
+            assertEquals(want, e.getValue(), "committed counts of " + e.getKey());
+        }
     }
 
     static boolean finished(Map<String, List<Long>> counts) {
@@ -142,14 +161,7 @@ class StreamsTest {
             app.destroy();
             app.waitFor(30, TimeUnit.SECONDS);
         }
-        assertEquals(WORDS, got.size(), "words counted");
-        for (Map.Entry<String, List<Long>> e : new TreeMap<>(got).entrySet()) {
-            List<Long> want = new ArrayList<>();
-            for (long c = 1; c <= PER_WORD; c++) {
-                want.add(c);
-            }
-            assertEquals(want, e.getValue(), "committed counts of " + e.getKey());
-        }
+        assertCountedOnce(got);
         try (Admin admin = Gateway.admin()) {
             String changelog = appId + "-counts-changelog";
             Set<String> topics = admin.listTopics().names().get(30, TimeUnit.SECONDS);
@@ -159,6 +171,92 @@ class StreamsTest {
             assertEquals("compact", c.get("cleanup.policy").value(), "the changelog's cleanup.policy");
             assertTrue(topics.stream().anyMatch(t -> t.startsWith(appId) && t.endsWith("-repartition")),
                 "a repartition topic in " + topics);
+        }
+    }
+
+    /**
+     * The word count on the Streams group protocol (KIP-1071,
+     * group.protocol=streams, exactly_once_v2) in three processes, one
+     * SIGKILLed mid-run: the committed output has, for each word, every
+     * count from 1 to its number of inputs once and in order; the group is
+     * a streams group whose tasks the gateway assigned (every task of both
+     * subtopologies active on exactly one member, a standby of each
+     * stateful task on another process) and whose internal topics it
+     * created.
+     */
+    @Test
+    void wordCountOnTheStreamsProtocolAcrossAKill() throws Exception {
+        String in = Gateway.topic("wcs-in", 6);
+        String out = Gateway.topic("wcs-out", 3);
+        String appId = Gateway.unique("wcs");
+        Path log = Path.of("target", appId + ".log");
+        Files.createDirectories(log.getParent());
+        int n = WORDS * PER_WORD;
+        produceWords(in, 0, n / 2);
+
+        Map<String, List<Long>> got = new HashMap<>();
+        List<Process> apps = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            apps.add(wordCount(appId, in, out, Files.createTempDirectory("streams-state"), log, "streams"));
+        }
+        try (KafkaConsumer<String, String> reader = committedReader(out, 3); Admin admin = Gateway.admin()) {
+            long deadline = System.currentTimeMillis() + 120_000;
+            while (total(got) < n / 8 && System.currentTimeMillis() < deadline) {
+                counts(reader, got);
+            }
+            assertTrue(total(got) >= n / 8, "the word count made no progress in 2 minutes; its log: " + log.toAbsolutePath());
+            StreamsGroupDescription group = admin.describeStreamsGroups(List.of(appId)).all().get(30, TimeUnit.SECONDS).get(appId);
+            assertEquals(3, group.members().size(), "members of " + group);
+            apps.get(0).destroyForcibly().waitFor(30, TimeUnit.SECONDS); // SIGKILL, mid-run
+            produceWords(in, n / 2, n);
+            deadline = System.currentTimeMillis() + 180_000;
+            while (!finished(got) && System.currentTimeMillis() < deadline) {
+                counts(reader, got);
+            }
+            long quiet = System.currentTimeMillis() + 3_000;
+            while (System.currentTimeMillis() < quiet) {
+                counts(reader, got);
+            }
+            // The two left hold every task once; a standby of each stateful task on the other.
+            deadline = System.currentTimeMillis() + 60_000;
+            while (true) {
+                group = admin.describeStreamsGroups(List.of(appId)).all().get(30, TimeUnit.SECONDS).get(appId);
+                Map<String, Integer> active = new HashMap<>();
+                int standbys = 0;
+                for (StreamsGroupMemberDescription m : group.members()) {
+                    for (TaskIds t : m.assignment().activeTasks()) {
+                        for (int p : t.partitions()) {
+                            active.merge(t.subtopologyId() + "_" + p, 1, Integer::sum);
+                        }
+                    }
+                    for (TaskIds t : m.assignment().standbyTasks()) {
+                        standbys += t.partitions().size();
+                    }
+                }
+                boolean settled = group.members().size() == 2 && active.size() == 12 && active.values().stream().allMatch(c -> c == 1) && standbys == 6;
+                if (settled) {
+                    break;
+                }
+                assertTrue(System.currentTimeMillis() < deadline, "the group did not settle: " + group + " active " + active + " standbys " + standbys);
+                Thread.sleep(500);
+            }
+            assertEquals(GroupState.STABLE, group.groupState(), "state of " + group);
+            assertTrue(admin.listGroups(ListGroupsOptions.forStreamsGroups()).all().get(30, TimeUnit.SECONDS).stream()
+                .anyMatch(l -> l.groupId().equals(appId)), "the streams group is listed");
+        } finally {
+            for (Process app : apps) {
+                app.destroy();
+                app.waitFor(30, TimeUnit.SECONDS);
+            }
+        }
+        assertCountedOnce(got);
+        try (Admin admin = Gateway.admin()) {
+            String changelog = appId + "-counts-changelog";
+            ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, changelog);
+            Config c = admin.describeConfigs(List.of(r)).all().get(30, TimeUnit.SECONDS).get(r);
+            assertEquals("compact", c.get("cleanup.policy").value(), "the changelog's cleanup.policy");
+            assertEquals(6, admin.describeTopics(List.of(changelog)).allTopicNames().get(30, TimeUnit.SECONDS).get(changelog).partitions().size(),
+                "the changelog's partitions");
         }
     }
 

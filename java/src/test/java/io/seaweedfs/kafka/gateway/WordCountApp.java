@@ -20,7 +20,8 @@ import org.apache.kafka.streams.kstream.Produced;
  * one output record.
  *
  * <p>Arguments: bootstrap servers, application id, input topic, output
- * topic, state directory.
+ * topic, state directory, and optionally the group protocol ("streams" for
+ * the Streams group protocol of KIP-1071; the classic one otherwise).
  */
 public final class WordCountApp {
     private WordCountApp() {}
@@ -42,6 +43,9 @@ public final class WordCountApp {
     public static void main(String[] args) throws Exception {
         Properties p = config(args[0], args[1], args[4]);
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+        if (args.length > 5) {
+            p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, args[5]);
+        }
         StreamsBuilder b = new StreamsBuilder();
         b.<String, String>stream(args[2])
             .groupBy((key, word) -> word)
