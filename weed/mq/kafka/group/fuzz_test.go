@@ -13,8 +13,8 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
-// FuzzGroupRequests feeds the coordinator group requests (classic and
-// consumer groups') decoded from
+// FuzzGroupRequests feeds the coordinator group requests (classic,
+// consumer and streams groups') decoded from
 // arbitrary bytes, as a client could send them: every one must be answered
 // (or time out waiting for a rebalance) without a crash.
 func FuzzGroupRequests(f *testing.F) {
@@ -37,6 +37,15 @@ func FuzzGroupRequests(f *testing.F) {
 	cgRegex.Version, cgRegex.Group, cgRegex.MemberID, cgRegex.MemberEpoch = 1, "g", "r", 1
 	cgRegex.SubscribedTopicRegex, cgRegex.Topics = kmsg.StringPtr("t.*"), []kmsg.ConsumerGroupHeartbeatRequestTopic{{TopicID: topicOf("t", 3).ID, Partitions: []int32{0, 2}}}
 	f.Add(uint8(6), cgRegex.AppendTo(nil))
+	sJoin := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	sJoin.Version, sJoin.Group, sJoin.MemberID, sJoin.RebalanceTimeoutMillis = 1, "g", "s", 50
+	sJoin.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{
+		{SubtopologyID: "0", SourceTopics: []string{"t"}, RepartitionSinkTopics: []string{"r"}},
+		{SubtopologyID: "1", RepartitionSourceTopics: []kmsg.TopicInfo{{Topic: "r"}}, StateChangelogTopics: []kmsg.TopicInfo{{Topic: "c"}},
+			CopartitionGroups: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup{{RepartitionSourceTopics: []int16{0, 5}}}},
+	}}
+	sJoin.ActiveTasks, sJoin.StandbyTasks, sJoin.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+	f.Add(uint8(7), sJoin.AppendTo(nil))
 	// Only errors reach stderr: the fuzzing engine stops reading a
 	// worker's output, and a worker blocked writing logs looks hung.
 	fla9.Set("alsologtostderr", "false") //nolint:errcheck // a known flag
@@ -47,6 +56,7 @@ func FuzzGroupRequests(f *testing.F) {
 		Topics:                 fixedTopics{"t": topicOf("t", 3), "u": topicOf("u", 1)},
 		TopicRefresh:           10 * time.Millisecond,
 		ConsumerSessionTimeout: 20 * time.Millisecond,
+		StreamsSessionTimeout:  20 * time.Millisecond, StreamsInitialDelay: -1, StreamsNumStandbyReplicas: 1,
 	})
 	c.Start()
 	defer c.Close()
@@ -54,7 +64,7 @@ func FuzzGroupRequests(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		cl := Client{ID: "fuzz", Host: "/127.0.0.1"}
-		switch kind % 7 {
+		switch kind % 8 {
 		case 0:
 			req := kmsg.NewPtrJoinGroupRequest()
 			req.Version = 9
@@ -114,6 +124,15 @@ func FuzzGroupRequests(f *testing.F) {
 				if resp := c.ConsumerGroupHeartbeat(ctx, req, cl, "User:fuzz"); resp == nil {
 					t.Fatal("no answer")
 				}
+			}
+		case 7:
+			req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+			req.Version = 1
+			if req.ReadFrom(body) == nil {
+				if resp, _ := c.StreamsGroupHeartbeat(ctx, req, cl); resp == nil {
+					t.Fatal("no answer")
+				}
+				c.DescribeStreams(ctx, req.Group)
 			}
 		}
 	})

@@ -49,6 +49,11 @@ const (
 	StreamsAcceptableRecoveryLag = 10000
 )
 
+// MaxStreamsTasks bounds the tasks of a streams group's topology (every
+// subtopology's), so that a topology sent by a client cannot make the
+// assignor's work or the group's state unbounded.
+const MaxStreamsTasks = 100_000
+
 // Status codes of a StreamsGroupHeartbeat response.
 const (
 	StatusStaleTopology                = 0
@@ -206,12 +211,12 @@ func resolve(top *kmsg.StreamsGroupHeartbeatRequestTopology, im *topicImage) *re
 		for _, cg := range st.CopartitionGroups {
 			var external, internal []string
 			for _, i := range cg.SourceTopics {
-				if int(i) < len(st.SourceTopics) {
+				if i >= 0 && int(i) < len(st.SourceTopics) {
 					external = append(external, st.SourceTopics[i])
 				}
 			}
 			for _, i := range cg.RepartitionSourceTopics {
-				if int(i) < len(st.RepartitionSourceTopics) {
+				if i >= 0 && int(i) < len(st.RepartitionSourceTopics) {
 					internal = append(internal, st.RepartitionSourceTopics[i].Topic)
 				}
 			}
@@ -280,6 +285,14 @@ func resolve(top *kmsg.StreamsGroupHeartbeatRequestTopology, im *topicImage) *re
 		for _, t := range st.StateChangelogTopics {
 			check(t, n)
 		}
+	}
+	total := int64(0)
+	for _, n := range r.tasks {
+		total += int64(n)
+	}
+	if total > MaxStreamsTasks {
+		r.invalid = fmt.Sprintf("The topology has %d tasks, more than the %d a streams group may have.", total, MaxStreamsTasks)
+		return r
 	}
 	if len(missing) > 0 {
 		r.statuses = append(r.statuses, Status{StatusMissingSourceTopics, "Source topics " + strings.Join(missing, ", ") + " are missing."})

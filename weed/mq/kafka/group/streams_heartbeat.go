@@ -208,6 +208,10 @@ func (g *group) streamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, cl Clie
 	if req.Topology != nil {
 		switch {
 		case ss.topology == nil:
+			if r := resolve(req.Topology, g.c.topics.current()); r.invalid != "" {
+				fail(kerr.StreamsInvalidTopology, r.invalid)
+				return
+			}
 			ss.topology, ss.resolved, bump = req.Topology, nil, true
 		case req.Topology.Epoch < ss.topology.Epoch:
 			// An older instance of the application: it runs what it can

@@ -52,6 +52,23 @@ func TestResolveTopology(t *testing.T) {
 	if r.ready || !slices.ContainsFunc(r.statuses, func(s Status) bool { return s.Code == StatusIncorrectlyPartitionedTopics }) {
 		t.Errorf("wrong changelog: %+v", r)
 	}
+	// Copartition indexes out of range are ignored.
+	bad := &kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{
+		{SubtopologyID: "0", SourceTopics: []string{"clicks"},
+			CopartitionGroups: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup{{SourceTopics: []int16{-1, 0, 7}, RepartitionSourceTopics: []int16{-3, 2}}}},
+	}}
+	if r := resolve(bad, imageOf(map[string]int32{"clicks": 2})); !r.ready || r.tasks["0"] != 2 {
+		t.Errorf("copartition indexes out of range: %+v", r)
+	}
+	// Too many tasks.
+	many := &kmsg.StreamsGroupHeartbeatRequestTopology{}
+	for i := range 50 {
+		many.Subtopologies = append(many.Subtopologies, kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{
+			SubtopologyID: string(rune('a' + i)), RepartitionSourceTopics: []kmsg.TopicInfo{{Topic: "r" + string(rune('a'+i)), NumPartitions: 2520}}})
+	}
+	if r := resolve(many, imageOf(nil)); r.invalid == "" {
+		t.Errorf("126,000 tasks: %+v", r.invalid)
+	}
 	// A repartition topic no subtopology writes cannot be resolved.
 	orphan := &kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{
 		{SubtopologyID: "0", RepartitionSourceTopics: []kmsg.TopicInfo{{Topic: "nobody-writes-it"}}},

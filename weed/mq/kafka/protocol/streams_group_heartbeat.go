@@ -46,6 +46,9 @@ func (h *Handler) handleStreamsGroupHeartbeat(ctx context.Context, r *Request) R
 				topics := append(append([]string{}, st.SourceTopics...), st.RepartitionSinkTopics...)
 				for _, t := range append(st.StateChangelogTopics, st.RepartitionSourceTopics...) {
 					topics = append(topics, t.Topic)
+					if t.NumPartitions < 0 || t.NumPartitions > MaxPartitions {
+						return group.StreamsHeartbeatError(req, kerr.StreamsInvalidTopology, fmt.Sprintf("Topic %s: %d partitions, not between 0 and %d.", t.Topic, t.NumPartitions, MaxPartitions)), nil
+					}
 				}
 				for _, t := range topics {
 					if validTopicName(t) != nil || internalTopic(t) {
