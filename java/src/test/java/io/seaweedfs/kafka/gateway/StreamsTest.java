@@ -94,6 +94,13 @@ class StreamsTest {
         return counts.values().stream().mapToInt(List::size).sum();
     }
 
+    /** The sum of the group's committed offsets of a topic. */
+    static long committedInput(Admin admin, String group, String topic) throws Exception {
+        return admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS).entrySet().stream()
+            .filter(e -> e.getKey().topic().equals(topic) && e.getValue() != null)
+            .mapToLong(e -> e.getValue().offset()).sum();
+    }
+
     /** Each word's committed counts are 1 to PER_WORD, once each and in order. */
     static void assertCountedOnce(Map<String, List<Long>> got) {
         assertEquals(WORDS, got.size(), "words counted");
@@ -182,7 +189,8 @@ class StreamsTest {
      * a streams group whose tasks the gateway assigned (every task of both
      * subtopologies active on exactly one member, a standby of each
      * stateful task on another process) and whose internal topics it
-     * created.
+     * created; the two others go on giving output while the killed one's
+     * session has not ended (no stop-the-world rebalance).
      */
     @Test
     void wordCountOnTheStreamsProtocolAcrossAKill() throws Exception {
@@ -209,6 +217,16 @@ class StreamsTest {
             assertEquals(3, group.members().size(), "members of " + group);
             apps.get(0).destroyForcibly().waitFor(30, TimeUnit.SECONDS); // SIGKILL, mid-run
             produceWords(in, n / 2, n);
+            // No stop-the-world: before the killed member's session ends
+            // (10 s), the two others go on committing input of their own
+            // tasks (their output may wait behind the killed one's open
+            // transaction, for read_committed readers, until it is aborted).
+            long before = committedInput(admin, appId, in);
+            long sessionEnds = System.currentTimeMillis() + 8_000;
+            while (committedInput(admin, appId, in) == before && System.currentTimeMillis() < sessionEnds) {
+                Thread.sleep(200);
+            }
+            assertTrue(committedInput(admin, appId, in) > before, "no input committed while the killed member's session ran: the others stopped");
             deadline = System.currentTimeMillis() + 180_000;
             while (!finished(got) && System.currentTimeMillis() < deadline) {
                 counts(reader, got);
