@@ -411,6 +411,7 @@ func (g *group) restoreConsumer(typ string, sc *savedConsumer) {
 		cg.streams = &streamsState{}
 		if sc.Streams != nil {
 			cg.streams.topology, cg.streams.endpointEpoch, cg.streams.shutdown = sc.Streams.Topology, sc.Streams.EndpointEpoch, sc.Streams.Shutdown
+			cg.streams.description, cg.streams.describedEpoch = sc.Streams.Description, sc.Streams.DescribedEpoch
 		}
 	}
 	for _, sm := range sc.Members {

@@ -87,6 +87,20 @@ type streamsState struct {
 	shutdown      bool      // a member asked the application to shut down
 	delayUntil    time.Time // the first assignment waits until then (zero: it does not)
 	resolved      *resolvedTopology
+	// description is the topology's description (KIP-1331) a member sent
+	// for topology epoch describedEpoch (nil: none yet).
+	description    *kmsg.TopologyDescription
+	describedEpoch int32
+}
+
+// MaxTopologyDescriptionBytes bounds a topology description kept with a
+// streams group's state.
+const MaxTopologyDescriptionBytes = 1 << 20
+
+// wantsDescription reports whether members should send the topology's
+// description: none is kept for the group's topology epoch.
+func (s *streamsState) wantsDescription() bool {
+	return s.topology != nil && (s.description == nil || s.describedEpoch != s.topology.Epoch)
 }
 
 // resolvedTopology is the topology against the topics of the moment.
@@ -474,13 +488,16 @@ func (g *group) assignStreams(standbys int) {
 
 // Saved form of a streams group's own state.
 type savedStreams struct {
-	Topology      *kmsg.StreamsGroupHeartbeatRequestTopology `json:"topology,omitempty"`
-	EndpointEpoch int32                                      `json:"endpointEpoch"`
-	Shutdown      bool                                       `json:"shutdown,omitempty"`
+	Topology       *kmsg.StreamsGroupHeartbeatRequestTopology `json:"topology,omitempty"`
+	EndpointEpoch  int32                                      `json:"endpointEpoch"`
+	Shutdown       bool                                       `json:"shutdown,omitempty"`
+	Description    *kmsg.TopologyDescription                  `json:"description,omitempty"`
+	DescribedEpoch int32                                      `json:"describedEpoch,omitempty"`
 }
 
 func (ss *streamsState) save() *savedStreams {
-	return &savedStreams{Topology: ss.topology, EndpointEpoch: ss.endpointEpoch, Shutdown: ss.shutdown}
+	return &savedStreams{Topology: ss.topology, EndpointEpoch: ss.endpointEpoch, Shutdown: ss.shutdown,
+		Description: ss.description, DescribedEpoch: ss.describedEpoch}
 }
 
 // endpoint is a member's user endpoint (host:port, "" for none).

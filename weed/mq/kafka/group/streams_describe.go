@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
 )
 
 // DescribeStreams answers StreamsGroupDescribe for one group.
@@ -45,6 +47,10 @@ func (c *Coordinator) DescribeStreams(ctx context.Context, name string) kmsg.Str
 		d.Epoch, d.AssignmentEpoch = cg.epoch, cg.assignmentEpoch
 		assignor := "sticky"
 		d.AssignorName = &assignor
+		if ss.description != nil && !ss.wantsDescription() {
+			desc := kmsg.StreamsGroupDescribeResponseGroupTopologyDescription{Subtopologies: ss.description.Subtopologies, GlobalStores: ss.description.GlobalStores}
+			d.TopologyDescription = &desc
+		}
 		if top := ss.topology; top != nil {
 			t := kmsg.NewStreamsGroupDescribeResponseGroupTopology()
 			t.Epoch = top.Epoch
@@ -111,4 +117,51 @@ func resolvedInfos(ts []kmsg.TopicInfo, r *resolvedTopology, changelogOf string)
 		out = append(out, t)
 	}
 	return out
+}
+
+// UpdateStreamsTopologyDescription keeps the description of a streams
+// group's topology (StreamsGroupTopologyDescriptionUpdate, KIP-1331), sent
+// by a member for the group's topology epoch.
+func (c *Coordinator) UpdateStreamsTopologyDescription(ctx context.Context, req *kmsg.StreamsGroupTopologyDescriptionUpdateRequest) (*kerr.Error, string) {
+	if n := len(req.AppendTo(nil)); n > MaxTopologyDescriptionBytes {
+		return kerr.InvalidRequest, fmt.Sprintf("The topology description of %d bytes is larger than the %d kept.", n, MaxTopologyDescriptionBytes)
+	}
+	g, e := c.lookup(ctx, req.Group, false)
+	if e != nil {
+		return e, ""
+	}
+	if g == nil {
+		return kerr.GroupIDNotFound, fmt.Sprintf("Streams group %s not found.", req.Group)
+	}
+	type outcome struct {
+		e   *kerr.Error
+		msg string
+	}
+	out, err := await(ctx, g, func(answer func(outcome)) {
+		switch {
+		case g.typ != TypeStreams || !g.exists():
+			answer(outcome{kerr.GroupIDNotFound, fmt.Sprintf("Group %s is not a streams group.", req.Group)})
+			return
+		case g.cg.members[req.MemberID] == nil:
+			answer(outcome{kerr.UnknownMemberID, fmt.Sprintf("Member %s is not a member of group %s.", req.MemberID, req.Group)})
+			return
+		case g.cg.streams.topology == nil || req.TopologyEpoch != g.cg.streams.topology.Epoch:
+			answer(outcome{kerr.StreamsInvalidTopologyEpoch, "The topology epoch of the description is not the group's."})
+			return
+		}
+		desc := req.TopologyDescription
+		g.cg.streams.description, g.cg.streams.describedEpoch = &desc, req.TopologyEpoch
+		glog.V(1).Infof("kafka group %s: description of topology epoch %d kept (%d subtopologies)", g.name, req.TopologyEpoch, len(desc.Subtopologies))
+		g.saveThen(func(err error) {
+			if err != nil {
+				answer(outcome{savedErr(err), ""})
+				return
+			}
+			answer(outcome{})
+		})
+	})
+	if err != nil {
+		return goneErr(err), ""
+	}
+	return out.e, out.msg
 }

@@ -367,6 +367,9 @@ func (g *group) streamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, cl Clie
 	if tasksChanged {
 		resp.ActiveTasks, resp.StandbyTasks, resp.WarmupTasks = taskIDs(m.assigned, ss), taskIDs(m.standby, ss), []kmsg.TaskIDs{}
 	}
+	// Unlike Kafka, which asks only with a description plugin configured,
+	// the description is always asked for once, for StreamsGroupDescribe.
+	resp.TopologyDescriptionRequired = ss.wantsDescription() && m.topologyEpoch == ss.topology.Epoch
 	resp.EndpointInformationEpoch = ss.endpointEpoch
 	if req.EndpointInformationEpoch != ss.endpointEpoch {
 		resp.PartitionsByUserEndpoint = g.endpointPartitions()

@@ -4,8 +4,9 @@ package protocol
 // state, epochs, topology and members with their tasks (package group).
 // Describe on each group is needed (GROUP_AUTHORIZATION_FAILED); a group
 // that is not a streams group is GROUP_ID_NOT_FOUND. v1's topology
-// description is NOT_STORED (0 when not asked): no description plugin
-// runs, as in Kafka by default.
+// description is the one a member sent
+// (streams_group_topology_description_update.go): AVAILABLE, or NOT_STORED
+// until one is (NOT_REQUESTED when not asked).
 
 import (
 	"context"
@@ -22,6 +23,7 @@ func init() {
 const (
 	topologyDescriptionNotRequested = 0
 	topologyDescriptionNotStored    = 1
+	topologyDescriptionAvailable    = 3
 )
 
 func (h *Handler) handleStreamsGroupDescribe(ctx context.Context, r *Request) Reply {
@@ -39,7 +41,12 @@ func (h *Handler) handleStreamsGroupDescribe(ctx context.Context, r *Request) Re
 			}
 			d.AuthorizedOperations = h.authorizedOperations(r, req.IncludeAuthorizedOperations, kmsg.ACLResourceTypeGroup, name)
 			d.TopologyDescriptionStatus = topologyDescriptionNotRequested
-			if req.IncludeTopologyDescription {
+			switch {
+			case !req.IncludeTopologyDescription:
+				d.TopologyDescription = nil
+			case d.TopologyDescription != nil:
+				d.TopologyDescriptionStatus = topologyDescriptionAvailable
+			default:
 				d.TopologyDescriptionStatus = topologyDescriptionNotStored
 			}
 			resp.Groups = append(resp.Groups, d)

@@ -1,7 +1,6 @@
 package protocol_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -183,6 +182,22 @@ func TestStreamsGroup(t *testing.T) {
 		t.Errorf("%d standby tasks, want 4 (one per task of the stateful subtopology)", n)
 	}
 
+	// The topology's description is asked for once, kept and described.
+	if !a.heartbeat(1).TopologyDescriptionRequired {
+		t.Error("the topology description is not asked for")
+	}
+	upd := kmsg.NewPtrStreamsGroupTopologyDescriptionUpdateRequest()
+	upd.Group, upd.MemberID, upd.TopologyEpoch = "wc", a.id, 5
+	upd.TopologyDescription.Subtopologies = []kmsg.TopologyDescriptionSubtopology{{SubtopologyID: "0"}, {SubtopologyID: "1"}}
+	code(t, "description of another epoch", a.c.do(upd, 0).(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse).ErrorCode, kerr.StreamsInvalidTopologyEpoch)
+	upd.TopologyEpoch, upd.MemberID = 0, "stranger"
+	code(t, "description from a stranger", a.c.do(upd, 0).(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse).ErrorCode, kerr.UnknownMemberID)
+	upd.MemberID = a.id
+	code(t, "description", a.c.do(upd, 0).(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse).ErrorCode, nil)
+	if a.heartbeat(1).TopologyDescriptionRequired {
+		t.Error("the topology description is asked for again")
+	}
+
 	listed, err := adm.ListGroups(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -191,11 +206,12 @@ func TestStreamsGroup(t *testing.T) {
 		t.Errorf("listed %+v", listed)
 	}
 	dreq := kmsg.NewPtrStreamsGroupDescribeRequest()
-	dreq.Groups = []string{"wc", "nope"}
+	dreq.Groups, dreq.IncludeTopologyDescription = []string{"wc", "nope"}, true
 	dresp := roundTrip(t, g.addr, dreq, 1).(*kmsg.StreamsGroupDescribeResponse)
 	d := dresp.Groups[0]
 	if d.ErrorCode != 0 || d.State != "Stable" || len(d.Members) != 2 || d.Topology == nil || len(d.Topology.Subtopologies) != 2 ||
-		d.Topology.Subtopologies[1].StateChangelogTopics[0].NumPartitions != 4 {
+		d.Topology.Subtopologies[1].StateChangelogTopics[0].NumPartitions != 4 ||
+		d.TopologyDescriptionStatus != 3 || d.TopologyDescription == nil || len(d.TopologyDescription.Subtopologies) != 2 {
 		t.Errorf("described %+v", d)
 	}
 	code(t, "describe of a missing group", dresp.Groups[1].ErrorCode, kerr.GroupIDNotFound)
@@ -215,7 +231,6 @@ func TestStreamsGroup(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		a.heartbeat(1)
 	}
-	_ = context.Background
 }
 
 // Kafka's checks of a heartbeat.
