@@ -508,12 +508,7 @@ func endpoint(e *kmsg.StreamsGroupHeartbeatRequestUserEndpoint) string {
 	return e.Host + ":" + strconv.Itoa(int(e.Port))
 }
 
-// sameTopology compares two topologies.
+// sameTopology compares two topologies' subtopologies.
 func sameTopology(a, b *kmsg.StreamsGroupHeartbeatRequestTopology) bool {
-	norm := func(t *kmsg.StreamsGroupHeartbeatRequestTopology) *kmsg.StreamsGroupHeartbeatRequestTopology {
-		c := *t
-		c.UnknownTags = kmsg.Tags{}
-		return &c
-	}
-	return reflect.DeepEqual(norm(a).Subtopologies, norm(b).Subtopologies)
+	return reflect.DeepEqual(a.Subtopologies, b.Subtopologies)
 }

@@ -301,11 +301,7 @@ func (g *group) streamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, cl Clie
 		activeBefore, standbyBefore = before.assigned, before.standby
 	}
 	if m.state != memberStable || m.epoch != cg.assignmentEpoch {
-		subs := map[topicID]string{}
-		for k, id := range ss.subtopologyIDs() {
-			subs[k] = id
-		}
-		g.reconcile(m, ownedTasks(req.ActiveTasks), subs, false)
+		g.reconcile(m, ownedTasks(req.ActiveTasks), ss.subtopologyIDs(), false)
 		if m.epoch == cg.assignmentEpoch {
 			m.standby = partitions{}
 			for t, parts := range m.standbyTarget {

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"hash/crc32"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -252,13 +253,7 @@ func (m *Manager) keepLocked(in *instance, pts map[string]*point) {
 	m.series -= len(in.series)
 	room := min(MaxSeriesPerClient, MaxSeries-m.series)
 	if len(pts) > room {
-		keys := slices.Sorted(func(yield func(string) bool) {
-			for k := range pts {
-				if !yield(k) {
-					return
-				}
-			}
-		})
+		keys := slices.Sorted(maps.Keys(pts))
 		for _, k := range keys[max(room, 0):] {
 			delete(pts, k)
 		}
