@@ -410,8 +410,10 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	if authz != nil {
 		authz.Start()
 	}
-	// Client quotas: kept in the filer, read again every 2 s.
-	quotas := quota.New(quota.Options{Files: files, Samples: *o.quotaSamples, Window: time.Duration(*o.quotaWindow) * time.Second})
+	// Client quotas: kept in the filer, read again every 2 s; the rates
+	// of quota'd clients shared with the other gateways every second.
+	quotas := quota.New(quota.Options{Files: files, Samples: *o.quotaSamples, Window: time.Duration(*o.quotaWindow) * time.Second,
+		Node: strconv.Itoa(int(self.NodeID))})
 	quotas.Start()
 	// Client metrics subscriptions (KIP-714): kept in the filer, read
 	// again every 2 s; what clients push is served on /metrics.

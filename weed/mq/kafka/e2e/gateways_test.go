@@ -197,7 +197,8 @@ func TestGatewaysGroupLag(t *testing.T) {
 // TestGatewaysClients: sarama, kafka-go and librdkafka, each bootstrapped
 // from a different one of three gateways, produce to partitions led by all
 // three; a librdkafka consumer bootstrapped from yet another reads every
-// record once, at dense offsets.
+// record once, at dense offsets. Then a client's quota holds across the
+// three (sharedQuota).
 func TestGatewaysClients(t *testing.T) {
 	g := threeGateways(t)
 	procs := g.all()
@@ -333,4 +334,6 @@ func TestGatewaysClients(t *testing.T) {
 	if len(seen) != len(want) {
 		t.Fatalf("read %d of %d records", len(seen), len(want))
 	}
+
+	t.Run("shared-quota", func(t *testing.T) { sharedQuota(t, g) })
 }

@@ -328,14 +328,25 @@ func (s *Server) accept(bl *boundListener) error {
 			nc.Close()
 			continue
 		}
+		// Over its IP's connection_creation_rate (KIP-612), the
+		// connection is held unserved for the throttle, then closed; it
+		// counts against the connection limits meanwhile.
+		throttle := s.opts.Quotas.Connect(strings.TrimPrefix(ip, "/"))
 		s.conns[c] = struct{}{}
 		s.perIP[ip]++
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go func() {
 			defer s.wg.Done()
-			glog.V(2).Infof("kafka conn %s: accepted", c.remote)
-			c.serve()
+			if throttle > 0 {
+				metrics.ConnectionsThrottled.Inc()
+				c.Mute(throttle)
+				c.waitMuted() //nolint:errcheck // closed either way
+				c.close(fmt.Errorf("over the connection_creation_rate of %s: held %v, closed unserved", ip, throttle))
+			} else {
+				glog.V(2).Infof("kafka conn %s: accepted", c.remote)
+				c.serve()
+			}
 			s.mu.Lock()
 			delete(s.conns, c)
 			if s.perIP[ip]--; s.perIP[ip] <= 0 {

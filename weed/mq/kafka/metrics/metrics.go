@@ -132,6 +132,10 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "connections_refused_total",
 		Help: "Connections closed at accept: past max.connections or max.connections.per.ip.",
 	})
+	ConnectionsThrottled = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "connections_throttled_total",
+		Help: "Connections held unserved for their throttle, then closed: their IP was over its connection_creation_rate quota (KIP-612).",
+	})
 
 	// WALCommitSeconds is the time of one write-ahead log group commit (a
 	// chunk uploaded to a volume server and the log file's filer entry
@@ -263,7 +267,7 @@ var (
 func init() {
 	stats.Gather.MustRegister(Requests, RequestSeconds, Errors, BackendSeconds, BackendErrors,
 		MessagesIn, BytesIn, MessagesOut, BytesOut, ProduceBatchRecords, FetchRecords, FetchSessions, FetchSessionEvictions,
-		Connections, ConnectionsTotal, ConnectionsRefused, DecompressionWaits, Panics, RecordsSkipped, Rebalances,
+		Connections, ConnectionsTotal, ConnectionsRefused, ConnectionsThrottled, DecompressionWaits, Panics, RecordsSkipped, Rebalances,
 		WALCommitSeconds, WALCommitBatches, WALCommitRecords, WALBytes, WALErrors, WALRepublished,
 		SegmentsWritten, PartitionsDropped, PartitionsHeld, TailBytes,
 		CompactionRecords, CompactionBytes, CompactionRuns, CompactionDirtyRatio, ShareSessions, ShareAcks,

@@ -58,7 +58,10 @@ func (h *Handler) handleFetch(ctx context.Context, r *Request) Reply {
 				resp.SessionID = h.sessions.finish(&fc, answered)
 				return resp, nil
 			}
-			if !waitAny(ctx, append(watch, h.drain), min(left, ExternalWriteRecheck)) && ctx.Err() != nil {
+			waitStart := time.Now()
+			woken := waitAny(ctx, append(watch, h.drain), min(left, ExternalWriteRecheck))
+			r.waitedSince(waitStart)
+			if !woken && ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 		}

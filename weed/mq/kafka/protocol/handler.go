@@ -207,6 +207,10 @@ type Request struct {
 	// Session is the connection's login (nil on a listener without
 	// SASL).
 	Session Session
+	// waited is the time the request's handler and reply spent waiting
+	// for something to happen (a fetch's long-poll, a produce's durable
+	// write, a group's members), not counted against request_percentage.
+	waited time.Duration
 	// versionTooNew marks an ApiVersions request newer than we serve: it
 	// is answered in v0 format with UNSUPPORTED_VERSION.
 	versionTooNew bool
@@ -326,9 +330,17 @@ func Decode(frame []byte) (*Request, error) {
 // Handle answers a decoded request. It runs on the connection's reader, in
 // request order.
 func (h *Handler) Handle(ctx context.Context, r *Request) Reply {
-	reply := apis[r.Key].handle(h, ctx, r)
-	if h.cfg.Quotas != nil {
-		reply = h.throttled(r, reply)
+	if h.cfg.Quotas == nil {
+		return apis[r.Key].handle(h, ctx, r)
+	}
+	timed := h.requestQuota(r)
+	var start time.Time
+	if timed {
+		start = time.Now()
+	}
+	reply := h.throttled(r, apis[r.Key].handle(h, ctx, r))
+	if timed {
+		reply = h.timed(r, reply, time.Since(start))
 	}
 	return reply
 }

@@ -8,6 +8,7 @@ package protocol
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,7 +27,9 @@ func (h *Handler) handleJoinGroup(ctx context.Context, r *Request) Reply {
 		return now(resp)
 	}
 	return func() (kmsg.Response, error) {
+		waitStart := time.Now()
 		resp, e := h.groups.JoinGroup(ctx, req, cl)
+		r.waitedSince(waitStart) // the rebalance
 		if e != nil {
 			return group.JoinError(req, e), nil
 		}

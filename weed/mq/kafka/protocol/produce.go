@@ -187,6 +187,7 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 		expired := false
 		for _, pa := range pending {
 			if !expired {
+				waitStart := time.Now()
 				select {
 				case <-pa.app.Done:
 				case <-timer:
@@ -194,6 +195,7 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				case <-ctx.Done():
 					return nil, ctx.Err()
 				}
+				r.waitedSince(waitStart)
 			}
 			if expired {
 				select {

@@ -9,6 +9,15 @@ package protocol
 // too. Unlike Kafka, a fetch over the quota still carries its records
 // (Kafka answers it empty): the throttle that follows holds the client to
 // its rate all the same.
+//
+// request_percentage counts the time the gateway works on a request: its
+// handler on the connection's reader and its reply on the writer, less
+// the time either waits for something to happen (a fetch's long-poll for
+// records, a produce's wait for its write to be durable, a group's wait
+// for its members), as Kafka counts a request thread's time and not the
+// time a request waits in purgatory. The gateways' own requests to one
+// another, ApiVersions, the SASL exchange and WriteTxnMarkers (Kafka's
+// cluster actions) are exempt, as in Kafka.
 
 import (
 	"time"
@@ -119,3 +128,33 @@ func (m *mutations) done(resp kmsg.Response) {
 		m.r.mute(m.throttle)
 	}
 }
+
+// requestQuota reports whether r's time is measured against a
+// request_percentage.
+func (h *Handler) requestQuota(r *Request) bool {
+	switch kmsg.Key(r.Key) {
+	case kmsg.ApiVersions, kmsg.SASLHandshake, kmsg.SASLAuthenticate, kmsg.WriteTxnMarkers:
+		return false
+	}
+	return r.Principal != "User:"+GatewayUser && h.cfg.Quotas.HasRequestQuota(r.Principal, r.ClientID)
+}
+
+// timed wraps a reply to count the request's work, handled taking the
+// handler's part, against the client's request_percentage.
+func (h *Handler) timed(r *Request, reply Reply, handled time.Duration) Reply {
+	return func() (kmsg.Response, error) {
+		start := time.Now()
+		resp, err := reply()
+		work := handled + time.Since(start) - r.waited
+		if d := h.cfg.Quotas.RecordTime(r.Principal, r.ClientID, max(work, 0)); d > 0 && err == nil {
+			r.mute(d)
+			if resp != nil {
+				setThrottle(resp, d)
+			}
+		}
+		return resp, err
+	}
+}
+
+// waitedSince counts the time since start as waiting.
+func (r *Request) waitedSince(start time.Time) { r.waited += time.Since(start) }

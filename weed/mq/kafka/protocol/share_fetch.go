@@ -106,7 +106,9 @@ func (h *Handler) handleShareFetch(ctx context.Context, r *Request) Reply {
 	}
 	if e != nil {
 		if e == kerr.ShareSessionLimitReached {
+			waitStart := time.Now()
 			time.Sleep(min(time.Duration(req.MaxWaitMillis)*time.Millisecond, MaxFetchWait))
+			r.waitedSince(waitStart)
 		}
 		return fail(e, "")
 	}
@@ -212,7 +214,10 @@ func (h *Handler) shareFetch(ctx context.Context, r *Request, req *kmsg.ShareFet
 		if acquired || time.Until(deadline) <= 0 || len(watch) == 0 || h.draining() {
 			break
 		}
-		if !waitAny(ctx, append(watch, h.drain), min(time.Until(deadline), ExternalWriteRecheck)) && ctx.Err() != nil {
+		waitStart := time.Now()
+		woken := waitAny(ctx, append(watch, h.drain), min(time.Until(deadline), ExternalWriteRecheck))
+		r.waitedSince(waitStart)
+		if !woken && ctx.Err() != nil {
 			return
 		}
 	}

@@ -6,6 +6,7 @@ package protocol
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,7 +24,9 @@ func (h *Handler) handleSyncGroup(ctx context.Context, r *Request) Reply {
 		return now(resp)
 	}
 	return func() (kmsg.Response, error) {
+		waitStart := time.Now()
 		resp, e := h.groups.SyncGroup(ctx, req)
+		r.waitedSince(waitStart) // the leader's assignment
 		if e != nil {
 			return group.SyncError(req, e), nil
 		}

@@ -19,9 +19,11 @@
 // defaults standing for each user or client id: a quota of user=U is
 // shared by all of U's clients, one of user=<default> is each user's own.
 //
-// As in Kafka, each gateway measures what it serves itself (a Kafka
-// broker's quotas are per broker): a client spread over n gateways may
-// reach n times its quota in all.
+// Each gateway measures what it serves, and the gateways share what they
+// measure (usage.go): a client spread over n gateways is held to its quota
+// in all. request_percentage counts the time the gateway works on a
+// client's requests (RecordTime), connection_creation_rate the
+// connections an IP opens at one gateway (Connect).
 //
 // Layout, under Dir:
 //
@@ -70,6 +72,9 @@ type Options struct {
 	Window  time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Node names this gateway in the rates the gateways share (UsageDir);
+	// "": this gateway measures its clients alone.
+	Node string
 }
 
 // Store keeps the quotas and the clients' rates.
@@ -86,8 +91,14 @@ type Store struct {
 	ratesMu sync.Mutex
 	rates   map[Sensor]*rate
 	buckets map[Sensor]*bucket // controller_mutation_rate's
+	remote  map[Sensor]float64 // the other gateways' rates
 
-	loop *filerfs.Loop
+	// Kept by the share loop alone.
+	peers     map[string]*peerUsage
+	seq       uint64
+	published bool
+
+	loop, shareLoop *filerfs.Loop
 }
 
 // New returns a store of opts.
@@ -101,22 +112,38 @@ func New(opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Store{opts: opts, entries: map[ident]Entry{}, rates: map[Sensor]*rate{}, buckets: map[Sensor]*bucket{}}
+	s := &Store{opts: opts, entries: map[ident]Entry{}, rates: map[Sensor]*rate{}, buckets: map[Sensor]*bucket{}, peers: map[string]*peerUsage{}}
 	s.loop = filerfs.NewLoop(RefreshEvery, func(ctx context.Context) {
 		if err := metrics.Try("QuotaRefresh", func() error { return s.Refresh(ctx) }); err != nil {
 			glog.V(1).Infof("kafka quotas: reading %s: %v", Dir, err)
 		}
 		s.dropQuiet()
 	})
+	s.shareLoop = filerfs.NewLoop(ShareEvery, func(ctx context.Context) {
+		_ = metrics.Try("QuotaShare", func() error { s.share(ctx); return nil })
+	})
 	return s
 }
 
-// Start reads the quotas now and every RefreshEvery until Close, and drops
-// the rates of clients gone quiet.
-func (s *Store) Start() { s.loop.Start() }
+// Start reads the quotas now and every RefreshEvery until Close, drops
+// the rates of clients gone quiet, and shares the rates with the other
+// gateways every ShareEvery.
+func (s *Store) Start() {
+	s.loop.Start()
+	s.shareLoop.Start()
+}
 
-// Close stops the refreshes.
-func (s *Store) Close() { s.loop.Close() }
+// Close stops the refreshes and the sharing, and removes this gateway's
+// shared rates.
+func (s *Store) Close() {
+	s.loop.Close()
+	s.shareLoop.Close()
+	if s.published {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.opts.Files.Remove(ctx, UsageDir, s.usageName())
+	}
+}
 
 // Ready reports whether the quotas have been read once.
 func (s *Store) Ready() error {
@@ -235,12 +262,19 @@ func UserName(principal string) string {
 // entity the quota belongs to, with a default standing for the client's
 // user or client id.
 type Sensor struct {
-	Key              string
-	User, ClientID   string
-	ByUser, ByClient bool
+	Key      string `json:"key"`
+	User     string `json:"user,omitempty"`
+	ClientID string `json:"clientId,omitempty"`
+	ByUser   bool   `json:"byUser,omitempty"`
+	ByClient bool   `json:"byClient,omitempty"`
+	// IP is a connection_creation_rate's IP.
+	IP string `json:"ip,omitempty"`
 }
 
 func (m Sensor) String() string {
+	if m.IP != "" {
+		return "ip=" + m.IP
+	}
 	var parts []string
 	if m.ByUser {
 		parts = append(parts, "user="+m.User)
@@ -290,8 +324,29 @@ func (s *Store) Quota(key, user, clientID string) (float64, Sensor, bool) {
 // Record adds bytes to the rate of key's quota that applies to the
 // principal and client id, and returns how long the client is throttled:
 // 0 within its quota or without one. typ names the quota in the throttle
-// metric (produce, fetch).
+// metric (produce, fetch). The rate is what the client takes of every
+// gateway: this one's and what the others share.
 func (s *Store) Record(key, typ, principal, clientID string, bytes int64) time.Duration {
+	return s.record(key, typ, principal, clientID, float64(bytes), s.opts.Window*time.Duration(s.opts.Samples))
+}
+
+// RecordTime adds the time the gateway worked on a request of the principal
+// and client id to their request_percentage's rate, and returns how long
+// the client is throttled. As Kafka measures a request thread's time, the
+// quota is in percent of one second per second (200: two threads' whole
+// time), and a throttle is at most one window.
+func (s *Store) RecordTime(principal, clientID string, work time.Duration) time.Duration {
+	return s.record(RequestPercentage, "request", principal, clientID, work.Seconds()*100, s.opts.Window)
+}
+
+// HasRequestQuota reports whether a request_percentage applies to the
+// principal and client id: their requests' time is measured only then.
+func (s *Store) HasRequestQuota(principal, clientID string) bool {
+	_, _, ok := s.Quota(RequestPercentage, UserName(principal), clientID)
+	return ok
+}
+
+func (s *Store) record(key, typ, principal, clientID string, v float64, maxThrottle time.Duration) time.Duration {
 	if s == nil {
 		return 0
 	}
@@ -312,16 +367,65 @@ func (s *Store) Record(key, typ, principal, clientID string, bytes int64) time.D
 		r = &rate{}
 		s.rates[sensor] = r
 	}
-	r.record(float64(bytes), now, s.opts.Window, s.opts.Samples)
+	r.record(v, now, s.opts.Window, s.opts.Samples)
 	observed, window := r.measure(now, s.opts.Window, s.opts.Samples)
+	observed += s.remote[sensor]
 	s.ratesMu.Unlock()
 	if observed <= q {
 		return 0
 	}
-	throttle := time.Duration((observed - q) / q * float64(window))
-	throttle = min(throttle, s.opts.Window*time.Duration(s.opts.Samples))
+	throttle := min(time.Duration((observed-q)/q*float64(window)), maxThrottle)
 	metrics.ThrottleSeconds.WithLabelValues(typ, metrics.Principal(principal)).Add(throttle.Seconds())
 	return throttle
+}
+
+// Connect counts a connection from ip against its connection_creation_rate
+// (KIP-612: ip=<ip>, else ip=<default>, each IP measured on its own) and
+// returns 0, or how long the connection is held before it is closed
+// unserved: the IP is over its quota, and a refused connection does not
+// count. The rate is this gateway's, as each Kafka broker's.
+func (s *Store) Connect(ip string) time.Duration {
+	if s == nil {
+		return 0
+	}
+	q, ok := s.ipQuota(ip)
+	if !ok {
+		return 0
+	}
+	sensor := Sensor{Key: ConnectionCreationRate, IP: ip}
+	now := s.opts.Now()
+	s.ratesMu.Lock()
+	r := s.rates[sensor]
+	if r == nil {
+		r = &rate{}
+		s.rates[sensor] = r
+	}
+	r.record(1, now, s.opts.Window, s.opts.Samples)
+	observed, window := r.measure(now, s.opts.Window, s.opts.Samples)
+	if observed > q {
+		r.record(-1, now, s.opts.Window, s.opts.Samples)
+	}
+	s.ratesMu.Unlock()
+	if observed <= q {
+		return 0
+	}
+	throttle := min(time.Duration((observed-q)/q*float64(window)), s.opts.Window*time.Duration(s.opts.Samples))
+	metrics.ThrottleSeconds.WithLabelValues("connection_creation", "").Add(throttle.Seconds())
+	return throttle
+}
+
+// ipQuota is the connection_creation_rate of ip, or of the default IP.
+func (s *Store) ipQuota(ip string) (float64, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, id := range [...]ident{{has: typeIP, ip: ip}, {has: typeIP, dflt: typeIP}} {
+		if e, ok := s.entries[id]; ok {
+			if q, ok := e.Values[ConnectionCreationRate]; ok {
+				return q, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // Mutate takes n controller mutations (partitions created or deleted,

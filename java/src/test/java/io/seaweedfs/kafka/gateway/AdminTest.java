@@ -231,7 +231,7 @@ class AdminTest {
         p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "none");
         String value = "x".repeat(1000);
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
-            // 120 KB: past the 10 KB/s the rate's 10-second window lets through.
+            // 120 KB: far past the 10 KB/s over the seconds the rate's window lets a burst through.
             for (int i = 0; i < 120; i++) {
                 producer.send(new ProducerRecord<>(topic, value));
                 if (i % 20 == 19) {

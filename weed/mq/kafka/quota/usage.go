@@ -1,0 +1,173 @@
+package quota
+
+// A tenant's quota across the gateways it talks to: each gateway shares
+// the rates it measures of the clients that have a quota, in a file of its
+// own under UsageDir written every ShareEvery, and reads the others'. A
+// client's rate is then what it takes of this gateway plus what the others
+// measured of it a second or two before: a producer spread over n
+// gateways is held to its quota in all, not n times it. Connection
+// creation rates stay each gateway's own.
+//
+// A gateway's file counts while it changes: one that stayed as it was
+// for usageStale (its gateway stopped, paused or cut off from the filer)
+// no longer does, whatever the clocks of the two gateways say, and one
+// unchanged for usageForget is removed.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
+)
+
+// UsageDir is where the gateways share the rates they measure.
+const UsageDir = "/etc/kafka-gateway/quota-usage"
+
+// ShareEvery is how often a gateway shares its rates and reads the others'.
+const ShareEvery = time.Second
+
+const (
+	usageStale  = 3 * ShareEvery
+	usageForget = time.Minute
+)
+
+// usage is one gateway's file.
+type usage struct {
+	Seq   uint64      `json:"seq"`
+	Rates []usageRate `json:"rates"`
+}
+
+type usageRate struct {
+	Sensor
+	Rate float64 `json:"rate"`
+}
+
+// peerUsage is what this gateway knows of another's file.
+type peerUsage struct {
+	seq     uint64
+	changed time.Time // by this gateway's clock
+	rates   []usageRate
+}
+
+// share writes this gateway's rates and reads the other gateways'.
+func (s *Store) share(ctx context.Context) {
+	if s.opts.Node == "" {
+		return
+	}
+	if err := s.publish(ctx); err != nil {
+		glog.V(1).Infof("kafka quotas: sharing the rates measured here: %v", err)
+	}
+	if err := s.readUsage(ctx); err != nil {
+		glog.V(1).Infof("kafka quotas: reading the rates other gateways measured: %v", err)
+	}
+}
+
+func (s *Store) usageName() string { return filerfs.Escape(s.opts.Node) + ".json" }
+
+// publish writes the rates this gateway measures of quota'd clients, or
+// removes its file when it has none left.
+func (s *Store) publish(ctx context.Context) error {
+	now := s.opts.Now()
+	var u usage
+	s.ratesMu.Lock()
+	for sensor, r := range s.rates {
+		if sensor.IP != "" {
+			continue
+		}
+		if v, _ := r.measure(now, s.opts.Window, s.opts.Samples); v > 0 {
+			u.Rates = append(u.Rates, usageRate{Sensor: sensor, Rate: v})
+		}
+	}
+	s.ratesMu.Unlock()
+	if len(u.Rates) == 0 {
+		if !s.published {
+			return nil
+		}
+		if err := s.opts.Files.Remove(ctx, UsageDir, s.usageName()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		s.published = false
+		return nil
+	}
+	s.seq++
+	u.Seq = s.seq
+	data, err := json.Marshal(u)
+	if err != nil {
+		return err
+	}
+	if err := s.opts.Files.WriteFile(ctx, UsageDir, s.usageName(), data); err != nil {
+		return err
+	}
+	s.published = true
+	return nil
+}
+
+// readUsage reads the other gateways' rates, while there are quotas.
+func (s *Store) readUsage(ctx context.Context) error {
+	s.mu.RLock()
+	none := len(s.entries) == 0
+	s.mu.RUnlock()
+	if none && len(s.peers) == 0 {
+		return nil
+	}
+	files, err := s.opts.Files.ListFiles(ctx, UsageDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	now := s.opts.Now()
+	seen := map[string]bool{}
+	for _, f := range files {
+		if f.Dir || f.Name == s.usageName() || !strings.HasSuffix(f.Name, ".json") {
+			continue
+		}
+		var u usage
+		if err := json.Unmarshal(f.Data, &u); err != nil {
+			continue
+		}
+		seen[f.Name] = true
+		p := s.peers[f.Name]
+		switch {
+		case p == nil:
+			// First read: counted from the next change, as it may be
+			// the file of a gateway long gone.
+			s.peers[f.Name] = &peerUsage{seq: u.Seq, changed: now.Add(-usageStale)}
+		case p.seq != u.Seq:
+			p.seq, p.changed, p.rates = u.Seq, now, u.Rates
+		case now.Sub(p.changed) > usageForget:
+			if err := s.opts.Files.Remove(ctx, UsageDir, f.Name); err == nil || errors.Is(err, fs.ErrNotExist) {
+				delete(s.peers, f.Name)
+			}
+		}
+	}
+	remote := map[Sensor]float64{}
+	for name, p := range s.peers {
+		if !seen[name] {
+			delete(s.peers, name)
+			continue
+		}
+		if now.Sub(p.changed) > usageStale {
+			continue
+		}
+		for _, r := range p.rates {
+			remote[r.Sensor] += r.Rate
+		}
+	}
+	s.ratesMu.Lock()
+	s.remote = remote
+	s.ratesMu.Unlock()
+	return nil
+}
+
+// Remote returns the rate the other gateways measure of a sensor, as last
+// read.
+func (s *Store) Remote(sensor Sensor) float64 {
+	s.ratesMu.Lock()
+	defer s.ratesMu.Unlock()
+	return s.remote[sensor]
+}

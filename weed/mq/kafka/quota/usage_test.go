@@ -1,0 +1,169 @@
+package quota
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
+)
+
+// Two gateways on one filer: a client producing to both is held to its
+// quota in all, each gateway counting what the other measured; a gateway
+// whose rates stop changing (stopped, cut off) no longer counts, and its
+// file goes after a while.
+func TestSharedRates(t *testing.T) {
+	ctx := context.Background()
+	files := filerfstest.New()
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { return now }
+	a := New(Options{Files: files, Now: clock, Node: "1"})
+	b := New(Options{Files: files, Now: clock, Node: "2"})
+	if err := a.Alter(ctx, Entity{{Type: User, Name: name("alice")}}, []Op{{Key: ProducerByteRate, Value: 1000}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Store{a, b} {
+		if err := s.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 8,000 bytes on each gateway over the 10 s minimum window: 800 B/s
+	// each, within the quota on each alone.
+	if d := a.Record(ProducerByteRate, "produce", "User:alice", "x", 8000); d != 0 {
+		t.Fatalf("gateway 1 alone: throttled %v", d)
+	}
+	if d := b.Record(ProducerByteRate, "produce", "User:alice", "y", 8000); d != 0 {
+		t.Fatalf("gateway 2 alone: throttled %v", d)
+	}
+	// They share: the first read of another's file waits for a change
+	// (it may be a gateway long gone), the next counts it.
+	for range 3 {
+		a.share(ctx)
+		b.share(ctx)
+	}
+	sensor := Sensor{Key: ProducerByteRate, User: "alice", ByUser: true}
+	if got := a.Remote(sensor); got != 800 {
+		t.Fatalf("gateway 1 reads gateway 2's rate as %v, want 800", got)
+	}
+	// 1,600 B/s in all against 1,000: each gateway throttles its side
+	// (1,600 + 0.1 − 1,000) / 1,000 × 10 s.
+	d := a.Record(ProducerByteRate, "produce", "User:alice", "x", 1)
+	if d < 6*time.Second || d > 6100*time.Millisecond {
+		t.Fatalf("shared: throttled %v, want about 6s", d)
+	}
+	// Another user on either gateway is not affected.
+	if d := b.Record(ProducerByteRate, "produce", "User:bob", "x", 8000); d != 0 {
+		t.Errorf("a user without a quota throttled %v", d)
+	}
+	// Gateway 2 stops sharing: after usageStale its rate no longer counts.
+	for range 5 {
+		now = now.Add(ShareEvery)
+		a.share(ctx)
+	}
+	if got := a.Remote(sensor); got != 0 {
+		t.Errorf("a silent gateway's rate still counted: %v", got)
+	}
+	now = now.Add(usageForget)
+	a.share(ctx)
+	files2, _ := files.ListFiles(ctx, UsageDir)
+	for _, f := range files2 {
+		if f.Name == b.usageName() {
+			t.Errorf("a silent gateway's file kept after %v", usageForget)
+		}
+	}
+	// A gateway that closes removes its file.
+	a.Close()
+	if files2, _ := files.ListFiles(ctx, UsageDir); len(files2) != 0 {
+		t.Errorf("files left after every gateway closed: %v", len(files2))
+	}
+}
+
+// A gateway with no quota'd client writes nothing, and one that has none
+// left removes its file.
+func TestSharedRatesQuiet(t *testing.T) {
+	ctx := context.Background()
+	files := filerfstest.New()
+	now := time.Unix(1000, 0)
+	s := New(Options{Files: files, Now: func() time.Time { return now }, Node: "1"})
+	s.share(ctx)
+	if fs, _ := files.ListFiles(ctx, UsageDir); len(fs) != 0 {
+		t.Fatalf("%d usage files without a quota", len(fs))
+	}
+	if err := s.Alter(ctx, Entity{{Type: ClientID}}, []Op{{Key: ConsumerByteRate, Value: 1 << 20}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Record(ConsumerByteRate, "fetch", "User:ANONYMOUS", "c", 4096)
+	s.share(ctx)
+	if fs, _ := files.ListFiles(ctx, UsageDir); len(fs) != 1 {
+		t.Fatalf("%d usage files with one client measured, want 1", len(fs))
+	}
+	now = now.Add(time.Minute) // its samples expire
+	s.share(ctx)
+	if fs, _ := files.ListFiles(ctx, UsageDir); len(fs) != 0 {
+		t.Fatalf("%d usage files once the client went quiet", len(fs))
+	}
+}
+
+// request_percentage: the time worked on requests, in percent of a
+// second per second, throttled at most one window.
+func TestRequestQuota(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	s := New(Options{Files: filerfstest.New(), Now: func() time.Time { return now }})
+	if s.HasRequestQuota("User:alice", "app") {
+		t.Fatal("a request quota without one set")
+	}
+	if err := s.Alter(ctx, Entity{{Type: ClientID, Name: name("app")}}, []Op{{Key: RequestPercentage, Value: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	if !s.HasRequestQuota("User:alice", "app") || s.HasRequestQuota("User:alice", "other") {
+		t.Fatal("the request quota applies to the wrong clients")
+	}
+	// 10% of the 10 s minimum window is 1 s of work.
+	if d := s.RecordTime("User:alice", "app", time.Second); d != 0 {
+		t.Errorf("at the quota: throttled %v", d)
+	}
+	// 0.5 s more: 15% against 10%: half the window, bounded by one window.
+	if d := s.RecordTime("User:alice", "app", 500*time.Millisecond); d != time.Second {
+		t.Errorf("over the quota: throttled %v, want one window (1s)", d)
+	}
+}
+
+// connection_creation_rate: each IP measured on its own against its quota
+// or the default's; a refused connection does not count.
+func TestConnectionQuota(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	s := New(Options{Files: filerfstest.New(), Now: func() time.Time { return now }})
+	if d := s.Connect("10.0.0.1"); d != 0 {
+		t.Fatalf("throttled without a quota: %v", d)
+	}
+	if err := s.Alter(ctx, Entity{{Type: IP}}, []Op{{Key: ConnectionCreationRate, Value: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Alter(ctx, Entity{{Type: IP, Name: name("10.0.0.2")}}, []Op{{Key: ConnectionCreationRate, Value: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	// 2/s over the 10 s minimum window: 20 connections at once.
+	for i := range 20 {
+		if d := s.Connect("10.0.0.1"); d != 0 {
+			t.Fatalf("connection %d throttled %v", i, d)
+		}
+	}
+	d := s.Connect("10.0.0.1")
+	if d <= 0 {
+		t.Fatal("the 21st connection at once was not throttled")
+	}
+	if d2 := s.Connect("10.0.0.1"); d2 != d {
+		t.Errorf("a refused connection counted: the next throttled %v, want %v", d2, d)
+	}
+	// Another IP has its own rate under the default, one its own quota.
+	if d := s.Connect("10.0.0.3"); d != 0 {
+		t.Errorf("another IP throttled %v", d)
+	}
+	for i := range 100 {
+		if d := s.Connect("10.0.0.2"); d != 0 {
+			t.Fatalf("10.0.0.2's connection %d throttled %v under its own quota", i, d)
+		}
+	}
+}
