@@ -286,7 +286,8 @@ func (m Sensor) String() string {
 }
 
 // Quota returns the quota of key that applies to user and client id, by
-// Kafka's precedence, and what it is measured for. It allocates nothing:
+// Kafka's precedence, and what it is measured for (the user and client id
+// only where the entity has them). It allocates nothing:
 // every produce and fetch asks.
 func (s *Store) Quota(key, user, clientID string) (float64, Sensor, bool) {
 	if s == nil {
@@ -314,7 +315,14 @@ func (s *Store) Quota(key, user, clientID string) (float64, Sensor, bool) {
 		}
 		if e, ok := s.entries[id]; ok {
 			if q, ok := e.Values[key]; ok {
-				return q, Sensor{Key: key, User: user, ClientID: clientID, ByUser: l.has&u != 0, ByClient: l.has&c != 0}, true
+				m := Sensor{Key: key, ByUser: l.has&u != 0, ByClient: l.has&c != 0}
+				if m.ByUser {
+					m.User = user
+				}
+				if m.ByClient {
+					m.ClientID = clientID
+				}
+				return q, m, true
 			}
 		}
 	}
@@ -353,12 +361,6 @@ func (s *Store) record(key, typ, principal, clientID string, v float64, maxThrot
 	q, sensor, ok := s.Quota(key, UserName(principal), clientID)
 	if !ok {
 		return 0
-	}
-	if !sensor.ByUser {
-		sensor.User = ""
-	}
-	if !sensor.ByClient {
-		sensor.ClientID = ""
 	}
 	now := s.opts.Now()
 	s.ratesMu.Lock()
@@ -444,12 +446,6 @@ func (s *Store) Mutate(principal, clientID string, n int, strict bool) (ok bool,
 	q, sensor, found := s.Quota(ControllerMutationRate, UserName(principal), clientID)
 	if !found {
 		return true, 0
-	}
-	if !sensor.ByUser {
-		sensor.User = ""
-	}
-	if !sensor.ByClient {
-		sensor.ClientID = ""
 	}
 	now := s.opts.Now()
 	burst := q * (s.opts.Window * time.Duration(s.opts.Samples)).Seconds()
