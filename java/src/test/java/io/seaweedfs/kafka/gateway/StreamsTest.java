@@ -261,6 +261,15 @@ class StreamsTest {
             assertEquals(GroupState.STABLE, group.groupState(), "state of " + group);
             assertTrue(admin.listGroups(ListGroupsOptions.forStreamsGroups()).all().get(30, TimeUnit.SECONDS).stream()
                 .anyMatch(l -> l.groupId().equals(appId)), "the streams group is listed");
+            // Standbys restored the counts' changelog as it was written, and
+            // a killed member's task went to the process holding its
+            // standby, which took it over from there (PROMOTED).
+            String changelog = appId + "-counts-changelog";
+            List<String> lines = Files.readAllLines(log);
+            assertTrue(lines.stream().anyMatch(l -> l.startsWith("standby batch " + changelog)),
+                "no standby loaded a batch of " + changelog + "; the apps' log: " + log.toAbsolutePath());
+            assertTrue(lines.stream().anyMatch(l -> l.startsWith("standby suspended " + changelog) && l.endsWith(": PROMOTED")),
+                "no standby of " + changelog + " was promoted to active after the kill; the apps' log: " + log.toAbsolutePath());
         } finally {
             for (Process app : apps) {
                 app.destroy();

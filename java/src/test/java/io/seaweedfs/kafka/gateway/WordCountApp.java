@@ -4,12 +4,15 @@ import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.processor.StandbyUpdateListener;
+import org.apache.kafka.streams.processor.TaskId;
 
 /**
  * A Kafka Streams word count with exactly-once processing, run as a process
@@ -17,7 +20,9 @@ import org.apache.kafka.streams.kstream.Produced;
  * topic are words; they are repartitioned by word (a repartition topic),
  * counted in a RocksDB store (a compacted changelog topic) and each new
  * count goes to the output topic. The cache is off, so every input gives
- * one output record.
+ * one output record. What its standby tasks do is printed (standby batch,
+ * standby suspended with the reason: PROMOTED when the standby becomes the
+ * task's active copy), for StreamsTest to check.
  *
  * <p>Arguments: bootstrap servers, application id, input topic, output
  * topic, state directory, and optionally the group protocol ("streams" for
@@ -59,6 +64,22 @@ public final class WordCountApp {
             System.out.println("state " + before + " -> " + now);
             if (now == KafkaStreams.State.ERROR || now == KafkaStreams.State.NOT_RUNNING) {
                 done.countDown();
+            }
+        });
+        streams.setStandbyUpdateListener(new StandbyUpdateListener() {
+            @Override
+            public void onUpdateStart(TopicPartition tp, String store, long startingOffset) {
+                System.out.println("standby start " + tp + " at " + startingOffset);
+            }
+
+            @Override
+            public void onBatchLoaded(TopicPartition tp, String store, TaskId task, long batchEndOffset, long batchSize, long currentEndOffset) {
+                System.out.println("standby batch " + tp + " " + batchSize + " records to " + batchEndOffset);
+            }
+
+            @Override
+            public void onUpdateSuspended(TopicPartition tp, String store, long storeOffset, long currentEndOffset, SuspendReason reason) {
+                System.out.println("standby suspended " + tp + " at " + storeOffset + " of " + currentEndOffset + ": " + reason);
             }
         });
         Runtime.getRuntime().addShutdownHook(new Thread(streams::close));
