@@ -91,7 +91,8 @@ type Store struct {
 	ratesMu sync.Mutex
 	rates   map[Sensor]*rate
 	buckets map[Sensor]*bucket // controller_mutation_rate's
-	remote  map[Sensor]float64 // the other gateways' rates
+	remote  map[Sensor]float64 // the other gateways' average rates
+	shares  map[Sensor]float64 // this gateway's share, as of the last read of them
 
 	// Kept by the share loop alone.
 	peers     map[string]*peerUsage
@@ -371,7 +372,11 @@ func (s *Store) record(key, typ, principal, clientID string, v float64, maxThrot
 	}
 	r.record(v, now, s.opts.Window, s.opts.Samples)
 	observed, window := r.measure(now, s.opts.Window, s.opts.Samples)
-	observed += s.remote[sensor]
+	if sh, ok := s.shares[sensor]; ok {
+		q *= sh
+	} else {
+		q *= share(r.average(now, s.opts.Window, s.opts.Samples), s.remote[sensor])
+	}
 	s.ratesMu.Unlock()
 	if observed <= q {
 		return 0
@@ -379,6 +384,23 @@ func (s *Store) record(key, typ, principal, clientID string, v float64, maxThrot
 	throttle := min(time.Duration((observed-q)/q*float64(window)), maxThrottle)
 	metrics.ThrottleSeconds.WithLabelValues(typ, metrics.Principal(principal)).Add(throttle.Seconds())
 	return throttle
+}
+
+// minShare is the least share of a quota a gateway keeps of a client it
+// serves: one the client has just begun to use is not starved while its
+// average grows.
+const minShare = 0.1
+
+// share is this gateway's share of a client's quota: its part of what the
+// gateways serving the client served of it lately (their rates' moving
+// averages), all of it while no other gateway serves the client. Split so,
+// the quota's bursts are too: a client idle for a window may send a
+// window's worth in all, not on each gateway.
+func share(local, remote float64) float64 {
+	if remote <= 0 {
+		return 1
+	}
+	return max(local/(local+remote), minShare)
 }
 
 // Connect counts a connection from ip against its connection_creation_rate
@@ -482,12 +504,20 @@ type bucket struct {
 	last                time.Time
 }
 
-// dropQuiet forgets the rates of clients that recorded nothing for a whole
-// window of samples (they measure 0 anyway), and the buckets that have
-// refilled whole since their last mutation.
+// quietFor is how long a client records nothing before its rate is
+// forgotten: three whole windows of samples, when its rate measures 0 and
+// its average has fallen to a twentieth (the gateways' shares of its
+// quota are kept that long: a client throttled for a whole window keeps
+// them).
+func (s *Store) quietFor() time.Duration {
+	return 3 * s.opts.Window * time.Duration(s.opts.Samples)
+}
+
+// dropQuiet forgets the rates of clients quiet for quietFor, and the
+// buckets that have refilled whole since their last mutation.
 func (s *Store) dropQuiet() {
 	now := s.opts.Now()
-	quiet := s.opts.Window * time.Duration(s.opts.Samples)
+	quiet := s.quietFor()
 	s.ratesMu.Lock()
 	defer s.ratesMu.Unlock()
 	for k, r := range s.rates {

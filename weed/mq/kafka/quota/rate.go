@@ -1,6 +1,9 @@
 package quota
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // rate is Kafka's sampled rate: samples of a window each, the oldest
 // replaced when a new window begins.
@@ -8,6 +11,9 @@ type rate struct {
 	samples []sample
 	current int
 	last    time.Time
+	// avg is the rate's moving average over a longer horizon, as of
+	// last: what this gateway's share of a client's quota is made of.
+	avg float64
 }
 
 type sample struct {
@@ -16,6 +22,7 @@ type sample struct {
 }
 
 func (r *rate) record(v float64, now time.Time, window time.Duration, samples int) {
+	r.avg = r.average(now, window, samples) + v/(window*time.Duration(samples)).Seconds()
 	r.last = now
 	if len(r.samples) == 0 {
 		r.samples = append(r.samples, sample{start: now})
@@ -53,4 +60,14 @@ func (r *rate) measure(now time.Time, window time.Duration, samples int) (float6
 		elapsed += time.Duration(int64(samples-1)-full) * window
 	}
 	return total / elapsed.Seconds(), elapsed
+}
+
+// average returns the rate's exponentially weighted moving average at now,
+// over a horizon of the whole window.
+func (r *rate) average(now time.Time, window time.Duration, samples int) float64 {
+	if r.last.IsZero() {
+		return 0
+	}
+	tau := (window * time.Duration(samples)).Seconds()
+	return r.avg * math.Exp(-max(now.Sub(r.last).Seconds(), 0)/tau)
 }

@@ -1,12 +1,13 @@
 package quota
 
 // A tenant's quota across the gateways it talks to: each gateway shares
-// the rates it measures of the clients that have a quota, in a file of its
-// own under UsageDir written every ShareEvery, and reads the others'. A
-// client's rate is then what it takes of this gateway plus what the others
-// measured of it a second or two before: a producer spread over n
-// gateways is held to its quota in all, not n times it. Connection
-// creation rates stay each gateway's own.
+// the moving averages of the rates it measures of the clients that have a
+// quota, in a file of its own under UsageDir written every ShareEvery, and
+// reads the others'. Each gateway holds a client to its share of the
+// quota, its part of the averages (share): a producer spread over n
+// gateways is held to its quota in all, not n times it, and so are its
+// bursts after a quiet while, which each gateway allows from its share.
+// Connection creation rates stay each gateway's own.
 //
 // A gateway's file counts while it changes: one that stayed as it was
 // for usageStale (its gateway stopped, paused or cut off from the filer)
@@ -45,6 +46,7 @@ type usage struct {
 
 type usageRate struct {
 	Sensor
+	// Rate is the rate's moving average (rate.average).
 	Rate float64 `json:"rate"`
 }
 
@@ -76,11 +78,12 @@ func (s *Store) publish(ctx context.Context) error {
 	now := s.opts.Now()
 	var u usage
 	s.ratesMu.Lock()
+	quiet := s.quietFor()
 	for sensor, r := range s.rates {
-		if sensor.IP != "" {
+		if sensor.IP != "" || now.Sub(r.last) > quiet {
 			continue
 		}
-		if v, _ := r.measure(now, s.opts.Window, s.opts.Samples); v > 0 {
+		if v := r.average(now, s.opts.Window, s.opts.Samples); v > 0 {
 			u.Rates = append(u.Rates, usageRate{Sensor: sensor, Rate: v})
 		}
 	}
@@ -158,14 +161,23 @@ func (s *Store) readUsage(ctx context.Context) error {
 			remote[r.Sensor] += r.Rate
 		}
 	}
+	// The shares, as of now, until the next read: a burst on this gateway
+	// does not raise its own share before the others have heard of it.
+	shares := map[Sensor]float64{}
 	s.ratesMu.Lock()
 	s.remote = remote
+	for sensor, rem := range remote {
+		if r := s.rates[sensor]; r != nil {
+			shares[sensor] = share(r.average(now, s.opts.Window, s.opts.Samples), rem)
+		}
+	}
+	s.shares = shares
 	s.ratesMu.Unlock()
 	return nil
 }
 
-// Remote returns the rate the other gateways measure of a sensor, as last
-// read.
+// Remote returns the average rate the other gateways measure of a sensor,
+// as last read.
 func (s *Store) Remote(sensor Sensor) float64 {
 	s.ratesMu.Lock()
 	defer s.ratesMu.Unlock()

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -41,15 +42,31 @@ func TestSharedRates(t *testing.T) {
 		a.share(ctx)
 		b.share(ctx)
 	}
+	// What gateway 2 shares is its average: 8,000 bytes over the 11 s
+	// horizon.
 	sensor := Sensor{Key: ProducerByteRate, User: "alice", ByUser: true}
-	if got := a.Remote(sensor); got != 800 {
-		t.Fatalf("gateway 1 reads gateway 2's rate as %v, want 800", got)
+	if got := a.Remote(sensor); math.Abs(got-8000.0/11) > 0.01 {
+		t.Fatalf("gateway 1 reads gateway 2's rate as %v, want %v", got, 8000.0/11)
 	}
-	// 1,600 B/s in all against 1,000: each gateway throttles its side
-	// (1,600 + 0.1 − 1,000) / 1,000 × 10 s.
+	// Each gateway served half: each holds alice to half the quota, 500
+	// B/s, and throttles its 800 B/s (800.1 − 500) / 500 × 10 s.
 	d := a.Record(ProducerByteRate, "produce", "User:alice", "x", 1)
 	if d < 6*time.Second || d > 6100*time.Millisecond {
 		t.Fatalf("shared: throttled %v, want about 6s", d)
+	}
+	// After a quiet while (the samples expire; the averages keep the
+	// split), a burst is allowed from the share alone: 5,000 bytes on
+	// gateway 1, not the 10,000 it would allow by itself.
+	now = now.Add(12 * time.Second)
+	for range 2 {
+		a.share(ctx)
+		b.share(ctx)
+	}
+	if d := a.Record(ProducerByteRate, "produce", "User:alice", "x", 4900); d != 0 {
+		t.Fatalf("a burst within the share: throttled %v", d)
+	}
+	if d := a.Record(ProducerByteRate, "produce", "User:alice", "x", 1000); d == 0 {
+		t.Fatal("a burst past the share, within the whole quota, not throttled")
 	}
 	// Another user on either gateway is not affected.
 	if d := b.Record(ProducerByteRate, "produce", "User:bob", "x", 8000); d != 0 {
@@ -97,7 +114,7 @@ func TestSharedRatesQuiet(t *testing.T) {
 	if fs, _ := files.ListFiles(ctx, UsageDir); len(fs) != 1 {
 		t.Fatalf("%d usage files with one client measured, want 1", len(fs))
 	}
-	now = now.Add(time.Minute) // its samples expire
+	now = now.Add(2 * time.Minute) // quiet: its rate is forgotten
 	s.share(ctx)
 	if fs, _ := files.ListFiles(ctx, UsageDir); len(fs) != 0 {
 		t.Fatalf("%d usage files once the client went quiet", len(fs))
