@@ -3,6 +3,7 @@ module github.com/seaweedfs-kafka/gateway
 go 1.26.8
 
 require (
+	github.com/hamba/avro/v2 v2.31.0
 	github.com/klauspost/compress v1.20.3
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/prometheus/client_golang v1.24.1
@@ -11,10 +12,11 @@ require (
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kadm v1.20.0
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
+	github.com/twmb/franz-go/pkg/sr v1.8.0
 	go.opentelemetry.io/proto/otlp v1.11.0
 	golang.org/x/sync v0.24.0
-	google.golang.org/protobuf v1.36.12
 	google.golang.org/grpc v1.86.0-dev.0.20261027044109-d619b5d02089
+	google.golang.org/protobuf v1.36.12
 )
 
 require (

@@ -23,6 +23,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/security"
 	"github.com/seaweedfs/seaweedfs/weed/util"
 	"github.com/seaweedfs/seaweedfs/weed/util/grace"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
@@ -163,6 +164,11 @@ Security (see the README's Security section):
                        samples of this many seconds (default 11 and 1, as
                        Kafka) against its quota (kafka-configs.sh
                        --entity-type users/clients)
+  -schema.registry.listeners
+                       serve the schema registry (Confluent's REST API) on
+                       these http(s)://host:port, kept in the _schemas
+                       topic (with -embedded.dir: http://127.0.0.1:8081
+                       unless set; none: off)
   -delegation.token.secret.key
                        turns delegation tokens on (KIP-48): the secret of
                        their HMACs, the same on every gateway; tokens log in
@@ -231,6 +237,19 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		glog.Errorf("kafka gateway: %v", err)
 		return false
 	}
+	regSpec := *o.registryListeners
+	if regSpec == "" && emb != nil {
+		regSpec = defaultEmbeddedRegistry
+	}
+	if regSpec == "none" {
+		regSpec = ""
+	}
+	regListeners, regURL, err := parseRegistryListeners(regSpec, *o.ip)
+	if err != nil {
+		glog.Errorf("kafka gateway: %v", err)
+		return false
+	}
+	self.Registry = regURL
 	if self.NodeID < 0 {
 		// From the first listener's address (-ip and -port without
 		// -listeners), so it stays the same across restarts.
@@ -352,6 +371,9 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		}
 	}
 	peers := gateway.NewPeers(peerOpts)
+	// The schema registry: a Kafka client of this gateway, kept in
+	// _schemas, started with the listeners below.
+	var schemas *schemaRegistry
 	forward := &gateway.Forwarder{Log: owned, Watermark: client.HighWatermark, Groups: groups, Members: members, Peers: peers}
 	txns := txn.New(txn.Options{Files: files, Log: forward, Groups: forward, Serving: serving(membership.TxnKey),
 		Changed: members.Changed, IDExpiration: retention(*o.txnIDExpiration, time.Millisecond)})
@@ -526,6 +548,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 					glog.V(0).Infof("kafka gateway: stopping %s took %v", what, d.Round(time.Millisecond))
 				}
 			}
+			step("the schema registry", schemas.Close)
 			step("the listeners and requests in flight", func() { srv.Close() })
 			step("the partitions' tails", func() { client.FlushTails(2 * time.Second) })
 			step("the membership", members.Close) // the others take over without waiting for the lock to expire
@@ -594,6 +617,13 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		}()
 	}
 
+	if len(regListeners) > 0 {
+		if schemas, err = startSchemaRegistry(regListeners, append(peerOpts.ClientOpts(), kgo.SeedBrokers(self.Addr())), members, *o.sslCert, *o.sslKey); err != nil {
+			glog.Errorf("kafka gateway: %v", err)
+			shutdown()
+			return false
+		}
+	}
 	glog.V(0).Infof("kafka gateway: node %d listening on %s, serving SeaweedFS at masters %s", self.NodeID, srv.Listeners(), masters)
 	go watchCluster(client, masters)
 	members.Start()

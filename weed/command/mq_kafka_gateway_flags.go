@@ -64,6 +64,7 @@ type kafkaGatewayOptions struct {
 	listeners           *string
 	advertisedListeners *string
 	sslCert             *string
+	registryListeners   *string
 	sslKey              *string
 	sslClientCA         *string
 	sslClientAuth       *string
@@ -144,6 +145,7 @@ func init() {
 	o.listeners = f.String("listeners", "", "PROTOCOL://host:port listeners (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); default PLAINTEXT on -ip.bind:-port")
 	o.advertisedListeners = f.String("advertised.listeners", "", "PROTOCOL://host:port addresses clients use (default: -ip and each listener's port)")
 	o.sslCert = f.String("ssl.cert", "", "PEM certificate (chain) of the SSL listeners")
+	o.registryListeners = f.String("schema.registry.listeners", "", "serve the schema registry (Confluent's REST API) on these http(s)://host:port; with -embedded.dir, "+defaultEmbeddedRegistry+" unless set (\"none\": off)")
 	o.sslKey = f.String("ssl.key", "", "PEM key of the SSL listeners")
 	o.sslClientCA = f.String("ssl.client.ca", "", "PEM certificates that sign client certificates")
 	o.sslClientAuth = f.String("ssl.client.auth", "none", "client certificates: none, requested or required")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 )
 
 // embeddedGateway is the README's run command: a gateway that starts its
@@ -24,9 +25,15 @@ func startEmbeddedGateway(t *testing.T, dir string, ports []int) *gatewayProc {
 	for _, p := range ports[2:] {
 		embedded = append(embedded, strconv.Itoa(p))
 	}
+	// The schema registry on a free port, not the run command's 8081.
+	registryPort, err := freePort(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.registry = "http://127.0.0.1:" + strconv.Itoa(registryPort)
 	p, err := startProc("embedded", filepath.Join(work, t.Name()+".log"), "-v=1", "mq.kafka.gateway",
 		"-ip=127.0.0.1", "-port="+strconv.Itoa(ports[0]), "-metricsPort="+strconv.Itoa(ports[1]),
-		"-embedded.dir="+dir, "-embedded.ports="+strings.Join(embedded, ","))
+		"-embedded.dir="+dir, "-embedded.ports="+strings.Join(embedded, ","), "-schema.registry.listeners="+g.registry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +89,17 @@ func TestEmbeddedCtrlC(t *testing.T) {
 	if resp, err := adm.CommitOffsets(ctx, "embedded-group", commit); err != nil || resp.Error() != nil {
 		t.Fatalf("commit: %v %v", err, resp.Error())
 	}
+	// The run command's schema registry takes a schema.
+	const schema = `{"type":"record","name":"Embedded","fields":[{"name":"n","type":"long"}]}`
+	reg, err := sr.NewClient(sr.URLs(g.registry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var registered sr.SubjectSchema
+	eventually(t, 60*time.Second, "the embedded registry takes a schema", func() error {
+		registered, err = reg.CreateSchema(ctx, "embedded-value", sr.Schema{Schema: schema, Type: sr.TypeAvro})
+		return err
+	})
 	// A consumer long-polling at the end of the topic while the gateway
 	// stops.
 	consumer, err := kgo.NewClient(kgo.SeedBrokers(g.addr), kgo.ConsumeTopics(topic),
@@ -126,6 +144,21 @@ func TestEmbeddedCtrlC(t *testing.T) {
 	if got != records {
 		t.Fatalf("%d of %d acknowledged records after the restart", got, records)
 	}
+	// The schema is served after the restart, under the same id.
+	reg2, err := sr.NewClient(sr.URLs(g.registry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the schema after the restart", func() error {
+		got, err := reg2.SchemaByVersion(ctx, "embedded-value", 1)
+		if err != nil {
+			return err
+		}
+		if got.ID != registered.ID || got.Schema.Schema != schema {
+			t.Fatalf("after the restart: %+v, registered %+v", got, registered)
+		}
+		return nil
+	})
 	offs, err := kadm.NewClient(cl2).FetchOffsets(ctx, "embedded-group")
 	if err != nil {
 		t.Fatal(err)

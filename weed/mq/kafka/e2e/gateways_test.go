@@ -198,7 +198,8 @@ func TestGatewaysGroupLag(t *testing.T) {
 // from a different one of three gateways, produce to partitions led by all
 // three; a librdkafka consumer bootstrapped from yet another reads every
 // record once, at dense offsets. Then a client's quota holds across the
-// three (sharedQuota).
+// three (sharedQuota), and the schema registry is one on the three
+// (sharedRegistry).
 func TestGatewaysClients(t *testing.T) {
 	g := threeGateways(t)
 	procs := g.all()
@@ -336,4 +337,5 @@ func TestGatewaysClients(t *testing.T) {
 	}
 
 	t.Run("shared-quota", func(t *testing.T) { sharedQuota(t, g) })
+	t.Run("schema-registry", func(t *testing.T) { sharedRegistry(t, g) })
 }

@@ -248,6 +248,8 @@ type gatewayProc struct {
 	// secure are the addresses of its SASL_SSL, SASL_PLAINTEXT and SSL
 	// listeners (see helpers_security_test.go).
 	secure map[string]string
+	// registry is the base URL of its schema registry.
+	registry string
 }
 
 // startGateway starts the package's gateway on the cluster (port 0: a free
@@ -269,8 +271,13 @@ func startNamedGateway(name, master string, port int, extra ...string) (*gateway
 	if err != nil {
 		return nil, err
 	}
+	registryPort, err := freePort(false)
+	if err != nil {
+		return nil, err
+	}
 	g := &gatewayProc{addr: "127.0.0.1:" + strconv.Itoa(port), port: port,
-		monitor: "http://127.0.0.1:" + strconv.Itoa(metricsPort), secure: map[string]string{}}
+		monitor: "http://127.0.0.1:" + strconv.Itoa(metricsPort), secure: map[string]string{},
+		registry: "http://127.0.0.1:" + strconv.Itoa(registryPort)}
 	listeners := []string{"PLAINTEXT://" + g.addr}
 	for _, l := range []string{"SASL_SSL", "SASL_PLAINTEXT", "SSL"} {
 		p, err := freePort(false)
@@ -299,6 +306,7 @@ func startNamedGateway(name, master string, port int, extra ...string) (*gateway
 		"-offsets.retention.check.interval.ms=2000", "-metricsPort=" + strconv.Itoa(metricsPort),
 		// Compacted partitions are looked at every second (not 15 s).
 		"-log.cleaner.backoff.ms=1000",
+		"-schema.registry.listeners=" + g.registry,
 		"-listeners=" + strings.Join(listeners, ",")}, creds.gatewayFlags()...)
 	args = append(args, extra...)
 	p, err := startProc(name, filepath.Join(work, name+".log"), args...)

@@ -38,6 +38,25 @@ type PeerOptions struct {
 	Identity *Identity
 }
 
+// ClientOpts are how a Kafka client of the gateways' own logs in to them:
+// TLS and SASL as the options say.
+func (o PeerOptions) ClientOpts() []kgo.Opt {
+	var opts []kgo.Opt
+	if o.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(o.TLS.Clone()))
+	}
+	if id := o.Identity; id != nil {
+		opts = append(opts, kgo.SASL(scram.Sha512(func(context.Context) (scram.Auth, error) {
+			pw := id.Password()
+			if pw == "" {
+				return scram.Auth{}, errors.New("the gateways' password is not read yet")
+			}
+			return scram.Auth{User: protocol.GatewayUser, Pass: pw}, nil
+		})))
+	}
+	return opts
+}
+
 // NewPeers returns a Peers with no connection yet.
 func NewPeers(opts PeerOptions) *Peers { return &Peers{opts: opts, clients: map[string]*kgo.Client{}} }
 
@@ -51,19 +70,7 @@ func (p *Peers) Request(ctx context.Context, addr string, req kmsg.Request) (kms
 	cl := p.clients[addr]
 	if cl == nil {
 		var err error
-		opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("kafka-gateway")}
-		if p.opts.TLS != nil {
-			opts = append(opts, kgo.DialTLSConfig(p.opts.TLS.Clone()))
-		}
-		if id := p.opts.Identity; id != nil {
-			opts = append(opts, kgo.SASL(scram.Sha512(func(context.Context) (scram.Auth, error) {
-				pw := id.Password()
-				if pw == "" {
-					return scram.Auth{}, errors.New("the gateways' password is not read yet")
-				}
-				return scram.Auth{User: protocol.GatewayUser, Pass: pw}, nil
-			})))
-		}
+		opts := append(p.opts.ClientOpts(), kgo.SeedBrokers(addr), kgo.ClientID("kafka-gateway"))
 		if cl, err = kgo.NewClient(opts...); err != nil {
 			p.mu.Unlock()
 			return nil, err

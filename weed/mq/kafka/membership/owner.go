@@ -16,6 +16,8 @@ type Member struct {
 	// Listeners are the member's advertised listeners in Kafka's form,
 	// "NAME://host:port,..." (empty: one listener, Host and Port).
 	Listeners string `json:"listeners,omitempty"`
+	// Registry is the URL of the member's schema registry ("": none).
+	Registry string `json:"registry,omitempty"`
 }
 
 // Addr is the member's advertised host:port for the other gateways.

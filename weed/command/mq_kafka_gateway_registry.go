@@ -1,0 +1,133 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/registry"
+)
+
+// defaultEmbeddedRegistry is where the run command's schema registry
+// listens when -schema.registry.listeners is not given.
+const defaultEmbeddedRegistry = "http://127.0.0.1:8081"
+
+// registryListener is one of -schema.registry.listeners.
+type registryListener struct {
+	tls  bool
+	bind string // host:port
+}
+
+// parseRegistryListeners reads -schema.registry.listeners
+// ("http://0.0.0.0:8081,https://..."), and returns them with the URL the
+// other gateways forward writes to: the first listener's, with advertised
+// as its host when it binds every address.
+func parseRegistryListeners(spec, advertised string) ([]registryListener, string, error) {
+	var out []registryListener
+	var first string
+	for _, s := range strings.Split(spec, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Port() == "" || (u.Path != "" && u.Path != "/") {
+			return nil, "", fmt.Errorf("-schema.registry.listeners: %q is not http(s)://host:port", s)
+		}
+		l := registryListener{tls: u.Scheme == "https", bind: u.Host}
+		out = append(out, l)
+		if first == "" {
+			host := u.Hostname()
+			if host == "" || host == "0.0.0.0" || host == "::" {
+				host = advertised
+			}
+			first = u.Scheme + "://" + net.JoinHostPort(host, u.Port())
+		}
+	}
+	return out, first, nil
+}
+
+// schemaRegistry is the running registry: its log and HTTP servers.
+type schemaRegistry struct {
+	log     *registry.KafkaLog
+	servers []*http.Server
+}
+
+// startSchemaRegistry serves the registry on the listeners, keeping it in
+// _schemas through this gateway's own Kafka listener (kafkaOpts: seeds,
+// TLS, SASL); the leader of _schemas writes, the others forward to it.
+func startSchemaRegistry(listeners []registryListener, kafkaOpts []kgo.Opt, members *membership.Membership, certFile, keyFile string) (*schemaRegistry, error) {
+	state := registry.NewState()
+	log, err := registry.NewKafkaLog(kafkaOpts, state)
+	if err != nil {
+		return nil, err
+	}
+	reg := registry.New(registry.Options{State: state, Log: log})
+	key := membership.PartitionKey(registry.Topic, 0)
+	handler := registry.Handler(reg, func() (string, bool) {
+		owner, _, ok := members.Owner(key)
+		if !ok {
+			return "", false
+		}
+		if owner.NodeID == members.Self().NodeID {
+			_, serving := members.Serving(key)
+			return "", serving
+		}
+		return owner.Registry, false
+	})
+	r := &schemaRegistry{log: log}
+	for _, l := range listeners {
+		ln, err := net.Listen("tcp", l.bind)
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("schema registry on %s: %w", l.bind, err)
+		}
+		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+		r.servers = append(r.servers, srv)
+		scheme := "http"
+		if l.tls {
+			scheme = "https"
+			if certFile == "" || keyFile == "" {
+				ln.Close()
+				r.Close()
+				return nil, errors.New("an https schema registry listener needs -ssl.cert and -ssl.key")
+			}
+		}
+		go func() {
+			var err error
+			if l.tls {
+				err = srv.ServeTLS(ln, certFile, keyFile)
+			} else {
+				err = srv.Serve(ln)
+			}
+			if err != nil && !errors.Is(err, http.ErrServerClosed) {
+				glog.Errorf("kafka gateway: schema registry on %s: %v", l.bind, err)
+			}
+		}()
+		glog.V(0).Infof("kafka gateway: schema registry on %s://%s", scheme, ln.Addr())
+	}
+	log.Start()
+	return r, nil
+}
+
+// Close stops the HTTP servers, then reading the log.
+func (r *schemaRegistry) Close() {
+	if r == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range r.servers {
+		s.Shutdown(ctx) //nolint:errcheck // closing anyway
+	}
+	r.log.Close()
+}

@@ -1,0 +1,61 @@
+package registry
+
+import (
+	"context"
+	"testing"
+)
+
+// Records of _schemas from anyone who may write the topic: applied or
+// skipped, never a panic; a schema applied is read back as it was.
+func FuzzApply(f *testing.F) {
+	f.Add(schemaKey("s", 1), mustJSON(schemaValue{Subject: "s", Version: 1, ID: 1, Schema: userV1}))
+	f.Add(configKey(nil), []byte(`{"compatibilityLevel":"FULL"}`))
+	f.Add(modeKey(nil), []byte(`{"mode":"IMPORT"}`))
+	f.Add(deleteSubjectKey("s"), []byte(`{"subject":"s","version":3}`))
+	f.Add([]byte(`{"keytype":"CLEAR_SUBJECT","subject":"s","magic":0}`), []byte(`{"subject":"s"}`))
+	f.Add([]byte(`{"keytype":"NOOP","magic":0}`), []byte(nil))
+	f.Add(schemaKey("s", 1), []byte(nil))
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		s := NewState()
+		s.Apply(0, schemaKey("s", 1), mustJSON(schemaValue{Subject: "s", Version: 1, ID: 1, Schema: userV1})) //nolint:errcheck // valid
+		if err := s.Apply(1, key, value); err != nil {
+			return
+		}
+		s.Subjects("", true)
+		for _, subject := range s.Subjects("", true) {
+			for _, v := range s.Versions(subject, true) {
+				if typ, schema, _, ok := s.ByID(v.ID); !ok || typ != v.Type || schema != v.Schema {
+					t.Fatalf("%s version %d: id %d stands for %q, not its schema", subject, v.Version, v.ID, schema)
+				}
+			}
+		}
+	})
+}
+
+// Schemas as clients send them: registered or refused with a Confluent
+// error, never a panic.
+func FuzzRegister(f *testing.F) {
+	f.Add(userV1, "AVRO")
+	f.Add(`"string"`, "")
+	f.Add(`{"type":"array","items":{"type":"map","values":"long"}}`, "AVRO")
+	f.Add(`{"type":"enum","name":"E","symbols":["A","B"]}`, "avro")
+	f.Add(`syntax = "proto3";`, "PROTOBUF")
+	f.Fuzz(func(t *testing.T, schema, typ string) {
+		log := &memLog{}
+		r := New(Options{State: log.reader(), Log: log})
+		ctx := context.Background()
+		if _, e := r.Register(ctx, "s", SchemaRequest{Schema: userV1}); e != nil {
+			t.Fatal(e)
+		}
+		id, e := r.Register(ctx, "s", SchemaRequest{Schema: schema, SchemaType: typ})
+		if e != nil {
+			if e.Status() != 409 && e.Status() != 422 {
+				t.Fatalf("refused with %v", e)
+			}
+			return
+		}
+		if _, got, _, ok := r.State().ByID(id); !ok || got != schema && normalJSON(got) != normalJSON(schema) {
+			t.Fatalf("id %d stands for %q, not the schema registered", id, got)
+		}
+	})
+}

@@ -1,0 +1,493 @@
+package registry
+
+// Confluent's Schema Registry REST API (v1). Reads are answered from this
+// gateway's State; writes by the registry's writer, to which the other
+// gateways forward them.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// ContentType is the registry's media type.
+const ContentType = "application/vnd.schemaregistry.v1+json"
+
+// forwardedHeader marks a write forwarded by another gateway: not
+// forwarded again.
+const forwardedHeader = "X-Kafka-Gateway-Registry-Forwarded"
+
+// maxBody bounds a request's body.
+const maxBody = 4 * MaxSchemaBytes
+
+// Leader says which gateway writes: its registry's URL, and whether it is
+// this one.
+type Leader func() (url string, self bool)
+
+// Handler serves the REST API of r; writes go to leader's gateway when it
+// is not this one (nil: this one writes).
+func Handler(r *Registry, leader Leader) http.Handler {
+	h := &api{r: r, leader: leader}
+	mux := http.NewServeMux()
+	read := func(pattern string, fn func(w http.ResponseWriter, q *http.Request) (any, *Error)) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, q *http.Request) {
+			v, e := fn(w, q)
+			reply(w, v, e)
+		})
+	}
+	write := func(pattern string, fn func(w http.ResponseWriter, q *http.Request) (any, *Error)) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, q *http.Request) {
+			if h.forward(w, q) {
+				return
+			}
+			v, e := fn(w, q)
+			reply(w, v, e)
+		})
+	}
+	read("GET /{$}", func(http.ResponseWriter, *http.Request) (any, *Error) { return struct{}{}, nil })
+	read("GET /subjects", h.subjects)
+	read("GET /subjects/{subject}/versions", h.versions)
+	write("POST /subjects/{subject}/versions", h.register)
+	read("POST /subjects/{subject}", h.lookup)
+	read("GET /subjects/{subject}/versions/{version}", h.version)
+	read("GET /subjects/{subject}/versions/{version}/schema", h.versionSchema)
+	read("GET /subjects/{subject}/versions/{version}/referencedby", h.referencedBy)
+	write("DELETE /subjects/{subject}", h.deleteSubject)
+	write("DELETE /subjects/{subject}/versions/{version}", h.deleteVersion)
+	read("GET /schemas/ids/{id}", h.byID)
+	read("GET /schemas/ids/{id}/schema", h.byIDSchema)
+	read("GET /schemas/ids/{id}/versions", h.idVersions)
+	read("GET /schemas/ids/{id}/subjects", h.idSubjects)
+	read("GET /schemas/types", func(http.ResponseWriter, *http.Request) (any, *Error) { return Types(), nil })
+	read("GET /schemas", h.schemas)
+	read("GET /config", h.getConfig)
+	read("GET /config/{subject}", h.getConfig)
+	write("PUT /config", h.putConfig)
+	write("PUT /config/{subject}", h.putConfig)
+	write("DELETE /config", h.deleteConfig)
+	write("DELETE /config/{subject}", h.deleteConfig)
+	read("GET /mode", h.getMode)
+	read("GET /mode/{subject}", h.getMode)
+	write("PUT /mode", h.putMode)
+	write("PUT /mode/{subject}", h.putMode)
+	write("DELETE /mode/{subject}", h.deleteMode)
+	read("POST /compatibility/subjects/{subject}/versions/{version}", h.compatibility)
+	read("POST /compatibility/subjects/{subject}/versions", h.compatibility)
+	read("GET /contexts", func(http.ResponseWriter, *http.Request) (any, *Error) { return []string{"."}, nil })
+	return http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+		q.Body = http.MaxBytesReader(w, q.Body, maxBody)
+		mux.ServeHTTP(&notFound{ResponseWriter: w}, q)
+	})
+}
+
+type api struct {
+	r      *Registry
+	leader Leader
+}
+
+// notFound answers the mux's own 404 and 405 as Confluent does: a JSON
+// error.
+type notFound struct {
+	http.ResponseWriter
+	ours bool
+}
+
+func (n *notFound) WriteHeader(code int) {
+	if !n.ours && (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) && n.Header().Get("Content-Type") != ContentType {
+		n.ours = true
+		n.Header().Set("Content-Type", ContentType)
+		n.ResponseWriter.WriteHeader(code)
+		json.NewEncoder(n.ResponseWriter).Encode(&Error{Code: code, Message: http.StatusText(code)}) //nolint:errcheck // the client went
+		return
+	}
+	n.ResponseWriter.WriteHeader(code)
+}
+
+func (n *notFound) Write(b []byte) (int, error) {
+	if n.ours {
+		return len(b), nil // the mux's plain text, replaced
+	}
+	return n.ResponseWriter.Write(b)
+}
+
+func reply(w http.ResponseWriter, v any, e *Error) {
+	w.Header().Set("Content-Type", ContentType)
+	if e != nil {
+		w.WriteHeader(e.Status())
+		v = e
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v) //nolint:errcheck // the client went
+}
+
+// forward sends a write to the registry's writer when it is another
+// gateway, and reports whether it did (or answered why it could not).
+func (h *api) forward(w http.ResponseWriter, q *http.Request) bool {
+	if h.leader == nil {
+		return false
+	}
+	target, self := h.leader()
+	switch {
+	case self:
+		return false
+	case target == "" || q.Header.Get(forwardedHeader) != "":
+		reply(w, nil, errorf(codeUnknownLeader, "Unknown leader: the registry's writer is not known yet"))
+		return true
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		reply(w, nil, errorf(codeForwardError, "Error while forwarding the request to the leader: %v", err))
+		return true
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, err error) {
+		reply(w, nil, errorf(codeForwardError, "Error while forwarding the request to the leader: %v", err))
+	}
+	q.Header.Set(forwardedHeader, "1")
+	proxy.ServeHTTP(w, q)
+	return true
+}
+
+// decode reads a JSON body into v.
+func decode(q *http.Request, v any) *Error {
+	if err := json.NewDecoder(q.Body).Decode(v); err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return errorf(codeInvalidSchema, "Request body larger than %d bytes", maxBody)
+		}
+		return &Error{Code: 422, Message: fmt.Sprintf("Unrecognized request body: %v", err)}
+	}
+	return nil
+}
+
+func flag(q *http.Request, name string) bool {
+	v, _ := strconv.ParseBool(q.URL.Query().Get(name))
+	return v
+}
+
+// versionArg reads a version: a number of 1 to 2^31-1, or latest (-1).
+func versionArg(q *http.Request) (int, *Error) {
+	s := q.PathValue("version")
+	if s == "latest" || s == "-1" {
+		return latest, nil
+	}
+	v, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || v < 1 {
+		return 0, errorf(codeInvalidVersion, "The specified version '%s' is not a valid version id. Allowed values are between [1, 2^31-1] and the string \"latest\"", s)
+	}
+	return int(v), nil
+}
+
+func idArg(q *http.Request) (int, *Error) {
+	s := q.PathValue("id")
+	v, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || v < 0 {
+		return 0, errorf(codeSchemaNotFound, "Schema %s not found", s)
+	}
+	return int(v), nil
+}
+
+// schemaJSON is a subject's version as the API shows it.
+type schemaJSON struct {
+	Subject    string      `json:"subject"`
+	Version    int         `json:"version"`
+	ID         int         `json:"id"`
+	SchemaType string      `json:"schemaType,omitempty"`
+	References []Reference `json:"references,omitempty"`
+	Schema     string      `json:"schema"`
+}
+
+func showSchema(sc Schema) schemaJSON {
+	out := schemaJSON{Subject: sc.Subject, Version: sc.Version, ID: sc.ID, References: sc.References, Schema: sc.Schema}
+	if sc.Type != Avro {
+		out.SchemaType = sc.Type
+	}
+	return out
+}
+
+func (h *api) subjects(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	out := h.r.State().Subjects(q.URL.Query().Get("subjectPrefix"), flag(q, "deleted"))
+	if out == nil {
+		out = []string{}
+	}
+	return out, nil
+}
+
+func (h *api) versions(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	subject := q.PathValue("subject")
+	vs := h.r.State().Versions(subject, flag(q, "deleted"))
+	if len(vs) == 0 {
+		return nil, errorf(codeSubjectNotFound, "Subject '%s' not found.", subject)
+	}
+	out := make([]int, len(vs))
+	for i, v := range vs {
+		out[i] = v.Version
+	}
+	return out, nil
+}
+
+func (h *api) register(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	var req SchemaRequest
+	if e := decode(q, &req); e != nil {
+		return nil, e
+	}
+	id, e := h.r.Register(q.Context(), q.PathValue("subject"), req)
+	if e != nil {
+		return nil, e
+	}
+	return map[string]int{"id": id}, nil
+}
+
+func (h *api) lookup(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	var req SchemaRequest
+	if e := decode(q, &req); e != nil {
+		return nil, e
+	}
+	sc, e := h.r.Lookup(q.PathValue("subject"), req, flag(q, "deleted"))
+	if e != nil {
+		return nil, e
+	}
+	return showSchema(sc), nil
+}
+
+func (h *api) subjectVersion(q *http.Request) (Schema, *Error) {
+	v, e := versionArg(q)
+	if e != nil {
+		return Schema{}, e
+	}
+	return h.r.Version(q.PathValue("subject"), v, flag(q, "deleted"))
+}
+
+func (h *api) version(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	sc, e := h.subjectVersion(q)
+	if e != nil {
+		return nil, e
+	}
+	return showSchema(sc), nil
+}
+
+func (h *api) versionSchema(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	sc, e := h.subjectVersion(q)
+	if e != nil {
+		return nil, e
+	}
+	return json.RawMessage(rawSchema(sc.Schema)), nil
+}
+
+// rawSchema is a schema as the /schema endpoints return it: its JSON as
+// it is, or a JSON string of a schema that is not JSON (Protobuf).
+func rawSchema(schema string) []byte {
+	if json.Valid([]byte(schema)) {
+		return []byte(schema)
+	}
+	return mustJSON(schema)
+}
+
+func (h *api) referencedBy(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	sc, e := h.subjectVersion(q)
+	if e != nil {
+		return nil, e
+	}
+	return h.r.State().ReferencedBy(sc.Subject, sc.Version), nil
+}
+
+func (h *api) deleteSubject(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	return h.r.DeleteSubject(q.Context(), q.PathValue("subject"), flag(q, "permanent"))
+}
+
+func (h *api) deleteVersion(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	v, e := versionArg(q)
+	if e != nil {
+		return nil, e
+	}
+	return h.r.DeleteVersion(q.Context(), q.PathValue("subject"), v, flag(q, "permanent"))
+}
+
+// idJSON is a schema by id as /schemas/ids/{id} shows it.
+type idJSON struct {
+	SchemaType string      `json:"schemaType,omitempty"`
+	References []Reference `json:"references,omitempty"`
+	Schema     string      `json:"schema"`
+}
+
+func (h *api) lookupID(q *http.Request) (idJSON, *Error) {
+	id, e := idArg(q)
+	if e != nil {
+		return idJSON{}, e
+	}
+	typ, schema, refs, ok := h.r.State().ByID(id)
+	if subject := q.URL.Query().Get("subject"); ok && subject != "" {
+		ok = false
+		for _, v := range h.r.State().IDVersions(id, true) {
+			ok = ok || v.Subject == subject
+		}
+	}
+	if !ok {
+		return idJSON{}, errorf(codeSchemaNotFound, "Schema %d not found", id)
+	}
+	out := idJSON{References: refs, Schema: schema}
+	if typ != Avro {
+		out.SchemaType = typ
+	}
+	return out, nil
+}
+
+func (h *api) byID(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	return h.lookupID(q)
+}
+
+func (h *api) byIDSchema(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	s, e := h.lookupID(q)
+	if e != nil {
+		return nil, e
+	}
+	return json.RawMessage(rawSchema(s.Schema)), nil
+}
+
+type subjectVersionJSON struct {
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+}
+
+func (h *api) idVersions(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	if _, e := h.lookupID(q); e != nil {
+		return nil, e
+	}
+	id, _ := idArg(q)
+	out := []subjectVersionJSON{}
+	for _, v := range h.r.State().IDVersions(id, flag(q, "deleted")) {
+		out = append(out, subjectVersionJSON{v.Subject, v.Version})
+	}
+	return out, nil
+}
+
+func (h *api) idSubjects(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	if _, e := h.lookupID(q); e != nil {
+		return nil, e
+	}
+	id, _ := idArg(q)
+	out := []string{}
+	for _, v := range h.r.State().IDVersions(id, flag(q, "deleted")) {
+		if len(out) == 0 || out[len(out)-1] != v.Subject {
+			out = append(out, v.Subject)
+		}
+	}
+	return out, nil
+}
+
+func (h *api) schemas(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	st := h.r.State()
+	deleted, latestOnly := flag(q, "deleted"), flag(q, "latestOnly")
+	out := []schemaJSON{}
+	for _, subject := range st.Subjects(q.URL.Query().Get("subjectPrefix"), deleted) {
+		vs := st.Versions(subject, deleted)
+		if latestOnly && len(vs) > 0 {
+			vs = vs[len(vs)-1:]
+		}
+		for _, v := range vs {
+			out = append(out, showSchema(v))
+		}
+	}
+	return out, nil
+}
+
+func (h *api) getConfig(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	subject := q.PathValue("subject")
+	if subject != "" {
+		if level, ok := h.r.State().Config(subject); ok {
+			return map[string]string{"compatibilityLevel": level}, nil
+		}
+		if !flag(q, "defaultToGlobal") {
+			return nil, errorf(codeSubjectLevelNotSet, "Subject '%s' does not have subject-level compatibility configured", subject)
+		}
+	}
+	return map[string]string{"compatibilityLevel": h.r.Compatibility("")}, nil
+}
+
+func (h *api) putConfig(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	var req struct {
+		Compatibility string `json:"compatibility"`
+	}
+	if e := decode(q, &req); e != nil {
+		return nil, e
+	}
+	if e := h.r.SetCompatibility(q.Context(), q.PathValue("subject"), req.Compatibility); e != nil {
+		return nil, e
+	}
+	return map[string]string{"compatibility": strings.ToUpper(req.Compatibility)}, nil
+}
+
+func (h *api) deleteConfig(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	was, e := h.r.DeleteCompatibility(q.Context(), q.PathValue("subject"))
+	if e != nil {
+		return nil, e
+	}
+	return map[string]string{"compatibilityLevel": was}, nil
+}
+
+func (h *api) getMode(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	subject := q.PathValue("subject")
+	if subject != "" {
+		if m, ok := h.r.State().Mode(subject); ok {
+			return map[string]string{"mode": m}, nil
+		}
+		if !flag(q, "defaultToGlobal") {
+			return nil, errorf(codeSubjectModeNotSet, "Subject '%s' does not have subject-level mode configured", subject)
+		}
+	}
+	return map[string]string{"mode": h.r.Mode("")}, nil
+}
+
+func (h *api) putMode(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	var req struct {
+		Mode string `json:"mode"`
+	}
+	if e := decode(q, &req); e != nil {
+		return nil, e
+	}
+	if e := h.r.SetMode(q.Context(), q.PathValue("subject"), req.Mode, flag(q, "force")); e != nil {
+		return nil, e
+	}
+	return map[string]string{"mode": strings.ToUpper(req.Mode)}, nil
+}
+
+func (h *api) deleteMode(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	was, e := h.r.DeleteMode(q.Context(), q.PathValue("subject"))
+	if e != nil {
+		return nil, e
+	}
+	return map[string]string{"mode": was}, nil
+}
+
+func (h *api) compatibility(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	var req SchemaRequest
+	if e := decode(q, &req); e != nil {
+		return nil, e
+	}
+	version := 0
+	if q.PathValue("version") != "" {
+		v, e := versionArg(q)
+		if e != nil {
+			return nil, e
+		}
+		version = v
+	}
+	msgs, e := h.r.Check(q.PathValue("subject"), version, req)
+	if e != nil {
+		return nil, e
+	}
+	out := map[string]any{"is_compatible": len(msgs) == 0}
+	if flag(q, "verbose") {
+		if msgs == nil {
+			msgs = []string{}
+		}
+		out["messages"] = msgs
+	}
+	return out, nil
+}

@@ -1,0 +1,333 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/sr"
+)
+
+// memLog is a _schemas topic in memory: appended records are applied to
+// every state that reads it, in order.
+type memLog struct {
+	mu     sync.Mutex
+	recs   []Record
+	states []*State
+}
+
+func (l *memLog) Append(_ context.Context, recs ...Record) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range recs {
+		off := int64(len(l.recs))
+		l.recs = append(l.recs, r)
+		for _, s := range l.states {
+			s.Apply(off, r.Key, r.Value) //nolint:errcheck // the registry's own
+		}
+	}
+	return int64(len(l.recs) - 1), nil
+}
+
+func (l *memLog) End(context.Context) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return int64(len(l.recs)), nil
+}
+
+// reader returns a new state that has read the whole log and reads on.
+func (l *memLog) reader() *State {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := NewState()
+	for i, r := range l.recs {
+		s.Apply(int64(i), r.Key, r.Value) //nolint:errcheck // the registry's own
+	}
+	l.states = append(l.states, s)
+	return s
+}
+
+// serve starts a registry's API over log; leader, if set, says who writes.
+func serve(t *testing.T, log *memLog, leader Leader) (*Registry, *sr.Client, *httptest.Server) {
+	t.Helper()
+	r := New(Options{State: log.reader(), Log: log})
+	ts := httptest.NewServer(Handler(r, leader))
+	t.Cleanup(ts.Close)
+	cl, err := sr.NewClient(sr.URLs(ts.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, cl, ts
+}
+
+func code(err error) int {
+	var re *sr.ResponseError
+	if errors.As(err, &re) {
+		return re.ErrorCode
+	}
+	return 0
+}
+
+const (
+	userV1 = `{"type":"record","name":"User","namespace":"com.example","fields":[{"name":"name","type":"string"}]}`
+	// a field added with a default: BACKWARD and FORWARD compatible.
+	userV2 = `{"type":"record","name":"User","namespace":"com.example","fields":[{"name":"name","type":"string"},{"name":"age","type":"int","default":0}]}`
+	// a field added without a default: the new schema cannot read old data.
+	userNoDefault = `{"type":"record","name":"User","namespace":"com.example","fields":[{"name":"name","type":"string"},{"name":"email","type":"string"}]}`
+)
+
+// The registry as franz-go's client drives it: ids shared by the same
+// schema, versions, Avro's compatibility at the subject's level, lookups,
+// deletes soft and permanent, and Confluent's error codes.
+func TestRegistryAvro(t *testing.T) {
+	ctx := context.Background()
+	log := &memLog{}
+	_, cl, _ := serve(t, log, nil)
+	avro := func(s string) sr.Schema { return sr.Schema{Schema: s, Type: sr.TypeAvro} }
+
+	s1, err := cl.CreateSchema(ctx, "users-value", avro(userV1))
+	if err != nil || s1.ID != 1 || s1.Version != 1 {
+		t.Fatalf("first schema: %+v %v", s1, err)
+	}
+	// The same schema, spaced otherwise: the same id and version.
+	same, err := cl.CreateSchema(ctx, "users-value", avro(strings.ReplaceAll(userV1, ",", ", ")))
+	if err != nil || same.ID != 1 || same.Version != 1 {
+		t.Fatalf("the same schema again: %+v %v", same, err)
+	}
+	// Under another subject: the same id, that subject's version 1.
+	other, err := cl.CreateSchema(ctx, "users-copy", avro(userV1))
+	if err != nil || other.ID != 1 || other.Version != 1 {
+		t.Fatalf("the same schema under another subject: %+v %v", other, err)
+	}
+	// BACKWARD (the default): a field without a default is refused.
+	if _, err := cl.CreateSchema(ctx, "users-value", avro(userNoDefault)); code(err) != 409 {
+		t.Fatalf("an incompatible schema: %v, want 409", err)
+	}
+	res, err := cl.CheckCompatibility(sr.WithParams(ctx, sr.Verbose), "users-value", -1, avro(userNoDefault))
+	if err != nil || res.Is || len(res.Messages) == 0 {
+		t.Fatalf("compatibility of the incompatible schema: %+v %v", res, err)
+	}
+	res, err = cl.CheckCompatibility(ctx, "users-value", 1, avro(userV2))
+	if err != nil || !res.Is {
+		t.Fatalf("compatibility of a compatible schema: %+v %v", res, err)
+	}
+	s2, err := cl.CreateSchema(ctx, "users-value", avro(userV2))
+	if err != nil || s2.ID != 2 || s2.Version != 2 {
+		t.Fatalf("a compatible schema: %+v %v", s2, err)
+	}
+	// NONE for the subject: anything goes.
+	if r := cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone}, "users-value"); r[0].Err != nil {
+		t.Fatal(r[0].Err)
+	}
+	s3, err := cl.CreateSchema(ctx, "users-value", avro(userNoDefault))
+	if err != nil || s3.ID != 3 || s3.Version != 3 {
+		t.Fatalf("under NONE: %+v %v", s3, err)
+	}
+	if r := cl.Compatibility(ctx, "users-value"); r[0].Err != nil || r[0].Level != sr.CompatNone {
+		t.Fatalf("the subject's level: %+v", r[0])
+	}
+	if r := cl.Compatibility(ctx); r[0].Err != nil || r[0].Level != sr.CompatBackward {
+		t.Fatalf("the global level: %+v", r[0])
+	}
+
+	// Reads.
+	if subjects, err := cl.Subjects(ctx); err != nil || strings.Join(subjects, ",") != "users-copy,users-value" {
+		t.Fatalf("subjects: %v %v", subjects, err)
+	}
+	if vs, err := cl.SubjectVersions(ctx, "users-value"); err != nil || len(vs) != 3 {
+		t.Fatalf("versions: %v %v", vs, err)
+	}
+	if byID, err := cl.SchemaByID(ctx, 2); err != nil || byID.Schema != userV2 {
+		t.Fatalf("schema 2: %+v %v", byID, err)
+	}
+	if latest, err := cl.SchemaByVersion(ctx, "users-value", -1); err != nil || latest.Version != 3 || latest.ID != 3 {
+		t.Fatalf("latest: %+v %v", latest, err)
+	}
+	if found, err := cl.LookupSchema(ctx, "users-value", avro(userV2)); err != nil || found.Version != 2 || found.ID != 2 {
+		t.Fatalf("lookup: %+v %v", found, err)
+	}
+	if _, err := cl.LookupSchema(ctx, "users-value", avro(`"string"`)); code(err) != 40403 {
+		t.Fatalf("lookup of a schema not registered: %v, want 40403", err)
+	}
+	if _, err := cl.SchemaByVersion(ctx, "nobody", 1); code(err) != 40401 {
+		t.Fatalf("a subject that does not exist: %v, want 40401", err)
+	}
+	if _, err := cl.SchemaByVersion(ctx, "users-value", 9); code(err) != 40402 {
+		t.Fatalf("a version that does not exist: %v, want 40402", err)
+	}
+	if _, err := cl.SchemaByID(ctx, 99); code(err) != 40403 {
+		t.Fatalf("an id that does not exist: %v, want 40403", err)
+	}
+	if usages, err := cl.SchemaVersionsByID(ctx, 1); err != nil || len(usages) != 2 {
+		t.Fatalf("the versions of id 1: %+v %v", usages, err)
+	}
+	if _, err := cl.CreateSchema(ctx, "bad", avro(`{"type":"record","name":"X","fields":[{"name":"a","type":"nope"}]}`)); code(err) != 42201 {
+		t.Fatalf("an invalid schema: %v, want 42201", err)
+	}
+
+	// Deletes: soft, then permanent; each out of order refused.
+	if err := cl.DeleteSchema(ctx, "users-value", 1, sr.HardDelete); code(err) != 40407 {
+		t.Fatalf("permanent delete of a version not soft-deleted: %v, want 40407", err)
+	}
+	if err := cl.DeleteSchema(ctx, "users-value", 1, sr.SoftDelete); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.DeleteSchema(ctx, "users-value", 1, sr.SoftDelete); code(err) != 40406 {
+		t.Fatalf("soft delete twice: %v, want 40406", err)
+	}
+	if vs, _ := cl.SubjectVersions(ctx, "users-value"); len(vs) != 2 {
+		t.Fatalf("versions after a soft delete: %v", vs)
+	}
+	if vs, _ := cl.SubjectVersions(sr.WithParams(ctx, sr.ShowDeleted), "users-value"); len(vs) != 3 {
+		t.Fatalf("versions with the deleted: %v", vs)
+	}
+	if err := cl.DeleteSchema(ctx, "users-value", 1, sr.HardDelete); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.DeleteSubject(ctx, "users-copy", sr.HardDelete); code(err) != 40405 {
+		t.Fatalf("permanent delete of a subject not soft-deleted: %v, want 40405", err)
+	}
+	if vs, err := cl.DeleteSubject(ctx, "users-copy", sr.SoftDelete); err != nil || len(vs) != 1 {
+		t.Fatalf("soft delete of a subject: %v %v", vs, err)
+	}
+	if _, err := cl.DeleteSubject(ctx, "users-copy", sr.SoftDelete); code(err) != 40404 {
+		t.Fatalf("soft delete of a subject twice: %v, want 40404", err)
+	}
+	if subjects, _ := cl.Subjects(ctx); strings.Join(subjects, ",") != "users-value" {
+		t.Fatalf("subjects after a delete: %v", subjects)
+	}
+	// Id 1 is kept by its soft-deleted use: still readable.
+	if _, err := cl.SchemaByID(ctx, 1); err != nil {
+		t.Fatalf("id 1 after its versions were deleted: %v", err)
+	}
+
+	// A new gateway reading the log from its start serves the same.
+	fresh := log.reader()
+	if got := fresh.Subjects("", true); strings.Join(got, ",") != "users-copy,users-value" {
+		t.Fatalf("a fresh reader's subjects: %v", got)
+	}
+	if v, ok := fresh.Version("users-value", 1, true); ok {
+		t.Fatalf("a fresh reader has the permanently deleted version: %+v", v)
+	}
+	if fresh.MaxID() != 3 {
+		t.Fatalf("a fresh reader's largest id: %d", fresh.MaxID())
+	}
+}
+
+// Avro references across subjects: a schema naming a type of another
+// subject's version; the referenced version cannot be deleted then.
+func TestRegistryReferences(t *testing.T) {
+	ctx := context.Background()
+	_, cl, _ := serve(t, &memLog{}, nil)
+	addr, err := cl.CreateSchema(ctx, "address", sr.Schema{Type: sr.TypeAvro,
+		Schema: `{"type":"record","name":"Address","namespace":"com.example","fields":[{"name":"city","type":"string"}]}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	person := sr.Schema{Type: sr.TypeAvro,
+		Schema:     `{"type":"record","name":"Person","namespace":"com.example","fields":[{"name":"home","type":"com.example.Address"}]}`,
+		References: []sr.SchemaReference{{Name: "com.example.Address", Subject: "address", Version: 1}}}
+	p, err := cl.CreateSchema(ctx, "person", person)
+	if err != nil || p.ID == addr.ID {
+		t.Fatalf("a schema with a reference: %+v %v", p, err)
+	}
+	// Without the reference the type is unknown.
+	if _, err := cl.CreateSchema(ctx, "person2", sr.Schema{Type: sr.TypeAvro, Schema: person.Schema}); code(err) != 42201 {
+		t.Fatalf("the schema without its reference: %v, want 42201", err)
+	}
+	if _, err := cl.CreateSchema(ctx, "person3", sr.Schema{Type: sr.TypeAvro, Schema: person.Schema,
+		References: []sr.SchemaReference{{Name: "com.example.Address", Subject: "address", Version: 7}}}); code(err) != 42201 {
+		t.Fatalf("a reference to a version that does not exist: %v, want 42201", err)
+	}
+	if err := cl.DeleteSchema(ctx, "address", 1, sr.SoftDelete); code(err) != 42206 {
+		t.Fatalf("deleting a referenced version: %v, want 42206", err)
+	}
+	refs, err := cl.SchemaReferences(ctx, "address", 1)
+	if err != nil || len(refs) != 1 || refs[0].ID != p.ID {
+		t.Fatalf("referencedby: %+v %v", refs, err)
+	}
+}
+
+// Modes: READONLY refuses writes; IMPORT keeps the ids and versions given
+// (an empty registry, or forced).
+func TestRegistryModes(t *testing.T) {
+	ctx := context.Background()
+	_, cl, _ := serve(t, &memLog{}, nil)
+	if r := cl.SetMode(ctx, sr.ModeImport); r[0].Err != nil {
+		t.Fatal(r[0].Err)
+	}
+	s, err := cl.CreateSchemaWithIDAndVersion(ctx, "imported", sr.Schema{Type: sr.TypeAvro, Schema: userV1}, 42, 5)
+	if err != nil || s.ID != 42 || s.Version != 5 {
+		t.Fatalf("an imported schema: %+v %v", s, err)
+	}
+	if _, err := cl.CreateSchemaWithIDAndVersion(ctx, "imported2", sr.Schema{Type: sr.TypeAvro, Schema: userV2}, 42, 1); code(err) != 42205 {
+		t.Fatalf("an id taken by another schema: %v, want 42205", err)
+	}
+	if r := cl.SetMode(ctx, sr.ModeReadWrite); r[0].Err != nil {
+		t.Fatal(r[0].Err)
+	}
+	// New ids follow the largest imported.
+	if s, err := cl.CreateSchema(ctx, "fresh", sr.Schema{Type: sr.TypeAvro, Schema: userV2}); err != nil || s.ID != 43 {
+		t.Fatalf("an id after the import: %+v %v", s, err)
+	}
+	if _, err := cl.CreateSchemaWithIDAndVersion(ctx, "x", sr.Schema{Type: sr.TypeAvro, Schema: `"string"`}, 7, 1); code(err) != 42205 {
+		t.Fatalf("an id given outside IMPORT: %v, want 42205", err)
+	}
+	if r := cl.SetMode(ctx, sr.ModeImport); code(r[0].Err) != 42205 {
+		t.Fatalf("IMPORT over existing subjects: %v, want 42205", r[0].Err)
+	}
+	if r := cl.SetMode(ctx, sr.ModeReadOnly, "fresh"); r[0].Err != nil {
+		t.Fatal(r[0].Err)
+	}
+	if _, err := cl.CreateSchema(ctx, "fresh", sr.Schema{Type: sr.TypeAvro, Schema: userV1}); code(err) != 42205 {
+		t.Fatalf("a write to a READONLY subject: %v, want 42205", err)
+	}
+	if m := cl.Mode(ctx, "fresh"); m[0].Err != nil || m[0].Mode != sr.ModeReadOnly {
+		t.Fatalf("the subject's mode: %+v", m[0])
+	}
+}
+
+// Writes on a gateway that does not write go to the one that does; reads
+// are answered where they arrive, from the log both read.
+func TestRegistryForwarding(t *testing.T) {
+	ctx := context.Background()
+	log := &memLog{}
+	_, _, leader := serve(t, log, func() (string, bool) { return "", true })
+	_, follower, _ := serve(t, log, func() (string, bool) { return leader.URL, false })
+	s, err := follower.CreateSchema(ctx, "fwd", sr.Schema{Type: sr.TypeAvro, Schema: userV1})
+	if err != nil || s.ID != 1 {
+		t.Fatalf("a write through the follower: %+v %v", s, err)
+	}
+	if got, err := follower.SchemaByID(ctx, 1); err != nil || got.Schema != userV1 {
+		t.Fatalf("read back on the follower: %+v %v", got, err)
+	}
+	_, lost, _ := serve(t, log, func() (string, bool) { return "", false })
+	if _, err := lost.CreateSchema(ctx, "fwd", sr.Schema{Type: sr.TypeAvro, Schema: userV2}); code(err) != 50004 {
+		t.Fatalf("a write while no writer is known: %v, want 50004", err)
+	}
+}
+
+// The API's own answers: types, contexts, an unknown path as a JSON error
+// with the registry's media type.
+func TestRegistryHTTP(t *testing.T) {
+	_, _, ts := serve(t, &memLog{}, nil)
+	resp, err := http.Get(ts.URL + "/no/such/path")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 || resp.Header.Get("Content-Type") != ContentType {
+		t.Fatalf("an unknown path: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	cl, _ := sr.NewClient(sr.URLs(ts.URL))
+	if types, err := cl.SupportedTypes(context.Background()); err != nil || len(types) != 1 || types[0] != sr.TypeAvro {
+		t.Fatalf("types: %v %v", types, err)
+	}
+	if _, err := cl.SchemaByVersion(context.Background(), "s", 0); code(err) != 42202 {
+		t.Fatalf("version 0: %v, want 42202", err)
+	}
+}

@@ -1,0 +1,335 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Schema is one version of a subject.
+type Schema struct {
+	Subject    string
+	Version    int
+	ID         int
+	Type       string // AVRO, PROTOBUF or JSON
+	Schema     string
+	References []Reference
+	Deleted    bool // soft-deleted
+}
+
+// The schema types.
+const (
+	Avro     = "AVRO"
+	Protobuf = "PROTOBUF"
+	JSON     = "JSON"
+)
+
+// content is what an id stands for: the same for every subject and
+// version registered under it.
+type content struct {
+	typ    string
+	schema string
+	refs   []Reference
+}
+
+// State is the registry as the _schemas records applied in order make it:
+// what every gateway serves reads from.
+type State struct {
+	mu       sync.RWMutex
+	subjects map[string]map[int]*Schema // by subject, by version
+	ids      map[int]content
+	// byContent is the first id of each content.
+	byContent map[string]int
+	maxID     int
+	configs   map[string]string // compatibility level by subject, "" the global
+	modes     map[string]string // by subject, "" the global
+	applied   int64             // the offset of the last record applied, -1 none
+	notify    chan struct{}     // closed and replaced at each record applied
+}
+
+// NewState returns an empty registry.
+func NewState() *State {
+	return &State{subjects: map[string]map[int]*Schema{}, ids: map[int]content{}, byContent: map[string]int{}, configs: map[string]string{}, modes: map[string]string{}, applied: -1, notify: make(chan struct{})}
+}
+
+// Applied is the offset of the last record applied (-1: none).
+func (s *State) Applied() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.applied
+}
+
+// Wait waits until the record at offset is applied.
+func (s *State) Wait(ctx context.Context, offset int64) error {
+	for {
+		s.mu.RLock()
+		applied, ch := s.applied, s.notify
+		s.mu.RUnlock()
+		if applied >= offset {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Apply applies the record at offset (value nil: a tombstone). A record
+// that is not the registry's is skipped, as Confluent's reader skips it;
+// the error says why, for the log.
+func (s *State) Apply(offset int64, key, value []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.applied = max(s.applied, offset)
+	close(s.notify)
+	s.notify = make(chan struct{})
+	k, err := decodeKey(key)
+	if err != nil {
+		return err
+	}
+	switch k.KeyType {
+	case keySchema:
+		versions := s.subjects[*k.Subject]
+		if value == nil {
+			delete(versions, k.Version)
+			if len(versions) == 0 {
+				delete(s.subjects, *k.Subject)
+			}
+			return nil
+		}
+		var v schemaValue
+		if err := json.Unmarshal(value, &v); err != nil {
+			return fmt.Errorf("%w: schema value: %v", errSkip, err)
+		}
+		if v.Subject != *k.Subject || v.Version != k.Version || v.Version <= 0 || v.ID < 0 || len(v.Schema) > MaxSchemaBytes || len(v.References) > MaxReferences {
+			return fmt.Errorf("%w: schema value of %s version %d does not match its key", errSkip, *k.Subject, k.Version)
+		}
+		typ := v.SchemaType
+		if typ == "" {
+			typ = Avro
+		}
+		if c, ok := s.ids[v.ID]; ok && (c.typ != typ || c.schema != v.Schema) {
+			return fmt.Errorf("%w: id %d stands for another schema already", errSkip, v.ID)
+		}
+		if _, ok := s.ids[v.ID]; !ok {
+			s.ids[v.ID] = content{typ: typ, schema: v.Schema, refs: v.References}
+			if ck := contentKey(typ, v.Schema, v.References); s.byContent[ck] == 0 || v.ID < s.byContent[ck] {
+				s.byContent[ck] = v.ID
+			}
+		}
+		s.maxID = max(s.maxID, v.ID)
+		if versions == nil {
+			versions = map[int]*Schema{}
+			s.subjects[*k.Subject] = versions
+		}
+		versions[v.Version] = &Schema{Subject: v.Subject, Version: v.Version, ID: v.ID, Type: typ, Schema: v.Schema, References: v.References, Deleted: v.Deleted}
+	case keyConfig, keyMode:
+		m, field := s.configs, "compatibilityLevel"
+		if k.KeyType == keyMode {
+			m, field = s.modes, "mode"
+		}
+		subject := ""
+		if k.Subject != nil {
+			subject = *k.Subject
+		}
+		if value == nil {
+			delete(m, subject)
+			return nil
+		}
+		var v map[string]any
+		if err := json.Unmarshal(value, &v); err != nil {
+			return fmt.Errorf("%w: %s value: %v", errSkip, k.KeyType, err)
+		}
+		level, _ := v[field].(string)
+		if level == "" {
+			return fmt.Errorf("%w: %s value without %s", errSkip, k.KeyType, field)
+		}
+		m[subject] = level
+	case keyDeleteSubject:
+		if value == nil {
+			return nil
+		}
+		var v deleteSubjectValue
+		if err := json.Unmarshal(value, &v); err != nil {
+			return fmt.Errorf("%w: delete subject value: %v", errSkip, err)
+		}
+		for version, sc := range s.subjects[*k.Subject] {
+			if version <= v.Version {
+				sc.Deleted = true
+			}
+		}
+	case keyClearSubject:
+		if value != nil {
+			delete(s.subjects, *k.Subject)
+		}
+	}
+	return nil
+}
+
+// versions returns a subject's versions in order, the soft-deleted too
+// when deleted. s.mu is held.
+func (s *State) versionsLocked(subject string, deleted bool) []*Schema {
+	var out []*Schema
+	for _, sc := range s.subjects[subject] {
+		if deleted || !sc.Deleted {
+			out = append(out, sc)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	return out
+}
+
+// Subjects returns the subjects with a version (a soft-deleted one too
+// when deleted) whose names begin with prefix, sorted.
+func (s *State) Subjects(prefix string, deleted bool) []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []string
+	for name := range s.subjects {
+		if strings.HasPrefix(name, prefix) && len(s.versionsLocked(name, deleted)) > 0 {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Versions returns a subject's versions in order (nil: no such subject).
+func (s *State) Versions(subject string, deleted bool) []Schema {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []Schema
+	for _, sc := range s.versionsLocked(subject, deleted) {
+		out = append(out, *sc)
+	}
+	return out
+}
+
+// Version returns a subject's version (-1: the latest not deleted, or the
+// latest when deleted).
+func (s *State) Version(subject string, version int, deleted bool) (Schema, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if version == -1 {
+		vs := s.versionsLocked(subject, deleted)
+		if len(vs) == 0 {
+			return Schema{}, false
+		}
+		return *vs[len(vs)-1], true
+	}
+	sc, ok := s.subjects[subject][version]
+	if !ok || (sc.Deleted && !deleted) {
+		return Schema{}, false
+	}
+	return *sc, true
+}
+
+// HasSubject reports whether the subject has versions, soft-deleted ones
+// counted when deleted.
+func (s *State) HasSubject(subject string, deleted bool) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.versionsLocked(subject, deleted)) > 0
+}
+
+// ByID returns the schema an id stands for.
+func (s *State) ByID(id int) (typ, schema string, refs []Reference, ok bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	c, ok := s.ids[id]
+	return c.typ, c.schema, c.refs, ok
+}
+
+// IDVersions returns the subjects' versions registered under an id.
+func (s *State) IDVersions(id int, deleted bool) []Schema {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []Schema
+	for _, versions := range s.subjects {
+		for _, sc := range versions {
+			if sc.ID == id && (deleted || !sc.Deleted) {
+				out = append(out, *sc)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Subject != out[j].Subject {
+			return out[i].Subject < out[j].Subject
+		}
+		return out[i].Version < out[j].Version
+	})
+	return out
+}
+
+// ReferencedBy returns the ids of the schemas, not deleted, that refer to
+// a subject's version.
+func (s *State) ReferencedBy(subject string, version int) []int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	seen := map[int]bool{}
+	for _, versions := range s.subjects {
+		for _, sc := range versions {
+			if sc.Deleted {
+				continue
+			}
+			for _, r := range sc.References {
+				if r.Subject == subject && r.Version == version {
+					seen[sc.ID] = true
+				}
+			}
+		}
+	}
+	out := make([]int, 0, len(seen))
+	for id := range seen {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Config returns a subject's compatibility level ("" the global), and
+// whether it is set.
+func (s *State) Config(subject string) (string, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	c, ok := s.configs[subject]
+	return c, ok
+}
+
+// Mode returns a subject's mode ("" the global), and whether it is set.
+func (s *State) Mode(subject string) (string, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m, ok := s.modes[subject]
+	return m, ok
+}
+
+// MaxID is the largest id given so far.
+func (s *State) MaxID() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.maxID
+}
+
+// contentKey is what two registrations of the same schema share.
+func contentKey(typ, schema string, refs []Reference) string {
+	norm := schema
+	if f, ok := formats[typ]; ok {
+		norm = f.normalize(schema)
+	}
+	return typ + "\x00" + norm + "\x00" + string(mustJSON(refs))
+}
+
+// findID returns the id of a schema registered with the same content
+// under any subject, or 0.
+func (s *State) findID(typ, schema string, refs []Reference) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.byContent[contentKey(typ, schema, refs)]
+}
