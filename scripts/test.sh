@@ -42,6 +42,23 @@ if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
 	fi
 fi
 
+# Python with confluent-kafka (librdkafka), its Schema Registry client and
+# Avro serializers, in a virtual environment of the tests' own (PyPI).
+venv="${XDG_CACHE_HOME:-$HOME/.cache}/seaweedfs-kafka-gateway/venv"
+if ! "$venv/bin/python" -c "import confluent_kafka, fastavro" >/dev/null 2>&1; then
+	if ! python3 -m venv --clear "$venv" >/dev/null 2>&1; then
+		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+			(apt-get install -y -qq python3 python3-venv >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq python3 python3-venv >/dev/null))
+			python3 -m venv --clear "$venv"
+		else
+			echo "Python 3 with venv is needed for the Python client tests (Debian/Ubuntu: apt-get install python3-venv)" >&2
+			exit 1
+		fi
+	fi
+	"$venv/bin/pip" install -q "confluent-kafka[avro,schemaregistry]==2.16.1"
+fi
+export PYTHON_E2E="$venv/bin/python"
+
 echo "== go mod download"
 go mod download
 

@@ -35,6 +35,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/registry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
@@ -169,6 +170,10 @@ Security (see the README's Security section):
                        these http(s)://host:port, kept in the _schemas
                        topic (with -embedded.dir: http://127.0.0.1:8081
                        unless set; none: off)
+  -schema.registry.basic.auth
+                       the schema registry asks for HTTP basic auth with
+                       the gateway's SCRAM users; with -authorizer.enabled
+                       subjects are decided by their topics' ACLs
   -delegation.token.secret.key
                        turns delegation tokens on (KIP-48): the secret of
                        their HMACs, the same on every gateway; tokens log in
@@ -372,8 +377,13 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	}
 	peers := gateway.NewPeers(peerOpts)
 	// The schema registry: a Kafka client of this gateway, kept in
-	// _schemas, started with the listeners below.
+	// _schemas, started with the listeners below; its state also checks
+	// the schema ids of topics that validate them.
 	var schemas *schemaRegistry
+	var schemaState *registry.State
+	if len(regListeners) > 0 {
+		schemaState = registry.NewState()
+	}
 	forward := &gateway.Forwarder{Log: owned, Watermark: client.HighWatermark, Groups: groups, Members: members, Peers: peers}
 	txns := txn.New(txn.Options{Files: files, Log: forward, Groups: forward, Serving: serving(membership.TxnKey),
 		Changed: members.Changed, IDExpiration: retention(*o.txnIDExpiration, time.Millisecond)})
@@ -461,6 +471,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		Users:                 users,
 		Tokens:                tokens,
 		Quotas:                quotas,
+		Schemas:               schemaState,
 		ClientMetrics:         clientMetrics,
 		Features:              features,
 		Authorizer:            authz,
@@ -618,7 +629,8 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	}
 
 	if len(regListeners) > 0 {
-		if schemas, err = startSchemaRegistry(regListeners, append(peerOpts.ClientOpts(), kgo.SeedBrokers(self.Addr())), members, *o.sslCert, *o.sslKey); err != nil {
+		if schemas, err = startSchemaRegistry(schemaState, regListeners, append(peerOpts.ClientOpts(), kgo.SeedBrokers(self.Addr())), members,
+			registrySecurity(*o.registryBasicAuth, users, authz), *o.sslCert, *o.sslKey); err != nil {
 			glog.Errorf("kafka gateway: %v", err)
 			shutdown()
 			return false

@@ -65,6 +65,7 @@ type kafkaGatewayOptions struct {
 	advertisedListeners *string
 	sslCert             *string
 	registryListeners   *string
+	registryBasicAuth   *bool
 	sslKey              *string
 	sslClientCA         *string
 	sslClientAuth       *string
@@ -146,6 +147,7 @@ func init() {
 	o.advertisedListeners = f.String("advertised.listeners", "", "PROTOCOL://host:port addresses clients use (default: -ip and each listener's port)")
 	o.sslCert = f.String("ssl.cert", "", "PEM certificate (chain) of the SSL listeners")
 	o.registryListeners = f.String("schema.registry.listeners", "", "serve the schema registry (Confluent's REST API) on these http(s)://host:port; with -embedded.dir, "+defaultEmbeddedRegistry+" unless set (\"none\": off)")
+	o.registryBasicAuth = f.Bool("schema.registry.basic.auth", false, "the schema registry asks for HTTP basic auth with the gateway's SCRAM users (with -authorizer.enabled, subjects are decided by their topics' ACLs either way)")
 	o.sslKey = f.String("ssl.key", "", "PEM key of the SSL listeners")
 	o.sslClientCA = f.String("ssl.client.ca", "", "PEM certificates that sign client certificates")
 	o.sslClientAuth = f.String("ssl.client.auth", "none", "client certificates: none, requested or required")

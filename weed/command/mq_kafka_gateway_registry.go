@@ -13,8 +13,10 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/registry"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
 )
 
 // defaultEmbeddedRegistry is where the run command's schema registry
@@ -64,16 +66,18 @@ type schemaRegistry struct {
 
 // startSchemaRegistry serves the registry on the listeners, keeping it in
 // _schemas through this gateway's own Kafka listener (kafkaOpts: seeds,
-// TLS, SASL); the leader of _schemas writes, the others forward to it.
-func startSchemaRegistry(listeners []registryListener, kafkaOpts []kgo.Opt, members *membership.Membership, certFile, keyFile string) (*schemaRegistry, error) {
-	state := registry.NewState()
+// TLS, SASL) and reading it into state; the leader of _schemas writes,
+// the others forward to it. security says who may do what (its Leader is
+// set here).
+func startSchemaRegistry(state *registry.State, listeners []registryListener, kafkaOpts []kgo.Opt, members *membership.Membership,
+	security registry.HandlerOptions, certFile, keyFile string) (*schemaRegistry, error) {
 	log, err := registry.NewKafkaLog(kafkaOpts, state)
 	if err != nil {
 		return nil, err
 	}
 	reg := registry.New(registry.Options{State: state, Log: log})
 	key := membership.PartitionKey(registry.Topic, 0)
-	handler := registry.Handler(reg, func() (string, bool) {
+	security.Leader = func() (string, bool) {
 		owner, _, ok := members.Owner(key)
 		if !ok {
 			return "", false
@@ -83,7 +87,8 @@ func startSchemaRegistry(listeners []registryListener, kafkaOpts []kgo.Opt, memb
 			return "", serving
 		}
 		return owner.Registry, false
-	})
+	}
+	handler := registry.Handler(reg, security)
 	r := &schemaRegistry{log: log}
 	for _, l := range listeners {
 		ln, err := net.Listen("tcp", l.bind)
@@ -130,4 +135,18 @@ func (r *schemaRegistry) Close() {
 		s.Shutdown(ctx) //nolint:errcheck // closing anyway
 	}
 	r.log.Close()
+}
+
+// registrySecurity is the registry's logins (HTTP basic auth with the
+// gateway's SCRAM users, when asked for) and its ACLs (the authorizer's,
+// when it is on).
+func registrySecurity(basicAuth bool, users *user.Store, authz *acl.Authorizer) registry.HandlerOptions {
+	var o registry.HandlerOptions
+	if basicAuth {
+		o.Authenticate = users.VerifyPassword
+	}
+	if authz != nil {
+		o.Authorize = authz.Authorize
+	}
+	return o
 }

@@ -3,11 +3,13 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 )
@@ -86,6 +88,30 @@ func TestSchemaRegistry(t *testing.T) {
 	_, err = reg.CreateSchema(ctx, topic+"-value", sr.Schema{Schema: orderBad, Type: sr.TypeAvro})
 	if re, ok := err.(*sr.ResponseError); !ok || re.ErrorCode != 409 || re.StatusCode != 409 {
 		t.Fatalf("an incompatible version: %v, want 409", err)
+	}
+
+	// Broker-side validation: a topic with confluent.value.schema.validation
+	// takes records whose value carries an id registered under
+	// <topic>-value, and refuses the others with INVALID_RECORD.
+	validated := newTopic(t) + "-validated"
+	on := "true"
+	createTopic(t, validated, 1, map[string]*string{"confluent.value.schema.validation": &on})
+	if _, err := reg.CreateSchema(ctx, validated+"-value", sr.Schema{Schema: orderV1, Type: sr.TypeAvro}); err != nil {
+		t.Fatal(err)
+	}
+	vcl := newClient(t, kgo.DefaultProduceTopic(validated))
+	produceSync(t, vcl, &kgo.Record{Value: produce.MustEncode(order{ID: 1, Item: "valid"})})
+	for what, value := range map[string][]byte{
+		"a value without a schema id": []byte("plain bytes"),
+		"an id never registered":      {0, 0, 0, 0x7f, 0xff, 1, 2},
+	} {
+		err := vcl.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr()
+		if !errors.Is(err, kerr.InvalidRecord) {
+			t.Errorf("%s: %v, want INVALID_RECORD", what, err)
+		}
+	}
+	if recs := consumeN(t, validated, 1); string(recs[0].Value[5:]) != string(produce.MustEncode(order{ID: 1, Item: "valid"})[5:]) {
+		t.Fatalf("the validated topic holds %q", recs[0].Value)
 	}
 
 	// _schemas holds the two versions as Confluent's registry writes them.

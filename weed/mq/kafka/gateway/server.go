@@ -24,6 +24,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/registry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
@@ -55,6 +56,9 @@ type Options struct {
 	Tokens *user.Tokens
 	// Quotas keeps the client quotas (nil: none).
 	Quotas *quota.Store
+	// Schemas is the schema registry's state, for topics that validate
+	// schema ids (protocol.Config.Schemas).
+	Schemas *registry.State
 	// ClientMetrics keeps the client metrics subscriptions and pushes
 	// (nil: none served).
 	ClientMetrics *telemetry.Manager
@@ -216,6 +220,7 @@ func NewServer(opts Options) (*Server, error) {
 		Users:                 opts.Users,
 		Tokens:                opts.Tokens,
 		Quotas:                opts.Quotas,
+		Schemas:               opts.Schemas,
 		ClientMetrics:         opts.ClientMetrics,
 		Features:              opts.Features,
 		Authorizer:            opts.Authorizer,

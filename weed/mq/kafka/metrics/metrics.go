@@ -257,6 +257,23 @@ var (
 		Help: "Series pushed by clients and not kept (over the bounds, or not a gauge or sum).",
 	})
 
+	// RegistryRequests counts the schema registry's requests by route
+	// (the API's pattern) and HTTP status; RegistryRequestSeconds times
+	// them; RegistrySchemas is the schema ids it knows.
+	RegistryRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "registry_requests_total",
+		Help: "Schema registry requests, by route and HTTP status.",
+	}, []string{"route", "code"})
+	RegistryRequestSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "registry_request_seconds",
+		Help:    "Schema registry request latency, by route.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 9),
+	}, []string{"route"})
+	RegistrySchemas = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "registry_schemas",
+		Help: "Schema ids the schema registry knows.",
+	})
+
 	// Rebalances counts completed rebalances (new generations), by group.
 	Rebalances = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "group_rebalances_total",
@@ -271,7 +288,8 @@ func init() {
 		WALCommitSeconds, WALCommitBatches, WALCommitRecords, WALBytes, WALErrors, WALRepublished,
 		SegmentsWritten, PartitionsDropped, PartitionsHeld, TailBytes,
 		CompactionRecords, CompactionBytes, CompactionRuns, CompactionDirtyRatio, ShareSessions, ShareAcks,
-		ThrottleSeconds, ClientInstances, ClientPushes, ClientPushErrors, ClientSeriesDropped)
+		ThrottleSeconds, ClientInstances, ClientPushes, ClientPushErrors, ClientSeriesDropped,
+		RegistryRequests, RegistryRequestSeconds, RegistrySchemas)
 }
 
 // Register adds a collector of the gateway's to /metrics.

@@ -11,9 +11,10 @@ import (
 )
 
 // The topic settings a topic lists, in order: Kafka 4.4's (LogConfig's
-// names, by name).
+// names, by name), and Confluent Server's schema validation.
 var topicConfigNames = []string{"cleanup.policy", "compression.gzip.level", "compression.lz4.level", "compression.type",
-	"compression.zstd.level", "delete.retention.ms", "errors.deadletterqueue.group.enable", "file.delete.delay.ms",
+	"compression.zstd.level", "confluent.key.schema.validation", "confluent.key.subject.name.strategy",
+	"confluent.value.schema.validation", "confluent.value.subject.name.strategy", "delete.retention.ms", "errors.deadletterqueue.group.enable", "file.delete.delay.ms",
 	"flush.messages", "flush.ms", "follower.replication.throttled.replicas", "index.interval.bytes",
 	"leader.replication.throttled.replicas", "local.retention.bytes", "local.retention.ms", "max.compaction.lag.ms",
 	"max.decompressed.message.bytes", "max.message.bytes", "message.timestamp.after.max.ms",

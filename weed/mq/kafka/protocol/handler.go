@@ -18,6 +18,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/registry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
@@ -80,6 +81,11 @@ type Config struct {
 	// Authorizer decides requests by the cluster's ACLs (nil: everyone
 	// may do everything).
 	Authorizer *acl.Authorizer
+	// Schemas is the schema registry's state, for topics that validate
+	// their records' schema ids (confluent.key/value.schema.validation);
+	// nil: this gateway serves no registry, and such topics refuse
+	// records.
+	Schemas *registry.State
 	// Shares keeps the share-partitions (KIP-932) of the partitions this
 	// gateway leads, and the groups' configs (nil: share groups are not
 	// served).

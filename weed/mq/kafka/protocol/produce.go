@@ -83,6 +83,7 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 			info, topicErr = h.lookupTopic(ctx, r, kmsg.ACLOperationWrite, r.Version >= 13, rt.Topic, rt.TopicID)
 		}
 		maxBytes := topicMaxMessageBytes(info, h.cfg.MaxMessageBytes)
+		schemas := h.schemaCheck(info)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -121,7 +122,7 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				}
 				continue
 			}
-			if code, errs, msg := invalidRecords(info, rp.Partition, records, time.Now()); code != nil {
+			if code, errs, msg := invalidRecords(info, rp.Partition, records, time.Now(), schemas); code != nil {
 				// As Kafka's LogValidator: the batch is refused, each
 				// bad record named (KIP-467); librdkafka fails those and
 				// retries the others.
@@ -342,7 +343,7 @@ func hasZstd(raw []byte) bool {
 // all pass, else the partition's error (INVALID_TIMESTAMP if a timestamp
 // failed, INVALID_RECORD otherwise), every bad record by its index in the
 // batch with why, and the partition's message.
-func invalidRecords(info TopicInfo, partition int32, records []record.Record, now time.Time) (*kerr.Error, []kmsg.ProduceResponseTopicPartitionErrorRecord, string) {
+func invalidRecords(info TopicInfo, partition int32, records []record.Record, now time.Time, schemas func(*record.Record) string) (*kerr.Error, []kmsg.ProduceResponseTopicPartitionErrorRecord, string) {
 	compacted := Compacted(info.Configs)
 	before := topicLong(info, "message.timestamp.before.max.ms", math.MaxInt64)
 	after := topicLong(info, "message.timestamp.after.max.ms", 3_600_000)
@@ -355,6 +356,11 @@ func invalidRecords(info TopicInfo, partition int32, records []record.Record, no
 		switch {
 		case compacted && r.Key == nil:
 			why = fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", info.Name, partition)
+			if code == nil {
+				code = kerr.InvalidRecord
+			}
+		case schemas != nil && schemaWhy(schemas, r, &why):
+			why = fmt.Sprintf("Record at batch index %d in topic partition %s-%d: %s.", i, info.Name, partition, why)
 			if code == nil {
 				code = kerr.InvalidRecord
 			}
@@ -430,4 +436,10 @@ func (h *Handler) addTxnGroup(ctx context.Context, id string, producerID int64, 
 		return h.txns.AddGroup(ctx, id, producerID, epoch, group)
 	}
 	return h.cfg.Txns.AddGroup(ctx, id, producerID, epoch, group)
+}
+
+// schemaWhy runs a topic's schema check on r, setting why when it fails.
+func schemaWhy(check func(*record.Record) string, r *record.Record, why *string) bool {
+	*why = check(r)
+	return *why != ""
 }

@@ -34,10 +34,10 @@ type format interface {
 }
 
 // formats are the schema types served, by name.
-var formats = map[string]format{Avro: avroFormat{}}
+var formats = map[string]format{Avro: avroFormat{}, Protobuf: protobufFormat{}}
 
 // Types returns the schema types served, as /schemas/types lists them.
-func Types() []string { return []string{Avro} }
+func Types() []string { return []string{Avro, Protobuf} }
 
 type avroFormat struct{}
 

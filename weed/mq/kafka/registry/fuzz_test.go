@@ -40,6 +40,7 @@ func FuzzRegister(f *testing.F) {
 	f.Add(`{"type":"array","items":{"type":"map","values":"long"}}`, "AVRO")
 	f.Add(`{"type":"enum","name":"E","symbols":["A","B"]}`, "avro")
 	f.Add(`syntax = "proto3";`, "PROTOBUF")
+	f.Add("syntax = \"proto3\";\npackage p;\nmessage M {\n  string a = 1;\n  oneof o { int32 b = 2; bytes c = 3; }\n  map<string, M> m = 4;\n}\n", "PROTOBUF")
 	f.Fuzz(func(t *testing.T, schema, typ string) {
 		log := &memLog{}
 		r := New(Options{State: log.reader(), Log: log})

@@ -5,14 +5,21 @@ package registry
 // gateways forward them.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
 // ContentType is the registry's media type.
@@ -29,65 +36,198 @@ const maxBody = 4 * MaxSchemaBytes
 // this one.
 type Leader func() (url string, self bool)
 
-// Handler serves the REST API of r; writes go to leader's gateway when it
-// is not this one (nil: this one writes).
-func Handler(r *Registry, leader Leader) http.Handler {
-	h := &api{r: r, leader: leader}
+// HandlerOptions say who writes and who may do what.
+type HandlerOptions struct {
+	// Leader says which gateway writes (nil: this one).
+	Leader Leader
+	// Authenticate checks an HTTP basic auth login (the gateway's SASL
+	// users); nil: no login, every request is User:ANONYMOUS's.
+	Authenticate func(ctx context.Context, user, password string) (bool, error)
+	// Authorize decides an operation on a Kafka resource by the cluster's
+	// ACLs (nil: everything is allowed); see access.
+	Authorize func(principal, host string, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool
+}
+
+// Handler serves the REST API of r.
+func Handler(r *Registry, opts HandlerOptions) http.Handler {
+	h := &api{r: r, opts: opts}
 	mux := http.NewServeMux()
-	read := func(pattern string, fn func(w http.ResponseWriter, q *http.Request) (any, *Error)) {
+	route := func(pattern string, need access, write bool, fn func(w http.ResponseWriter, q *http.Request) (any, *Error)) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, q *http.Request) {
-			v, e := fn(w, q)
-			reply(w, v, e)
-		})
-	}
-	write := func(pattern string, fn func(w http.ResponseWriter, q *http.Request) (any, *Error)) {
-		mux.HandleFunc(pattern, func(w http.ResponseWriter, q *http.Request) {
-			if h.forward(w, q) {
+			start := time.Now()
+			rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+			defer func() {
+				metrics.RegistryRequests.WithLabelValues(pattern, strconv.Itoa(rec.code)).Inc()
+				metrics.RegistryRequestSeconds.WithLabelValues(pattern).Observe(time.Since(start).Seconds())
+			}()
+			principal, ok := h.login(rec, q)
+			if !ok {
 				return
 			}
-			v, e := fn(w, q)
-			reply(w, v, e)
+			if e := h.allowed(principal, q, need); e != nil {
+				reply(rec, nil, e)
+				return
+			}
+			if write && h.forward(rec, q) {
+				return
+			}
+			q = q.WithContext(context.WithValue(q.Context(), principalKey{}, principal))
+			v, e := fn(rec, q)
+			reply(rec, v, e)
 		})
 	}
-	read("GET /{$}", func(http.ResponseWriter, *http.Request) (any, *Error) { return struct{}{}, nil })
-	read("GET /subjects", h.subjects)
-	read("GET /subjects/{subject}/versions", h.versions)
-	write("POST /subjects/{subject}/versions", h.register)
-	read("POST /subjects/{subject}", h.lookup)
-	read("GET /subjects/{subject}/versions/{version}", h.version)
-	read("GET /subjects/{subject}/versions/{version}/schema", h.versionSchema)
-	read("GET /subjects/{subject}/versions/{version}/referencedby", h.referencedBy)
-	write("DELETE /subjects/{subject}", h.deleteSubject)
-	write("DELETE /subjects/{subject}/versions/{version}", h.deleteVersion)
-	read("GET /schemas/ids/{id}", h.byID)
-	read("GET /schemas/ids/{id}/schema", h.byIDSchema)
-	read("GET /schemas/ids/{id}/versions", h.idVersions)
-	read("GET /schemas/ids/{id}/subjects", h.idSubjects)
-	read("GET /schemas/types", func(http.ResponseWriter, *http.Request) (any, *Error) { return Types(), nil })
-	read("GET /schemas", h.schemas)
-	read("GET /config", h.getConfig)
-	read("GET /config/{subject}", h.getConfig)
-	write("PUT /config", h.putConfig)
-	write("PUT /config/{subject}", h.putConfig)
-	write("DELETE /config", h.deleteConfig)
-	write("DELETE /config/{subject}", h.deleteConfig)
-	read("GET /mode", h.getMode)
-	read("GET /mode/{subject}", h.getMode)
-	write("PUT /mode", h.putMode)
-	write("PUT /mode/{subject}", h.putMode)
-	write("DELETE /mode/{subject}", h.deleteMode)
-	read("POST /compatibility/subjects/{subject}/versions/{version}", h.compatibility)
-	read("POST /compatibility/subjects/{subject}/versions", h.compatibility)
-	read("GET /contexts", func(http.ResponseWriter, *http.Request) (any, *Error) { return []string{"."}, nil })
+	read := func(pattern string, need access, fn func(w http.ResponseWriter, q *http.Request) (any, *Error)) {
+		route(pattern, need, false, fn)
+	}
+	write := func(pattern string, need access, fn func(w http.ResponseWriter, q *http.Request) (any, *Error)) {
+		route(pattern, need, true, fn)
+	}
+	read("GET /{$}", anyone, func(http.ResponseWriter, *http.Request) (any, *Error) { return struct{}{}, nil })
+	read("GET /subjects", anyone, h.subjects) // filtered to the subjects the principal may read
+	read("GET /subjects/{subject}/versions", subjectRead, h.versions)
+	write("POST /subjects/{subject}/versions", subjectWrite, h.register)
+	read("POST /subjects/{subject}", subjectRead, h.lookup)
+	read("GET /subjects/{subject}/versions/{version}", subjectRead, h.version)
+	read("GET /subjects/{subject}/versions/{version}/schema", subjectRead, h.versionSchema)
+	read("GET /subjects/{subject}/versions/{version}/referencedby", subjectRead, h.referencedBy)
+	write("DELETE /subjects/{subject}", subjectDelete, h.deleteSubject)
+	write("DELETE /subjects/{subject}/versions/{version}", subjectDelete, h.deleteVersion)
+	read("GET /schemas/ids/{id}", anyone, h.byID)
+	read("GET /schemas/ids/{id}/schema", anyone, h.byIDSchema)
+	read("GET /schemas/ids/{id}/versions", anyone, h.idVersions)
+	read("GET /schemas/ids/{id}/subjects", anyone, h.idSubjects)
+	read("GET /schemas/types", anyone, func(http.ResponseWriter, *http.Request) (any, *Error) { return Types(), nil })
+	read("GET /schemas", anyone, h.schemas) // filtered too
+	read("GET /config", anyone, h.getConfig)
+	read("GET /config/{subject}", subjectDescribeConfigs, h.getConfig)
+	write("PUT /config", clusterAlterConfigs, h.putConfig)
+	write("PUT /config/{subject}", subjectAlterConfigs, h.putConfig)
+	write("DELETE /config", clusterAlterConfigs, h.deleteConfig)
+	write("DELETE /config/{subject}", subjectAlterConfigs, h.deleteConfig)
+	read("GET /mode", anyone, h.getMode)
+	read("GET /mode/{subject}", subjectDescribeConfigs, h.getMode)
+	write("PUT /mode", clusterAlterConfigs, h.putMode)
+	write("PUT /mode/{subject}", subjectAlterConfigs, h.putMode)
+	write("DELETE /mode/{subject}", subjectAlterConfigs, h.deleteMode)
+	read("POST /compatibility/subjects/{subject}/versions/{version}", subjectRead, h.compatibility)
+	read("POST /compatibility/subjects/{subject}/versions", subjectRead, h.compatibility)
+	read("GET /contexts", anyone, func(http.ResponseWriter, *http.Request) (any, *Error) { return []string{"."}, nil })
 	return http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
 		q.Body = http.MaxBytesReader(w, q.Body, maxBody)
 		mux.ServeHTTP(&notFound{ResponseWriter: w}, q)
 	})
 }
 
+// statusRecorder keeps the status a handler answered, for the metrics.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// access is what a route needs of the cluster's ACLs. As Confluent's
+// topic ACL authorizer does, a subject's operations are decided by the
+// ACLs of the topic it is named for: <topic>-key and <topic>-value are
+// the topic's, any other subject (a record name) a topic of its own name.
+type access int
+
+const (
+	anyone                 access = iota // any principal logged in
+	subjectRead                          // READ on the subject's topic
+	subjectWrite                         // WRITE on the subject's topic
+	subjectDelete                        // DELETE on the subject's topic
+	subjectDescribeConfigs               // DESCRIBE_CONFIGS on the subject's topic
+	subjectAlterConfigs                  // ALTER_CONFIGS on the subject's topic
+	clusterAlterConfigs                  // ALTER_CONFIGS on the cluster
+)
+
+// SubjectTopic is the topic whose ACLs decide a subject's operations.
+func SubjectTopic(subject string) string {
+	for _, suffix := range []string{"-key", "-value"} {
+		if t, ok := strings.CutSuffix(subject, suffix); ok && t != "" {
+			return t
+		}
+	}
+	return subject
+}
+
+// login returns the request's principal, or answers 401.
+func (h *api) login(w http.ResponseWriter, q *http.Request) (string, bool) {
+	if h.opts.Authenticate == nil {
+		return anonymous, true
+	}
+	user, password, ok := q.BasicAuth()
+	if ok {
+		if good, err := h.opts.Authenticate(q.Context(), user, password); err == nil && good {
+			return "User:" + user, true
+		} else if err != nil {
+			reply(w, nil, errorf(codeStoreError, "Error checking the login: %v", err))
+			return "", false
+		}
+	}
+	w.Header().Set("WWW-Authenticate", `Basic realm="SchemaRegistry"`)
+	reply(w, nil, &Error{Code: http.StatusUnauthorized, Message: "Unauthorized"})
+	return "", false
+}
+
+const anonymous = "User:ANONYMOUS"
+
+type principalKey struct{}
+
+func principalOf(q *http.Request) string {
+	p, _ := q.Context().Value(principalKey{}).(string)
+	return p
+}
+
+func host(q *http.Request) string {
+	h, _, err := net.SplitHostPort(q.RemoteAddr)
+	if err != nil {
+		return q.RemoteAddr
+	}
+	return h
+}
+
+// allowed checks what a route needs.
+func (h *api) allowed(principal string, q *http.Request, need access) *Error {
+	if h.opts.Authorize == nil || need == anyone {
+		return nil
+	}
+	subject := q.PathValue("subject")
+	op, typ, name := kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, SubjectTopic(subject)
+	switch need {
+	case subjectWrite:
+		op = kmsg.ACLOperationWrite
+	case subjectDelete:
+		op = kmsg.ACLOperationDelete
+	case subjectDescribeConfigs:
+		op = kmsg.ACLOperationDescribeConfigs
+	case subjectAlterConfigs:
+		op = kmsg.ACLOperationAlterConfigs
+	case clusterAlterConfigs:
+		op, typ, name = kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeCluster, "kafka-cluster"
+	}
+	if h.opts.Authorize(principal, host(q), op, typ, name) {
+		return nil
+	}
+	if typ == kmsg.ACLResourceTypeCluster {
+		return &Error{Code: http.StatusForbidden, Message: fmt.Sprintf("User %s is not authorized to %s the cluster's configuration", principal, strings.ToLower(op.String()))}
+	}
+	return &Error{Code: http.StatusForbidden, Message: fmt.Sprintf("User %s is not authorized to %s subject %s (topic %s)", principal, strings.ToLower(op.String()), subject, name)}
+}
+
+// mayRead reports whether the principal may read a subject (the listings
+// show only those).
+func (h *api) mayRead(principal string, q *http.Request, subject string) bool {
+	return h.opts.Authorize == nil || h.opts.Authorize(principal, host(q), kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, SubjectTopic(subject))
+}
+
 type api struct {
-	r      *Registry
-	leader Leader
+	r    *Registry
+	opts HandlerOptions
 }
 
 // notFound answers the mux's own 404 and 405 as Confluent does: a JSON
@@ -115,11 +255,18 @@ func (n *notFound) Write(b []byte) (int, error) {
 	return n.ResponseWriter.Write(b)
 }
 
+// rawText is a body written as it is, not as JSON.
+type rawText []byte
+
 func reply(w http.ResponseWriter, v any, e *Error) {
 	w.Header().Set("Content-Type", ContentType)
 	if e != nil {
 		w.WriteHeader(e.Status())
 		v = e
+	}
+	if raw, ok := v.(rawText); ok {
+		w.Write(raw) //nolint:errcheck // the client went
+		return
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -129,10 +276,10 @@ func reply(w http.ResponseWriter, v any, e *Error) {
 // forward sends a write to the registry's writer when it is another
 // gateway, and reports whether it did (or answered why it could not).
 func (h *api) forward(w http.ResponseWriter, q *http.Request) bool {
-	if h.leader == nil {
+	if h.opts.Leader == nil {
 		return false
 	}
-	target, self := h.leader()
+	target, self := h.opts.Leader()
 	switch {
 	case self:
 		return false
@@ -212,9 +359,11 @@ func showSchema(sc Schema) schemaJSON {
 }
 
 func (h *api) subjects(_ http.ResponseWriter, q *http.Request) (any, *Error) {
-	out := h.r.State().Subjects(q.URL.Query().Get("subjectPrefix"), flag(q, "deleted"))
-	if out == nil {
-		out = []string{}
+	out := []string{}
+	for _, subject := range h.r.State().Subjects(q.URL.Query().Get("subjectPrefix"), flag(q, "deleted")) {
+		if h.mayRead(principalOf(q), q, subject) {
+			out = append(out, subject)
+		}
 	}
 	return out, nil
 }
@@ -277,17 +426,12 @@ func (h *api) versionSchema(_ http.ResponseWriter, q *http.Request) (any, *Error
 	if e != nil {
 		return nil, e
 	}
-	return json.RawMessage(rawSchema(sc.Schema)), nil
+	return rawText(rawSchema(sc.Schema)), nil
 }
 
-// rawSchema is a schema as the /schema endpoints return it: its JSON as
-// it is, or a JSON string of a schema that is not JSON (Protobuf).
-func rawSchema(schema string) []byte {
-	if json.Valid([]byte(schema)) {
-		return []byte(schema)
-	}
-	return mustJSON(schema)
-}
+// rawSchema is a schema as the /schema endpoints return it: its text as
+// it is (Avro's JSON, Protobuf's .proto), as Confluent's registry answers.
+func rawSchema(schema string) []byte { return []byte(schema) }
 
 func (h *api) referencedBy(_ http.ResponseWriter, q *http.Request) (any, *Error) {
 	sc, e := h.subjectVersion(q)
@@ -347,7 +491,7 @@ func (h *api) byIDSchema(_ http.ResponseWriter, q *http.Request) (any, *Error) {
 	if e != nil {
 		return nil, e
 	}
-	return json.RawMessage(rawSchema(s.Schema)), nil
+	return rawText(rawSchema(s.Schema)), nil
 }
 
 type subjectVersionJSON struct {
@@ -386,6 +530,9 @@ func (h *api) schemas(_ http.ResponseWriter, q *http.Request) (any, *Error) {
 	deleted, latestOnly := flag(q, "deleted"), flag(q, "latestOnly")
 	out := []schemaJSON{}
 	for _, subject := range st.Subjects(q.URL.Query().Get("subjectPrefix"), deleted) {
+		if !h.mayRead(principalOf(q), q, subject) {
+			continue
+		}
 		vs := st.Versions(subject, deleted)
 		if latestOnly && len(vs) > 0 {
 			vs = vs[len(vs)-1:]

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sr"
 )
 
@@ -55,7 +56,7 @@ func (l *memLog) reader() *State {
 func serve(t *testing.T, log *memLog, leader Leader) (*Registry, *sr.Client, *httptest.Server) {
 	t.Helper()
 	r := New(Options{State: log.reader(), Log: log})
-	ts := httptest.NewServer(Handler(r, leader))
+	ts := httptest.NewServer(Handler(r, HandlerOptions{Leader: leader}))
 	t.Cleanup(ts.Close)
 	cl, err := sr.NewClient(sr.URLs(ts.URL))
 	if err != nil {
@@ -324,10 +325,154 @@ func TestRegistryHTTP(t *testing.T) {
 		t.Fatalf("an unknown path: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	cl, _ := sr.NewClient(sr.URLs(ts.URL))
-	if types, err := cl.SupportedTypes(context.Background()); err != nil || len(types) != 1 || types[0] != sr.TypeAvro {
+	if types, err := cl.SupportedTypes(context.Background()); err != nil || len(types) != 2 || types[0] != sr.TypeAvro || types[1] != sr.TypeProtobuf {
 		t.Fatalf("types: %v %v", types, err)
 	}
 	if _, err := cl.SchemaByVersion(context.Background(), "s", 0); code(err) != 42202 {
 		t.Fatalf("version 0: %v, want 42202", err)
+	}
+}
+
+// HTTP basic auth with the gateway's users, and subjects decided by the
+// ACLs of the topics they are named for: alice may do everything with
+// topic orders, bob only read it; the listings show each what they may
+// read; the cluster's configuration needs ALTER_CONFIGS on the cluster.
+func TestRegistrySecurity(t *testing.T) {
+	ctx := context.Background()
+	log := &memLog{}
+	r := New(Options{State: log.reader(), Log: log})
+	ts := httptest.NewServer(Handler(r, HandlerOptions{
+		Authenticate: func(_ context.Context, user, password string) (bool, error) {
+			return (user == "alice" || user == "bob") && password == user+"-secret", nil
+		},
+		Authorize: func(principal, _ string, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
+			switch {
+			case typ == kmsg.ACLResourceTypeTopic && name == "orders":
+				return principal == "User:alice" || (principal == "User:bob" && op == kmsg.ACLOperationRead)
+			case typ == kmsg.ACLResourceTypeTopic && name == "payments":
+				return principal == "User:alice"
+			}
+			return false
+		},
+	}))
+	t.Cleanup(ts.Close)
+	as := func(user, password string) *sr.Client {
+		opts := []sr.ClientOpt{sr.URLs(ts.URL)}
+		if user != "" {
+			opts = append(opts, sr.BasicAuth(user, password))
+		}
+		cl, err := sr.NewClient(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	alice, bob := as("alice", "alice-secret"), as("bob", "bob-secret")
+	schema := sr.Schema{Type: sr.TypeAvro, Schema: userV1}
+
+	resp, err := http.Get(ts.URL + "/subjects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic") {
+		t.Fatalf("no login: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	if _, err := as("alice", "wrong").Subjects(ctx); code(err) != 401 {
+		t.Fatalf("a wrong password: %v, want 401", err)
+	}
+	for _, subject := range []string{"orders-value", "payments-value"} {
+		if _, err := alice.CreateSchema(ctx, subject, schema); err != nil {
+			t.Fatalf("alice registers %s: %v", subject, err)
+		}
+	}
+	if _, err := bob.CreateSchema(ctx, "orders-value", sr.Schema{Type: sr.TypeAvro, Schema: userV2}); code(err) != 403 {
+		t.Fatalf("bob registers: %v, want 403", err)
+	}
+	if vs, err := bob.SubjectVersions(ctx, "orders-value"); err != nil || len(vs) != 1 {
+		t.Fatalf("bob reads orders-value: %v %v", vs, err)
+	}
+	if _, err := bob.SubjectVersions(ctx, "payments-value"); code(err) != 403 {
+		t.Fatalf("bob reads payments-value: %v, want 403", err)
+	}
+	if subjects, err := bob.Subjects(ctx); err != nil || strings.Join(subjects, ",") != "orders-value" {
+		t.Fatalf("bob's listing: %v %v", subjects, err)
+	}
+	if _, err := bob.DeleteSubject(ctx, "orders-value", sr.SoftDelete); code(err) != 403 {
+		t.Fatalf("bob deletes: %v, want 403", err)
+	}
+	// Any login may read a schema by id (a consumer's deserializer).
+	if _, err := bob.SchemaByID(ctx, 1); err != nil {
+		t.Fatalf("bob reads id 1: %v", err)
+	}
+	if res := alice.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatFull}); code(res[0].Err) != 403 {
+		t.Fatalf("the global level without ALTER_CONFIGS on the cluster: %v, want 403", res[0].Err)
+	}
+	if res := alice.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatFull}, "orders-value"); res[0].Err != nil {
+		t.Fatalf("alice sets orders-value's level: %v", res[0].Err)
+	}
+}
+
+// Protobuf: compiled with its references (imports named by the
+// references), the same text the same id, and compatibility on the wire:
+// a field added is fine, a field's type changed or a message removed is
+// refused.
+func TestRegistryProtobuf(t *testing.T) {
+	ctx := context.Background()
+	_, cl, _ := serve(t, &memLog{}, nil)
+	proto := func(s string, refs ...sr.SchemaReference) sr.Schema {
+		return sr.Schema{Type: sr.TypeProtobuf, Schema: s, References: refs}
+	}
+	const money = "syntax = \"proto3\";\npackage shop;\nmessage Money {\n  string currency = 1;\n  int64 units = 2;\n}\n"
+	if _, err := cl.CreateSchema(ctx, "money", proto(money)); err != nil {
+		t.Fatal(err)
+	}
+	const v1 = "syntax = \"proto3\";\npackage shop;\nimport \"money.proto\";\nmessage Order {\n  string id = 1;\n  Money total = 2;\n}\n"
+	ref := sr.SchemaReference{Name: "money.proto", Subject: "money", Version: 1}
+	s1, err := cl.CreateSchema(ctx, "orders-value", proto(v1, ref))
+	if err != nil || s1.Version != 1 {
+		t.Fatalf("a schema importing another: %+v %v", s1, err)
+	}
+	if _, err := cl.CreateSchema(ctx, "orders-2", proto(v1)); code(err) != 42201 {
+		t.Fatalf("the import without its reference: %v, want 42201", err)
+	}
+	if _, err := cl.CreateSchema(ctx, "broken", proto("syntax = \"proto3\";\nmessage {")); code(err) != 42201 {
+		t.Fatalf("a schema that does not compile: %v, want 42201", err)
+	}
+	// Spaced otherwise: the same.
+	if again, err := cl.CreateSchema(ctx, "orders-value", proto("\n"+strings.ReplaceAll(v1, "\n", "\n\n"), ref)); err != nil || again.ID != s1.ID {
+		t.Fatalf("the same schema spaced otherwise: %+v %v", again, err)
+	}
+	const added = "syntax = \"proto3\";\npackage shop;\nimport \"money.proto\";\nmessage Order {\n  string id = 1;\n  Money total = 2;\n  repeated string tags = 3;\n}\n"
+	if s2, err := cl.CreateSchema(ctx, "orders-value", proto(added, ref)); err != nil || s2.Version != 2 {
+		t.Fatalf("a field added: %+v %v", s2, err)
+	}
+	for name, bad := range map[string]string{
+		"a field's type changed": "syntax = \"proto3\";\npackage shop;\nimport \"money.proto\";\nmessage Order {\n  int64 id = 1;\n  Money total = 2;\n  repeated string tags = 3;\n}\n",
+		"a message's type changed": "syntax = \"proto3\";\npackage shop;\nmessage Other { string a = 1; }\nmessage Order {\n  string id = 1;\n  Other total = 2;\n  repeated string tags = 3;\n}\n",
+		"the package changed":     "syntax = \"proto3\";\npackage store;\nimport \"money.proto\";\nmessage Order {\n  string id = 1;\n  shop.Money total = 2;\n  repeated string tags = 3;\n}\n",
+	} {
+		if _, err := cl.CreateSchema(ctx, "orders-value", proto(bad, ref)); code(err) != 409 {
+			t.Errorf("%s: %v, want 409", name, err)
+		}
+	}
+	// int32 to int64 reads on the wire: compatible.
+	const widened = "syntax = \"proto3\";\npackage shop;\nmessage Money {\n  string currency = 1;\n  int32 units = 2;\n  sint64 cents = 3;\n}\n"
+	if _, err := cl.CreateSchema(ctx, "money", proto(widened)); err != nil {
+		t.Fatalf("int64 to int32 and a field added: %v", err)
+	}
+	const zigzag = "syntax = \"proto3\";\npackage shop;\nmessage Money {\n  string currency = 1;\n  int32 units = 2;\n  int64 cents = 3;\n}\n"
+	if _, err := cl.CreateSchema(ctx, "money", proto(zigzag)); code(err) != 409 {
+		t.Fatalf("sint64 to int64: %v, want 409", err)
+	}
+	got, err := cl.SchemaByVersion(ctx, "orders-value", 1)
+	if err != nil || got.Type != sr.TypeProtobuf || got.Schema.Schema != v1 || len(got.References) != 1 {
+		t.Fatalf("version 1 read back: %+v %v", got, err)
+	}
+	if text, err := cl.SchemaTextByID(ctx, s1.ID); err != nil || text != v1 {
+		t.Fatalf("the schema's text by id: %q %v", text, err)
+	}
+	if types, err := cl.SupportedTypes(ctx); err != nil || len(types) != 2 {
+		t.Fatalf("types: %v %v", types, err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
 // Schema is one version of a subject.
@@ -42,6 +44,8 @@ type State struct {
 	mu       sync.RWMutex
 	subjects map[string]map[int]*Schema // by subject, by version
 	ids      map[int]content
+	// names caches RecordName's answers by id ("": none).
+	names map[int]string
 	// byContent is the first id of each content.
 	byContent map[string]int
 	maxID     int
@@ -53,7 +57,7 @@ type State struct {
 
 // NewState returns an empty registry.
 func NewState() *State {
-	return &State{subjects: map[string]map[int]*Schema{}, ids: map[int]content{}, byContent: map[string]int{}, configs: map[string]string{}, modes: map[string]string{}, applied: -1, notify: make(chan struct{})}
+	return &State{subjects: map[string]map[int]*Schema{}, ids: map[int]content{}, names: map[int]string{}, byContent: map[string]int{}, configs: map[string]string{}, modes: map[string]string{}, applied: -1, notify: make(chan struct{})}
 }
 
 // Applied is the offset of the last record applied (-1: none).
@@ -119,6 +123,7 @@ func (s *State) Apply(offset int64, key, value []byte) error {
 		}
 		if _, ok := s.ids[v.ID]; !ok {
 			s.ids[v.ID] = content{typ: typ, schema: v.Schema, refs: v.References}
+			metrics.RegistrySchemas.Set(float64(len(s.ids)))
 			if ck := contentKey(typ, v.Schema, v.References); s.byContent[ck] == 0 || v.ID < s.byContent[ck] {
 				s.byContent[ck] = v.ID
 			}
@@ -332,4 +337,55 @@ func (s *State) findID(typ, schema string, refs []Reference) int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.byContent[contentKey(typ, schema, refs)]
+}
+
+// SubjectHasID reports whether a version of the subject, not deleted, has
+// the schema id: what broker-side validation checks of a record.
+func (s *State) SubjectHasID(subject string, id int) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, sc := range s.subjects[subject] {
+		if sc.ID == id && !sc.Deleted {
+			return true
+		}
+	}
+	return false
+}
+
+// RecordName returns the fully qualified name of the record (Avro: the
+// named type) the schema of id is, as RecordNameStrategy names subjects.
+func (s *State) RecordName(id int) (string, bool) {
+	s.mu.RLock()
+	c, ok := s.ids[id]
+	name, named := s.names[id]
+	s.mu.RUnlock()
+	if !ok {
+		return "", false
+	}
+	if named {
+		return name, name != ""
+	}
+	// References are parsed first, as registration did.
+	var refs []resolved
+	for _, r := range c.refs {
+		if sc, ok := s.Version(r.Subject, r.Version, true); ok {
+			refs = append(refs, resolved{Reference: r, schema: sc.Schema})
+		}
+	}
+	if f, ok := formats[c.typ]; ok {
+		if p, err := f.parse(c.schema, refs); err == nil {
+			switch p := p.(type) {
+			case avroSchema:
+				if n, ok := p.s.(interface{ FullName() string }); ok {
+					name = n.FullName()
+				}
+			case protobufSchema:
+				name = string(p.fd.Messages().Get(0).FullName()) // the first message, as Confluent's serializers name it
+			}
+		}
+	}
+	s.mu.Lock()
+	s.names[id] = name // ids never change what they stand for
+	s.mu.Unlock()
+	return name, name != ""
 }
