@@ -448,9 +448,9 @@ func TestRegistryProtobuf(t *testing.T) {
 		t.Fatalf("a field added: %+v %v", s2, err)
 	}
 	for name, bad := range map[string]string{
-		"a field's type changed": "syntax = \"proto3\";\npackage shop;\nimport \"money.proto\";\nmessage Order {\n  int64 id = 1;\n  Money total = 2;\n  repeated string tags = 3;\n}\n",
+		"a field's type changed":   "syntax = \"proto3\";\npackage shop;\nimport \"money.proto\";\nmessage Order {\n  int64 id = 1;\n  Money total = 2;\n  repeated string tags = 3;\n}\n",
 		"a message's type changed": "syntax = \"proto3\";\npackage shop;\nmessage Other { string a = 1; }\nmessage Order {\n  string id = 1;\n  Other total = 2;\n  repeated string tags = 3;\n}\n",
-		"the package changed":     "syntax = \"proto3\";\npackage store;\nimport \"money.proto\";\nmessage Order {\n  string id = 1;\n  shop.Money total = 2;\n  repeated string tags = 3;\n}\n",
+		"the package changed":      "syntax = \"proto3\";\npackage store;\nimport \"money.proto\";\nmessage Order {\n  string id = 1;\n  shop.Money total = 2;\n  repeated string tags = 3;\n}\n",
 	} {
 		if _, err := cl.CreateSchema(ctx, "orders-value", proto(bad, ref)); code(err) != 409 {
 			t.Errorf("%s: %v, want 409", name, err)
