@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +32,21 @@ func seaweedMQPublisher(t *testing.T, name string) *pub_client.TopicPublisher {
 	return pub
 }
 
+// publish publishes one record with SeaweedMQ's client. The client takes
+// its partitions from the broker in the background: until it has them a
+// record is refused, not queued ("no input buffer found"), and is sent
+// again.
+func publish(t *testing.T, pub *pub_client.TopicPublisher, key, value []byte) {
+	t.Helper()
+	eventually(t, 30*time.Second, "the SeaweedMQ publisher's partitions", func() error {
+		err := pub.Publish(key, value)
+		if err != nil && !strings.Contains(err.Error(), "no input buffer found") {
+			t.Fatal(err)
+		}
+		return err
+	})
+}
+
 // TestSeaweedMQTopicIsKafkaTopic publishes with SeaweedMQ's own client to
 // the kafka namespace and reads the records with a Kafka client.
 func TestSeaweedMQTopicIsKafkaTopic(t *testing.T) {
@@ -38,9 +54,7 @@ func TestSeaweedMQTopicIsKafkaTopic(t *testing.T) {
 	pub := seaweedMQPublisher(t, name)
 	const n = 50
 	for i := 0; i < n; i++ {
-		if err := pub.Publish([]byte(fmt.Sprintf("key-%d", i)), []byte(fmt.Sprintf("value-%d", i))); err != nil {
-			t.Fatal(err)
-		}
+		publish(t, pub, []byte(fmt.Sprintf("key-%d", i)), []byte(fmt.Sprintf("value-%d", i)))
 	}
 	// pub_client's Shutdown waits for its partition jobs, which in this
 	// SeaweedFS version never end; the records are acknowledged already.
@@ -60,9 +74,7 @@ func TestUndecodableRecordSkipped(t *testing.T) {
 	name := newTopic(t)
 	pub := seaweedMQPublisher(t, name)
 	for _, v := range [][]byte{[]byte("before"), {0x00, 'K', 'G', 'W', 0x7f, 0x00}, []byte("after")} {
-		if err := pub.Publish([]byte("k"), v); err != nil {
-			t.Fatal(err)
-		}
+		publish(t, pub, []byte("k"), v)
 	}
 	got := consumeN(t, name, 2)
 	if got[0].Offset != 0 || string(got[0].Value) != "before" || got[1].Offset != 2 || string(got[1].Value) != "after" {
