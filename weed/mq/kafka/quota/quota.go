@@ -365,11 +365,7 @@ func (s *Store) record(key, typ, principal, clientID string, v float64, maxThrot
 	}
 	now := s.opts.Now()
 	s.ratesMu.Lock()
-	r := s.rates[sensor]
-	if r == nil {
-		r = &rate{}
-		s.rates[sensor] = r
-	}
+	r := s.rateOf(sensor)
 	r.record(v, now, s.opts.Window, s.opts.Samples)
 	observed, window := r.measure(now, s.opts.Window, s.opts.Samples)
 	if sh, ok := s.shares[sensor]; ok {
@@ -419,11 +415,7 @@ func (s *Store) Connect(ip string) time.Duration {
 	sensor := Sensor{Key: ConnectionCreationRate, IP: ip}
 	now := s.opts.Now()
 	s.ratesMu.Lock()
-	r := s.rates[sensor]
-	if r == nil {
-		r = &rate{}
-		s.rates[sensor] = r
-	}
+	r := s.rateOf(sensor)
 	r.record(1, now, s.opts.Window, s.opts.Samples)
 	observed, window := r.measure(now, s.opts.Window, s.opts.Samples)
 	if observed > q {
@@ -436,6 +428,17 @@ func (s *Store) Connect(ip string) time.Duration {
 	throttle := min(time.Duration((observed-q)/q*float64(window)), s.opts.Window*time.Duration(s.opts.Samples))
 	metrics.ThrottleSeconds.WithLabelValues("connection_creation", "").Add(throttle.Seconds())
 	return throttle
+}
+
+// rateOf returns a sensor's rate, a new one if it has none. s.ratesMu is
+// held.
+func (s *Store) rateOf(sensor Sensor) *rate {
+	r := s.rates[sensor]
+	if r == nil {
+		r = &rate{}
+		s.rates[sensor] = r
+	}
+	return r
 }
 
 // ipQuota is the connection_creation_rate of ip, or of the default IP.

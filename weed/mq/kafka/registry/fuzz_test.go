@@ -8,7 +8,7 @@ import (
 // Records of _schemas from anyone who may write the topic: applied or
 // skipped, never a panic; a schema applied is read back as it was.
 func FuzzApply(f *testing.F) {
-	f.Add(schemaKey("s", 1), mustJSON(schemaValue{Subject: "s", Version: 1, ID: 1, Schema: userV1}))
+	f.Add(schemaKey("s", 1), mustJSON(schemaValue{schemaJSON: schemaJSON{Subject: "s", Version: 1, ID: 1, Schema: userV1}}))
 	f.Add(configKey(nil), []byte(`{"compatibilityLevel":"FULL"}`))
 	f.Add(modeKey(nil), []byte(`{"mode":"IMPORT"}`))
 	f.Add(deleteSubjectKey("s"), []byte(`{"subject":"s","version":3}`))
@@ -17,7 +17,7 @@ func FuzzApply(f *testing.F) {
 	f.Add(schemaKey("s", 1), []byte(nil))
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		s := NewState()
-		s.Apply(0, schemaKey("s", 1), mustJSON(schemaValue{Subject: "s", Version: 1, ID: 1, Schema: userV1})) //nolint:errcheck // valid
+		s.Apply(0, schemaKey("s", 1), mustJSON(schemaValue{schemaJSON: schemaJSON{Subject: "s", Version: 1, ID: 1, Schema: userV1}})) //nolint:errcheck // valid
 		if err := s.Apply(1, key, value); err != nil {
 			return
 		}

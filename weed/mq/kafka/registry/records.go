@@ -45,15 +45,11 @@ type Reference struct {
 	Version int    `json:"version"`
 }
 
-// schemaValue is a SCHEMA record's value.
+// schemaValue is a SCHEMA record's value: a version as the API shows it,
+// and whether it is soft-deleted.
 type schemaValue struct {
-	Subject    string      `json:"subject"`
-	Version    int         `json:"version"`
-	ID         int         `json:"id"`
-	SchemaType string      `json:"schemaType,omitempty"`
-	References []Reference `json:"references,omitempty"`
-	Schema     string      `json:"schema"`
-	Deleted    bool        `json:"deleted"`
+	schemaJSON
+	Deleted bool `json:"deleted"`
 }
 
 type configValue struct {

@@ -302,10 +302,7 @@ func (r *Registry) Register(ctx context.Context, subject string, q SchemaRequest
 		} else if sc, ok := st.Version(subject, version, true); ok && sc.ID != id {
 			return nil, errorf(codeOperationNotPermitted, "Overwrite new schema version %d of %s is not permitted.", version, subject)
 		}
-		v := schemaValue{Subject: subject, Version: version, ID: id, Schema: q.Schema, References: q.References}
-		if typ != Avro {
-			v.SchemaType = typ
-		}
+		v := schemaValue{schemaJSON: showSchema(Schema{Subject: subject, Version: version, ID: id, Type: typ, Schema: q.Schema, References: q.References})}
 		return []Record{{Key: schemaKey(subject, version), Value: mustJSON(v)}}, nil
 	})
 	return id, e
@@ -447,10 +444,7 @@ func (r *Registry) DeleteVersion(ctx context.Context, subject string, version in
 			if ids := st.ReferencedBy(subject, sc.Version); len(ids) > 0 {
 				return nil, errorf(codeReferenceExists, "One or more references exist to the schema {subject=%s,version=%d}.", subject, sc.Version)
 			}
-			v := schemaValue{Subject: subject, Version: sc.Version, ID: sc.ID, Schema: sc.Schema, References: sc.References, Deleted: true}
-			if sc.Type != Avro {
-				v.SchemaType = sc.Type
-			}
+			v := schemaValue{schemaJSON: showSchema(sc), Deleted: true}
 			return []Record{{Key: schemaKey(subject, sc.Version), Value: mustJSON(v)}}, nil
 		}
 		if !sc.Deleted {
