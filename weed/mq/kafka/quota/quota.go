@@ -371,7 +371,7 @@ func (s *Store) record(key, typ, principal, clientID string, v float64, maxThrot
 	if sh, ok := s.shares[sensor]; ok {
 		q *= sh
 	} else {
-		q *= share(r.average(now, s.opts.Window, s.opts.Samples), s.remote[sensor])
+		q *= shareOf(r.average(now, s.opts.Window, s.opts.Samples), s.remote[sensor])
 	}
 	s.ratesMu.Unlock()
 	if observed <= q {
@@ -387,12 +387,12 @@ func (s *Store) record(key, typ, principal, clientID string, v float64, maxThrot
 // average grows.
 const minShare = 0.1
 
-// share is this gateway's share of a client's quota: its part of what the
+// shareOf is this gateway's share of a client's quota: its part of what the
 // gateways serving the client served of it lately (their rates' moving
 // averages), all of it while no other gateway serves the client. Split so,
 // the quota's bursts are too: a client idle for a window may send a
 // window's worth in all, not on each gateway.
-func share(local, remote float64) float64 {
+func shareOf(local, remote float64) float64 {
 	if remote <= 0 {
 		return 1
 	}

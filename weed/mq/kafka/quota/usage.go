@@ -168,18 +168,10 @@ func (s *Store) readUsage(ctx context.Context) error {
 	s.remote = remote
 	for sensor, rem := range remote {
 		if r := s.rates[sensor]; r != nil {
-			shares[sensor] = share(r.average(now, s.opts.Window, s.opts.Samples), rem)
+			shares[sensor] = shareOf(r.average(now, s.opts.Window, s.opts.Samples), rem)
 		}
 	}
 	s.shares = shares
 	s.ratesMu.Unlock()
 	return nil
-}
-
-// Remote returns the average rate the other gateways measure of a sensor,
-// as last read.
-func (s *Store) Remote(sensor Sensor) float64 {
-	s.ratesMu.Lock()
-	defer s.ratesMu.Unlock()
-	return s.remote[sensor]
 }

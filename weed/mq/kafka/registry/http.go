@@ -460,10 +460,10 @@ type idJSON struct {
 	Schema     string      `json:"schema"`
 }
 
-func (h *api) lookupID(q *http.Request) (idJSON, *Error) {
+func (h *api) lookupID(q *http.Request) (int, idJSON, *Error) {
 	id, e := idArg(q)
 	if e != nil {
-		return idJSON{}, e
+		return 0, idJSON{}, e
 	}
 	typ, schema, refs, ok := h.r.State().ByID(id)
 	if subject := q.URL.Query().Get("subject"); ok && subject != "" {
@@ -473,21 +473,22 @@ func (h *api) lookupID(q *http.Request) (idJSON, *Error) {
 		}
 	}
 	if !ok {
-		return idJSON{}, errorf(codeSchemaNotFound, "Schema %d not found", id)
+		return 0, idJSON{}, errorf(codeSchemaNotFound, "Schema %d not found", id)
 	}
 	out := idJSON{References: refs, Schema: schema}
 	if typ != Avro {
 		out.SchemaType = typ
 	}
-	return out, nil
+	return id, out, nil
 }
 
 func (h *api) byID(_ http.ResponseWriter, q *http.Request) (any, *Error) {
-	return h.lookupID(q)
+	_, s, e := h.lookupID(q)
+	return s, e
 }
 
 func (h *api) byIDSchema(_ http.ResponseWriter, q *http.Request) (any, *Error) {
-	s, e := h.lookupID(q)
+	_, s, e := h.lookupID(q)
 	if e != nil {
 		return nil, e
 	}
@@ -500,10 +501,10 @@ type subjectVersionJSON struct {
 }
 
 func (h *api) idVersions(_ http.ResponseWriter, q *http.Request) (any, *Error) {
-	if _, e := h.lookupID(q); e != nil {
+	id, _, e := h.lookupID(q)
+	if e != nil {
 		return nil, e
 	}
-	id, _ := idArg(q)
 	out := []subjectVersionJSON{}
 	for _, v := range h.r.State().IDVersions(id, flag(q, "deleted")) {
 		out = append(out, subjectVersionJSON{v.Subject, v.Version})
@@ -512,10 +513,10 @@ func (h *api) idVersions(_ http.ResponseWriter, q *http.Request) (any, *Error) {
 }
 
 func (h *api) idSubjects(_ http.ResponseWriter, q *http.Request) (any, *Error) {
-	if _, e := h.lookupID(q); e != nil {
+	id, _, e := h.lookupID(q)
+	if e != nil {
 		return nil, e
 	}
-	id, _ := idArg(q)
 	out := []string{}
 	for _, v := range h.r.State().IDVersions(id, flag(q, "deleted")) {
 		if len(out) == 0 || out[len(out)-1] != v.Subject {

@@ -96,24 +96,6 @@ func (l *KafkaLog) create(ctx context.Context) error {
 	return err
 }
 
-// Ready reports whether the topic exists and has been read to where it
-// ended at the call.
-func (l *KafkaLog) Ready(ctx context.Context) error {
-	select {
-	case <-l.ready:
-	default:
-		return fmt.Errorf("the %s topic is not there yet", Topic)
-	}
-	end, err := l.End(ctx)
-	if err != nil {
-		return err
-	}
-	if applied := l.state.Applied(); applied < end-1 {
-		return fmt.Errorf("%s read to offset %d of %d", Topic, applied+1, end)
-	}
-	return nil
-}
-
 // Append implements Log.
 func (l *KafkaLog) Append(ctx context.Context, recs ...Record) (int64, error) {
 	select {

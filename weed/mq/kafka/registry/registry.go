@@ -340,7 +340,7 @@ func (r *Registry) Check(subject string, version int, q SchemaRequest) ([]string
 	level := r.Compatibility(subject)
 	var previous []versionParsed
 	if version != 0 {
-		sc, e := r.version(subject, version, false)
+		sc, e := r.Version(subject, version, false)
 		if e != nil {
 			return nil, e
 		}
@@ -360,8 +360,9 @@ func (r *Registry) Check(subject string, version int, q SchemaRequest) ([]string
 	return incompatibilities(level, p, previous), nil
 }
 
-// version returns a subject's version, or Confluent's error for it.
-func (r *Registry) version(subject string, version int, deleted bool) (Schema, *Error) {
+// Version returns a subject's version (latest: the latest), or
+// Confluent's error for it.
+func (r *Registry) Version(subject string, version int, deleted bool) (Schema, *Error) {
 	st := r.opts.State
 	if !st.HasSubject(subject, deleted) {
 		return Schema{}, errorf(codeSubjectNotFound, "Subject '%s' not found.", subject)
@@ -371,12 +372,6 @@ func (r *Registry) version(subject string, version int, deleted bool) (Schema, *
 		return Schema{}, errorf(codeVersionNotFound, "Version %d not found.", version)
 	}
 	return sc, nil
-}
-
-// Version is a subject's version as clients ask for it (latest: the
-// latest).
-func (r *Registry) Version(subject string, version int, deleted bool) (Schema, *Error) {
-	return r.version(subject, version, deleted)
 }
 
 // DeleteSubject deletes a subject's versions, softly (kept, shown with
@@ -427,12 +422,12 @@ func (r *Registry) DeleteVersion(ctx context.Context, subject string, version in
 		if r.Mode(subject) == modeReadOnly {
 			return nil, errorf(codeOperationNotPermitted, "Subject %s is in read-only mode", subject)
 		}
-		sc, e := r.version(subject, version, true)
+		sc, e := r.Version(subject, version, true)
 		if e != nil {
 			return nil, e
 		}
 		if version == latest && !permanent {
-			if sc, e = r.version(subject, latest, false); e != nil {
+			if sc, e = r.Version(subject, latest, false); e != nil {
 				return nil, e
 			}
 		}

@@ -60,13 +60,6 @@ func NewState() *State {
 	return &State{subjects: map[string]map[int]*Schema{}, ids: map[int]content{}, names: map[int]string{}, byContent: map[string]int{}, configs: map[string]string{}, modes: map[string]string{}, applied: -1, notify: make(chan struct{})}
 }
 
-// Applied is the offset of the last record applied (-1: none).
-func (s *State) Applied() int64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.applied
-}
-
 // Wait waits until the record at offset is applied.
 func (s *State) Wait(ctx context.Context, offset int64) error {
 	for {
