@@ -33,11 +33,22 @@ type format interface {
 	normalize(schema string) string
 }
 
+// keeper is a format whose schemas may be given in another form than
+// the one they are kept and served in.
+type keeper interface {
+	keep(schema string, refs []resolved) (string, error)
+}
+
+// serializer is a format that serves a schema as format=serialized asks.
+type serializer interface {
+	serialized(schema string, refs []resolved) (string, error)
+}
+
 // formats are the schema types served, by name.
-var formats = map[string]format{Avro: avroFormat{}, Protobuf: protobufFormat{}}
+var formats = map[string]format{Avro: avroFormat{}, Protobuf: protobufFormat{}, JSON: jsonFormat{}}
 
 // Types returns the schema types served, as /schemas/types lists them.
-func Types() []string { return []string{Avro, Protobuf} }
+func Types() []string { return []string{JSON, Protobuf, Avro} }
 
 type avroFormat struct{}
 

@@ -405,12 +405,19 @@ func (h *api) lookup(_ http.ResponseWriter, q *http.Request) (any, *Error) {
 	return showSchema(sc), nil
 }
 
+// subjectVersion is the version a request names, its schema in the form
+// its format parameter asks.
 func (h *api) subjectVersion(q *http.Request) (Schema, *Error) {
 	v, e := versionArg(q)
 	if e != nil {
 		return Schema{}, e
 	}
-	return h.r.Version(q.PathValue("subject"), v, flag(q, "deleted"))
+	sc, e := h.r.Version(q.PathValue("subject"), v, flag(q, "deleted"))
+	if e != nil {
+		return Schema{}, e
+	}
+	sc.Schema, e = h.r.Formatted(sc.Type, sc.Schema, sc.References, q.URL.Query().Get("format"))
+	return sc, e
 }
 
 func (h *api) version(_ http.ResponseWriter, q *http.Request) (any, *Error) {
@@ -474,6 +481,10 @@ func (h *api) lookupID(q *http.Request) (int, idJSON, *Error) {
 	}
 	if !ok {
 		return 0, idJSON{}, errorf(codeSchemaNotFound, "Schema %d not found", id)
+	}
+	schema, e = h.r.Formatted(typ, schema, refs, q.URL.Query().Get("format"))
+	if e != nil {
+		return 0, idJSON{}, e
 	}
 	out := idJSON{References: refs, Schema: schema}
 	if typ != Avro {

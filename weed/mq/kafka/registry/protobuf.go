@@ -8,11 +8,17 @@ package registry
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"strings"
 
 	"github.com/bufbuild/protocompile"
+	"github.com/jhump/protoreflect/desc"
+	"github.com/jhump/protoreflect/desc/protoprint"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
 )
 
 type protobufFormat struct{}
@@ -22,21 +28,83 @@ type protobufSchema struct{ fd protoreflect.FileDescriptor }
 const mainProto = "schema.proto"
 
 func (protobufFormat) parse(schema string, refs []resolved) (parsed, error) {
+	fd, err := compileProto(schema, refs)
+	if err != nil {
+		return nil, err
+	}
+	if fd.Messages().Len() == 0 {
+		return nil, fmt.Errorf("the schema defines no message")
+	}
+	return protobufSchema{fd}, nil
+}
+
+// compileProto compiles .proto text whose imports are its references
+// (else the standard ones).
+func compileProto(schema string, refs []resolved) (protoreflect.FileDescriptor, error) {
 	srcs := map[string]string{mainProto: schema}
 	for _, r := range refs {
 		srcs[r.Name] = r.schema
 	}
-	c := protocompile.Compiler{
-		Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{Accessor: protocompile.SourceAccessorFromMap(srcs)}),
-	}
-	files, err := c.Compile(context.Background(), mainProto)
+	files, err := protoCompiler(srcs).Compile(context.Background(), mainProto)
 	if err != nil {
 		return nil, err
 	}
-	if files[0].Messages().Len() == 0 {
-		return nil, fmt.Errorf("the schema defines no message")
+	return files[0], nil
+}
+
+func protoCompiler(srcs map[string]string) *protocompile.Compiler {
+	return &protocompile.Compiler{
+		Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{Accessor: protocompile.SourceAccessorFromMap(srcs)}),
 	}
-	return protobufSchema{files[0]}, nil
+}
+
+// keep returns the schema as it is kept and served: .proto text. A
+// schema given as a base64 FileDescriptorProto (as Confluent's
+// serializers in librdkafka's bindings register it) is printed as the
+// .proto text it describes, its imports resolved by the references.
+func (protobufFormat) keep(schema string, refs []resolved) (string, error) {
+	if _, err := compileProto(schema, refs); err == nil {
+		return schema, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(schema))
+	if err != nil {
+		return schema, nil // not a descriptor: parse says why
+	}
+	var fdp descriptorpb.FileDescriptorProto
+	if err := proto.Unmarshal(b, &fdp); err != nil {
+		return "", fmt.Errorf("a base64 schema that is not a FileDescriptorProto: %v", err)
+	}
+	srcs := map[string]string{}
+	for _, r := range refs {
+		srcs[r.Name] = r.schema
+	}
+	deps, err := protoCompiler(srcs).Compile(context.Background(), fdp.GetDependency()...)
+	if err != nil {
+		return "", err
+	}
+	fd, err := protodesc.NewFile(&fdp, deps.AsResolver())
+	if err != nil {
+		return "", err
+	}
+	wrapped, err := desc.WrapFile(fd)
+	if err != nil {
+		return "", err
+	}
+	return (&protoprint.Printer{}).PrintProtoToString(wrapped)
+}
+
+// serialized returns the schema as a base64 FileDescriptorProto, as
+// format=serialized asks.
+func (protobufFormat) serialized(schema string, refs []resolved) (string, error) {
+	fd, err := compileProto(schema, refs)
+	if err != nil {
+		return "", err
+	}
+	b, err := proto.Marshal(protodesc.ToFileDescriptorProto(fd))
+	if err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(b), nil
 }
 
 // normalize is the text with its lines trimmed and blank ones dropped.
@@ -113,37 +181,65 @@ func fieldsCanRead(r, w protoreflect.MessageDescriptor) []string {
 		case !wireCompatible(old, f):
 			out = append(out, fmt.Sprintf("FIELD_KIND_CHANGED: %s was %s, is %s", at, kindOf(old), kindOf(f)))
 			continue
-		case (old.Kind() == protoreflect.MessageKind || old.Kind() == protoreflect.GroupKind) && !old.IsMap() && old.Message().FullName() != f.Message().FullName():
-			out = append(out, fmt.Sprintf("FIELD_NAMED_TYPE_CHANGED: %s was %s, is %s", at, old.Message().FullName(), f.Message().FullName()))
-		case old.Kind() == protoreflect.EnumKind && old.Enum().FullName() != f.Enum().FullName():
-			out = append(out, fmt.Sprintf("FIELD_NAMED_TYPE_CHANGED: %s was %s, is %s", at, old.Enum().FullName(), f.Enum().FullName()))
-		case old.IsList() != f.IsList() && !packableScalar(old):
-			out = append(out, fmt.Sprintf("FIELD_LABEL_CHANGED: %s is repeated in one schema only", at))
+		case !old.IsMap() && !sameNamedType(old, f):
+			out = append(out, fmt.Sprintf("FIELD_NAMED_TYPE_CHANGED: %s was %s, is %s", at, kindOf(old), kindOf(f)))
+		case old.IsList() != f.IsList() && packableScalar(old):
+			// Repeated numbers are packed: a single reader takes no list.
+			out = append(out, fmt.Sprintf("FIELD_NUMERIC_LABEL_CHANGED: %s is repeated in one schema only", at))
 		case old.IsMap() != f.IsMap():
 			out = append(out, fmt.Sprintf("FIELD_KIND_CHANGED: %s is a map in one schema only", at))
-		}
-		wo, ro := realOneof(old), realOneof(f)
-		switch {
-		case wo == nil && ro != nil && countInOneof(ro, wf) > 0:
-			out = append(out, fmt.Sprintf("FIELD_MOVED_TO_EXISTING_ONEOF: %s moved into oneof %s", at, ro.Name()))
-		case wo != nil && ro != nil && wo.Name() != ro.Name():
-			out = append(out, fmt.Sprintf("FIELD_MOVED_TO_EXISTING_ONEOF: %s moved from oneof %s to %s", at, wo.Name(), ro.Name()))
+		case old.IsMap() && (!wireCompatible(old.MapKey(), f.MapKey()) || !wireCompatible(old.MapValue(), f.MapValue()) || !sameNamedType(old.MapValue(), f.MapValue())):
+			out = append(out, fmt.Sprintf("FIELD_KIND_CHANGED: %s was map<%s, %s>, is map<%s, %s>", at, kindOf(old.MapKey()), kindOf(old.MapValue()), kindOf(f.MapKey()), kindOf(f.MapValue())))
 		}
 	}
-	// Fields of no oneof moved together into a new one: a writer may have
-	// set several, which the reader keeps only one of.
-	moved := map[protoreflect.Name]int{}
-	for i := range rf.Len() {
-		f := rf.Get(i)
-		if ro := realOneof(f); ro != nil {
-			if old := wf.ByNumber(f.Number()); old != nil && realOneof(old) == nil {
-				moved[ro.Name()]++
+	return append(out, oneofsCanRead(r, w)...)
+}
+
+// oneofsCanRead: data written with w's oneofs read with r's. A reader's
+// oneof must take its fields from one of the writer's oneofs (a writer
+// sets one of those) or be one field that was in none; a oneof of the
+// writer's whose fields the reader keeps in part loses what was set in
+// the others.
+func oneofsCanRead(r, w protoreflect.MessageDescriptor) []string {
+	var out []string
+	wf, rf := w.Fields(), r.Fields()
+	ros := r.Oneofs()
+	for i := range ros.Len() {
+		ro := ros.Get(i)
+		if ro.IsSynthetic() {
+			continue
+		}
+		from := map[string]int{} // the writer's oneof (or "") each came from
+		for j := range ro.Fields().Len() {
+			if old := wf.ByNumber(ro.Fields().Get(j).Number()); old != nil {
+				name := ""
+				if wo := realOneof(old); wo != nil {
+					name = string(wo.Name())
+				}
+				from[name]++
 			}
 		}
+		if len(from) > 1 || from[""] > 1 {
+			out = append(out, fmt.Sprintf("FIELD_MOVED_TO_EXISTING_ONEOF: %s oneof %s has fields the writer could set together", r.FullName(), ro.Name()))
+		}
 	}
-	for name, n := range moved {
-		if n > 1 {
-			out = append(out, fmt.Sprintf("MULTIPLE_FIELDS_MOVED_TO_ONEOF: %d fields of %s moved into oneof %s", n, r.FullName(), name))
+	wos := w.Oneofs()
+	for i := range wos.Len() {
+		wo := wos.Get(i)
+		if wo.IsSynthetic() {
+			continue
+		}
+		kept, removed := 0, []protoreflect.FieldNumber{}
+		for j := range wo.Fields().Len() {
+			n := wo.Fields().Get(j).Number()
+			if rf.ByNumber(n) != nil {
+				kept++
+			} else {
+				removed = append(removed, n)
+			}
+		}
+		if kept > 0 && len(removed) > 0 {
+			out = append(out, fmt.Sprintf("ONEOF_FIELD_REMOVED: %s oneof %s field %d", r.FullName(), wo.Name(), removed[0]))
 		}
 	}
 	return out
@@ -155,17 +251,6 @@ func realOneof(f protoreflect.FieldDescriptor) protoreflect.OneofDescriptor {
 		return o
 	}
 	return nil
-}
-
-// countInOneof counts the writer's fields in a oneof of the reader's name.
-func countInOneof(ro protoreflect.OneofDescriptor, wf protoreflect.FieldDescriptors) int {
-	n := 0
-	for i := range wf.Len() {
-		if o := realOneof(wf.Get(i)); o != nil && o.Name() == ro.Name() {
-			n++
-		}
-	}
-	return n
 }
 
 // packableScalar: a scalar's repeated and single forms read each other
@@ -197,13 +282,21 @@ func wireGroup(k protoreflect.Kind) string {
 	return k.String()
 }
 
+// wireCompatible: an enum reads as the integers it shares varints with,
+// as Protobuf's own rules allow.
 func wireCompatible(a, b protoreflect.FieldDescriptor) bool {
-	ga, gb := wireGroup(a.Kind()), wireGroup(b.Kind())
-	if ga == gb {
-		// An enum and an integer share varints, but one is a named type.
-		return (a.Kind() == protoreflect.EnumKind) == (b.Kind() == protoreflect.EnumKind)
+	return wireGroup(a.Kind()) == wireGroup(b.Kind())
+}
+
+// sameNamedType: fields of message or enum kind name the same type.
+func sameNamedType(a, b protoreflect.FieldDescriptor) bool {
+	switch {
+	case a.Kind() == protoreflect.MessageKind && b.Kind() == protoreflect.MessageKind:
+		return a.Message().FullName() == b.Message().FullName()
+	case a.Kind() == protoreflect.EnumKind && b.Kind() == protoreflect.EnumKind:
+		return a.Enum().FullName() == b.Enum().FullName()
 	}
-	return false
+	return true
 }
 
 func kindOf(f protoreflect.FieldDescriptor) string {

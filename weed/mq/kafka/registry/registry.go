@@ -137,12 +137,64 @@ func (q *SchemaRequest) typ() string {
 
 // parse reads a schema with its references, resolved against the state.
 func (r *Registry) parse(typ, schema string, refs []Reference) (parsed, *Error) {
+	f, resolvedRefs, e := r.resolve(typ, schema, refs)
+	if e != nil {
+		return nil, e
+	}
+	p, err := f.parse(schema, resolvedRefs)
+	if err != nil {
+		return nil, errorf(codeInvalidSchema, "Invalid schema %s, details: %v", schema, err)
+	}
+	return p, nil
+}
+
+// keep turns a schema given to register, look up or check into the form
+// it is kept in (the same for most formats).
+func (r *Registry) keep(q *SchemaRequest) *Error {
+	f, refs, e := r.resolve(q.typ(), q.Schema, q.References)
+	if e != nil {
+		return e
+	}
+	if k, ok := f.(keeper); ok {
+		s, err := k.keep(q.Schema, refs)
+		if err != nil {
+			return errorf(codeInvalidSchema, "Invalid schema %s, details: %v", q.Schema, err)
+		}
+		q.Schema = s
+	}
+	return nil
+}
+
+// Formatted returns a kept schema in the form format names: "serialized"
+// (Protobuf's base64 FileDescriptorProto) or, for any other, as kept.
+func (r *Registry) Formatted(typ, schema string, refs []Reference, format string) (string, *Error) {
+	if format != "serialized" {
+		return schema, nil
+	}
+	f, resolvedRefs, e := r.resolve(typ, schema, refs)
+	if e != nil {
+		return "", e
+	}
+	s, ok := f.(serializer)
+	if !ok {
+		return schema, nil
+	}
+	out, err := s.serialized(schema, resolvedRefs)
+	if err != nil {
+		return "", errorf(codeInvalidSchema, "Invalid schema %s, details: %v", schema, err)
+	}
+	return out, nil
+}
+
+// resolve returns a schema's format and its references with the schemas
+// they name, transitively, the deepest first.
+func (r *Registry) resolve(typ, schema string, refs []Reference) (format, []resolved, *Error) {
 	f, ok := formats[typ]
 	if !ok {
-		return nil, errorf(codeInvalidSchema, "Invalid schema type %s: this registry serves %s", typ, strings.Join(Types(), ", "))
+		return nil, nil, errorf(codeInvalidSchema, "Invalid schema type %s: this registry serves %s", typ, strings.Join(Types(), ", "))
 	}
 	if len(schema) > MaxSchemaBytes || len(refs) > MaxReferences {
-		return nil, errorf(codeInvalidSchema, "Invalid schema: more than %d bytes or %d references", MaxSchemaBytes, MaxReferences)
+		return nil, nil, errorf(codeInvalidSchema, "Invalid schema: more than %d bytes or %d references", MaxSchemaBytes, MaxReferences)
 	}
 	var resolvedRefs []resolved
 	seen := map[string]bool{}
@@ -169,13 +221,9 @@ func (r *Registry) parse(typ, schema string, refs []Reference) (parsed, *Error) 
 		return nil
 	}
 	if err := walk(refs, 0); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	p, err := f.parse(schema, resolvedRefs)
-	if err != nil {
-		return nil, errorf(codeInvalidSchema, "Invalid schema %s, details: %v", schema, err)
-	}
-	return p, nil
+	return f, resolvedRefs, nil
 }
 
 // Compatibility is the level that applies to a subject.
@@ -256,6 +304,9 @@ func (r *Registry) Register(ctx context.Context, subject string, q SchemaRequest
 			return nil, errorf(codeInvalidSchema, "Invalid schema: a negative id or version")
 		}
 		typ := q.typ()
+		if e := r.keep(&q); e != nil {
+			return nil, e
+		}
 		p, e := r.parse(typ, q.Schema, q.References)
 		if e != nil {
 			return nil, e
@@ -315,6 +366,9 @@ func (r *Registry) Lookup(subject string, q SchemaRequest, deleted bool) (Schema
 		return Schema{}, errorf(codeSubjectNotFound, "Subject '%s' not found.", subject)
 	}
 	typ := q.typ()
+	if e := r.keep(&q); e != nil {
+		return Schema{}, e
+	}
 	if _, e := r.parse(typ, q.Schema, q.References); e != nil {
 		return Schema{}, e
 	}
@@ -333,6 +387,9 @@ func (r *Registry) Lookup(subject string, q SchemaRequest, deleted bool) (Schema
 // when compatible.
 func (r *Registry) Check(subject string, version int, q SchemaRequest) ([]string, *Error) {
 	st := r.opts.State
+	if e := r.keep(&q); e != nil {
+		return nil, e
+	}
 	p, e := r.parse(q.typ(), q.Schema, q.References)
 	if e != nil {
 		return nil, e

@@ -2,15 +2,21 @@ package registry
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sr"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/descriptorpb"
 )
 
 // memLog is a _schemas topic in memory: appended records are applied to
@@ -325,7 +331,7 @@ func TestRegistryHTTP(t *testing.T) {
 		t.Fatalf("an unknown path: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	cl, _ := sr.NewClient(sr.URLs(ts.URL))
-	if types, err := cl.SupportedTypes(context.Background()); err != nil || len(types) != 2 || types[0] != sr.TypeAvro || types[1] != sr.TypeProtobuf {
+	if types, err := cl.SupportedTypes(context.Background()); err != nil || !slices.Equal(types, []sr.SchemaType{sr.TypeAvro, sr.TypeProtobuf, sr.TypeJSON}) {
 		t.Fatalf("types: %v %v", types, err)
 	}
 	if _, err := cl.SchemaByVersion(context.Background(), "s", 0); code(err) != 42202 {
@@ -472,7 +478,140 @@ func TestRegistryProtobuf(t *testing.T) {
 	if text, err := cl.SchemaTextByID(ctx, s1.ID); err != nil || text != v1 {
 		t.Fatalf("the schema's text by id: %q %v", text, err)
 	}
-	if types, err := cl.SupportedTypes(ctx); err != nil || len(types) != 2 {
+	if types, err := cl.SupportedTypes(ctx); err != nil || len(types) != 3 {
 		t.Fatalf("types: %v %v", types, err)
+	}
+}
+
+// A Protobuf schema given as a base64 FileDescriptorProto, as
+// librdkafka's bindings register it, is kept and served as .proto text;
+// format=serialized serves any Protobuf schema as a descriptor.
+func TestRegistryProtobufDescriptor(t *testing.T) {
+	ctx := context.Background()
+	_, cl, ts := serve(t, &memLog{}, nil)
+	const money = "syntax = \"proto3\";\npackage shop;\nmessage Money {\n  string currency = 1;\n  int64 units = 2;\n}\n"
+	if _, err := cl.CreateSchema(ctx, "money.proto", sr.Schema{Type: sr.TypeProtobuf, Schema: money}); err != nil {
+		t.Fatal(err)
+	}
+	const order = "syntax = \"proto3\";\npackage shop;\nimport \"money.proto\";\nimport \"google/protobuf/timestamp.proto\";\nmessage Order {\n  string id = 1;\n  Money total = 2;\n  google.protobuf.Timestamp at = 3;\n}\n"
+	ref := sr.SchemaReference{Name: "money.proto", Subject: "money.proto", Version: 1}
+	b64, err := protobufFormat{}.serialized(order, []resolved{{Reference: Reference{Name: "money.proto"}, schema: money}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, err := cl.CreateSchema(ctx, "orders-value", sr.Schema{Type: sr.TypeProtobuf, Schema: b64, References: []sr.SchemaReference{ref}})
+	if err != nil {
+		t.Fatalf("a descriptor registered: %v", err)
+	}
+	again, err := cl.CreateSchema(ctx, "orders-value", sr.Schema{Type: sr.TypeProtobuf, Schema: b64, References: []sr.SchemaReference{ref}})
+	if err != nil || again.ID != s1.ID || again.Version != 1 {
+		t.Fatalf("the same descriptor again: %+v %v, want id %d version 1", again, err, s1.ID)
+	}
+	text, err := cl.SchemaTextByID(ctx, s1.ID)
+	if err != nil || !strings.Contains(text, "message Order {") || !strings.Contains(text, "google.protobuf.Timestamp at = 3;") || !strings.Contains(text, `import "money.proto";`) {
+		t.Fatalf("the descriptor kept as .proto text: %q %v", text, err)
+	}
+	// The text registered is the same schema: its id.
+	if same, err := cl.CreateSchema(ctx, "orders-value", sr.Schema{Type: sr.TypeProtobuf, Schema: text, References: []sr.SchemaReference{ref}}); err != nil || same.ID != s1.ID {
+		t.Fatalf("the kept text registered: %+v %v, want id %d", same, err, s1.ID)
+	}
+	for _, path := range []string{"/schemas/ids/" + strconv.Itoa(s1.ID) + "?format=serialized", "/subjects/orders-value/versions/1?format=serialized"} {
+		resp, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct{ Schema string }
+		err = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := base64.StdEncoding.DecodeString(got.Schema)
+		if err != nil {
+			t.Fatalf("%s: %q is not base64: %v", path, got.Schema, err)
+		}
+		var fdp descriptorpb.FileDescriptorProto
+		if err := proto.Unmarshal(raw, &fdp); err != nil || len(fdp.MessageType) != 1 || fdp.MessageType[0].GetName() != "Order" || len(fdp.MessageType[0].Field) != 3 || len(fdp.Dependency) != 2 {
+			t.Fatalf("%s: the descriptor served: %v %v", path, &fdp, err)
+		}
+	}
+	if _, err := cl.CreateSchema(ctx, "bad", sr.Schema{Type: sr.TypeProtobuf, Schema: base64.StdEncoding.EncodeToString([]byte{0xff, 0xff})}); code(err) != 42201 {
+		t.Fatalf("base64 that is no descriptor: %v, want 42201", err)
+	}
+}
+
+func TestRegistryJSONSchema(t *testing.T) {
+	ctx := context.Background()
+	_, cl, _ := serve(t, &memLog{}, nil)
+	js := func(s string, refs ...sr.SchemaReference) sr.Schema {
+		return sr.Schema{Type: sr.TypeJSON, Schema: s, References: refs}
+	}
+	const address = `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`
+	if _, err := cl.CreateSchema(ctx, "address", js(address)); err != nil {
+		t.Fatal(err)
+	}
+	ref := sr.SchemaReference{Name: "address.json", Subject: "address", Version: 1}
+	const v1 = `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","additionalProperties":false,
+		"properties":{"id":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}},"home":{"$ref":"address.json"},
+		"color":{"enum":["red","green"]}},"required":["id"]}`
+	s1, err := cl.CreateSchema(ctx, "customers-value", js(v1, ref))
+	if err != nil || s1.Version != 1 {
+		t.Fatalf("a schema with a reference: %+v %v", s1, err)
+	}
+	if again, err := cl.CreateSchema(ctx, "customers-value", js(" "+v1+"\n", ref)); err != nil || again.ID != s1.ID {
+		t.Fatalf("the same schema spaced otherwise: %+v %v", again, err)
+	}
+	for name, bad := range map[string]string{
+		"not JSON":                  `{"type":`,
+		"not a schema":              `{"type":5}`,
+		"a reference not given":     `{"$ref":"other.json"}`,
+		"a file named by reference": `{"$ref":"file:///etc/passwd"}`,
+	} {
+		if _, err := cl.CreateSchema(ctx, "bad", js(bad)); code(err) != 42201 {
+			t.Errorf("%s: %v, want 42201", name, err)
+		}
+	}
+	// BACKWARD: the new schema takes every document the old one took.
+	for name, c := range map[string]struct {
+		schema string
+		ok     bool
+	}{
+		"integer widened to number":              {`{"type":"object","additionalProperties":false,"properties":{"id":{"type":"number"},"tags":{"type":"array","items":{"type":"string"}},"home":{"$ref":"address.json"},"color":{"enum":["red","green"]}},"required":["id"]}`, true},
+		"a property added to a closed model":     {`{"type":"object","additionalProperties":false,"properties":{"id":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}},"home":{"$ref":"address.json"},"color":{"enum":["red","green"]},"age":{"type":"integer"}},"required":["id"]}`, true},
+		"a property required that was not":       {`{"type":"object","additionalProperties":false,"properties":{"id":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}},"home":{"$ref":"address.json"},"color":{"enum":["red","green"]}},"required":["id","tags"]}`, false},
+		"an enum narrowed":                       {`{"type":"object","additionalProperties":false,"properties":{"id":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}},"home":{"$ref":"address.json"},"color":{"enum":["red"]}},"required":["id"]}`, false},
+		"an item type changed":                   {`{"type":"object","additionalProperties":false,"properties":{"id":{"type":"integer"},"tags":{"type":"array","items":{"type":"integer"}},"home":{"$ref":"address.json"},"color":{"enum":["red","green"]}},"required":["id"]}`, false},
+		"a property removed from a closed model": {`{"type":"object","additionalProperties":false,"properties":{"id":{"type":"integer"},"home":{"$ref":"address.json"},"color":{"enum":["red","green"]}},"required":["id"]}`, false},
+		"a maximum added":                        {`{"type":"object","additionalProperties":false,"properties":{"id":{"type":"integer","maximum":10},"tags":{"type":"array","items":{"type":"string"}},"home":{"$ref":"address.json"},"color":{"enum":["red","green"]}},"required":["id"]}`, false},
+	} {
+		ok, err := cl.CheckCompatibility(ctx, "customers-value", -1, js(c.schema, ref))
+		if err != nil || ok.Is != c.ok {
+			t.Errorf("%s: compatible %+v %v, want %v", name, ok, err, c.ok)
+		}
+	}
+	// The referenced schema's own rules apply through the reference.
+	const address2 = `{"type":"object","properties":{"city":{"type":"string","maxLength":3}},"required":["city"]}`
+	if _, err := cl.CreateSchema(ctx, "address", js(address2)); code(err) != 409 {
+		t.Fatalf("a maximum length added to a referenced schema: %v, want 409", err)
+	}
+	// An open model: adding a typed property is not compatible (old
+	// documents may have had it with any value); FORWARD takes it.
+	const open1 = `{"type":"object","properties":{"a":{"type":"string"}}}`
+	const open2 = `{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}}}`
+	if _, err := cl.CreateSchema(ctx, "open", js(open1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.CreateSchema(ctx, "open", js(open2)); code(err) != 409 {
+		t.Fatalf("a property added to an open model at BACKWARD: %v, want 409", err)
+	}
+	if res := cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatForward}, "open"); len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("FORWARD set: %+v", res)
+	}
+	if s, err := cl.CreateSchema(ctx, "open", js(open2)); err != nil || s.Version != 2 {
+		t.Fatalf("the same at FORWARD: %+v %v", s, err)
+	}
+	got, err := cl.SchemaByVersion(ctx, "customers-value", 1)
+	if err != nil || got.Type != sr.TypeJSON || len(got.References) != 1 {
+		t.Fatalf("read back: %+v %v", got, err)
 	}
 }
