@@ -97,7 +97,7 @@ func schemaText(raw json.RawMessage) string {
 
 func check(url, subject, typ string, c testCase) (bool, error) {
 	defer func() {
-		call(url, "DELETE", "/subjects/"+subject, nil, nil)                  //nolint:errcheck // best effort
+		call(url, "DELETE", "/subjects/"+subject, nil, nil)                   //nolint:errcheck // best effort
 		call(url, "DELETE", "/subjects/"+subject+"?permanent=true", nil, nil) //nolint:errcheck // best effort
 	}()
 	if err := call(url, "PUT", "/config/"+subject, map[string]string{"compatibility": "BACKWARD"}, nil); err != nil {
