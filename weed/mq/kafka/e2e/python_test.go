@@ -24,9 +24,10 @@ func pythonE2E(t *testing.T) string {
 }
 
 // TestPythonSchemaRegistry: confluent-kafka-python (librdkafka) with its
-// SchemaRegistryClient, AvroSerializer and AvroDeserializer produces and
-// consumes through the gateway and its registry; its evolutions are
-// checked at the default BACKWARD level (see testdata/registry_avro.py).
+// SchemaRegistryClient and its Avro, Protobuf and JSON Schema serializers
+// and deserializers produces and consumes through the gateway and its
+// registry; evolutions are checked at the default BACKWARD level (see
+// testdata/registry_avro.py and testdata/registry_formats.py).
 func TestPythonSchemaRegistry(t *testing.T) {
 	py := pythonE2E(t)
 	topic := newTopic(t)
@@ -36,5 +37,12 @@ func TestPythonSchemaRegistry(t *testing.T) {
 	out, err := exec.CommandContext(ctx, py, "testdata/registry_avro.py", gw.addr, gw.registry, topic).CombinedOutput()
 	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
 		t.Fatalf("registry_avro.py: %v\n%s", err, out)
+	}
+	protoTopic, jsonTopic := newTopic(t), newTopic(t)
+	createTopic(t, protoTopic, 2, nil)
+	createTopic(t, jsonTopic, 2, nil)
+	out, err = exec.CommandContext(ctx, py, "testdata/registry_formats.py", gw.addr, gw.registry, protoTopic, jsonTopic).CombinedOutput()
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
+		t.Fatalf("registry_formats.py: %v\n%s", err, out)
 	}
 }

@@ -615,3 +615,26 @@ func TestRegistryJSONSchema(t *testing.T) {
 		t.Fatalf("read back: %+v %v", got, err)
 	}
 }
+
+// A schema sent with "references": [] is the one sent without (as
+// confluent-kafka-python sends every schema).
+func TestRegistryEmptyReferences(t *testing.T) {
+	_, cl, ts := serve(t, &memLog{}, nil)
+	s, err := cl.CreateSchema(context.Background(), "s", sr.Schema{Schema: userV1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{"schema": userV1, "references": []any{}})
+	for _, path := range []string{"/subjects/s?normalize=False&deleted=False", "/subjects/s/versions"} {
+		resp, err := http.Post(ts.URL+path, ContentType, strings.NewReader(string(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct{ ID int }
+		err = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || got.ID != s.ID {
+			t.Fatalf("%s with no references as []: %d id %d %v, want id %d", path, resp.StatusCode, got.ID, err, s.ID)
+		}
+	}
+}

@@ -321,7 +321,11 @@ func contentKey(typ, schema string, refs []Reference) string {
 	if f, ok := formats[typ]; ok {
 		norm = f.normalize(schema)
 	}
-	return typ + "\x00" + norm + "\x00" + string(mustJSON(refs))
+	key := typ + "\x00" + norm
+	if len(refs) > 0 { // none given and an empty list are the same
+		key += "\x00" + string(mustJSON(refs))
+	}
+	return key
 }
 
 // findID returns the id of a schema registered with the same content
