@@ -41,7 +41,7 @@ func TestJavaClients(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "mvn", "-B", "-q", "-f", filepath.Join(module, "pom.xml"), "test", "-Dkafka.bootstrap="+gw.addr,
-		"-Dkafka.sasl.bootstrap="+gw.secure["SASL_PLAINTEXT"], "-Dkafka.monitor="+gw.monitor)
+		"-Dkafka.sasl.bootstrap="+gw.secure["SASL_PLAINTEXT"], "-Dkafka.monitor="+gw.monitor, "-Dkafka.registry="+gw.registry)
 	if res, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("mvn test: %v\n%s", err, res)
 	}
@@ -65,7 +65,7 @@ func TestJavaClients(t *testing.T) {
 		t.Logf("%s: %d tests passed", s.Name, s.Tests)
 		total += s.Tests
 	}
-	if total < 24 {
-		t.Errorf("%d Java tests ran, want the 24 of the module", total)
+	if total < 26 {
+		t.Errorf("%d Java tests ran, want the 26 of the module", total)
 	}
 }
