@@ -2,6 +2,8 @@ package registry
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -24,7 +26,7 @@ func FuzzApply(f *testing.F) {
 		s.Subjects("", true)
 		for _, subject := range s.Subjects("", true) {
 			for _, v := range s.Versions(subject, true) {
-				if typ, schema, _, ok := s.ByID(v.ID); !ok || typ != v.Type || schema != v.Schema {
+				if typ, schema, _, ok := s.ByID(Context(subject), v.ID); !ok || typ != v.Type || schema != v.Schema {
 					t.Fatalf("%s version %d: id %d stands for %q, not its schema", subject, v.Version, v.ID, schema)
 				}
 			}
@@ -57,7 +59,7 @@ func FuzzRegister(f *testing.F) {
 			}
 			return
 		}
-		if _, got, _, ok := r.State().ByID(id); !ok {
+		if _, got, _, ok := r.State().ByID(DefaultContext, id); !ok {
 			t.Fatalf("id %d stands for no schema", id)
 		} else if again, e := r.Register(ctx, "s2", SchemaRequest{Schema: got, SchemaType: typ}); e != nil || again != id {
 			t.Fatalf("the schema kept for id %d registered again: id %d %v", id, again, e)
@@ -83,6 +85,25 @@ func FuzzJSONSchemaCompatibility(f *testing.F) {
 		pa.canRead(pb)
 		if len(pa.canRead(pa)) != 0 {
 			t.Fatalf("%s cannot read what it wrote itself", a)
+		}
+	})
+}
+
+// Paths under /contexts/{context}/ as clients send them: rewritten to
+// the request they stand for or left alone, never a panic.
+func FuzzContextPath(f *testing.F) {
+	for _, p := range []string{"/contexts/.a/subjects/s/versions", "/contexts/.a/schemas/ids/1?subject=x", "/contexts/.a/config", "/contexts/.a/mode/s", "/contexts/.a/compatibility/subjects/s/versions/1", "/contexts/%2e/subjects", "/contexts/.a/subjects/%2F%3A/versions"} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, target string) {
+		q, err := http.NewRequest("GET", "http://registry"+target, nil)
+		if err != nil || !strings.HasPrefix(q.URL.EscapedPath(), "/contexts/") {
+			return
+		}
+		before := q.URL.String()
+		inContext(q)
+		if after := q.URL.String(); after != before && strings.HasPrefix(q.URL.EscapedPath(), "/contexts/") {
+			t.Fatalf("%s rewritten to %s, still under /contexts/", before, after)
 		}
 	})
 }

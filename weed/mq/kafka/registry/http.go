@@ -111,11 +111,70 @@ func Handler(r *Registry, opts HandlerOptions) http.Handler {
 	write("DELETE /mode/{subject}", subjectAlterConfigs, h.deleteMode)
 	read("POST /compatibility/subjects/{subject}/versions/{version}", subjectRead, h.compatibility)
 	read("POST /compatibility/subjects/{subject}/versions", subjectRead, h.compatibility)
-	read("GET /contexts", anyone, func(http.ResponseWriter, *http.Request) (any, *Error) { return []string{"."}, nil })
+	read("GET /contexts", anyone, func(http.ResponseWriter, *http.Request) (any, *Error) { return r.State().Contexts(), nil })
 	return http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
 		q.Body = http.MaxBytesReader(w, q.Body, maxBody)
+		inContext(q)
 		mux.ServeHTTP(&notFound{ResponseWriter: w}, q)
 	})
+}
+
+// inContext rewrites a request under /contexts/{context}/ (as clients
+// scoped to a context send them) to the request it stands for, with
+// subjects qualified by the context: /contexts/.ctx/subjects/s/versions
+// is /subjects/:.ctx:s/versions, /contexts/.ctx/schemas/ids/1 is
+// /schemas/ids/1?subject=:.ctx:, /contexts/.ctx/config is
+// /config/:.ctx:. What the rewritten request is, forwarding and the ACLs
+// see too.
+func inContext(q *http.Request) {
+	segs := strings.Split(strings.TrimPrefix(q.URL.EscapedPath(), "/"), "/")
+	if len(segs) < 3 || segs[0] != "contexts" {
+		return
+	}
+	ctx, err := url.PathUnescape(segs[1])
+	if err != nil || !strings.HasPrefix(ctx, ".") || strings.Contains(ctx, ":") {
+		return
+	}
+	rest := segs[2:]
+	qualify := func(seg string) string {
+		s, err := url.PathUnescape(seg)
+		if err != nil {
+			return seg
+		}
+		if _, _, ok := splitQualified(s); !ok && ctx != DefaultContext {
+			s = ":" + ctx + ":" + s
+		}
+		return url.PathEscape(s)
+	}
+	params := q.URL.Query()
+	setDefault := func(name, value string) {
+		if _, ok := params[name]; !ok && ctx != DefaultContext {
+			params.Set(name, value)
+		}
+	}
+	switch {
+	case rest[0] == "subjects" && len(rest) == 1, rest[0] == "schemas" && len(rest) == 1:
+		setDefault("subjectPrefix", ":"+ctx+":")
+	case rest[0] == "subjects", rest[0] == "compatibility" && len(rest) > 2 && rest[1] == "subjects":
+		i := 1
+		if rest[0] == "compatibility" {
+			i = 2
+		}
+		rest[i] = qualify(rest[i])
+	case rest[0] == "schemas" && len(rest) > 2 && rest[1] == "ids":
+		setDefault("subject", ":"+ctx+":")
+	case (rest[0] == "config" || rest[0] == "mode") && len(rest) == 1:
+		rest = append(rest, url.PathEscape(":"+ctx+":"))
+	case rest[0] == "config" || rest[0] == "mode":
+		rest[1] = qualify(rest[1])
+	default:
+		return
+	}
+	raw := "/" + strings.Join(rest, "/")
+	if p, err := url.PathUnescape(raw); err == nil {
+		q.URL.Path, q.URL.RawPath = p, raw
+		q.URL.RawQuery = params.Encode()
+	}
 }
 
 // statusRecorder keeps the status a handler answered, for the metrics.
@@ -196,7 +255,7 @@ func (h *api) allowed(principal string, q *http.Request, need access) *Error {
 	if h.opts.Authorize == nil || need == anyone {
 		return nil
 	}
-	subject := q.PathValue("subject")
+	subject := subjectArg(q)
 	op, typ, name := kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, SubjectTopic(subject)
 	switch need {
 	case subjectWrite:
@@ -358,9 +417,33 @@ func showSchema(sc Schema) schemaJSON {
 	return out
 }
 
+// subjectArg is the subject a request's path names, as it is kept
+// (":.:name", the default context named, is "name").
+func subjectArg(q *http.Request) string { return Qualify(q.PathValue("subject")) }
+
+// subjectsOf lists the subjects subjectPrefix asks for: all of every
+// context when it is not given or ":*:", the default context's when it
+// is empty, else those it begins (":.ctx:" a context's).
+func subjectsOf(st *State, q *http.Request, deleted bool) []string {
+	prefix, given := q.URL.Query()["subjectPrefix"]
+	switch {
+	case !given || prefix[0] == ":*:":
+		return st.Subjects("", deleted)
+	case prefix[0] == "":
+		var out []string
+		for _, subject := range st.Subjects("", deleted) {
+			if Context(subject) == DefaultContext {
+				out = append(out, subject)
+			}
+		}
+		return out
+	}
+	return st.Subjects(Qualify(prefix[0]), deleted)
+}
+
 func (h *api) subjects(_ http.ResponseWriter, q *http.Request) (any, *Error) {
 	out := []string{}
-	for _, subject := range h.r.State().Subjects(q.URL.Query().Get("subjectPrefix"), flag(q, "deleted")) {
+	for _, subject := range subjectsOf(h.r.State(), q, flag(q, "deleted")) {
 		if h.mayRead(principalOf(q), q, subject) {
 			out = append(out, subject)
 		}
@@ -369,7 +452,7 @@ func (h *api) subjects(_ http.ResponseWriter, q *http.Request) (any, *Error) {
 }
 
 func (h *api) versions(_ http.ResponseWriter, q *http.Request) (any, *Error) {
-	subject := q.PathValue("subject")
+	subject := subjectArg(q)
 	vs := h.r.State().Versions(subject, flag(q, "deleted"))
 	if len(vs) == 0 {
 		return nil, errorf(codeSubjectNotFound, "Subject '%s' not found.", subject)
@@ -386,7 +469,7 @@ func (h *api) register(_ http.ResponseWriter, q *http.Request) (any, *Error) {
 	if e := decode(q, &req); e != nil {
 		return nil, e
 	}
-	id, e := h.r.Register(q.Context(), q.PathValue("subject"), req)
+	id, e := h.r.Register(q.Context(), subjectArg(q), req)
 	if e != nil {
 		return nil, e
 	}
@@ -398,7 +481,7 @@ func (h *api) lookup(_ http.ResponseWriter, q *http.Request) (any, *Error) {
 	if e := decode(q, &req); e != nil {
 		return nil, e
 	}
-	sc, e := h.r.Lookup(q.PathValue("subject"), req, flag(q, "deleted"))
+	sc, e := h.r.Lookup(subjectArg(q), req, flag(q, "deleted"))
 	if e != nil {
 		return nil, e
 	}
@@ -412,7 +495,7 @@ func (h *api) subjectVersion(q *http.Request) (Schema, *Error) {
 	if e != nil {
 		return Schema{}, e
 	}
-	sc, e := h.r.Version(q.PathValue("subject"), v, flag(q, "deleted"))
+	sc, e := h.r.Version(subjectArg(q), v, flag(q, "deleted"))
 	if e != nil {
 		return Schema{}, e
 	}
@@ -449,7 +532,7 @@ func (h *api) referencedBy(_ http.ResponseWriter, q *http.Request) (any, *Error)
 }
 
 func (h *api) deleteSubject(_ http.ResponseWriter, q *http.Request) (any, *Error) {
-	return h.r.DeleteSubject(q.Context(), q.PathValue("subject"), flag(q, "permanent"))
+	return h.r.DeleteSubject(q.Context(), subjectArg(q), flag(q, "permanent"))
 }
 
 func (h *api) deleteVersion(_ http.ResponseWriter, q *http.Request) (any, *Error) {
@@ -457,7 +540,7 @@ func (h *api) deleteVersion(_ http.ResponseWriter, q *http.Request) (any, *Error
 	if e != nil {
 		return nil, e
 	}
-	return h.r.DeleteVersion(q.Context(), q.PathValue("subject"), v, flag(q, "permanent"))
+	return h.r.DeleteVersion(q.Context(), subjectArg(q), v, flag(q, "permanent"))
 }
 
 // idJSON is a schema by id as /schemas/ids/{id} shows it.
@@ -467,30 +550,55 @@ type idJSON struct {
 	Schema     string      `json:"schema"`
 }
 
-func (h *api) lookupID(q *http.Request) (int, idJSON, *Error) {
+// idRef is a schema id in its context.
+type idRef struct {
+	ctx string
+	id  int
+}
+
+// lookupID finds the schema of the id a request names, in the context
+// of its subject parameter (without one, the first context that has the
+// id, the default one first; ":.ctx:" names just the context), under
+// that subject if it names one.
+func (h *api) lookupID(q *http.Request) (idRef, idJSON, *Error) {
 	id, e := idArg(q)
 	if e != nil {
-		return 0, idJSON{}, e
+		return idRef{}, idJSON{}, e
 	}
-	typ, schema, refs, ok := h.r.State().ByID(id)
-	if subject := q.URL.Query().Get("subject"); ok && subject != "" {
+	ref := idRef{DefaultContext, id}
+	subject := Qualify(q.URL.Query().Get("subject"))
+	if subject != "" {
+		ref.ctx = Context(subject)
+	}
+	typ, schema, refs, ok := h.r.State().ByID(ref.ctx, id)
+	if !ok && subject == "" {
+		// No subject to say the context: the default one first, then the
+		// others, as Confluent's registry looks.
+		for _, c := range h.r.State().Contexts() {
+			if typ, schema, refs, ok = h.r.State().ByID(c, id); ok {
+				ref.ctx = c
+				break
+			}
+		}
+	}
+	if _, name, _ := splitQualified(subject); ok && name != "" {
 		ok = false
-		for _, v := range h.r.State().IDVersions(id, true) {
+		for _, v := range h.r.State().IDVersions(ref.ctx, id, true) {
 			ok = ok || v.Subject == subject
 		}
 	}
 	if !ok {
-		return 0, idJSON{}, errorf(codeSchemaNotFound, "Schema %d not found", id)
+		return idRef{}, idJSON{}, errorf(codeSchemaNotFound, "Schema %d not found", id)
 	}
 	schema, e = h.r.Formatted(typ, schema, refs, q.URL.Query().Get("format"))
 	if e != nil {
-		return 0, idJSON{}, e
+		return idRef{}, idJSON{}, e
 	}
 	out := idJSON{References: refs, Schema: schema}
 	if typ != Avro {
 		out.SchemaType = typ
 	}
-	return id, out, nil
+	return ref, out, nil
 }
 
 func (h *api) byID(_ http.ResponseWriter, q *http.Request) (any, *Error) {
@@ -512,24 +620,24 @@ type subjectVersionJSON struct {
 }
 
 func (h *api) idVersions(_ http.ResponseWriter, q *http.Request) (any, *Error) {
-	id, _, e := h.lookupID(q)
+	ref, _, e := h.lookupID(q)
 	if e != nil {
 		return nil, e
 	}
 	out := []subjectVersionJSON{}
-	for _, v := range h.r.State().IDVersions(id, flag(q, "deleted")) {
+	for _, v := range h.r.State().IDVersions(ref.ctx, ref.id, flag(q, "deleted")) {
 		out = append(out, subjectVersionJSON{v.Subject, v.Version})
 	}
 	return out, nil
 }
 
 func (h *api) idSubjects(_ http.ResponseWriter, q *http.Request) (any, *Error) {
-	id, _, e := h.lookupID(q)
+	ref, _, e := h.lookupID(q)
 	if e != nil {
 		return nil, e
 	}
 	out := []string{}
-	for _, v := range h.r.State().IDVersions(id, flag(q, "deleted")) {
+	for _, v := range h.r.State().IDVersions(ref.ctx, ref.id, flag(q, "deleted")) {
 		if len(out) == 0 || out[len(out)-1] != v.Subject {
 			out = append(out, v.Subject)
 		}
@@ -541,7 +649,7 @@ func (h *api) schemas(_ http.ResponseWriter, q *http.Request) (any, *Error) {
 	st := h.r.State()
 	deleted, latestOnly := flag(q, "deleted"), flag(q, "latestOnly")
 	out := []schemaJSON{}
-	for _, subject := range st.Subjects(q.URL.Query().Get("subjectPrefix"), deleted) {
+	for _, subject := range subjectsOf(st, q, deleted) {
 		if !h.mayRead(principalOf(q), q, subject) {
 			continue
 		}
@@ -557,7 +665,7 @@ func (h *api) schemas(_ http.ResponseWriter, q *http.Request) (any, *Error) {
 }
 
 func (h *api) getConfig(_ http.ResponseWriter, q *http.Request) (any, *Error) {
-	subject := q.PathValue("subject")
+	subject := subjectArg(q)
 	if subject != "" {
 		if level, ok := h.r.State().Config(subject); ok {
 			return map[string]string{"compatibilityLevel": level}, nil
@@ -576,14 +684,14 @@ func (h *api) putConfig(_ http.ResponseWriter, q *http.Request) (any, *Error) {
 	if e := decode(q, &req); e != nil {
 		return nil, e
 	}
-	if e := h.r.SetCompatibility(q.Context(), q.PathValue("subject"), req.Compatibility); e != nil {
+	if e := h.r.SetCompatibility(q.Context(), subjectArg(q), req.Compatibility); e != nil {
 		return nil, e
 	}
 	return map[string]string{"compatibility": strings.ToUpper(req.Compatibility)}, nil
 }
 
 func (h *api) deleteConfig(_ http.ResponseWriter, q *http.Request) (any, *Error) {
-	was, e := h.r.DeleteCompatibility(q.Context(), q.PathValue("subject"))
+	was, e := h.r.DeleteCompatibility(q.Context(), subjectArg(q))
 	if e != nil {
 		return nil, e
 	}
@@ -591,7 +699,7 @@ func (h *api) deleteConfig(_ http.ResponseWriter, q *http.Request) (any, *Error)
 }
 
 func (h *api) getMode(_ http.ResponseWriter, q *http.Request) (any, *Error) {
-	subject := q.PathValue("subject")
+	subject := subjectArg(q)
 	if subject != "" {
 		if m, ok := h.r.State().Mode(subject); ok {
 			return map[string]string{"mode": m}, nil
@@ -610,14 +718,14 @@ func (h *api) putMode(_ http.ResponseWriter, q *http.Request) (any, *Error) {
 	if e := decode(q, &req); e != nil {
 		return nil, e
 	}
-	if e := h.r.SetMode(q.Context(), q.PathValue("subject"), req.Mode, flag(q, "force")); e != nil {
+	if e := h.r.SetMode(q.Context(), subjectArg(q), req.Mode, flag(q, "force")); e != nil {
 		return nil, e
 	}
 	return map[string]string{"mode": strings.ToUpper(req.Mode)}, nil
 }
 
 func (h *api) deleteMode(_ http.ResponseWriter, q *http.Request) (any, *Error) {
-	was, e := h.r.DeleteMode(q.Context(), q.PathValue("subject"))
+	was, e := h.r.DeleteMode(q.Context(), subjectArg(q))
 	if e != nil {
 		return nil, e
 	}
@@ -637,7 +745,7 @@ func (h *api) compatibility(_ http.ResponseWriter, q *http.Request) (any, *Error
 		}
 		version = v
 	}
-	msgs, e := h.r.Check(q.PathValue("subject"), version, req)
+	msgs, e := h.r.Check(subjectArg(q), version, req)
 	if e != nil {
 		return nil, e
 	}

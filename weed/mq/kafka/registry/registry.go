@@ -226,26 +226,39 @@ func (r *Registry) resolve(typ, schema string, refs []Reference) (format, []reso
 	return f, resolvedRefs, nil
 }
 
-// Compatibility is the level that applies to a subject.
+// Compatibility is the level that applies to a subject: its own, else
+// its context's, else the global one.
 func (r *Registry) Compatibility(subject string) string {
-	if level, ok := r.opts.State.Config(subject); ok && subject != "" {
-		return level
-	}
-	if level, ok := r.opts.State.Config(""); ok {
-		return level
+	for _, scope := range scopes(subject) {
+		if level, ok := r.opts.State.Config(scope); ok {
+			return level
+		}
 	}
 	return DefaultCompatibility
 }
 
-// Mode is the mode that applies to a subject.
+// Mode is the mode that applies to a subject, found as its level is.
 func (r *Registry) Mode(subject string) string {
-	if m, ok := r.opts.State.Mode(subject); ok && subject != "" {
-		return m
-	}
-	if m, ok := r.opts.State.Mode(""); ok {
-		return m
+	for _, scope := range scopes(subject) {
+		if m, ok := r.opts.State.Mode(scope); ok {
+			return m
+		}
 	}
 	return defaultMode
+}
+
+// scopes are where a subject's config and mode are looked for, in
+// order: the subject, its context (":.ctx:", unless the default one),
+// the global ("").
+func scopes(subject string) []string {
+	var out []string
+	if subject != "" {
+		out = append(out, subject)
+	}
+	if ctx := Context(subject); ctx != DefaultContext && subject != ":"+ctx+":" {
+		out = append(out, ":"+ctx+":")
+	}
+	return append(out, "")
 }
 
 // write runs fn, which decides a write on a state read to the log's end
@@ -335,13 +348,13 @@ func (r *Registry) Register(ctx context.Context, subject string, q SchemaRequest
 		}
 		switch {
 		case q.ID > 0:
-			if typ0, schema0, refs0, ok := st.ByID(q.ID); ok && contentKey(typ0, schema0, refs0) != key {
+			if typ0, schema0, refs0, ok := st.ByID(Context(subject), q.ID); ok && contentKey(typ0, schema0, refs0) != key {
 				return nil, errorf(codeOperationNotPermitted, "Overwrite new schema with id %d is not permitted.", q.ID)
 			}
 			id = q.ID
 		default:
-			if id = st.findID(typ, q.Schema, q.References); id == 0 {
-				id = st.MaxID() + 1
+			if id = st.findID(Context(subject), typ, q.Schema, q.References); id == 0 {
+				id = st.MaxID(Context(subject)) + 1
 			}
 		}
 		version := q.Version
@@ -576,7 +589,7 @@ func optional(subject string) *string {
 
 // validSubject refuses what Confluent refuses as a subject name.
 func validSubject(subject string) *Error {
-	if subject == "" || strings.ContainsFunc(subject, func(r rune) bool { return r < ' ' }) {
+	if _, name, _ := splitQualified(subject); name == "" || strings.ContainsFunc(subject, func(r rune) bool { return r < ' ' }) {
 		return errorf(codeInvalidSchema, "Invalid subject %q", subject)
 	}
 	return nil

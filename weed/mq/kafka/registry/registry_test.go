@@ -220,8 +220,8 @@ func TestRegistryAvro(t *testing.T) {
 	if v, ok := fresh.Version("users-value", 1, true); ok {
 		t.Fatalf("a fresh reader has the permanently deleted version: %+v", v)
 	}
-	if fresh.MaxID() != 3 {
-		t.Fatalf("a fresh reader's largest id: %d", fresh.MaxID())
+	if fresh.MaxID(DefaultContext) != 3 {
+		t.Fatalf("a fresh reader's largest id: %d", fresh.MaxID(DefaultContext))
 	}
 }
 
@@ -636,5 +636,96 @@ func TestRegistryEmptyReferences(t *testing.T) {
 		if err != nil || resp.StatusCode != 200 || got.ID != s.ID {
 			t.Fatalf("%s with no references as []: %d id %d %v, want id %d", path, resp.StatusCode, got.ID, err, s.ID)
 		}
+	}
+}
+
+// Contexts: a qualified subject (":.ctx:name") is in its context, which
+// counts its own ids and has its own config; ids are looked up in the
+// context their subject parameter names.
+func TestRegistryContexts(t *testing.T) {
+	ctx := context.Background()
+	_, cl, ts := serve(t, &memLog{}, nil)
+	get := func(path string, into any) int {
+		t.Helper()
+		resp, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if into != nil && resp.StatusCode == 200 {
+			if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return resp.StatusCode
+	}
+	d1, err := cl.CreateSchema(ctx, "orders-value", sr.Schema{Schema: userV1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// franz-go's client scoped to a context sends /contexts/.staging/...
+	staging := sr.InContext(ctx, ".staging")
+	s1, err := cl.CreateSchema(staging, "orders-value", sr.Schema{Schema: userV1})
+	if err != nil || s1.ID != 1 || d1.ID != 1 || s1.Subject != ":.staging:orders-value" {
+		t.Fatalf("the same schema in two contexts: %+v %+v %v, want id 1 in each", d1, s1, err)
+	}
+	s2, err := cl.CreateSchema(staging, "other", sr.Schema{Schema: userV2})
+	if err != nil || s2.ID != 2 {
+		t.Fatalf("a second schema in .staging: %+v %v, want id 2", s2, err)
+	}
+	if subjects, err := cl.Subjects(staging); err != nil || !slices.Equal(subjects, []string{":.staging:orders-value", ":.staging:other"}) {
+		t.Fatalf("the subjects of .staging: %v %v", subjects, err)
+	}
+	if got, err := cl.SchemaByID(staging, 2); err != nil || normalJSON(got.Schema) != normalJSON(userV2) {
+		t.Fatalf("id 2 in .staging: %+v %v", got, err)
+	}
+	if code := get("/schemas/ids/2?subject=orders-value", nil); code != 404 {
+		t.Fatalf("id 2 in the default context: %d, want 404", code)
+	}
+	// Without a subject, the first context that has the id.
+	var found struct{ Schema string }
+	if code := get("/schemas/ids/2", &found); code != 200 || normalJSON(found.Schema) != normalJSON(userV2) {
+		t.Fatalf("id 2 with no subject: %d %q", code, found.Schema)
+	}
+	var byID struct{ Schema string }
+	for _, subject := range []string{":.staging:other", ":.staging:"} {
+		if code := get("/schemas/ids/2?subject="+subject, &byID); code != 200 || normalJSON(byID.Schema) != normalJSON(userV2) {
+			t.Fatalf("id 2 with subject %s: %d %q", subject, code, byID.Schema)
+		}
+	}
+	var contexts, subjects []string
+	if get("/contexts", &contexts); !slices.Equal(contexts, []string{".", ".staging"}) {
+		t.Fatalf("contexts %v", contexts)
+	}
+	for prefix, want := range map[string][]string{
+		"":                          {":.staging:orders-value", ":.staging:other", "orders-value"},
+		"?subjectPrefix=":           {"orders-value"},
+		"?subjectPrefix=:*:":        {":.staging:orders-value", ":.staging:other", "orders-value"},
+		"?subjectPrefix=:.staging:": {":.staging:orders-value", ":.staging:other"},
+	} {
+		if get("/subjects"+prefix, &subjects); !slices.Equal(subjects, want) {
+			t.Errorf("/subjects%s: %v, want %v", prefix, subjects, want)
+		}
+	}
+	// ":.:name" is the default context's name.
+	if got, err := cl.SchemaByVersion(ctx, ":.:orders-value", 1); err != nil || got.ID != d1.ID || got.Subject != "orders-value" {
+		t.Fatalf(":.:orders-value: %+v %v", got, err)
+	}
+	// A context's level applies to its subjects, not to the others.
+	if res := cl.SetCompatibility(staging, sr.SetCompatibility{Level: sr.CompatNone}); len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("NONE for .staging: %+v", res)
+	}
+	if _, err := cl.CreateSchema(ctx, ":.staging:orders-value", sr.Schema{Schema: userNoDefault}); err != nil {
+		t.Fatalf("an incompatible schema in .staging at NONE: %v", err)
+	}
+	var level struct{ CompatibilityLevel string }
+	if get("/config/:.staging:", &level); level.CompatibilityLevel != "NONE" {
+		t.Fatalf(".staging's level: %+v", level)
+	}
+	if _, err := cl.CreateSchema(ctx, "orders-value", sr.Schema{Schema: userNoDefault}); code(err) != 409 {
+		t.Fatalf("the same in the default context at BACKWARD: %v, want 409", err)
+	}
+	if _, err := cl.CreateSchema(ctx, ":.staging:", sr.Schema{Schema: userV1}); code(err) != 42201 {
+		t.Fatalf("a context registered as a subject: %v, want 42201", err)
 	}
 }

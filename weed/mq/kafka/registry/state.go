@@ -42,22 +42,83 @@ type content struct {
 // what every gateway serves reads from.
 type State struct {
 	mu       sync.RWMutex
-	subjects map[string]map[int]*Schema // by subject, by version
-	ids      map[int]content
+	subjects map[string]map[int]*Schema // by subject (qualified), by version
+	// spaces are the contexts' ids, by context ("." the default).
+	spaces  map[string]*idSpace
+	configs map[string]string // compatibility level by subject (":.ctx:" a context's), "" the global
+	modes   map[string]string // by subject, "" the global
+	applied int64             // the offset of the last record applied, -1 none
+	notify  chan struct{}     // closed and replaced at each record applied
+}
+
+// idSpace is one context's schema ids: each context counts its own.
+type idSpace struct {
+	ids map[int]content
 	// names caches RecordName's answers by id ("": none).
 	names map[int]string
 	// byContent is the first id of each content.
 	byContent map[string]int
 	maxID     int
-	configs   map[string]string // compatibility level by subject, "" the global
-	modes     map[string]string // by subject, "" the global
-	applied   int64             // the offset of the last record applied, -1 none
-	notify    chan struct{}     // closed and replaced at each record applied
 }
 
 // NewState returns an empty registry.
 func NewState() *State {
-	return &State{subjects: map[string]map[int]*Schema{}, ids: map[int]content{}, names: map[int]string{}, byContent: map[string]int{}, configs: map[string]string{}, modes: map[string]string{}, applied: -1, notify: make(chan struct{})}
+	return &State{subjects: map[string]map[int]*Schema{}, spaces: map[string]*idSpace{}, configs: map[string]string{}, modes: map[string]string{}, applied: -1, notify: make(chan struct{})}
+}
+
+// DefaultContext is the context of subjects not qualified with one.
+const DefaultContext = "."
+
+// Context returns the context a subject is in: ".ctx" for ":.ctx:name",
+// else the default.
+func Context(subject string) string {
+	if ctx, _, ok := splitQualified(subject); ok {
+		return ctx
+	}
+	return DefaultContext
+}
+
+// splitQualified splits ":.ctx:name" into ".ctx" and "name".
+func splitQualified(subject string) (ctx, name string, ok bool) {
+	if !strings.HasPrefix(subject, ":.") {
+		return "", subject, false
+	}
+	i := strings.IndexByte(subject[1:], ':')
+	if i < 0 {
+		return "", subject, false
+	}
+	return subject[1 : 1+i], subject[2+i:], true
+}
+
+// Qualify returns the subject as it is kept: ":.:name" (the default
+// context named) is "name".
+func Qualify(subject string) string {
+	if ctx, name, ok := splitQualified(subject); ok && ctx == DefaultContext {
+		return name
+	}
+	return subject
+}
+
+// space returns a context's ids, made when missing. s.mu is held.
+func (s *State) space(ctx string) *idSpace {
+	sp := s.spaces[ctx]
+	if sp == nil {
+		sp = &idSpace{ids: map[int]content{}, names: map[int]string{}, byContent: map[string]int{}}
+		s.spaces[ctx] = sp
+	}
+	return sp
+}
+
+// Contexts returns the contexts that have subjects, and the default one,
+// sorted.
+func (s *State) Contexts() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	seen := map[string]bool{DefaultContext: true}
+	for subject := range s.subjects {
+		seen[Context(subject)] = true
+	}
+	return sortedKeys(seen)
 }
 
 // Wait waits until the record at offset is applied.
@@ -111,17 +172,22 @@ func (s *State) Apply(offset int64, key, value []byte) error {
 		if typ == "" {
 			typ = Avro
 		}
-		if c, ok := s.ids[v.ID]; ok && (c.typ != typ || c.schema != v.Schema) {
+		sp := s.space(Context(v.Subject))
+		if c, ok := sp.ids[v.ID]; ok && (c.typ != typ || c.schema != v.Schema) {
 			return fmt.Errorf("%w: id %d stands for another schema already", errSkip, v.ID)
 		}
-		if _, ok := s.ids[v.ID]; !ok {
-			s.ids[v.ID] = content{typ: typ, schema: v.Schema, refs: v.References}
-			metrics.RegistrySchemas.Set(float64(len(s.ids)))
-			if ck := contentKey(typ, v.Schema, v.References); s.byContent[ck] == 0 || v.ID < s.byContent[ck] {
-				s.byContent[ck] = v.ID
+		if _, ok := sp.ids[v.ID]; !ok {
+			sp.ids[v.ID] = content{typ: typ, schema: v.Schema, refs: v.References}
+			n := 0
+			for _, sp := range s.spaces {
+				n += len(sp.ids)
+			}
+			metrics.RegistrySchemas.Set(float64(n))
+			if ck := contentKey(typ, v.Schema, v.References); sp.byContent[ck] == 0 || v.ID < sp.byContent[ck] {
+				sp.byContent[ck] = v.ID
 			}
 		}
-		s.maxID = max(s.maxID, v.ID)
+		sp.maxID = max(sp.maxID, v.ID)
 		if versions == nil {
 			versions = map[int]*Schema{}
 			s.subjects[*k.Subject] = versions
@@ -236,20 +302,28 @@ func (s *State) HasSubject(subject string, deleted bool) bool {
 	return len(s.versionsLocked(subject, deleted)) > 0
 }
 
-// ByID returns the schema an id stands for.
-func (s *State) ByID(id int) (typ, schema string, refs []Reference, ok bool) {
+// ByID returns the schema an id of a context stands for.
+func (s *State) ByID(ctx string, id int) (typ, schema string, refs []Reference, ok bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	c, ok := s.ids[id]
+	sp := s.spaces[ctx]
+	if sp == nil {
+		return "", "", nil, false
+	}
+	c, ok := sp.ids[id]
 	return c.typ, c.schema, c.refs, ok
 }
 
-// IDVersions returns the subjects' versions registered under an id.
-func (s *State) IDVersions(id int, deleted bool) []Schema {
+// IDVersions returns the subjects' versions registered under an id of a
+// context.
+func (s *State) IDVersions(ctx string, id int, deleted bool) []Schema {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []Schema
-	for _, versions := range s.subjects {
+	for subject, versions := range s.subjects {
+		if Context(subject) != ctx {
+			continue
+		}
 		for _, sc := range versions {
 			if sc.ID == id && (deleted || !sc.Deleted) {
 				out = append(out, *sc)
@@ -308,11 +382,14 @@ func (s *State) Mode(subject string) (string, bool) {
 	return m, ok
 }
 
-// MaxID is the largest id given so far.
-func (s *State) MaxID() int {
+// MaxID is the largest id a context has given so far.
+func (s *State) MaxID(ctx string) int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.maxID
+	if sp := s.spaces[ctx]; sp != nil {
+		return sp.maxID
+	}
+	return 0
 }
 
 // contentKey is what two registrations of the same schema share.
@@ -329,11 +406,14 @@ func contentKey(typ, schema string, refs []Reference) string {
 }
 
 // findID returns the id of a schema registered with the same content
-// under any subject, or 0.
-func (s *State) findID(typ, schema string, refs []Reference) int {
+// under any subject of a context, or 0.
+func (s *State) findID(ctx, typ, schema string, refs []Reference) int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.byContent[contentKey(typ, schema, refs)]
+	if sp := s.spaces[ctx]; sp != nil {
+		return sp.byContent[contentKey(typ, schema, refs)]
+	}
+	return 0
 }
 
 // SubjectHasID reports whether a version of the subject, not deleted, has
@@ -350,11 +430,17 @@ func (s *State) SubjectHasID(subject string, id int) bool {
 }
 
 // RecordName returns the fully qualified name of the record (Avro: the
-// named type) the schema of id is, as RecordNameStrategy names subjects.
+// named type) the schema of id (in the default context, where topics'
+// subjects are) is, as RecordNameStrategy names subjects.
 func (s *State) RecordName(id int) (string, bool) {
 	s.mu.RLock()
-	c, ok := s.ids[id]
-	name, named := s.names[id]
+	sp := s.spaces[DefaultContext]
+	if sp == nil {
+		s.mu.RUnlock()
+		return "", false
+	}
+	c, ok := sp.ids[id]
+	name, named := sp.names[id]
 	s.mu.RUnlock()
 	if !ok {
 		return "", false
@@ -382,7 +468,7 @@ func (s *State) RecordName(id int) (string, bool) {
 		}
 	}
 	s.mu.Lock()
-	s.names[id] = name // ids never change what they stand for
+	sp.names[id] = name // ids never change what they stand for
 	s.mu.Unlock()
 	return name, name != ""
 }
