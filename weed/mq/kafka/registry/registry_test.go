@@ -729,3 +729,61 @@ func TestRegistryContexts(t *testing.T) {
 		t.Fatalf("a context registered as a subject: %v, want 42201", err)
 	}
 }
+
+// Each compatibility level refuses with 409 what it must and takes what
+// it may (Avro), the transitive ones against every earlier version.
+func TestRegistryLevels(t *testing.T) {
+	ctx := context.Background()
+	_, cl, _ := serve(t, &memLog{}, nil)
+	rec := func(fields string) string {
+		return `{"type":"record","name":"R","fields":[` + fields + `]}`
+	}
+	var (
+		a       = rec(`{"name":"a","type":"int"}`)
+		ab      = rec(`{"name":"a","type":"int"},{"name":"b","type":"int","default":0}`)
+		abNoDef = rec(`{"name":"a","type":"int"},{"name":"b","type":"int"}`)
+		ac      = rec(`{"name":"a","type":"int"},{"name":"c","type":"string"}`)
+		none    = rec(``)
+		str     = rec(`{"name":"a","type":"string"}`)
+	)
+	for _, c := range []struct {
+		level       sr.CompatibilityLevel
+		history     []string
+		good, bad   string
+		latestTakes bool // the bad one is compatible with the latest version alone
+	}{
+		{sr.CompatBackward, []string{a}, none, ac, false},
+		{sr.CompatForward, []string{a}, ac, none, false},
+		{sr.CompatFull, []string{a}, ab, ac, false},
+		{sr.CompatBackwardTransitive, []string{a, ab}, ab, abNoDef, true},
+		{sr.CompatForwardTransitive, []string{abNoDef, ab}, ab, a, true},
+		{sr.CompatFullTransitive, []string{abNoDef, ab}, ab, a, true},
+		{sr.CompatNone, []string{a}, str, "", false},
+	} {
+		subject := "levels-" + c.level.String()
+		if res := cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone}, subject); res[0].Err != nil {
+			t.Fatal(res[0].Err)
+		}
+		for _, h := range c.history {
+			if _, err := cl.CreateSchema(ctx, subject, sr.Schema{Schema: h}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if res := cl.SetCompatibility(ctx, sr.SetCompatibility{Level: c.level}, subject); res[0].Err != nil {
+			t.Fatal(res[0].Err)
+		}
+		if ok, err := cl.CheckCompatibility(ctx, subject, -1, sr.Schema{Schema: c.good}); err != nil || !ok.Is {
+			t.Errorf("%s: %s refused: %+v %v", c.level, c.good, ok, err)
+		}
+		if c.bad == "" {
+			continue
+		}
+		if _, err := cl.CreateSchema(ctx, subject, sr.Schema{Schema: c.bad}); code(err) != 409 {
+			t.Errorf("%s: %s registered: %v, want 409", c.level, c.bad, err)
+		}
+		// Checked against the latest version alone, the level is not transitive.
+		if ok, err := cl.CheckCompatibility(ctx, subject, len(c.history), sr.Schema{Schema: c.bad}); err != nil || ok.Is != c.latestTakes {
+			t.Errorf("%s: %s against the latest version: %+v %v, want %v", c.level, c.bad, ok, err, c.latestTakes)
+		}
+	}
+}
