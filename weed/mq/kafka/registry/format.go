@@ -31,6 +31,8 @@ type format interface {
 	parse(schema string, refs []resolved) (parsed, error)
 	// normalize returns the form two schemas are the same in.
 	normalize(schema string) string
+	// normalForm returns the schema as normalize=true keeps it.
+	normalForm(schema string, refs []resolved) (string, error)
 }
 
 // keeper is a format whose schemas may be given in another form than
@@ -71,6 +73,11 @@ func (avroFormat) parse(schema string, refs []resolved) (parsed, error) {
 // normalize is the schema's JSON with its objects' keys sorted and no
 // space: the same schema written otherwise is the same.
 func (avroFormat) normalize(schema string) string { return normalJSON(schema) }
+
+// normalForm is the schema's JSON with sorted keys and no space.
+func (avroFormat) normalForm(schema string, _ []resolved) (string, error) {
+	return normalJSON(schema), nil
+}
 
 func (a avroSchema) canRead(writer parsed) []string {
 	w, ok := writer.(avroSchema)

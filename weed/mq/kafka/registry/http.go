@@ -464,9 +464,20 @@ func (h *api) versions(_ http.ResponseWriter, q *http.Request) (any, *Error) {
 	return out, nil
 }
 
-func (h *api) register(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+// schemaRequest reads the schema a register, lookup or compatibility
+// request sends, with its normalize parameter.
+func schemaRequest(q *http.Request) (SchemaRequest, *Error) {
 	var req SchemaRequest
 	if e := decode(q, &req); e != nil {
+		return req, e
+	}
+	req.Normalize = flag(q, "normalize")
+	return req, nil
+}
+
+func (h *api) register(_ http.ResponseWriter, q *http.Request) (any, *Error) {
+	req, e := schemaRequest(q)
+	if e != nil {
 		return nil, e
 	}
 	id, e := h.r.Register(q.Context(), subjectArg(q), req)
@@ -477,8 +488,8 @@ func (h *api) register(_ http.ResponseWriter, q *http.Request) (any, *Error) {
 }
 
 func (h *api) lookup(_ http.ResponseWriter, q *http.Request) (any, *Error) {
-	var req SchemaRequest
-	if e := decode(q, &req); e != nil {
+	req, e := schemaRequest(q)
+	if e != nil {
 		return nil, e
 	}
 	sc, e := h.r.Lookup(subjectArg(q), req, flag(q, "deleted"))
@@ -733,8 +744,8 @@ func (h *api) deleteMode(_ http.ResponseWriter, q *http.Request) (any, *Error) {
 }
 
 func (h *api) compatibility(_ http.ResponseWriter, q *http.Request) (any, *Error) {
-	var req SchemaRequest
-	if e := decode(q, &req); e != nil {
+	req, e := schemaRequest(q)
+	if e != nil {
 		return nil, e
 	}
 	version := 0

@@ -88,6 +88,11 @@ func (l refLoader) find(url string) *jsonDoc {
 
 func (jsonFormat) normalize(schema string) string { return normalJSON(schema) }
 
+// normalForm is the schema's JSON with sorted keys and no space.
+func (jsonFormat) normalForm(schema string, _ []resolved) (string, error) {
+	return normalJSON(schema), nil
+}
+
 func (j jsonSchema) canRead(writer parsed) []string {
 	w, ok := writer.(jsonSchema)
 	if !ok {

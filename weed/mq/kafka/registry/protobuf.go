@@ -86,6 +86,20 @@ func (protobufFormat) keep(schema string, refs []resolved) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return printProto(fd)
+}
+
+// normalForm is the schema compiled and printed again: one layout,
+// whatever the text's spacing, comments and order of options.
+func (protobufFormat) normalForm(schema string, refs []resolved) (string, error) {
+	fd, err := compileProto(schema, refs)
+	if err != nil {
+		return "", err
+	}
+	return printProto(fd)
+}
+
+func printProto(fd protoreflect.FileDescriptor) (string, error) {
 	wrapped, err := desc.WrapFile(fd)
 	if err != nil {
 		return "", err

@@ -126,6 +126,9 @@ type SchemaRequest struct {
 	// ID and Version are kept as given in IMPORT mode.
 	ID      int `json:"id,omitempty"`
 	Version int `json:"version,omitempty"`
+	// Normalize puts the schema in its normal form before anything else
+	// (the normalize parameter).
+	Normalize bool `json:"-"`
 }
 
 func (q *SchemaRequest) typ() string {
@@ -149,7 +152,8 @@ func (r *Registry) parse(typ, schema string, refs []Reference) (parsed, *Error) 
 }
 
 // keep turns a schema given to register, look up or check into the form
-// it is kept in (the same for most formats).
+// it is kept in (the same for most formats), its normal form when the
+// request asks.
 func (r *Registry) keep(q *SchemaRequest) *Error {
 	f, refs, e := r.resolve(q.typ(), q.Schema, q.References)
 	if e != nil {
@@ -157,6 +161,13 @@ func (r *Registry) keep(q *SchemaRequest) *Error {
 	}
 	if k, ok := f.(keeper); ok {
 		s, err := k.keep(q.Schema, refs)
+		if err != nil {
+			return errorf(codeInvalidSchema, "Invalid schema %s, details: %v", q.Schema, err)
+		}
+		q.Schema = s
+	}
+	if q.Normalize {
+		s, err := f.normalForm(q.Schema, refs)
 		if err != nil {
 			return errorf(codeInvalidSchema, "Invalid schema %s, details: %v", q.Schema, err)
 		}

@@ -787,3 +787,45 @@ func TestRegistryLevels(t *testing.T) {
 		}
 	}
 }
+
+// normalize=true keeps a schema in its normal form: Avro's and JSON
+// Schema's JSON with sorted keys and no space, Protobuf compiled and
+// printed again; a lookup with it finds the schema however it is spaced.
+func TestRegistryNormalize(t *testing.T) {
+	_, cl, ts := serve(t, &memLog{}, nil)
+	post := func(path string, body map[string]any) (int, map[string]any) {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		resp, err := http.Post(ts.URL+path, ContentType, strings.NewReader(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out) //nolint:errcheck // checked by the callers' fields
+		return resp.StatusCode, out
+	}
+	const spaced = "{ \"type\" : \"record\", \"name\":\"N\",\n \"fields\" : [ {\"type\":\"int\", \"name\":\"a\"} ] }"
+	if code, out := post("/subjects/n/versions?normalize=true", map[string]any{"schema": spaced}); code != 200 || out["id"] == nil {
+		t.Fatalf("register normalized: %d %v", code, out)
+	}
+	got, err := cl.SchemaByVersion(context.Background(), "n", 1)
+	if err != nil || got.Schema.Schema != normalJSON(spaced) {
+		t.Fatalf("kept as %q %v, want %q", got.Schema.Schema, err, normalJSON(spaced))
+	}
+	const proto1 = "syntax = \"proto3\";\n\n\npackage   p ;\nmessage M {   string a = 1;  int32 b = 2; }\n"
+	const proto2 = "syntax=\"proto3\"; package p; message M { string a = 1; int32 b = 2; }"
+	if code, out := post("/subjects/pn/versions?normalize=true", map[string]any{"schema": proto1, "schemaType": "PROTOBUF"}); code != 200 {
+		t.Fatalf("register a normalized Protobuf schema: %d %v", code, out)
+	}
+	kept, err := cl.SchemaByVersion(context.Background(), "pn", 1)
+	if err != nil || !strings.Contains(kept.Schema.Schema, "message M {\n  string a = 1;\n\n  int32 b = 2;\n}") {
+		t.Fatalf("the Protobuf schema kept as %q %v", kept.Schema.Schema, err)
+	}
+	if code, out := post("/subjects/pn?normalize=true", map[string]any{"schema": proto2, "schemaType": "PROTOBUF"}); code != 200 || out["version"] != float64(1) {
+		t.Fatalf("looked up otherwise laid out, normalized: %d %v", code, out)
+	}
+	if code, _ := post("/subjects/pn", map[string]any{"schema": proto2, "schemaType": "PROTOBUF"}); code != 404 {
+		t.Fatalf("looked up otherwise laid out, not normalized: %d, want 404", code)
+	}
+}
