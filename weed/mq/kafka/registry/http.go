@@ -71,6 +71,12 @@ func Handler(r *Registry, opts HandlerOptions) http.Handler {
 			if write && h.forward(rec, q) {
 				return
 			}
+			if !write {
+				if e := h.r.CatchUp(q.Context()); e != nil {
+					reply(rec, nil, e)
+					return
+				}
+			}
 			q = q.WithContext(context.WithValue(q.Context(), principalKey{}, principal))
 			v, e := fn(rec, q)
 			reply(rec, v, e)

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -50,6 +51,30 @@ const DefaultTimeout = 30 * time.Second
 type Registry struct {
 	opts    Options
 	writeMu sync.Mutex
+	// caughtUp is set once the State has read the log as far as it went
+	// when the registry first answered: before, a read could miss what
+	// was registered.
+	caughtUp atomic.Bool
+}
+
+// CatchUp waits until the State has read the log to its end (once; later
+// calls return at once), as Confluent's registry reads its topic before it
+// serves. A read waits on it.
+func (r *Registry) CatchUp(ctx context.Context) *Error {
+	if r.caughtUp.Load() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	end, err := r.opts.Log.End(ctx)
+	if err == nil {
+		err = r.opts.State.Wait(ctx, end-1)
+	}
+	if err != nil {
+		return storeError(err)
+	}
+	r.caughtUp.Store(true)
+	return nil
 }
 
 // New returns a registry of opts.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -827,5 +828,35 @@ func TestRegistryNormalize(t *testing.T) {
 	}
 	if code, _ := post("/subjects/pn", map[string]any{"schema": proto2, "schemaType": "PROTOBUF"}); code != 404 {
 		t.Fatalf("looked up otherwise laid out, not normalized: %d, want 404", code)
+	}
+}
+
+// A gateway's registry that has not read _schemas to its end yet waits
+// before it answers a read: never a partial answer.
+func TestRegistryCatchUp(t *testing.T) {
+	log := &memLog{}
+	_, cl, _ := serve(t, log, nil)
+	if _, err := cl.CreateSchema(context.Background(), "a", sr.Schema{Schema: userV1}); err != nil {
+		t.Fatal(err)
+	}
+	behind := NewState() // has read nothing yet
+	ts := httptest.NewServer(Handler(New(Options{State: behind, Log: log}), HandlerOptions{}))
+	defer ts.Close()
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		for i, r := range log.recs {
+			behind.Apply(int64(i), r.Key, r.Value) //nolint:errcheck // the registry's own
+		}
+	}()
+	resp, err := http.Get(ts.URL + "/subjects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var subjects []string
+	if err := json.NewDecoder(resp.Body).Decode(&subjects); err != nil || !slices.Equal(subjects, []string{"a"}) {
+		t.Fatalf("subjects read before the log was read: %v %v", subjects, err)
 	}
 }
