@@ -283,20 +283,6 @@ func (r *Registry) Mode(subject string) string {
 	return defaultMode
 }
 
-// scopes are where a subject's config and mode are looked for, in
-// order: the subject, its context (":.ctx:", unless the default one),
-// the global ("").
-func scopes(subject string) []string {
-	var out []string
-	if subject != "" {
-		out = append(out, subject)
-	}
-	if ctx := Context(subject); ctx != DefaultContext && subject != ":"+ctx+":" {
-		out = append(out, ":"+ctx+":")
-	}
-	return append(out, "")
-}
-
 // write runs fn, which decides a write on a state read to the log's end
 // and returns its records, and appends them; it returns once they are
 // applied.

@@ -66,39 +66,6 @@ func NewState() *State {
 	return &State{subjects: map[string]map[int]*Schema{}, spaces: map[string]*idSpace{}, configs: map[string]string{}, modes: map[string]string{}, applied: -1, notify: make(chan struct{})}
 }
 
-// DefaultContext is the context of subjects not qualified with one.
-const DefaultContext = "."
-
-// Context returns the context a subject is in: ".ctx" for ":.ctx:name",
-// else the default.
-func Context(subject string) string {
-	if ctx, _, ok := splitQualified(subject); ok {
-		return ctx
-	}
-	return DefaultContext
-}
-
-// splitQualified splits ":.ctx:name" into ".ctx" and "name".
-func splitQualified(subject string) (ctx, name string, ok bool) {
-	if !strings.HasPrefix(subject, ":.") {
-		return "", subject, false
-	}
-	i := strings.IndexByte(subject[1:], ':')
-	if i < 0 {
-		return "", subject, false
-	}
-	return subject[1 : 1+i], subject[2+i:], true
-}
-
-// Qualify returns the subject as it is kept: ":.:name" (the default
-// context named) is "name".
-func Qualify(subject string) string {
-	if ctx, name, ok := splitQualified(subject); ok && ctx == DefaultContext {
-		return name
-	}
-	return subject
-}
-
 // space returns a context's ids, made when missing. s.mu is held.
 func (s *State) space(ctx string) *idSpace {
 	sp := s.spaces[ctx]
