@@ -17,5 +17,6 @@
 //	5  weed/command                   the weed subcommands that put it together
 //
 // The test-only stand-ins (filerfs/filerfstest, membership/membershiptest)
-// sit just above what they stand in for.
+// sit just above what they stand in for; the tests and tools (e2e, docker,
+// scripts/registrycompat) above everything.
 package kafka

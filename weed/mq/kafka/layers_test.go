@@ -38,10 +38,11 @@ var layers = map[string]int{
 	"weed/mq/kafka/gateway":                   40,
 	"weed/command":                            50,
 	"weed":                                    60,
-	// Tests only, above everything.
-	"weed/mq/kafka":     70,
-	"weed/mq/kafka/e2e": 70,
-	"docker":            70,
+	// Tests and tools only, above everything.
+	"weed/mq/kafka":          70,
+	"weed/mq/kafka/e2e":      70,
+	"docker":                 70,
+	"scripts/registrycompat": 70,
 }
 
 // The packages' imports form layers: none imports a package of its own
