@@ -43,10 +43,11 @@ if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
 fi
 
 # Python with confluent-kafka (librdkafka), its Schema Registry client and
-# Avro, Protobuf and JSON Schema serializers, in a virtual environment of
-# the tests' own (PyPI).
+# Avro, Protobuf and JSON Schema serializers, and pyiceberg with pyarrow
+# (reading topics' Iceberg tables), in a virtual environment of the tests'
+# own (PyPI).
 venv="${XDG_CACHE_HOME:-$HOME/.cache}/seaweedfs-kafka-gateway/venv"
-if ! "$venv/bin/python" -c "import confluent_kafka, fastavro, google.protobuf, jsonschema" >/dev/null 2>&1; then
+if ! "$venv/bin/python" -c "import confluent_kafka, fastavro, google.protobuf, jsonschema, pyiceberg, pyarrow" >/dev/null 2>&1; then
 	if ! python3 -m venv --clear "$venv" >/dev/null 2>&1; then
 		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 			(apt-get install -y -qq python3 python3-venv >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq python3 python3-venv >/dev/null))
@@ -56,7 +57,7 @@ if ! "$venv/bin/python" -c "import confluent_kafka, fastavro, google.protobuf, j
 			exit 1
 		fi
 	fi
-	"$venv/bin/pip" install -q "confluent-kafka[avro,schemaregistry,protobuf,json]==2.16.1"
+	"$venv/bin/pip" install -q "confluent-kafka[avro,schemaregistry,protobuf,json]==2.16.1" "pyiceberg[pyarrow]==0.12.0"
 fi
 export PYTHON_E2E="$venv/bin/python"
 

@@ -39,7 +39,7 @@ var EmbeddedRoles = []string{"master", "volume", "filer", "broker"}
 // startEmbedded starts master, volume server, filer and MQ broker on
 // 127.0.0.1, their data and log (seaweedfs.log) in dir, and waits until the
 // master answers. The layout of dir is `weed server -dir`'s.
-func startEmbedded(dir, ports string) (*embedded, error) {
+func startEmbedded(dir, ports string, s3Port, icebergPort int) (*embedded, error) {
 	p := strings.Split(ports, ",")
 	if len(p) != len(EmbeddedRoles) {
 		return nil, fmt.Errorf("-embedded.ports wants master,volume,filer,broker; got %q", ports)
@@ -63,13 +63,23 @@ func startEmbedded(dir, ports string) (*embedded, error) {
 	}
 	logName := filepath.Join(abs, "seaweedfs.log")
 	e := &embedded{master: "127.0.0.1:" + p[0]}
-	for i, role := range EmbeddedRoles {
+	roles := EmbeddedRoles
+	if s3Port > 0 {
+		roles = append(roles[:len(roles):len(roles)], "s3")
+	}
+	for i, role := range roles {
 		logFile, err := os.OpenFile(logName, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			e.stop()
 			return nil, err
 		}
-		cmd := exec.Command(self, RoleArgs(role, abs, e.master, p[i])...)
+		var args []string
+		if role == "s3" {
+			args = S3Args("127.0.0.1:"+p[2], s3Port, icebergPort)
+		} else {
+			args = RoleArgs(role, abs, e.master, p[i])
+		}
+		cmd := exec.Command(self, args...)
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		// The cluster must not outlive the gateway that started it.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
@@ -82,7 +92,10 @@ func startEmbedded(dir, ports string) (*embedded, error) {
 		go func() { cmd.Wait(); logFile.Close(); close(c.exited) }() //nolint:errcheck // exit is reported below
 		e.procs = append(e.procs, c)
 	}
-	glog.V(0).Infof("kafka gateway: started embedded SeaweedFS (master, volume, filer, broker), data in %s, log in %s", abs, logName)
+	glog.V(0).Infof("kafka gateway: started embedded SeaweedFS (%s), data in %s, log in %s", strings.Join(roles, ", "), abs, logName)
+	if s3Port > 0 {
+		glog.V(0).Infof("kafka gateway: embedded S3 API on http://127.0.0.1:%d, Iceberg REST catalog on http://127.0.0.1:%d", s3Port, icebergPort)
+	}
 
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -125,6 +138,14 @@ func RoleArgs(role, dir, master, port string) []string {
 	default:
 		return append([]string{"mq.broker", "-master=" + master}, common...)
 	}
+}
+
+// S3Args are the command line of SeaweedFS's S3 gateway on 127.0.0.1 over
+// the filer at filer: the S3 API on port, its Iceberg REST catalog on
+// icebergPort (0: none), no Lance namespace server.
+func S3Args(filer string, port, icebergPort int) []string {
+	return []string{"s3", "-filer=" + filer, "-ip.bind=127.0.0.1", "-port=" + strconv.Itoa(port),
+		"-port.iceberg=" + strconv.Itoa(icebergPort), "-port.lance=0"}
 }
 
 // ServerArgs are the `weed server` arguments of a single-node SeaweedFS with

@@ -30,6 +30,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/iceberg"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
@@ -192,6 +193,16 @@ Security (see the README's Security section):
   -embedded.ports      master,volume,filer,broker ports of the embedded
                        SeaweedFS (default 9333,8080,8888,17777; each of the
                        first three also uses its port+10000 for gRPC)
+  -embedded.s3.port, -embedded.iceberg.port
+                       the embedded SeaweedFS's S3 gateway (default 8333,
+                       gRPC on 18333) and its Iceberg REST catalog (8181),
+                       where topics with iceberg.mode are kept as tables;
+                       -embedded.s3.port=0: neither
+  -iceberg.catalog, -iceberg.warehouse, -iceberg.s3.endpoint
+                       against a running cluster: the Iceberg REST catalog
+                       (http://host:8181) of the topics' tables, its table
+                       bucket (default kafka), and the S3 API (made if
+                       missing) the data files go through
 
 Examples:
   # one command, a persistent Kafka endpoint on 127.0.0.1:9092
@@ -217,7 +228,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	var emb *embedded
 	if *o.embeddedDir != "" {
 		var err error
-		if emb, err = startEmbedded(*o.embeddedDir, *o.embeddedPorts); err != nil {
+		if emb, err = startEmbedded(*o.embeddedDir, *o.embeddedPorts, *o.embeddedS3, *o.embeddedIceberg); err != nil {
 			glog.Errorf("kafka gateway: embedded SeaweedFS: %v", err)
 			return false
 		}
@@ -380,6 +391,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	// _schemas, started with the listeners below; its state also checks
 	// the schema ids of topics that validate them.
 	var schemas *schemaRegistry
+	var tables *iceberg.Tables
 	var schemaState *registry.State
 	if len(regListeners) > 0 {
 		schemaState = registry.NewState()
@@ -560,6 +572,9 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 				}
 			}
 			step("the schema registry", schemas.Close)
+			if tables != nil {
+				step("the Iceberg tables", tables.Close)
+			}
 			step("the listeners and requests in flight", func() { srv.Close() })
 			step("the partitions' tails", func() { client.FlushTails(2 * time.Second) })
 			step("the membership", members.Close) // the others take over without waiting for the lock to expire
@@ -635,6 +650,11 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 			shutdown()
 			return false
 		}
+	}
+	if tables, err = startIcebergTables(icebergOptions(emb), backend, members); err != nil {
+		glog.Errorf("kafka gateway: %v", err)
+		shutdown()
+		return false
 	}
 	glog.V(0).Infof("kafka gateway: node %d listening on %s, serving SeaweedFS at masters %s", self.NodeID, srv.Listeners(), masters)
 	go watchCluster(client, masters)

@@ -29,6 +29,11 @@ type kafkaGatewayOptions struct {
 	nodeID            *int
 	embeddedDir       *string
 	embeddedPorts     *string
+	embeddedS3        *int
+	embeddedIceberg   *int
+	icebergCatalog    *string
+	icebergWarehouse  *string
+	icebergS3         *string
 	groupInitialDelay *int
 	offsetsRetention  *int
 	txnIDExpiration   *int
@@ -178,4 +183,9 @@ func init() {
 	o.maxConnections = f.Int("max.connections", 0, "most connections open at once; the excess is closed at accept (0: unbounded)")
 	o.maxConnectionsPerIP = f.Int("max.connections.per.ip", 0, "most connections open at once from one address (0: unbounded)")
 	o.embeddedPorts = f.String("embedded.ports", "9333,8080,8888,17777", "master,volume,filer,broker ports of the embedded SeaweedFS")
+	o.embeddedS3 = f.Int("embedded.s3.port", 8333, "S3 API port of the embedded SeaweedFS's S3 gateway (0: no S3 gateway, no Iceberg catalog)")
+	o.embeddedIceberg = f.Int("embedded.iceberg.port", 8181, "Iceberg REST catalog port of the embedded S3 gateway")
+	o.icebergCatalog = f.String("iceberg.catalog", "", "Iceberg REST catalog of the topics' tables (iceberg.mode); with -embedded.dir, the embedded one")
+	o.icebergWarehouse = f.String("iceberg.warehouse", "kafka", "the table bucket (warehouse) of the topics' tables")
+	o.icebergS3 = f.String("iceberg.s3.endpoint", "", "S3 API the tables' data files are written through, where a missing table bucket is made; with -embedded.dir, the embedded one")
 }

@@ -6,9 +6,10 @@
 //	1  offset, membership, acl,       what is kept in the filer: offsets, the gateways'
 //	   user, quota, feature,          view, ACLs, users and delegation tokens, client
 //	   telemetry, txn, share,         quotas, finalized features, client metrics
-//	   seaweedmq/logentry, registry   subscriptions; the transaction coordinator; share
-//	                                  groups' share-partitions and configs; the records
-//	                                  as SeaweedMQ stores them; the schema registry
+//	   seaweedmq/logentry, registry,  subscriptions; the transaction coordinator; share
+//	   iceberg                        groups' share-partitions and configs; the records
+//	                                  as SeaweedMQ stores them; the schema registry;
+//	                                  topics kept as Iceberg tables
 //	2  group, sasl, seaweedmq/wal,    the group coordinator (classic, consumer, streams
 //	   seaweedmq/compaction           and share groups), the SASL logins, the write-ahead
 //	                                  log, the log cleaner of compacted topics

@@ -29,6 +29,7 @@ var layers = map[string]int{
 	"weed/mq/kafka/feature":                   10,
 	"weed/mq/kafka/telemetry":                 10,
 	"weed/mq/kafka/registry":                  10,
+	"weed/mq/kafka/iceberg":                   10,
 	"weed/mq/kafka/txn":                       10,
 	"weed/mq/kafka/share":                     10,
 	"weed/mq/kafka/group":                     20,

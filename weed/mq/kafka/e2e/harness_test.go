@@ -29,7 +29,10 @@ var (
 	weedBin string
 	work    string
 	cluster *seaweedCluster
-	gw      *gatewayProc
+	// lake is the cluster's S3 gateway with its Iceberg REST catalog,
+	// where the gateways keep topics as tables.
+	lake *lakeProc
+	gw   *gatewayProc
 )
 
 func TestMain(m *testing.M) {
@@ -67,6 +70,10 @@ func run(m *testing.M) (int, error) {
 		return 1, err
 	}
 	defer cluster.stop()
+	if lake, err = startLake(cluster); err != nil {
+		return 1, err
+	}
+	defer lake.stop()
 	if gw, err = startGateway(cluster.master, 0); err != nil {
 		return 1, err
 	}
@@ -240,6 +247,41 @@ func (c *seaweedCluster) restart() error {
 	return c.start()
 }
 
+// lakeProc is SeaweedFS's S3 gateway over the cluster's filer, with its
+// Iceberg REST catalog.
+type lakeProc struct {
+	*proc
+	s3, catalog string // base URLs
+}
+
+func startLake(c *seaweedCluster) (*lakeProc, error) {
+	s3Port, err := freePort(true) // its gRPC port is port+10000
+	if err != nil {
+		return nil, err
+	}
+	catalogPort, err := freePort(false)
+	if err != nil {
+		return nil, err
+	}
+	l := &lakeProc{s3: "http://127.0.0.1:" + strconv.Itoa(s3Port), catalog: "http://127.0.0.1:" + strconv.Itoa(catalogPort)}
+	if l.proc, err = startProc("s3", filepath.Join(work, "s3.log"), command.S3Args("127.0.0.1:"+strconv.Itoa(c.filerPort), s3Port, catalogPort)...); err != nil {
+		return nil, err
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		resp, err := http.Get(l.catalog + "/v1/config")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return l, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			l.stop()
+			return nil, fmt.Errorf("the Iceberg catalog at %s did not answer within 60 s: %v", l.catalog, err)
+		}
+	}
+}
+
 type gatewayProc struct {
 	*proc
 	addr    string // the PLAINTEXT listener
@@ -307,6 +349,7 @@ func startNamedGateway(name, master string, port int, extra ...string) (*gateway
 		// Compacted partitions are looked at every second (not 15 s).
 		"-log.cleaner.backoff.ms=1000",
 		"-schema.registry.listeners=" + g.registry,
+		"-iceberg.catalog=" + lake.catalog, "-iceberg.s3.endpoint=" + lake.s3,
 		"-listeners=" + strings.Join(listeners, ",")}, creds.gatewayFlags()...)
 	args = append(args, extra...)
 	p, err := startProc(name, filepath.Join(work, name+".log"), args...)

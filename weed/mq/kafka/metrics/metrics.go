@@ -274,6 +274,35 @@ var (
 		Help: "Schema ids the schema registry knows.",
 	})
 
+	// Iceberg tables: the records and seconds a topic's table is behind
+	// its partitions this gateway leads, its commits by result, their
+	// duration, and the records and data files they added.
+	IcebergLagRecords = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "iceberg_lag_records",
+		Help: "Records of a topic's partitions (those this gateway leads) not yet in its Iceberg table.",
+	}, []string{"topic"})
+	IcebergLagSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "iceberg_lag_seconds",
+		Help: "Age of the oldest record of a topic's partitions (those this gateway leads) not yet in its Iceberg table.",
+	}, []string{"topic"})
+	IcebergCommits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "iceberg_commits_total",
+		Help: "Commits to topics' Iceberg tables, by topic and result (ok, conflict, error).",
+	}, []string{"topic", "result"})
+	IcebergCommitSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "iceberg_commit_seconds",
+		Help:    "Time to write a commit's data files and commit them to the catalog.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
+	})
+	IcebergRecords = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "iceberg_records_total",
+		Help: "Records committed to topics' Iceberg tables, by topic.",
+	}, []string{"topic"})
+	IcebergFiles = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "iceberg_files_total",
+		Help: "Data files committed to topics' Iceberg tables, by topic.",
+	}, []string{"topic"})
+
 	// Rebalances counts completed rebalances (new generations), by group.
 	Rebalances = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "group_rebalances_total",
@@ -289,7 +318,8 @@ func init() {
 		SegmentsWritten, PartitionsDropped, PartitionsHeld, TailBytes,
 		CompactionRecords, CompactionBytes, CompactionRuns, CompactionDirtyRatio, ShareSessions, ShareAcks,
 		ThrottleSeconds, ClientInstances, ClientPushes, ClientPushErrors, ClientSeriesDropped,
-		RegistryRequests, RegistryRequestSeconds, RegistrySchemas)
+		RegistryRequests, RegistryRequestSeconds, RegistrySchemas,
+		IcebergLagRecords, IcebergLagSeconds, IcebergCommits, IcebergCommitSeconds, IcebergRecords, IcebergFiles)
 }
 
 // Register adds a collector of the gateway's to /metrics.

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/iceberg"
 )
 
 // topicConfig is a topic setting a Kafka client may read or set.
@@ -56,6 +58,10 @@ var topicConfigs = []topicConfig{
 		doc: noEffect + "an acknowledged batch is in the write-ahead log on the volume servers already.", check: intAtLeast(0)},
 	{name: "follower.replication.throttled.replicas", def: "", typ: kmsg.ConfigTypeList,
 		doc: noEffect + "replication is SeaweedFS's.", check: throttledReplicas},
+	{name: iceberg.ConfigMode, def: iceberg.ModeDisabled, typ: kmsg.ConfigTypeString,
+		doc: "Whether the topic is kept as the Iceberg table kafka.<topic> too: disabled, or key_value (each record's partition, offset, timestamp, key, value and headers).", check: iceberg.CheckMode},
+	{name: iceberg.ConfigTargetLag, def: "60000", typ: kmsg.ConfigTypeLong,
+		doc: "The longest a record waits before the partition's leader commits it to the topic's Iceberg table.", check: intAtLeast(1)},
 	{name: "index.interval.bytes", def: "4096", typ: kmsg.ConfigTypeInt,
 		doc: noEffect + "SeaweedMQ's segments have no offset index.", check: intAtLeast(0)},
 	{name: "leader.replication.throttled.replicas", def: "", typ: kmsg.ConfigTypeList,

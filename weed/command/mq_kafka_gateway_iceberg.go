@@ -1,0 +1,148 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/iceberg"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+)
+
+// icebergOptions are where the topics' tables are: the flags, else with
+// an embedded SeaweedFS its S3 gateway's catalog; no catalog: no tables.
+func icebergOptions(emb *embedded) iceberg.RESTOptions {
+	o := iceberg.RESTOptions{URI: *kafkaGatewayOpts.icebergCatalog, Warehouse: *kafkaGatewayOpts.icebergWarehouse, S3Endpoint: *kafkaGatewayOpts.icebergS3}
+	if emb != nil && *kafkaGatewayOpts.embeddedS3 > 0 {
+		if o.URI == "" {
+			o.URI = "http://127.0.0.1:" + strconv.Itoa(*kafkaGatewayOpts.embeddedIceberg)
+		}
+		if o.S3Endpoint == "" {
+			o.S3Endpoint = "http://127.0.0.1:" + strconv.Itoa(*kafkaGatewayOpts.embeddedS3)
+		}
+	}
+	return o
+}
+
+// startIcebergTables writes the topics with iceberg.mode to their tables,
+// each partition by the gateway that leads it; nil without a catalog.
+func startIcebergTables(o iceberg.RESTOptions, backend protocol.Backend, members *membership.Membership) (*iceberg.Tables, error) {
+	if o.URI == "" {
+		return nil, nil
+	}
+	// The catalog may still be starting (the embedded S3 gateway).
+	var cat *iceberg.REST
+	var err error
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		cat, err = iceberg.NewREST(ctx, o)
+		cancel()
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("iceberg tables: %w", err)
+	}
+	t := iceberg.New(iceberg.Options{Source: &icebergSource{backend: backend, members: members}, Catalog: cat})
+	t.Start()
+	glog.V(0).Infof("kafka gateway: topics with iceberg.mode kept as tables %s.<topic> in the Iceberg catalog %s (warehouse %s)", iceberg.Namespace, o.URI, o.Warehouse)
+	return t, nil
+}
+
+// icebergSource is the gateway's backend as the tables read it.
+type icebergSource struct {
+	backend protocol.Backend
+	members *membership.Membership
+}
+
+func (s *icebergSource) Topics(ctx context.Context) ([]iceberg.Topic, error) {
+	topics, err := s.backend.ListTopics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]iceberg.Topic, len(topics))
+	for i, t := range topics {
+		out[i] = iceberg.Topic{Name: t.Name, Partitions: t.Partitions, Configs: t.Configs}
+	}
+	return out, nil
+}
+
+func (s *icebergSource) Leads(topic string, partition int32) bool {
+	_, ok := s.members.Serving(membership.PartitionKey(topic, partition))
+	return ok
+}
+
+// End is the last stable offset: the high watermark, or the first offset
+// of the earliest open transaction.
+func (s *icebergSource) End(ctx context.Context, topic string, partition int32) (int64, error) {
+	offs, err := s.backend.Offsets(ctx, topic, partition)
+	if err != nil {
+		return 0, err
+	}
+	txns, err := s.backend.Transactions(ctx, topic, partition, 1, 0)
+	if err != nil {
+		return 0, err
+	}
+	if txns.FirstUnstable >= 0 && txns.FirstUnstable < offs.HighWatermark {
+		return txns.FirstUnstable, nil
+	}
+	return offs.HighWatermark, nil
+}
+
+// Read reads as a read_committed consumer: up to the last stable offset,
+// without markers and the records of aborted transactions.
+func (s *icebergSource) Read(ctx context.Context, topic string, partition int32, from int64, maxBytes int) ([]iceberg.Record, int64, error) {
+	offs, err := s.backend.Offsets(ctx, topic, partition)
+	if err != nil {
+		return nil, from, err
+	}
+	from = max(from, offs.LogStart)
+	end, err := s.End(ctx, topic, partition)
+	if err != nil || from >= end {
+		return nil, from, err
+	}
+	txns, err := s.backend.Transactions(ctx, topic, partition, from, end-1)
+	if err != nil {
+		return nil, from, err
+	}
+	aborted := func(r protocol.StoredRecord) bool {
+		for _, a := range txns.Aborted {
+			if r.Txn != nil && r.Txn.ProducerID == a.ProducerID && r.Offset >= a.FirstOffset && r.Offset <= a.LastOffset {
+				return true
+			}
+		}
+		return false
+	}
+	var out []iceberg.Record
+	next, size := from, 0
+	for next < end && size < maxBytes {
+		res, err := s.backend.Read(ctx, topic, partition, next, maxBytes-size)
+		if err != nil {
+			return nil, from, err
+		}
+		if len(res.Records) == 0 {
+			break
+		}
+		for _, r := range res.Records {
+			if r.Offset >= end {
+				break
+			}
+			next = r.Offset + 1
+			if (r.Txn != nil && r.Txn.Control >= 0) || aborted(r) {
+				continue
+			}
+			out = append(out, iceberg.Record{Offset: r.Offset, Record: r.Record})
+			size += len(r.Key) + len(r.Value)
+		}
+		if res.Records[len(res.Records)-1].Offset >= end-1 {
+			break
+		}
+	}
+	return out, next, nil
+}

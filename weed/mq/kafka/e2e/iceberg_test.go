@@ -1,0 +1,196 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/iceberg"
+)
+
+// icebergRow is a row of a key_value table as iceberg_read.py prints it.
+type icebergRow struct {
+	P  int32      `json:"p"`
+	O  int64      `json:"o"`
+	TS int64      `json:"ts"`
+	K  *string    `json:"k"`
+	V  *string    `json:"v"`
+	H  [][]string `json:"h"`
+}
+
+// readIcebergTable reads the topic's table with pyiceberg, waiting up to
+// wait for it to have want rows; it returns the rows by partition/offset
+// and the current snapshot's summary.
+func readIcebergTable(t *testing.T, topic string, want int, wait time.Duration) (map[string]icebergRow, map[string]string) {
+	t.Helper()
+	py := pythonE2E(t)
+	ctx, cancel := context.WithTimeout(context.Background(), wait+2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, "testdata/iceberg_read.py", lake.catalog, lake.s3, iceberg.Namespace+"."+iceberg.TableName(topic),
+		strconv.Itoa(want), strconv.Itoa(int(wait.Seconds())))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("iceberg_read.py: %v\n%s", err, out)
+	}
+	rows := map[string]icebergRow{}
+	var summary map[string]string
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if strings.HasPrefix(string(line), `{"summary"`) {
+			var s struct{ Summary map[string]string }
+			if err := json.Unmarshal(line, &s); err != nil {
+				t.Fatal(err)
+			}
+			summary = s.Summary
+			continue
+		}
+		var r icebergRow
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		key := fmt.Sprintf("%d/%d", r.P, r.O)
+		if _, dup := rows[key]; dup {
+			t.Errorf("row %s twice in the table", key)
+		}
+		rows[key] = r
+	}
+	return rows, summary
+}
+
+func hexOrNil(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := hex.EncodeToString(b)
+	return &s
+}
+
+// A topic with iceberg.mode=key_value is the table kafka.<topic> in
+// SeaweedFS's Iceberg catalog: pyiceberg reads every acknowledged record
+// once, with its partition, offset, timestamp, key, value (null ones
+// null) and headers, within iceberg.target.lag.ms and 30 s; records of an
+// aborted transaction are not in it, a committed transaction's are; a
+// second round of records continues from the offsets the first commit
+// recorded in its snapshot summary, with nothing twice.
+func TestIcebergTable(t *testing.T) {
+	topic := newTopic(t)
+	mode, lag := "key_value", "1000"
+	createTopic(t, topic, 3, map[string]*string{"iceberg.mode": &mode, "iceberg.target.lag.ms": &lag})
+	cl := newClient(t, kgo.DefaultProduceTopic(topic))
+	want := map[string]icebergRow{}
+	produce := func(from, n int) {
+		var recs []*kgo.Record
+		for i := from; i < from+n; i++ {
+			r := &kgo.Record{Key: []byte(fmt.Sprintf("key-%d", i)), Value: []byte(fmt.Sprintf("value-%d", i)), Partition: int32(i % 3)}
+			if i%10 == 0 {
+				r.Value = nil // a tombstone
+			}
+			if i%4 == 0 {
+				r.Headers = []kgo.RecordHeader{{Key: "h", Value: []byte(strconv.Itoa(i))}, {Key: "empty"}}
+			}
+			recs = append(recs, r)
+		}
+		produceSync(t, cl, recs...)
+		for _, r := range recs {
+			row := icebergRow{P: r.Partition, O: r.Offset, TS: r.Timestamp.UnixMilli(), K: hexOrNil(r.Key), V: hexOrNil(r.Value)}
+			for _, h := range r.Headers {
+				v := hexOrNil(h.Value)
+				if v == nil {
+					row.H = append(row.H, []string{h.Key, ""})
+				} else {
+					row.H = append(row.H, []string{h.Key, *v})
+				}
+			}
+			want[fmt.Sprintf("%d/%d", r.Partition, r.Offset)] = row
+		}
+	}
+	produce(0, 150)
+
+	// A transaction aborted (its records never in the table) and one
+	// committed (its records in it).
+	for _, commit := range []bool{false, true} {
+		txn := newClient(t, kgo.DefaultProduceTopic(topic), kgo.TransactionalID(newTopic(t)+"-txn"))
+		ctx := ctxT(t)
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		var recs []*kgo.Record
+		for i := range 6 {
+			recs = append(recs, &kgo.Record{Key: []byte(fmt.Sprintf("txn-%v-%d", commit, i)), Value: []byte("in a transaction"), Partition: int32(i % 3)})
+		}
+		if err := txn.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := txn.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			for _, r := range recs {
+				want[fmt.Sprintf("%d/%d", r.Partition, r.Offset)] = icebergRow{P: r.Partition, O: r.Offset, TS: r.Timestamp.UnixMilli(), K: hexOrNil(r.Key), V: hexOrNil(r.Value)}
+			}
+		}
+	}
+
+	check := func(round string) map[string]string {
+		start := time.Now()
+		rows, summary := readIcebergTable(t, topic, len(want), 31*time.Second)
+		t.Logf("%s: %d rows read %v after the last record", round, len(rows), time.Since(start).Round(time.Millisecond))
+		for key, w := range want {
+			got, ok := rows[key]
+			if !ok {
+				t.Errorf("%s: record %s not in the table", round, key)
+				continue
+			}
+			if !equalRows(got, w) {
+				t.Errorf("%s: row %s is %+v, want %+v", round, key, got, w)
+			}
+		}
+		for key := range rows {
+			if _, ok := want[key]; !ok {
+				t.Errorf("%s: row %s in the table was never acknowledged as committed (an aborted transaction's?)", round, key)
+			}
+		}
+		return summary
+	}
+	summary := check("first round")
+	if t.Failed() {
+		return
+	}
+	produce(1000, 90)
+	summary = check("second round")
+	// The summary has the next offset of each partition: the end of each.
+	var offsets map[string]int64
+	if err := json.Unmarshal([]byte(summary["kafka.offsets"]), &offsets); err != nil {
+		t.Fatalf("the snapshot summary's kafka.offsets %q: %v", summary["kafka.offsets"], err)
+	}
+	ends := map[string]int64{}
+	for _, w := range want {
+		p := strconv.Itoa(int(w.P))
+		ends[p] = max(ends[p], w.O+1)
+	}
+	for p, end := range ends {
+		// A transaction's marker follows its last record: the next offset
+		// is past it when a partition ends with a transaction.
+		if offsets[p] < end {
+			t.Errorf("partition %s: kafka.offsets says %d, its last row is at %d", p, offsets[p], end-1)
+		}
+	}
+}
+
+func equalRows(a, b icebergRow) bool {
+	same := func(x, y *string) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	return a.P == b.P && a.O == b.O && a.TS == b.TS && same(a.K, b.K) && same(a.V, b.V) &&
+		slices.EqualFunc(a.H, b.H, func(x, y []string) bool { return slices.Equal(x, y) })
+}

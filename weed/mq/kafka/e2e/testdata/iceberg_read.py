@@ -1,0 +1,50 @@
+"""pyiceberg (with pyarrow) reading a topic's Iceberg table through
+SeaweedFS's Iceberg REST catalog.
+
+Arguments: catalog URL, S3 endpoint, table (namespace.name), the rows
+expected, seconds to wait for them. Waits until the table has at least
+that many rows (or the time is up), then prints each row as a JSON line
+({"p","o","ts","k","v","h"}: bytes as hex, null as null) and, last, the
+current snapshot's summary as {"summary": {...}}.
+"""
+import json
+import sys
+import time
+
+from pyiceberg.catalog import load_catalog
+
+uri, s3, name, expected, wait = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+catalog = load_catalog("seaweedfs", **{
+    "type": "rest", "uri": uri, "warehouse": "s3://kafka/", "auth": {"type": "noop"},
+    "s3.endpoint": s3, "s3.region": "us-east-1", "s3.path-style-access": "true",
+    "s3.access-key-id": "any", "s3.secret-access-key": "any",
+})
+
+
+def hexed(b):
+    return None if b is None else b.hex()
+
+
+deadline = time.time() + wait
+rows = []
+table = None
+while True:
+    try:
+        table = catalog.load_table(name)
+        rows = table.scan().to_arrow().to_pylist() if table.current_snapshot() else []
+    except Exception as e:  # the table may not be there yet
+        rows = []
+        last = e
+    if len(rows) >= expected or time.time() > deadline:
+        break
+    time.sleep(0.5)
+for r in rows:
+    print(json.dumps({"p": r["partition"], "o": r["offset"], "ts": int(r["timestamp"].timestamp() * 1000),
+                      "k": hexed(r["key"]), "v": hexed(r["value"]),
+                      "h": [[h["key"], hexed(h["value"])] for h in (r["headers"] or [])]}))
+summary = {}
+if table is not None and table.current_snapshot() is not None:
+    s = table.current_snapshot().summary
+    summary = dict(s.additional_properties)
+    summary["operation"] = str(s.operation)
+print(json.dumps({"summary": summary}))

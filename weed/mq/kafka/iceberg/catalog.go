@@ -1,0 +1,223 @@
+package iceberg
+
+// The tables in an Iceberg REST catalog, through apache/iceberg-go: the
+// table bucket (the warehouse) made on SeaweedFS's S3 gateway if missing,
+// the namespace and each topic's table made on first use, data files
+// written as Parquet by iceberg-go's writer through the S3 API.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/rest"
+	iceio "github.com/apache/iceberg-go/io"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// data files
+	"github.com/apache/iceberg-go/table"
+)
+
+// summaryOffsets is the snapshot summary property of the next offset of
+// each partition the table has records of: {"0":120,"1":98}.
+const summaryOffsets = "kafka.offsets"
+
+// RESTOptions say where the catalog is.
+type RESTOptions struct {
+	// URI is the catalog's base URL (http://127.0.0.1:8181).
+	URI string
+	// Warehouse is the table bucket the tables are in.
+	Warehouse string
+	// S3Endpoint is the S3 API the data files are written through, and
+	// where a missing table bucket is made; empty: the one the catalog
+	// names for each table.
+	S3Endpoint string
+}
+
+// REST is a catalog served over Iceberg's REST API.
+type REST struct {
+	o       RESTOptions
+	cat     *rest.Catalog
+	mu      sync.Mutex
+	created map[string]bool // tables made or found
+}
+
+// NewREST opens the catalog. The S3 credentials are AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY when set (a SeaweedFS S3 gateway without
+// identities takes any).
+func NewREST(ctx context.Context, o RESTOptions) (*REST, error) {
+	if o.Warehouse == "" {
+		o.Warehouse = Namespace
+	}
+	props := iceberg.Properties{iceio.S3Region: "us-east-1",
+		iceio.S3AccessKeyID: envOr("AWS_ACCESS_KEY_ID", "kafka-gateway"), iceio.S3SecretAccessKey: envOr("AWS_SECRET_ACCESS_KEY", "kafka-gateway")}
+	if o.S3Endpoint != "" {
+		props[iceio.S3EndpointURL] = o.S3Endpoint
+		if err := createTableBucket(ctx, o.S3Endpoint, o.Warehouse); err != nil {
+			return nil, err
+		}
+	}
+	cat, err := rest.NewCatalog(ctx, "seaweedfs", o.URI, rest.WithWarehouseLocation("s3://"+o.Warehouse+"/"), rest.WithAdditionalProps(props))
+	if err != nil {
+		return nil, fmt.Errorf("iceberg catalog %s: %w", o.URI, err)
+	}
+	return &REST{o: o, cat: cat, created: map[string]bool{}}, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// createTableBucket makes the table bucket through the S3 Tables API of
+// SeaweedFS's S3 gateway; one that exists is kept.
+func createTableBucket(ctx context.Context, endpoint, name string) error {
+	body, _ := json.Marshal(map[string]string{"name": name})
+	q, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(endpoint, "/")+"/", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	q.Header.Set("X-Amz-Target", "S3Tables.CreateTableBucket")
+	q.Header.Set("Content-Type", "application/x-amz-json-1.1")
+	resp, err := http.DefaultClient.Do(q)
+	if err != nil {
+		return fmt.Errorf("creating table bucket %s: %w", name, err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusConflict || strings.Contains(string(msg), "Conflict") || strings.Contains(string(msg), "already exists") {
+		return nil
+	}
+	return fmt.Errorf("creating table bucket %s: %d %s", name, resp.StatusCode, bytes.TrimSpace(msg))
+}
+
+// Table loads a topic's table, making the namespace and the table first
+// if missing.
+func (c *REST) Table(ctx context.Context, name string) (Table, error) {
+	ident := catalog.ToIdentifier(Namespace, name)
+	tbl, err := c.cat.LoadTable(ctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
+		tbl, err = c.create(ctx, ident)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("table %s.%s: %w", Namespace, name, err)
+	}
+	return &restTable{tbl: tbl}, nil
+}
+
+func (c *REST) create(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ns := catalog.ToIdentifier(Namespace)
+	if err := c.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		return nil, err
+	}
+	schema := keyValueSchema()
+	spec, err := iceberg.NewPartitionSpecOpts(iceberg.AddPartitionFieldByName("timestamp", "timestamp_hour", iceberg.HourTransform{}, schema, nil))
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := c.cat.CreateTable(ctx, ident, schema, catalog.WithPartitionSpec(&spec),
+		catalog.WithProperties(iceberg.Properties{"write.format.default": "parquet", "kafka.mode": ModeKeyValue}))
+	if errors.Is(err, catalog.ErrTableAlreadyExists) {
+		return c.cat.LoadTable(ctx, ident)
+	}
+	return tbl, err
+}
+
+// keyValueSchema is the table of key_value mode: each record's
+// partition, offset, timestamp, key, value and headers.
+func keyValueSchema() *iceberg.Schema {
+	return iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "partition", Type: iceberg.PrimitiveTypes.Int32, Required: true},
+		iceberg.NestedField{ID: 2, Name: "offset", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 3, Name: "timestamp", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 4, Name: "key", Type: iceberg.PrimitiveTypes.Binary},
+		iceberg.NestedField{ID: 5, Name: "value", Type: iceberg.PrimitiveTypes.Binary},
+		iceberg.NestedField{ID: 6, Name: "headers", Type: &iceberg.ListType{ElementID: 7, ElementRequired: true,
+			Element: &iceberg.StructType{FieldList: []iceberg.NestedField{
+				{ID: 8, Name: "key", Type: iceberg.PrimitiveTypes.String, Required: true},
+				{ID: 9, Name: "value", Type: iceberg.PrimitiveTypes.Binary},
+			}}}},
+	)
+}
+
+// restTable is a table loaded from the catalog.
+type restTable struct{ tbl *table.Table }
+
+// Offsets reads kafka.offsets from the latest snapshot that has it (a
+// snapshot of another writer, table maintenance's, has not).
+func (t *restTable) Offsets() (map[int32]int64, error) {
+	out := map[int32]int64{}
+	for s := t.tbl.CurrentSnapshot(); s != nil; {
+		if s.Summary != nil {
+			if v, ok := s.Summary.Properties[summaryOffsets]; ok {
+				return parseOffsets(v)
+			}
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = t.tbl.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return out, nil
+}
+
+func parseOffsets(v string) (map[int32]int64, error) {
+	var m map[string]int64
+	if err := json.Unmarshal([]byte(v), &m); err != nil {
+		return nil, fmt.Errorf("the table's %s %q: %w", summaryOffsets, v, err)
+	}
+	out := make(map[int32]int64, len(m))
+	for k, n := range m {
+		p, err := strconv.ParseInt(k, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("the table's %s %q: partition %q", summaryOffsets, v, k)
+		}
+		out[int32(p)] = n
+	}
+	return out, nil
+}
+
+func formatOffsets(next map[int32]int64) string {
+	m := make(map[string]int64, len(next))
+	for p, n := range next {
+		m[strconv.Itoa(int(p))] = n
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+func (t *restTable) Append(ctx context.Context, recs []Record, next map[int32]int64) (int, error) {
+	rdr, err := recordReader(recs)
+	if err != nil {
+		return 0, err
+	}
+	defer rdr.Release()
+	tx := t.tbl.NewTransaction()
+	if err := tx.Append(ctx, rdr, iceberg.Properties{summaryOffsets: formatOffsets(next)}); err != nil {
+		return 0, err
+	}
+	committed, err := tx.Commit(ctx)
+	if errors.Is(err, table.ErrCommitFailed) {
+		return 0, fmt.Errorf("%w: %v", errConflict, err)
+	}
+	if err != nil {
+		return 0, err
+	}
+	files := 0
+	if s := committed.CurrentSnapshot(); s != nil && s.Summary != nil {
+		files, _ = strconv.Atoi(s.Summary.Properties["added-data-files"])
+	}
+	return files, nil
+}

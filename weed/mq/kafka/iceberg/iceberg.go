@@ -1,0 +1,333 @@
+// Package iceberg keeps topics as Apache Iceberg tables in an Iceberg REST
+// catalog (SeaweedFS's own, on its S3 gateway): a topic whose iceberg.mode
+// is not disabled has the table kafka.<topic>, to which the gateway that
+// leads each of its partitions appends the partition's committed records
+// as Parquet files at most every iceberg.target.lag.ms.
+//
+// Exactly once: every commit writes, in its snapshot's summary, the next
+// offset of each partition it covers (kafka.offsets); a commit is made on
+// the snapshot its offsets were read from (a conflicting commit of another
+// gateway is read again and the batch redone from there), so a gateway
+// that takes a partition over continues where the table ends, and data
+// files written by a commit that never happened are never part of the
+// table.
+package iceberg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+)
+
+// Topic configs, named as Redpanda names them.
+const (
+	ConfigMode      = "iceberg.mode"
+	ConfigTargetLag = "iceberg.target.lag.ms"
+
+	ModeDisabled = "disabled"
+	ModeKeyValue = "key_value"
+
+	// DefaultTargetLag is iceberg.target.lag.ms unless set.
+	DefaultTargetLag = time.Minute
+	// Namespace is the catalog namespace of the topics' tables.
+	Namespace = "kafka"
+)
+
+// CheckMode validates iceberg.mode.
+func CheckMode(v string) error {
+	switch v {
+	case ModeDisabled, ModeKeyValue:
+		return nil
+	case "value_schema_id_prefix", "value_schema_latest":
+		return fmt.Errorf("%s is not served yet: %s or %s", v, ModeDisabled, ModeKeyValue)
+	}
+	return fmt.Errorf("%q is not %s or %s", v, ModeDisabled, ModeKeyValue)
+}
+
+// Topic is a topic as the tables see it.
+type Topic struct {
+	Name       string
+	Partitions int32
+	Configs    map[string]string
+}
+
+// Record is a partition's record with its partition and offset.
+type Record struct {
+	Partition int32
+	Offset    int64
+	record.Record
+}
+
+// Source is where the records come from: the gateway's topics.
+type Source interface {
+	Topics(ctx context.Context) ([]Topic, error)
+	// Leads reports whether this gateway leads the partition (and so
+	// writes its records to the table).
+	Leads(topic string, partition int32) bool
+	// Read returns the partition's records a read_committed consumer
+	// reads from offset from on (no control records, no records of
+	// aborted transactions, none past the last stable offset), up to
+	// about maxBytes, and the offset to read next; next is from when
+	// there is nothing to read. A from below the log start reads from
+	// the log start.
+	Read(ctx context.Context, topic string, partition int32, from int64, maxBytes int) (recs []Record, next int64, err error)
+	// End returns the partition's last stable offset.
+	End(ctx context.Context, topic string, partition int32) (int64, error)
+}
+
+// Catalog is where the tables are.
+type Catalog interface {
+	// Table returns a topic's table as the catalog has it now, created
+	// if missing.
+	Table(ctx context.Context, name string) (Table, error)
+}
+
+// Table is a topic's table at one snapshot.
+type Table interface {
+	// Offsets are the next offsets of the partitions the table has
+	// records of, as its latest commit of the gateways wrote them.
+	Offsets() (map[int32]int64, error)
+	// Append adds the records as data files and commits them, with next
+	// as the table's offsets, on the snapshot Offsets were read from; a
+	// commit made in between fails it with errConflict. It returns the
+	// data files added.
+	Append(ctx context.Context, recs []Record, next map[int32]int64) (files int, err error)
+}
+
+// Options configure Tables.
+type Options struct {
+	Source  Source
+	Catalog Catalog
+	// Interval is how often the topics are looked at (a second when 0).
+	Interval time.Duration
+	// MaxBytes bounds the records of one commit (64 MiB when 0).
+	MaxBytes int
+}
+
+// Tables writes topics' records to their tables.
+type Tables struct {
+	opts Options
+	// last is when each topic's table was last committed to by this
+	// gateway (or found to need nothing).
+	last map[string]time.Time
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// New returns the tables of opts; Start starts writing them.
+func New(opts Options) *Tables {
+	if opts.Interval <= 0 {
+		opts.Interval = time.Second
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = 64 << 20
+	}
+	return &Tables{opts: opts, last: map[string]time.Time{}, stop: make(chan struct{})}
+}
+
+// Start looks at the topics every Interval until Close.
+func (t *Tables) Start() {
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		tick := time.NewTicker(t.opts.Interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-t.stop:
+				return
+			case <-tick.C:
+			}
+			metrics.Guard("IcebergTables", func() { t.round(time.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
+		}
+	}()
+}
+
+// Close stops the writing and waits for a commit under way.
+func (t *Tables) Close() {
+	close(t.stop)
+	t.wg.Wait()
+}
+
+// round commits to each table whose target lag has passed since this
+// gateway last committed to it.
+func (t *Tables) round(now time.Time) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-t.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	topics, err := t.opts.Source.Topics(ctx)
+	if err != nil {
+		glog.V(1).Infof("kafka iceberg tables: listing topics: %v", err)
+		return
+	}
+	for _, tp := range topics {
+		if ctx.Err() != nil {
+			return
+		}
+		mode := tp.Configs[ConfigMode]
+		if mode == "" || mode == ModeDisabled {
+			continue
+		}
+		lag := TargetLag(tp.Configs)
+		if now.Sub(t.last[tp.Name]) < lag {
+			continue
+		}
+		var led []int32
+		for p := int32(0); p < tp.Partitions; p++ {
+			if t.opts.Source.Leads(tp.Name, p) {
+				led = append(led, p)
+			}
+		}
+		if len(led) == 0 {
+			continue
+		}
+		if _, err := t.Commit(ctx, tp, led); err != nil {
+			glog.Warningf("kafka iceberg tables: %s: %v", tp.Name, err)
+			continue
+		}
+		t.last[tp.Name] = now
+	}
+}
+
+// TargetLag is a topic's iceberg.target.lag.ms.
+func TargetLag(configs map[string]string) time.Duration {
+	if ms, err := strconv.ParseInt(configs[ConfigTargetLag], 10, 64); err == nil && ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return DefaultTargetLag
+}
+
+// TableName is the table of a topic: its name in lower case with what a
+// table name may not hold (anything but a-z, 0-9, _ and -) made _, and a
+// leading character other than a letter or digit preceded by t.
+func TableName(topic string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(topic) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	name := b.String()
+	if c := name[0]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+		name = "t" + name
+	}
+	return name
+}
+
+// Committed is what one commit wrote.
+type Committed struct {
+	Records int
+	// Offsets are the next offsets of the partitions committed.
+	Offsets map[int32]int64
+}
+
+// errConflict is a commit another gateway's made first.
+var errConflict = errors.New("another commit came first")
+
+// Commit appends the records of the partitions (led by this gateway) that
+// the table does not have yet, in one commit; a commit of another gateway
+// in between is read and the batch made again, a few times.
+func (t *Tables) Commit(ctx context.Context, tp Topic, partitions []int32) (Committed, error) {
+	for attempt := 0; ; attempt++ {
+		start := time.Now()
+		res, err := t.commitOnce(ctx, tp, partitions)
+		switch {
+		case err == nil:
+			if res.Records > 0 {
+				metrics.IcebergCommits.WithLabelValues(metrics.Topic(tp.Name), "ok").Inc()
+				metrics.IcebergCommitSeconds.Observe(time.Since(start).Seconds())
+			}
+			return res, nil
+		case errors.Is(err, errConflict) && attempt < 3:
+			metrics.IcebergCommits.WithLabelValues(metrics.Topic(tp.Name), "conflict").Inc()
+			continue
+		default:
+			metrics.IcebergCommits.WithLabelValues(metrics.Topic(tp.Name), "error").Inc()
+			return Committed{}, err
+		}
+	}
+}
+
+// commitOnce reads the table's offsets, the records past them, and
+// commits those on the snapshot the offsets were read from.
+func (t *Tables) commitOnce(ctx context.Context, tp Topic, partitions []int32) (Committed, error) {
+	tbl, err := t.opts.Catalog.Table(ctx, TableName(tp.Name))
+	if err != nil {
+		return Committed{}, err
+	}
+	offsets, err := tbl.Offsets()
+	if err != nil {
+		return Committed{}, err
+	}
+	next := map[int32]int64{}
+	var recs []Record
+	budget := t.opts.MaxBytes
+	lagRecords, oldest := int64(0), time.Time{}
+	for _, p := range partitions {
+		from := offsets[p]
+		read, n, err := t.opts.Source.Read(ctx, tp.Name, p, from, budget)
+		if err != nil {
+			return Committed{}, fmt.Errorf("partition %d: %w", p, err)
+		}
+		if end, err := t.opts.Source.End(ctx, tp.Name, p); err == nil {
+			lagRecords += max(0, end-from)
+		}
+		if len(read) > 0 {
+			if ts := time.UnixMilli(read[0].Timestamp); oldest.IsZero() || ts.Before(oldest) {
+				oldest = ts
+			}
+		}
+		if len(read) > 0 {
+			next[p] = n
+		}
+		for i := range read {
+			read[i].Partition = p
+		}
+		recs = append(recs, read...)
+		for _, r := range read {
+			budget -= len(r.Key) + len(r.Value)
+		}
+		if budget <= 0 {
+			break
+		}
+	}
+	topic := metrics.Topic(tp.Name)
+	metrics.IcebergLagRecords.WithLabelValues(topic).Set(float64(lagRecords))
+	if oldest.IsZero() {
+		metrics.IcebergLagSeconds.WithLabelValues(topic).Set(0)
+	} else {
+		metrics.IcebergLagSeconds.WithLabelValues(topic).Set(time.Since(oldest).Seconds())
+	}
+	if len(next) == 0 {
+		return Committed{Offsets: next}, nil
+	}
+	for p, n := range offsets {
+		if _, ok := next[p]; !ok {
+			next[p] = n
+		}
+	}
+	files, err := tbl.Append(ctx, recs, next)
+	if err != nil {
+		return Committed{}, err
+	}
+	metrics.IcebergRecords.WithLabelValues(topic).Add(float64(len(recs)))
+	metrics.IcebergFiles.WithLabelValues(topic).Add(float64(files))
+	return Committed{Records: len(recs), Offsets: next}, nil
+}
