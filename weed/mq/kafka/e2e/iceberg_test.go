@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/iceberg"
@@ -193,4 +194,82 @@ func equalRows(a, b icebergRow) bool {
 	same := func(x, y *string) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
 	return a.P == b.P && a.O == b.O && a.TS == b.TS && same(a.K, b.K) && same(a.V, b.V) &&
 		slices.EqualFunc(a.H, b.H, func(x, y []string) bool { return slices.Equal(x, y) })
+}
+
+// Three gateways commit a topic's partitions to its table, each those it
+// leads, every 200 ms; one is killed (SIGKILL) while they commit and
+// started again 8 s later. The others take its partitions over from
+// where the table ends: every record an idempotent producer had
+// acknowledged is in the table once, in offset order, none twice, none
+// missing.
+func TestGatewaysIceberg(t *testing.T) {
+	g := threeGateways(t)
+	const partitions = 6
+	procs := g.all()
+	topic := spreadTopic(t, procs[0], partitions)
+	adm := kadm.NewClient(newClient(t))
+	mode, lag := "key_value", "200"
+	resps, err := adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{{Name: "iceberg.mode", Value: &mode}, {Name: "iceberg.target.lag.ms", Value: &lag}}, topic)
+	if err != nil || resps[0].Err != nil {
+		t.Fatalf("iceberg.mode: %v %v", err, resps)
+	}
+	victim := -1
+	_, leaders := leadersFrom(t, procs[0], topic)
+	for p := int32(0); p < partitions; p++ {
+		if j, _ := g.byAddr(leaders[p]); j != 0 {
+			victim = j
+		}
+	}
+	if victim < 0 {
+		t.Fatalf("no partition led by an added gateway: %v", leaders)
+	}
+	cl := newClient(t, kgo.SeedBrokers(g.seeds()...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.RetryTimeout(2*time.Minute))
+	produced := produceIdempotent(t, cl, topic, partitions, 1200, func(<-chan struct{}) {
+		time.Sleep(2 * time.Second)
+		t.Logf("SIGKILL %s, which leads some of %v", g.all()[victim].addr, leaders)
+		g.all()[victim].kill()
+		time.Sleep(8 * time.Second)
+		if err := g.restart(victim); err != nil {
+			t.Error(err)
+		}
+	})
+	total := 0
+	for _, vs := range produced {
+		total += len(vs)
+	}
+	rows, summary := readIcebergTable(t, topic, total, 60*time.Second)
+	byPartition := map[int32][]icebergRow{}
+	for _, r := range rows {
+		byPartition[r.P] = append(byPartition[r.P], r)
+	}
+	for p := int32(0); p < partitions; p++ {
+		got := byPartition[p]
+		slices.SortFunc(got, func(a, b icebergRow) int { return int(a.O - b.O) })
+		var values []string
+		for _, r := range got {
+			v, _ := hex.DecodeString(*r.V)
+			values = append(values, string(v))
+		}
+		if !slices.Equal(values, produced[p]) {
+			t.Errorf("partition %d: the table has %d records, %d acknowledged; first differences: %v", p, len(values), len(produced[p]), firstDiff(values, produced[p]))
+		}
+	}
+	t.Logf("%d rows; summary %v", len(rows), summary)
+}
+
+func firstDiff(got, want []string) string {
+	for i := range max(len(got), len(want)) {
+		var g, w string
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if g != w {
+			return fmt.Sprintf("at %d: %q, want %q", i, g, w)
+		}
+	}
+	return "none"
 }
