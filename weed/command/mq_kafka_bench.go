@@ -24,6 +24,7 @@ import (
 type kafkaBenchOptions struct {
 	bootstrap  *string
 	topic      *string
+	configs    *string
 	partitions *int
 	records    *int
 	size       *int
@@ -69,6 +70,8 @@ percentiles. The load is bounded by -records and -timeout.
 
   -bootstrap   host:port of the endpoint (default 127.0.0.1:9092)
   -topic       topic to use (default: a new name per run)
+  -topic.configs  configs of the topic it creates, name=value,... (for
+               instance iceberg.mode=key_value)
   -partitions  partitions of the topic (default 1)
   -records     records to produce (default 1000000)
   -size        value size in bytes (default 100)
@@ -132,6 +135,7 @@ func init() {
 	o := &kafkaBenchOpts
 	o.bootstrap = f.String("bootstrap", "127.0.0.1:9092", "host:port of the Kafka endpoint")
 	o.topic = f.String("topic", "", "topic to use (default: a new one)")
+	o.configs = f.String("topic.configs", "", "configs of the topic created, name=value,...")
 	o.partitions = f.Int("partitions", 1, "partitions of the topic")
 	o.records = f.Int("records", 1000000, "records to produce")
 	o.size = f.Int("size", 100, "value size in bytes")
@@ -218,7 +222,16 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 		return false
 	}
 	defer admin.Close()
-	if _, err := kadm.NewClient(admin).CreateTopic(ctx, int32(*o.partitions), 1, nil, topic); err != nil {
+	configs := map[string]*string{}
+	for _, kv := range splitList(*o.configs, ",") {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			fmt.Fprintf(os.Stderr, "-topic.configs: %q is not name=value\n", kv)
+			return false
+		}
+		configs[name] = &value
+	}
+	if _, err := kadm.NewClient(admin).CreateTopic(ctx, int32(*o.partitions), 1, configs, topic); err != nil {
 		fmt.Fprintf(os.Stderr, "create topic %s: %v\n", topic, err)
 		return false
 	}

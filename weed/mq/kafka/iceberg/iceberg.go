@@ -109,7 +109,7 @@ type Options struct {
 	Catalog Catalog
 	// Interval is how often the topics are looked at (a second when 0).
 	Interval time.Duration
-	// MaxBytes bounds the records of one commit (64 MiB when 0).
+	// MaxBytes bounds the records of one commit (16 MiB when 0).
 	MaxBytes int
 }
 
@@ -129,7 +129,7 @@ func New(opts Options) *Tables {
 		opts.Interval = time.Second
 	}
 	if opts.MaxBytes <= 0 {
-		opts.MaxBytes = 64 << 20
+		opts.MaxBytes = 16 << 20
 	}
 	return &Tables{opts: opts, last: map[string]time.Time{}, stop: make(chan struct{})}
 }
