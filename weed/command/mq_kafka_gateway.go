@@ -203,6 +203,9 @@ Security (see the README's Security section):
                        (http://host:8181) of the topics' tables, its table
                        bucket (default kafka), and the S3 API (made if
                        missing) the data files go through
+  -iceberg.maintenance.interval.ms
+                       how often each table's snapshots are expired and its
+                       orphan files deleted (default 1 hour; 0: never)
 
 Examples:
   # one command, a persistent Kafka endpoint on 127.0.0.1:9092

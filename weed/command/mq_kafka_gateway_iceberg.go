@@ -49,7 +49,8 @@ func startIcebergTables(o iceberg.RESTOptions, backend protocol.Backend, members
 	if err != nil {
 		return nil, fmt.Errorf("iceberg tables: %w", err)
 	}
-	t := iceberg.New(iceberg.Options{Source: &icebergSource{backend: backend, members: members}, Catalog: cat})
+	t := iceberg.New(iceberg.Options{Source: &icebergSource{backend: backend, members: members}, Catalog: cat,
+		MaintenanceInterval: time.Duration(*kafkaGatewayOpts.icebergMaintain) * time.Millisecond})
 	t.Start()
 	glog.V(0).Infof("kafka gateway: topics with iceberg.mode kept as tables %s.<topic> in the Iceberg catalog %s (warehouse %s)", iceberg.Namespace, o.URI, o.Warehouse)
 	return t, nil

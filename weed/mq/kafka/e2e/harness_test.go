@@ -350,6 +350,8 @@ func startNamedGateway(name, master string, port int, extra ...string) (*gateway
 		"-log.cleaner.backoff.ms=1000",
 		"-schema.registry.listeners=" + g.registry,
 		"-iceberg.catalog=" + lake.catalog, "-iceberg.s3.endpoint=" + lake.s3,
+		// Tables' snapshots are expired every 3 s (not every hour).
+		"-iceberg.maintenance.interval.ms=3000",
 		"-listeners=" + strings.Join(listeners, ",")}, creds.gatewayFlags()...)
 	args = append(args, extra...)
 	p, err := startProc(name, filepath.Join(work, name+".log"), args...)

@@ -188,6 +188,43 @@ func TestIcebergTable(t *testing.T) {
 			t.Errorf("partition %s: kafka.offsets says %d, its last row is at %d", p, offsets[p], end-1)
 		}
 	}
+
+	// Maintenance (every 3 s in the suite) expires the snapshots the
+	// table's properties say to (here all but the last), and the next
+	// round continues from the offsets the table's properties keep.
+	props := icebergProps(t, topic, "history.expire.max-snapshot-age-ms=1", "history.expire.min-snapshots-to-keep=1")
+	if props.Properties["kafka.offsets"] != summary["kafka.offsets"] {
+		t.Errorf("the table's property kafka.offsets %q, its snapshot's %q", props.Properties["kafka.offsets"], summary["kafka.offsets"])
+	}
+	eventually(t, 30*time.Second, "the table's old snapshots expired", func() error {
+		if n := icebergProps(t, topic).Snapshots; n != 1 {
+			return fmt.Errorf("%d snapshots", n)
+		}
+		return nil
+	})
+	produce(2000, 60)
+	check("after expiry")
+}
+
+type tableProps struct {
+	Properties map[string]string
+	Snapshots  int
+}
+
+// icebergProps sets properties of a topic's table (name=value) with
+// pyiceberg and returns its properties and snapshot count.
+func icebergProps(t *testing.T, topic string, set ...string) tableProps {
+	t.Helper()
+	args := append([]string{"testdata/iceberg_props.py", lake.catalog, lake.s3, iceberg.Namespace + "." + iceberg.TableName(topic)}, set...)
+	out, err := exec.Command(pythonE2E(t), args...).Output()
+	if err != nil {
+		t.Fatalf("iceberg_props.py: %v\n%s", err, out)
+	}
+	var p tableProps
+	if err := json.Unmarshal(out, &p); err != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	return p
 }
 
 func equalRows(a, b icebergRow) bool {

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -26,8 +27,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// summaryOffsets is the snapshot summary property of the next offset of
-// each partition the table has records of: {"0":120,"1":98}.
+// summaryOffsets is the snapshot summary property, and the table
+// property, of the next offset of each partition the table has records
+// of: {"0":120,"1":98}.
 const summaryOffsets = "kafka.offsets"
 
 // RESTOptions say where the catalog is.
@@ -155,9 +157,14 @@ func keyValueSchema() *iceberg.Schema {
 // restTable is a table loaded from the catalog.
 type restTable struct{ tbl *table.Table }
 
-// Offsets reads kafka.offsets from the latest snapshot that has it (a
-// snapshot of another writer, table maintenance's, has not).
+// Offsets reads kafka.offsets from the table's properties, which every
+// commit sets with its snapshot (table maintenance keeps properties, while
+// its own snapshots have no kafka.offsets and it expires old ones); a
+// table without the property, from the latest snapshot that has it.
 func (t *restTable) Offsets() (map[int32]int64, error) {
+	if v, ok := t.tbl.Properties()[summaryOffsets]; ok {
+		return parseOffsets(v)
+	}
 	out := map[int32]int64{}
 	for s := t.tbl.CurrentSnapshot(); s != nil; {
 		if s.Summary != nil {
@@ -205,7 +212,11 @@ func (t *restTable) Append(ctx context.Context, recs []Record, next map[int32]in
 	}
 	defer rdr.Release()
 	tx := t.tbl.NewTransaction()
-	if err := tx.Append(ctx, rdr, iceberg.Properties{summaryOffsets: formatOffsets(next)}); err != nil {
+	offsets := formatOffsets(next)
+	if err := tx.SetProperties(iceberg.Properties{summaryOffsets: offsets}); err != nil {
+		return 0, err
+	}
+	if err := tx.Append(ctx, rdr, iceberg.Properties{summaryOffsets: offsets}); err != nil {
 		return 0, err
 	}
 	committed, err := tx.Commit(ctx)
@@ -220,4 +231,30 @@ func (t *restTable) Append(ctx context.Context, recs []Record, next map[int32]in
 		files, _ = strconv.Atoi(s.Summary.Properties["added-data-files"])
 	}
 	return files, nil
+}
+
+// Maintain expires the table's old snapshots, as its history.expire.*
+// properties say (Iceberg's defaults: older than 5 days, the last one
+// kept), deleting the files only they held, and deletes the files under
+// the table that no snapshot holds and that are older than orphanAge (a
+// commit that failed or never happened).
+func (c *REST) Maintain(ctx context.Context, name string, orphanAge time.Duration) (expired, orphans int, err error) {
+	tbl, err := c.cat.LoadTable(ctx, catalog.ToIdentifier(Namespace, name))
+	if err != nil {
+		return 0, 0, err
+	}
+	before := len(tbl.Metadata().Snapshots())
+	tx := tbl.NewTransaction()
+	if err := tx.ExpireSnapshots(); err != nil {
+		return 0, 0, fmt.Errorf("expiring snapshots: %w", err)
+	}
+	if tbl, err = tx.Commit(ctx); err != nil {
+		return 0, 0, fmt.Errorf("expiring snapshots: %w", err)
+	}
+	expired = before - len(tbl.Metadata().Snapshots())
+	res, err := tbl.DeleteOrphanFiles(ctx, table.WithFilesOlderThan(orphanAge))
+	if err != nil {
+		return expired, 0, fmt.Errorf("deleting orphan files: %w", err)
+	}
+	return expired, len(res.DeletedFiles), nil
 }

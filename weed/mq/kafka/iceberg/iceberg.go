@@ -111,6 +111,18 @@ type Options struct {
 	Interval time.Duration
 	// MaxBytes bounds the records of one commit (16 MiB when 0).
 	MaxBytes int
+	// MaintenanceInterval is how often each table's snapshots are
+	// expired and its orphan files deleted, by the leader of the topic's
+	// partition 0 (0: never, when SeaweedFS's own maintenance does it).
+	MaintenanceInterval time.Duration
+	// OrphanAge is how old a file no snapshot holds must be to be deleted
+	// (72 h when 0): younger, it may be a commit's under way.
+	OrphanAge time.Duration
+}
+
+// maintainer is a catalog that can maintain its tables.
+type maintainer interface {
+	Maintain(ctx context.Context, name string, orphanAge time.Duration) (expired, orphans int, err error)
 }
 
 // Tables writes topics' records to their tables.
@@ -119,7 +131,10 @@ type Tables struct {
 	// last is when each topic's table was last committed to by this
 	// gateway (or found to need nothing).
 	last map[string]time.Time
-	stop chan struct{}
+	// maintained is when each table was last maintained by this gateway
+	// (its first round counts as one: a restart waits an interval).
+	maintained map[string]time.Time
+	stop       chan struct{}
 	wg   sync.WaitGroup
 }
 
@@ -131,7 +146,10 @@ func New(opts Options) *Tables {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = 16 << 20
 	}
-	return &Tables{opts: opts, last: map[string]time.Time{}, stop: make(chan struct{})}
+	if opts.OrphanAge <= 0 {
+		opts.OrphanAge = 72 * time.Hour
+	}
+	return &Tables{opts: opts, last: map[string]time.Time{}, maintained: map[string]time.Time{}, stop: make(chan struct{})}
 }
 
 // Start looks at the topics every Interval until Close.
@@ -201,7 +219,32 @@ func (t *Tables) round(now time.Time) {
 			continue
 		}
 		t.last[tp.Name] = now
+		t.maintain(ctx, tp, led, now)
 	}
+}
+
+// maintain expires a table's snapshots and deletes its orphan files every
+// MaintenanceInterval, if this gateway leads the topic's partition 0.
+func (t *Tables) maintain(ctx context.Context, tp Topic, led []int32, now time.Time) {
+	m, ok := t.opts.Catalog.(maintainer)
+	if !ok || t.opts.MaintenanceInterval <= 0 || led[0] != 0 {
+		return
+	}
+	last, seen := t.maintained[tp.Name]
+	if !seen {
+		t.maintained[tp.Name] = now
+		return
+	}
+	if now.Sub(last) < t.opts.MaintenanceInterval {
+		return
+	}
+	t.maintained[tp.Name] = now
+	expired, orphans, err := m.Maintain(ctx, TableName(tp.Name), t.opts.OrphanAge)
+	if err != nil {
+		glog.Warningf("kafka iceberg tables: maintaining %s: %v", tp.Name, err)
+		return
+	}
+	glog.V(1).Infof("kafka iceberg tables: %s: %d snapshots expired, %d orphan files deleted", tp.Name, expired, orphans)
 }
 
 // TargetLag is a topic's iceberg.target.lag.ms.

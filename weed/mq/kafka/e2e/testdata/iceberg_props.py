@@ -1,0 +1,24 @@
+"""pyiceberg setting a topic's table's properties, or printing its
+properties and snapshot count.
+
+Arguments: catalog URL, S3 endpoint, table, then name=value pairs to set
+(none: only print). Prints {"properties": {...}, "snapshots": n}.
+"""
+import json
+import sys
+
+from pyiceberg.catalog import load_catalog
+
+uri, s3, name = sys.argv[1:4]
+catalog = load_catalog("seaweedfs", **{
+    "type": "rest", "uri": uri, "warehouse": "s3://kafka/", "auth": {"type": "noop"},
+    "s3.endpoint": s3, "s3.region": "us-east-1", "s3.path-style-access": "true",
+    "s3.access-key-id": "any", "s3.secret-access-key": "any",
+})
+table = catalog.load_table(name)
+props = dict(kv.split("=", 1) for kv in sys.argv[4:])
+if props:
+    with table.transaction() as tx:
+        tx.set_properties(**props)
+    table = catalog.load_table(name)
+print(json.dumps({"properties": table.properties, "snapshots": len(table.metadata.snapshots)}))
