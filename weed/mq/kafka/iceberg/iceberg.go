@@ -135,7 +135,7 @@ type Tables struct {
 	// (its first round counts as one: a restart waits an interval).
 	maintained map[string]time.Time
 	stop       chan struct{}
-	wg   sync.WaitGroup
+	wg         sync.WaitGroup
 }
 
 // New returns the tables of opts; Start starts writing them.
