@@ -87,8 +87,8 @@ func hexOrNil(b []byte) *string {
 // recorded in its snapshot summary, with nothing twice.
 func TestIcebergTable(t *testing.T) {
 	topic := newTopic(t)
-	mode, lag := "key_value", "1000"
-	createTopic(t, topic, 3, map[string]*string{"iceberg.mode": &mode, "iceberg.target.lag.ms": &lag})
+	mode, lag, spec := "key_value", "1000", "(day(timestamp), partition)"
+	createTopic(t, topic, 3, map[string]*string{"iceberg.mode": &mode, "iceberg.target.lag.ms": &lag, "iceberg.partition.spec": &spec})
 	cl := newClient(t, kgo.DefaultProduceTopic(topic))
 	want := map[string]icebergRow{}
 	produce := func(from, n int) {
@@ -169,6 +169,9 @@ func TestIcebergTable(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	if got := icebergProps(t, topic).Spec; !slices.EqualFunc(got, [][]string{{"timestamp_day", "day"}, {"partition", "identity"}}, slices.Equal) {
+		t.Errorf("the table is partitioned by %v, want day(timestamp), partition", got)
+	}
 	produce(1000, 90)
 	summary = check("second round")
 	// The summary has the next offset of each partition: the end of each.
@@ -209,6 +212,7 @@ func TestIcebergTable(t *testing.T) {
 type tableProps struct {
 	Properties map[string]string
 	Snapshots  int
+	Spec       [][]string
 }
 
 // icebergProps sets properties of a topic's table (name=value) with

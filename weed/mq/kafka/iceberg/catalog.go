@@ -105,11 +105,11 @@ func createTableBucket(ctx context.Context, endpoint, name string) error {
 
 // Table loads a topic's table, making the namespace and the table first
 // if missing.
-func (c *REST) Table(ctx context.Context, name string) (Table, error) {
+func (c *REST) Table(ctx context.Context, name, spec string) (Table, error) {
 	ident := catalog.ToIdentifier(Namespace, name)
 	tbl, err := c.cat.LoadTable(ctx, ident)
 	if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
-		tbl, err = c.create(ctx, ident)
+		tbl, err = c.create(ctx, ident, spec)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("table %s.%s: %w", Namespace, name, err)
@@ -117,7 +117,7 @@ func (c *REST) Table(ctx context.Context, name string) (Table, error) {
 	return &restTable{tbl: tbl}, nil
 }
 
-func (c *REST) create(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+func (c *REST) create(ctx context.Context, ident table.Identifier, specText string) (*table.Table, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ns := catalog.ToIdentifier(Namespace)
@@ -125,7 +125,7 @@ func (c *REST) create(ctx context.Context, ident table.Identifier) (*table.Table
 		return nil, err
 	}
 	schema := keyValueSchema()
-	spec, err := iceberg.NewPartitionSpecOpts(iceberg.AddPartitionFieldByName("timestamp", "timestamp_hour", iceberg.HourTransform{}, schema, nil))
+	spec, err := partitionSpec(specText, schema)
 	if err != nil {
 		return nil, err
 	}

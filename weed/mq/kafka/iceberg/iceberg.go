@@ -87,8 +87,8 @@ type Source interface {
 // Catalog is where the tables are.
 type Catalog interface {
 	// Table returns a topic's table as the catalog has it now, created
-	// if missing.
-	Table(ctx context.Context, name string) (Table, error)
+	// if missing, partitioned as spec (iceberg.partition.spec) says.
+	Table(ctx context.Context, name, spec string) (Table, error)
 }
 
 // Table is a topic's table at one snapshot.
@@ -311,7 +311,7 @@ func (t *Tables) Commit(ctx context.Context, tp Topic, partitions []int32) (Comm
 // commitOnce reads the table's offsets, the records past them, and
 // commits those on the snapshot the offsets were read from.
 func (t *Tables) commitOnce(ctx context.Context, tp Topic, partitions []int32) (Committed, error) {
-	tbl, err := t.opts.Catalog.Table(ctx, TableName(tp.Name))
+	tbl, err := t.opts.Catalog.Table(ctx, TableName(tp.Name), tp.Configs[ConfigPartitionSpec])
 	if err != nil {
 		return Committed{}, err
 	}

@@ -54,7 +54,7 @@ type memTable struct {
 	offsets map[int32]int64
 }
 
-func (c *memCatalog) Table(context.Context, string) (Table, error) {
+func (c *memCatalog) Table(context.Context, string, string) (Table, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return &memTable{c: c, version: c.version, offsets: maps.Clone(c.offsets)}, nil
@@ -199,5 +199,34 @@ func TestOffsetsFormat(t *testing.T) {
 	}
 	if _, err := parseOffsets(`{"x":1}`); err == nil {
 		t.Fatal("a partition that is no number accepted")
+	}
+}
+
+func TestPartitionSpec(t *testing.T) {
+	for spec, want := range map[string][]string{
+		"":                                      {"timestamp_hour"},
+		"(hour(timestamp))":                     {"timestamp_hour"},
+		"()":                                    nil,
+		"(day(timestamp), partition)":           {"timestamp_day", "partition"},
+		"(bucket(16, key), truncate(4, value))": {"key_bucket_16", "value_trunc_4"},
+		"( identity(offset) , month(timestamp) )": {"offset", "timestamp_month"},
+	} {
+		s, err := partitionSpec(spec, keyValueSchema())
+		if err != nil {
+			t.Errorf("%q: %v", spec, err)
+			continue
+		}
+		var names []string
+		for _, f := range s.Fields() {
+			names = append(names, f.Name)
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("%q: fields %v, want %v", spec, names, want)
+		}
+	}
+	for _, bad := range []string{"hour(timestamp)", "(hour(nope))", "(week(timestamp))", "(bucket(0, key))", "(bucket(key))", "(hour(key))", "(hour(timestamp)"} {
+		if err := CheckPartitionSpec(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }

@@ -60,6 +60,8 @@ var topicConfigs = []topicConfig{
 		doc: noEffect + "replication is SeaweedFS's.", check: throttledReplicas},
 	{name: iceberg.ConfigMode, def: iceberg.ModeDisabled, typ: kmsg.ConfigTypeString,
 		doc: "Whether the topic is kept as the Iceberg table kafka.<topic> too: disabled, or key_value (each record's partition, offset, timestamp, key, value and headers).", check: iceberg.CheckMode},
+	{name: iceberg.ConfigPartitionSpec, def: iceberg.DefaultPartitionSpec, typ: kmsg.ConfigTypeString,
+		doc: "How the topic's Iceberg table is partitioned, when it is created: a list of columns and transforms of them (identity, hour, day, month, year, bucket(n, col), truncate(n, col)), () for none.", check: iceberg.CheckPartitionSpec},
 	{name: iceberg.ConfigTargetLag, def: "60000", typ: kmsg.ConfigTypeLong,
 		doc: "The longest a record waits before the partition's leader commits it to the topic's Iceberg table.", check: intAtLeast(1)},
 	{name: "index.interval.bytes", def: "4096", typ: kmsg.ConfigTypeInt,

@@ -2,7 +2,8 @@
 properties and snapshot count.
 
 Arguments: catalog URL, S3 endpoint, table, then name=value pairs to set
-(none: only print). Prints {"properties": {...}, "snapshots": n}.
+(none: only print). Prints {"properties": {...}, "snapshots": n,
+"spec": [[field, transform], ...]}.
 """
 import json
 import sys
@@ -21,4 +22,5 @@ if props:
     with table.transaction() as tx:
         tx.set_properties(**props)
     table = catalog.load_table(name)
-print(json.dumps({"properties": table.properties, "snapshots": len(table.metadata.snapshots)}))
+spec = [[f.name, str(f.transform)] for f in table.spec().fields]
+print(json.dumps({"properties": table.properties, "snapshots": len(table.metadata.snapshots), "spec": spec}))
