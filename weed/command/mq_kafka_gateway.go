@@ -654,7 +654,11 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 			return false
 		}
 	}
-	if tables, err = startIcebergTables(icebergOptions(emb), backend, members); err != nil {
+	var schemasOf iceberg.Schemas // the registry's, when this gateway serves one
+	if schemaState != nil {
+		schemasOf = schemaState
+	}
+	if tables, err = startIcebergTables(icebergOptions(emb), backend, members, schemasOf); err != nil {
 		glog.Errorf("kafka gateway: %v", err)
 		shutdown()
 		return false

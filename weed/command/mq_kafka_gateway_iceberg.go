@@ -29,8 +29,9 @@ func icebergOptions(emb *embedded) iceberg.RESTOptions {
 }
 
 // startIcebergTables writes the topics with iceberg.mode to their tables,
-// each partition by the gateway that leads it; nil without a catalog.
-func startIcebergTables(o iceberg.RESTOptions, backend protocol.Backend, members *membership.Membership) (*iceberg.Tables, error) {
+// each partition by the gateway that leads it, values of the schema modes
+// decoded by the registry's schemas; nil without a catalog.
+func startIcebergTables(o iceberg.RESTOptions, backend protocol.Backend, members *membership.Membership, schemas iceberg.Schemas) (*iceberg.Tables, error) {
 	if o.URI == "" {
 		return nil, nil
 	}
@@ -49,7 +50,7 @@ func startIcebergTables(o iceberg.RESTOptions, backend protocol.Backend, members
 	if err != nil {
 		return nil, fmt.Errorf("iceberg tables: %w", err)
 	}
-	t := iceberg.New(iceberg.Options{Source: &icebergSource{backend: backend, members: members}, Catalog: cat,
+	t := iceberg.New(iceberg.Options{Source: &icebergSource{backend: backend, members: members}, Catalog: cat, Schemas: schemas,
 		MaintenanceInterval: time.Duration(*kafkaGatewayOpts.icebergMaintain) * time.Millisecond})
 	t.Start()
 	glog.V(0).Infof("kafka gateway: topics with iceberg.mode kept as tables %s.<topic> in the Iceberg catalog %s (warehouse %s)", iceberg.Namespace, o.URI, o.Warehouse)

@@ -1,58 +1,63 @@
 package iceberg
 
-// Records as an Arrow batch of key_value mode's columns, which iceberg-go
-// writes as Parquet.
+// Records as an Arrow batch of key_value mode's columns (and the
+// dead-letter table's reason), which iceberg-go writes as Parquet.
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 )
 
-var headerType = arrow.StructOf(
-	arrow.Field{Name: "key", Type: arrow.BinaryTypes.String},
-	arrow.Field{Name: "value", Type: arrow.BinaryTypes.Binary, Nullable: true},
-)
-
-var keyValueArrow = arrow.NewSchema([]arrow.Field{
-	{Name: "partition", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "offset", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "timestamp", Type: arrow.FixedWidthTypes.Timestamp_us},
-	{Name: "key", Type: arrow.BinaryTypes.Binary, Nullable: true},
-	{Name: "value", Type: arrow.BinaryTypes.Binary, Nullable: true},
-	{Name: "headers", Type: arrow.ListOfNonNullable(headerType), Nullable: true},
-}, nil)
-
-// recordReader returns the records as one Arrow batch; the caller
+// keyValueRows returns the records as one Arrow batch of sc's columns
+// (key_value's, or the dead-letter table's with reasons); the caller
 // releases it.
-func recordReader(recs []Record) (array.RecordReader, error) {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, keyValueArrow)
+func keyValueRows(sc *iceberg.Schema, recs []Record, reasons []string) (array.RecordReader, error) {
+	as, err := table.SchemaToArrowSchema(sc, nil, false, false)
+	if err != nil {
+		return nil, err
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
 	defer b.Release()
-	parts := b.Field(0).(*array.Int32Builder)
-	offsets := b.Field(1).(*array.Int64Builder)
-	stamps := b.Field(2).(*array.TimestampBuilder)
-	keys := b.Field(3).(*array.BinaryBuilder)
-	values := b.Field(4).(*array.BinaryBuilder)
-	headers := b.Field(5).(*array.ListBuilder)
-	header := headers.ValueBuilder().(*array.StructBuilder)
-	hkeys := header.FieldBuilder(0).(*array.StringBuilder)
-	hvalues := header.FieldBuilder(1).(*array.BinaryBuilder)
-	for _, r := range recs {
-		parts.Append(r.Partition)
-		offsets.Append(r.Offset)
-		stamps.Append(arrow.Timestamp(r.Timestamp * 1000))
-		appendBytes(keys, r.Key)
-		appendBytes(values, r.Value)
-		headers.Append(true)
-		for _, h := range r.Headers {
-			header.Append(true)
-			hkeys.Append(h.Key)
-			appendBytes(hvalues, h.Value)
+	for i, r := range recs {
+		for j, f := range as.Fields() {
+			fb := b.Field(j)
+			switch f.Name {
+			case "partition":
+				fb.(*array.Int32Builder).Append(r.Partition)
+			case "offset":
+				fb.(*array.Int64Builder).Append(r.Offset)
+			case "timestamp":
+				fb.(*array.TimestampBuilder).Append(arrow.Timestamp(r.Timestamp * 1000))
+			case "key":
+				appendBytes(fb.(*array.BinaryBuilder), r.Key)
+			case "value":
+				appendBytes(fb.(*array.BinaryBuilder), r.Value)
+			case "headers":
+				appendHeaders(fb.(*array.ListBuilder), r)
+			case "reason":
+				fb.(*array.StringBuilder).Append(reasons[i])
+			default:
+				fb.AppendNull()
+			}
 		}
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	return array.NewRecordReader(keyValueArrow, []arrow.RecordBatch{rec})
+	return array.NewRecordReader(as, []arrow.RecordBatch{rec})
+}
+
+// appendHeaders appends a record's headers, in order.
+func appendHeaders(lb *array.ListBuilder, r Record) {
+	lb.Append(true)
+	sb := lb.ValueBuilder().(*array.StructBuilder)
+	for _, h := range r.Headers {
+		sb.Append(true)
+		sb.FieldBuilder(0).(*array.StringBuilder).Append(h.Key)
+		appendBytes(sb.FieldBuilder(1).(*array.BinaryBuilder), h.Value)
+	}
 }
 
 // appendBytes appends b, null for nil (a null key or value, as Kafka

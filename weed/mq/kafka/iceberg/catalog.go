@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
@@ -103,13 +104,13 @@ func createTableBucket(ctx context.Context, endpoint, name string) error {
 	return fmt.Errorf("creating table bucket %s: %d %s", name, resp.StatusCode, bytes.TrimSpace(msg))
 }
 
-// Table loads a topic's table, making the namespace and the table first
-// if missing.
-func (c *REST) Table(ctx context.Context, name, spec string) (Table, error) {
+// Table loads a topic's table, making the namespace and the table (of
+// schema, partitioned as spec says) first if missing.
+func (c *REST) Table(ctx context.Context, name string, schema *iceberg.Schema, spec string) (Table, error) {
 	ident := catalog.ToIdentifier(Namespace, name)
 	tbl, err := c.cat.LoadTable(ctx, ident)
 	if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
-		tbl, err = c.create(ctx, ident, spec)
+		tbl, err = c.create(ctx, ident, schema, spec)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("table %s.%s: %w", Namespace, name, err)
@@ -117,41 +118,23 @@ func (c *REST) Table(ctx context.Context, name, spec string) (Table, error) {
 	return &restTable{tbl: tbl}, nil
 }
 
-func (c *REST) create(ctx context.Context, ident table.Identifier, specText string) (*table.Table, error) {
+func (c *REST) create(ctx context.Context, ident table.Identifier, schema *iceberg.Schema, specText string) (*table.Table, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ns := catalog.ToIdentifier(Namespace)
 	if err := c.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, err
 	}
-	schema := keyValueSchema()
 	spec, err := partitionSpec(specText, schema)
 	if err != nil {
 		return nil, err
 	}
 	tbl, err := c.cat.CreateTable(ctx, ident, schema, catalog.WithPartitionSpec(&spec),
-		catalog.WithProperties(iceberg.Properties{"write.format.default": "parquet", "kafka.mode": ModeKeyValue}))
+		catalog.WithProperties(iceberg.Properties{"write.format.default": "parquet"}))
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {
 		return c.cat.LoadTable(ctx, ident)
 	}
 	return tbl, err
-}
-
-// keyValueSchema is the table of key_value mode: each record's
-// partition, offset, timestamp, key, value and headers.
-func keyValueSchema() *iceberg.Schema {
-	return iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: "partition", Type: iceberg.PrimitiveTypes.Int32, Required: true},
-		iceberg.NestedField{ID: 2, Name: "offset", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 3, Name: "timestamp", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
-		iceberg.NestedField{ID: 4, Name: "key", Type: iceberg.PrimitiveTypes.Binary},
-		iceberg.NestedField{ID: 5, Name: "value", Type: iceberg.PrimitiveTypes.Binary},
-		iceberg.NestedField{ID: 6, Name: "headers", Type: &iceberg.ListType{ElementID: 7, ElementRequired: true,
-			Element: &iceberg.StructType{FieldList: []iceberg.NestedField{
-				{ID: 8, Name: "key", Type: iceberg.PrimitiveTypes.String, Required: true},
-				{ID: 9, Name: "value", Type: iceberg.PrimitiveTypes.Binary},
-			}}}},
-	)
 }
 
 // restTable is a table loaded from the catalog.
@@ -205,19 +188,48 @@ func formatOffsets(next map[int32]int64) string {
 	return string(b)
 }
 
-func (t *restTable) Append(ctx context.Context, recs []Record, next map[int32]int64) (int, error) {
-	rdr, err := recordReader(recs)
-	if err != nil {
-		return 0, err
+func (t *restTable) Schema() *iceberg.Schema { return t.tbl.Schema() }
+
+// Evolve adds the columns of with that the table has not (by name), in a
+// commit of its own made on the snapshot the table was read at.
+func (t *restTable) Evolve(ctx context.Context, with *iceberg.Schema) (Table, error) {
+	tx := t.tbl.NewTransaction()
+	if err := tx.AssertRefSnapshotID(""); err != nil {
+		return nil, err
 	}
-	defer rdr.Release()
+	if err := tx.UpdateSchema(true, false).UnionByNameWith(with).Commit(); err != nil {
+		return nil, err
+	}
+	tbl, err := tx.Commit(ctx)
+	if errors.Is(err, table.ErrCommitFailed) {
+		return nil, fmt.Errorf("%w: %v", errConflict, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &restTable{tbl: tbl}, nil
+}
+
+// fits reports why with cannot be unioned into the table's schema (nil:
+// it can), without committing anything.
+func (t *restTable) Fits(with *iceberg.Schema) error {
+	_, err := t.tbl.NewTransaction().UpdateSchema(true, false).UnionByNameWith(with).Apply()
+	return err
+}
+
+func (t *restTable) Append(ctx context.Context, rdr array.RecordReader, rows int, next map[int32]int64) (int, error) {
 	tx := t.tbl.NewTransaction()
 	offsets := formatOffsets(next)
+	if err := tx.AssertRefSnapshotID(""); err != nil {
+		return 0, err
+	}
 	if err := tx.SetProperties(iceberg.Properties{summaryOffsets: offsets}); err != nil {
 		return 0, err
 	}
-	if err := tx.Append(ctx, rdr, iceberg.Properties{summaryOffsets: offsets}); err != nil {
-		return 0, err
+	if rows > 0 {
+		if err := tx.Append(ctx, rdr, iceberg.Properties{summaryOffsets: offsets}); err != nil {
+			return 0, err
+		}
 	}
 	committed, err := tx.Commit(ctx)
 	if errors.Is(err, table.ErrCommitFailed) {

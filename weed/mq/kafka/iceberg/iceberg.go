@@ -17,10 +17,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
@@ -33,8 +38,15 @@ const (
 	ConfigMode      = "iceberg.mode"
 	ConfigTargetLag = "iceberg.target.lag.ms"
 
-	ModeDisabled = "disabled"
-	ModeKeyValue = "key_value"
+	ConfigInvalidAction = "iceberg.invalid.record.action"
+
+	ModeDisabled            = "disabled"
+	ModeKeyValue            = "key_value"
+	ModeValueSchemaIDPrefix = "value_schema_id_prefix"
+
+	// The invalid record actions: the dead-letter table, or none.
+	ActionDLQ  = "dlq_table"
+	ActionDrop = "drop"
 
 	// DefaultTargetLag is iceberg.target.lag.ms unless set.
 	DefaultTargetLag = time.Minute
@@ -45,13 +57,25 @@ const (
 // CheckMode validates iceberg.mode.
 func CheckMode(v string) error {
 	switch v {
-	case ModeDisabled, ModeKeyValue:
+	case ModeDisabled, ModeKeyValue, ModeValueSchemaIDPrefix:
 		return nil
-	case "value_schema_id_prefix", "value_schema_latest":
-		return fmt.Errorf("%s is not served yet: %s or %s", v, ModeDisabled, ModeKeyValue)
+	case "value_schema_latest":
+		return fmt.Errorf("%s is not served yet: %s, %s or %s", v, ModeDisabled, ModeKeyValue, ModeValueSchemaIDPrefix)
 	}
-	return fmt.Errorf("%q is not %s or %s", v, ModeDisabled, ModeKeyValue)
+	return fmt.Errorf("%q is not %s, %s or %s", v, ModeDisabled, ModeKeyValue, ModeValueSchemaIDPrefix)
 }
+
+// CheckInvalidAction validates iceberg.invalid.record.action.
+func CheckInvalidAction(v string) error {
+	if v != ActionDLQ && v != ActionDrop {
+		return fmt.Errorf("%q is not %s or %s", v, ActionDLQ, ActionDrop)
+	}
+	return nil
+}
+
+// DeadLetterTable is the table of a topic's records that are no rows of
+// its table.
+func DeadLetterTable(topic string) string { return TableName(topic) + "_dlq" }
 
 // Topic is a topic as the tables see it.
 type Topic struct {
@@ -86,27 +110,37 @@ type Source interface {
 
 // Catalog is where the tables are.
 type Catalog interface {
-	// Table returns a topic's table as the catalog has it now, created
-	// if missing, partitioned as spec (iceberg.partition.spec) says.
-	Table(ctx context.Context, name, spec string) (Table, error)
+	// Table returns a table as the catalog has it now, created if missing
+	// with schema, partitioned as spec (iceberg.partition.spec) says.
+	Table(ctx context.Context, name string, schema *iceberg.Schema, spec string) (Table, error)
 }
 
-// Table is a topic's table at one snapshot.
+// Table is a table at one snapshot.
 type Table interface {
 	// Offsets are the next offsets of the partitions the table has
 	// records of, as its latest commit of the gateways wrote them.
 	Offsets() (map[int32]int64, error)
-	// Append adds the records as data files and commits them, with next
-	// as the table's offsets, on the snapshot Offsets were read from; a
-	// commit made in between fails it with errConflict. It returns the
-	// data files added.
-	Append(ctx context.Context, recs []Record, next map[int32]int64) (files int, err error)
+	// Schema is the table's current schema.
+	Schema() *iceberg.Schema
+	// Fits says why with cannot be unioned into the schema (nil: it can).
+	Fits(with *iceberg.Schema) error
+	// Evolve adds the columns of with the table has not, by name, and
+	// returns the table then (errConflict if another commit came first).
+	Evolve(ctx context.Context, with *iceberg.Schema) (Table, error)
+	// Append adds the rows as data files (none: only the offsets) and
+	// commits them, with next as the table's offsets, on the snapshot
+	// Offsets were read from; a commit made in between fails it with
+	// errConflict. It returns the data files added.
+	Append(ctx context.Context, rows array.RecordReader, n int, next map[int32]int64) (files int, err error)
 }
 
 // Options configure Tables.
 type Options struct {
 	Source  Source
 	Catalog Catalog
+	// Schemas decode the values of the schema modes (nil: no registry,
+	// every such record invalid).
+	Schemas Schemas
 	// Interval is how often the topics are looked at (a second when 0).
 	Interval time.Duration
 	// MaxBytes bounds the records of one commit (16 MiB when 0).
@@ -311,7 +345,15 @@ func (t *Tables) Commit(ctx context.Context, tp Topic, partitions []int32) (Comm
 // commitOnce reads the table's offsets, the records past them, and
 // commits those on the snapshot the offsets were read from.
 func (t *Tables) commitOnce(ctx context.Context, tp Topic, partitions []int32) (Committed, error) {
-	tbl, err := t.opts.Catalog.Table(ctx, TableName(tp.Name), tp.Configs[ConfigPartitionSpec])
+	mode := tp.Configs[ConfigMode]
+	base, spec := keyValueSchema(), tp.Configs[ConfigPartitionSpec]
+	if mode != ModeKeyValue {
+		base = valueSchemaBase()
+		if spec == "" {
+			spec = "(hour(" + kafkaColumn + ".timestamp))"
+		}
+	}
+	tbl, err := t.opts.Catalog.Table(ctx, TableName(tp.Name), base, spec)
 	if err != nil {
 		return Committed{}, err
 	}
@@ -319,6 +361,45 @@ func (t *Tables) commitOnce(ctx context.Context, tp Topic, partitions []int32) (
 	if err != nil {
 		return Committed{}, err
 	}
+	recs, next := t.read(ctx, tp, partitions, offsets)
+	if len(next) == 0 {
+		return Committed{Offsets: next}, nil
+	}
+	for p, n := range offsets {
+		if _, ok := next[p]; !ok {
+			next[p] = n
+		}
+	}
+	topic := metrics.Topic(tp.Name)
+	var rows array.RecordReader
+	n := len(recs)
+	if mode == ModeKeyValue {
+		rows, err = keyValueRows(tbl.Schema(), recs, nil)
+	} else {
+		var good []decoded
+		if tbl, good, err = t.decodeAll(ctx, tp, tbl, recs); err != nil {
+			return Committed{}, err
+		}
+		rows, err = valueRows(tbl.Schema(), good)
+		n = len(good)
+	}
+	if err != nil {
+		return Committed{}, err
+	}
+	defer rows.Release()
+	files, err := tbl.Append(ctx, rows, n, next)
+	if err != nil {
+		return Committed{}, err
+	}
+	metrics.IcebergRecords.WithLabelValues(topic).Add(float64(n))
+	metrics.IcebergFiles.WithLabelValues(topic).Add(float64(files))
+	return Committed{Records: len(recs), Offsets: next}, nil
+}
+
+// read reads the partitions from the table's offsets, up to MaxBytes in
+// all, and returns the records and the next offsets of the partitions
+// read from.
+func (t *Tables) read(ctx context.Context, tp Topic, partitions []int32, offsets map[int32]int64) ([]Record, map[int32]int64) {
 	next := map[int32]int64{}
 	var recs []Record
 	budget := t.opts.MaxBytes
@@ -327,26 +408,23 @@ func (t *Tables) commitOnce(ctx context.Context, tp Topic, partitions []int32) (
 		from := offsets[p]
 		read, n, err := t.opts.Source.Read(ctx, tp.Name, p, from, budget)
 		if err != nil {
-			return Committed{}, fmt.Errorf("partition %d: %w", p, err)
+			glog.V(1).Infof("kafka iceberg tables: %s/%d: %v", tp.Name, p, err)
+			continue
 		}
 		if end, err := t.opts.Source.End(ctx, tp.Name, p); err == nil {
 			lagRecords += max(0, end-from)
 		}
 		if len(read) > 0 {
+			next[p] = n
 			if ts := time.UnixMilli(read[0].Timestamp); oldest.IsZero() || ts.Before(oldest) {
 				oldest = ts
 			}
 		}
-		if len(read) > 0 {
-			next[p] = n
-		}
 		for i := range read {
 			read[i].Partition = p
+			budget -= len(read[i].Key) + len(read[i].Value)
 		}
 		recs = append(recs, read...)
-		for _, r := range read {
-			budget -= len(r.Key) + len(r.Value)
-		}
 		if budget <= 0 {
 			break
 		}
@@ -358,19 +436,106 @@ func (t *Tables) commitOnce(ctx context.Context, tp Topic, partitions []int32) (
 	} else {
 		metrics.IcebergLagSeconds.WithLabelValues(topic).Set(time.Since(oldest).Seconds())
 	}
-	if len(next) == 0 {
-		return Committed{Offsets: next}, nil
+	return recs, next
+}
+
+// decodeAll decodes the records' values, adds the columns of schemas
+// new to the table, and sends the records that are no rows (no schema
+// id, an unknown one, a schema that is no columns or that does not fit
+// the table's) to the dead-letter table or drops them, as the topic's
+// iceberg.invalid.record.action says.
+func (t *Tables) decodeAll(ctx context.Context, tp Topic, tbl Table, recs []Record) (Table, []decoded, error) {
+	var good []decoded
+	var bad []invalid
+	unfit := map[int]string{}
+	schemas := map[int]*iceberg.Schema{}
+	for _, r := range recs {
+		d, why := decode(t.opts.Schemas, r)
+		if why == "" {
+			if _, seen := schemas[d.id]; !seen {
+				if _, known := unfit[d.id]; !known {
+					vs, err := valueSchema(d.schema)
+					if err == nil {
+						err = tbl.Fits(vs)
+					}
+					if err != nil {
+						unfit[d.id] = fmt.Sprintf("schema id %d does not fit the table: %v", d.id, err)
+					} else {
+						schemas[d.id] = vs
+					}
+				}
+			}
+			why = unfit[d.id]
+		}
+		if why != "" {
+			bad = append(bad, invalid{Record: r, reason: why})
+			continue
+		}
+		good = append(good, d)
 	}
-	for p, n := range offsets {
-		if _, ok := next[p]; !ok {
-			next[p] = n
+	ids := make([]int, 0, len(schemas))
+	for id := range schemas {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		var err error
+		if tbl, err = tbl.Evolve(ctx, schemas[id]); err != nil {
+			return nil, nil, err
 		}
 	}
-	files, err := tbl.Append(ctx, recs, next)
-	if err != nil {
-		return Committed{}, err
+	if len(bad) > 0 {
+		if err := t.deadLetters(ctx, tp, bad); err != nil {
+			return nil, nil, err
+		}
 	}
-	metrics.IcebergRecords.WithLabelValues(topic).Add(float64(len(recs)))
-	metrics.IcebergFiles.WithLabelValues(topic).Add(float64(files))
-	return Committed{Records: len(recs), Offsets: next}, nil
+	return tbl, good, nil
+}
+
+// deadLetters writes the records that are no rows to the topic's
+// dead-letter table (its own offsets say what it has: none twice), or
+// drops them.
+func (t *Tables) deadLetters(ctx context.Context, tp Topic, bad []invalid) error {
+	action := tp.Configs[ConfigInvalidAction]
+	if action == "" {
+		action = ActionDLQ
+	}
+	metrics.IcebergInvalid.WithLabelValues(metrics.Topic(tp.Name), action).Add(float64(len(bad)))
+	if action == ActionDrop {
+		return nil
+	}
+	for attempt := 0; ; attempt++ {
+		dlq, err := t.opts.Catalog.Table(ctx, DeadLetterTable(tp.Name), deadLetterSchema(), DefaultPartitionSpec)
+		if err != nil {
+			return err
+		}
+		offsets, err := dlq.Offsets()
+		if err != nil {
+			return err
+		}
+		next := maps.Clone(offsets)
+		var recs []Record
+		var reasons []string
+		for _, b := range bad {
+			if b.Offset < offsets[b.Partition] {
+				continue
+			}
+			recs = append(recs, b.Record)
+			reasons = append(reasons, b.reason)
+			next[b.Partition] = max(next[b.Partition], b.Offset+1)
+		}
+		if len(recs) == 0 {
+			return nil
+		}
+		rows, err := keyValueRows(dlq.Schema(), recs, reasons)
+		if err != nil {
+			return err
+		}
+		_, err = dlq.Append(ctx, rows, len(recs), next)
+		rows.Release()
+		if errors.Is(err, errConflict) && attempt < 3 {
+			continue
+		}
+		return err
+	}
 }

@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
@@ -37,44 +41,117 @@ func (s *memSource) Read(_ context.Context, _ string, p int32, from int64, maxBy
 	return out, from + int64(len(out)), nil
 }
 
-// memCatalog is one table whose commits are compare-and-swap on its
+// memCatalog is tables whose commits are compare-and-swap on their
 // version, as the REST catalog's are on the snapshot; before, if set,
 // runs between a table's read and its commit (another gateway's commit).
 type memCatalog struct {
-	mu      sync.Mutex
+	mu     sync.Mutex
+	tables map[string]*memTableState
+	before func()
+}
+
+// memTableState is a table: its schema, rows and offsets.
+type memTableState struct {
 	version int
-	rows    []Record
+	schema  *iceberg.Schema
+	rows    []map[string]any // column -> value (the kafka struct flattened as kafka.<field>)
 	offsets map[int32]int64
-	before  func()
 }
 
 type memTable struct {
 	c       *memCatalog
+	name    string
 	version int
+	schema  *iceberg.Schema
 	offsets map[int32]int64
 }
 
-func (c *memCatalog) Table(context.Context, string, string) (Table, error) {
+func (c *memCatalog) table(name string) *memTableState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return &memTable{c: c, version: c.version, offsets: maps.Clone(c.offsets)}, nil
+	return c.tables[name]
+}
+
+func (c *memCatalog) Table(_ context.Context, name string, schema *iceberg.Schema, _ string) (Table, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tables == nil {
+		c.tables = map[string]*memTableState{}
+	}
+	st := c.tables[name]
+	if st == nil {
+		st = &memTableState{schema: schema, offsets: map[int32]int64{}}
+		c.tables[name] = st
+	}
+	return &memTable{c: c, name: name, version: st.version, schema: st.schema, offsets: maps.Clone(st.offsets)}, nil
 }
 
 func (t *memTable) Offsets() (map[int32]int64, error) { return maps.Clone(t.offsets), nil }
+func (t *memTable) Schema() *iceberg.Schema           { return t.schema }
+func (t *memTable) Fits(*iceberg.Schema) error        { return nil }
 
-func (t *memTable) Append(_ context.Context, recs []Record, next map[int32]int64) (int, error) {
+// Evolve adds the top-level columns of with the table has not.
+func (t *memTable) Evolve(_ context.Context, with *iceberg.Schema) (Table, error) {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	st := t.c.tables[t.name]
+	if st.version != t.version {
+		return nil, errConflict
+	}
+	var added []iceberg.NestedField
+	for _, f := range with.Fields() {
+		if _, ok := st.schema.FindFieldByName(f.Name); !ok {
+			added = append(added, f)
+		}
+	}
+	next := 0
+	counter := func() int { next++; return next }
+	had, err := iceberg.AssignFreshSchemaIDs(st.schema, counter)
+	if err != nil {
+		return nil, err
+	}
+	more, err := iceberg.AssignFreshSchemaIDs(iceberg.NewSchema(0, added...), counter)
+	if err != nil {
+		return nil, err
+	}
+	sc := iceberg.NewSchema(0, append(had.Fields(), more.Fields()...)...)
+	st.schema = sc
+	return &memTable{c: t.c, name: t.name, version: st.version, schema: sc, offsets: maps.Clone(st.offsets)}, nil
+}
+
+func (t *memTable) Append(_ context.Context, rdr array.RecordReader, n int, next map[int32]int64) (int, error) {
 	if f := t.c.before; f != nil {
 		t.c.before = nil
 		f()
 	}
 	t.c.mu.Lock()
 	defer t.c.mu.Unlock()
-	if t.c.version != t.version {
+	st := t.c.tables[t.name]
+	if st.version != t.version {
 		return 0, errConflict
 	}
-	t.c.version++
-	t.c.rows = append(t.c.rows, recs...)
-	t.c.offsets = maps.Clone(next)
+	st.version++
+	for rdr.Next() {
+		b := rdr.RecordBatch()
+		for i := 0; i < int(b.NumRows()); i++ {
+			row := map[string]any{}
+			for j, f := range b.Schema().Fields() {
+				col := b.Column(j)
+				if st, ok := col.(*array.Struct); ok {
+					for k, sf := range st.DataType().(*arrow.StructType).Fields() {
+						row[f.Name+"."+sf.Name] = st.Field(k).GetOneForMarshal(i)
+					}
+					continue
+				}
+				row[f.Name] = col.GetOneForMarshal(i)
+			}
+			st.rows = append(st.rows, row)
+		}
+	}
+	if len(st.rows) < n {
+		return 0, fmt.Errorf("%d rows read, %d appended", len(st.rows), n)
+	}
+	st.offsets = maps.Clone(next)
 	return 1, nil
 }
 
@@ -90,17 +167,20 @@ func records(p int32, n int) []Record {
 // conflicting commit is read and the batch made again from its offsets.
 func TestCommitExactlyOnce(t *testing.T) {
 	src := &memSource{parts: map[int32][]Record{0: records(0, 50), 1: records(1, 30)}}
-	cat := &memCatalog{offsets: map[int32]int64{}}
+	cat := &memCatalog{}
 	tables := New(Options{Source: src, Catalog: cat, MaxBytes: 200})
-	tp := Topic{Name: "t", Partitions: 2}
+	tp := Topic{Name: "t", Partitions: 2, Configs: map[string]string{ConfigMode: ModeKeyValue}}
 	// Another gateway commits partition 1's first 10 records between this
 	// one's read and its commit.
 	cat.before = func() {
 		cat.mu.Lock()
 		defer cat.mu.Unlock()
-		cat.version++
-		cat.rows = append(cat.rows, src.parts[1][:10]...)
-		cat.offsets = map[int32]int64{1: 10}
+		st := cat.tables["t"]
+		st.version++
+		for _, r := range src.parts[1][:10] {
+			st.rows = append(st.rows, map[string]any{"partition": r.Partition, "offset": r.Offset, "value": r.Value})
+		}
+		st.offsets = map[int32]int64{1: 10}
 	}
 	for range 20 {
 		res, err := tables.Commit(context.Background(), tp, []int32{0, 1})
@@ -111,21 +191,32 @@ func TestCommitExactlyOnce(t *testing.T) {
 			break
 		}
 	}
+	st := cat.table("t")
 	seen := map[string]int{}
-	for _, r := range cat.rows {
-		seen[fmt.Sprintf("%d/%d", r.Partition, r.Offset)]++
-	}
-	if len(seen) != 80 || len(cat.rows) != 80 {
-		t.Fatalf("%d rows, %d distinct, want 80 each", len(cat.rows), len(seen))
-	}
-	if cat.offsets[0] != 50 || cat.offsets[1] != 30 {
-		t.Fatalf("offsets %v, want 0:50 1:30", cat.offsets)
-	}
-	for _, r := range cat.rows {
-		if want := fmt.Sprintf("p%d-%d", r.Partition, r.Offset); string(r.Value) != want {
-			t.Fatalf("row %d/%d holds %q, want %q", r.Partition, r.Offset, r.Value, want)
+	for _, r := range st.rows {
+		p, o := fmt.Sprint(r["partition"]), fmt.Sprint(r["offset"])
+		seen[p+"/"+o]++
+		want := "p" + p + "-" + o
+		if v := fmt.Sprint(r["value"]); v != want && string(toBytes(r["value"])) != want {
+			t.Fatalf("row %s/%s holds %v, want %q", p, o, r["value"], want)
 		}
 	}
+	if len(seen) != 80 || len(st.rows) != 80 {
+		t.Fatalf("%d rows, %d distinct, want 80 each", len(st.rows), len(seen))
+	}
+	if st.offsets[0] != 50 || st.offsets[1] != 30 {
+		t.Fatalf("offsets %v, want 0:50 1:30", st.offsets)
+	}
+}
+
+func toBytes(v any) []byte {
+	switch v := v.(type) {
+	case []byte:
+		return v
+	case string:
+		return []byte(v)
+	}
+	return nil
 }
 
 func TestTableName(t *testing.T) {
@@ -137,12 +228,12 @@ func TestTableName(t *testing.T) {
 }
 
 func TestCheckMode(t *testing.T) {
-	for _, ok := range []string{ModeDisabled, ModeKeyValue} {
+	for _, ok := range []string{ModeDisabled, ModeKeyValue, ModeValueSchemaIDPrefix} {
 		if err := CheckMode(ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", "KEY_VALUE", "value_schema_id_prefix"} {
+	for _, bad := range []string{"", "KEY_VALUE", "value_schema_latest"} {
 		if CheckMode(bad) == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -157,7 +248,7 @@ func TestRecordReader(t *testing.T) {
 			Headers: []kmsg.Header{{Key: "h1", Value: []byte("x")}, {Key: "h2"}}}},
 		{Partition: 2, Offset: 8, Record: record.Record{Key: []byte("k"), Value: nil, Timestamp: 1700000000124}},
 	}
-	rdr, err := recordReader(recs)
+	rdr, err := keyValueRows(keyValueSchema(), recs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,9 +300,14 @@ func TestPartitionSpec(t *testing.T) {
 		"()":                                    nil,
 		"(day(timestamp), partition)":           {"timestamp_day", "partition"},
 		"(bucket(16, key), truncate(4, value))": {"key_bucket_16", "value_trunc_4"},
-		"( identity(offset) , month(timestamp) )": {"offset", "timestamp_month"},
+		"( identity(offset) , month(timestamp) )":  {"offset", "timestamp_month"},
+		"(hour(kafka.timestamp), kafka.partition)": {"kafka_timestamp_hour", "kafka_partition"},
 	} {
-		s, err := partitionSpec(spec, keyValueSchema())
+		schema := keyValueSchema()
+		if strings.Contains(spec, "kafka.") {
+			schema = valueSchemaBase()
+		}
+		s, err := partitionSpec(spec, schema)
 		if err != nil {
 			t.Errorf("%q: %v", spec, err)
 			continue
@@ -227,6 +323,121 @@ func TestPartitionSpec(t *testing.T) {
 	for _, bad := range []string{"hour(timestamp)", "(hour(nope))", "(week(timestamp))", "(bucket(0, key))", "(bucket(key))", "(hour(key))", "(hour(timestamp)"} {
 		if err := CheckPartitionSpec(bad); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// memSchemas are a registry's Avro schemas by id.
+type memSchemas map[int]string
+
+func (m memSchemas) Avro(id int) (avro.Schema, error) {
+	s, ok := m[id]
+	if !ok {
+		return nil, fmt.Errorf("schema id %d is not registered", id)
+	}
+	return avro.Parse(s)
+}
+
+func framed(t *testing.T, schemas memSchemas, id int, v any) []byte {
+	t.Helper()
+	s, err := schemas.Avro(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := avro.Marshal(s, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte{0, 0, 0, 0, byte(id)}, b...)
+}
+
+// value_schema_id_prefix: values decoded by their schema ids into
+// columns; a newer schema's field added as a column (null in the older
+// rows); records with no schema id or an unknown one in the dead-letter
+// table with why, each once, or dropped.
+func TestValueSchemaIDPrefix(t *testing.T) {
+	schemas := memSchemas{
+		1: `{"type":"record","name":"Trade","fields":[{"name":"symbol","type":"string"},{"name":"qty","type":"int"},{"name":"tags","type":{"type":"array","items":"string"}},{"name":"venue","type":["null",{"type":"record","name":"Venue","fields":[{"name":"mic","type":"string"}]}]}]}`,
+		2: `{"type":"record","name":"Trade","fields":[{"name":"symbol","type":"string"},{"name":"qty","type":"int"},{"name":"tags","type":{"type":"array","items":"string"}},{"name":"venue","type":["null",{"type":"record","name":"Venue","fields":[{"name":"mic","type":"string"}]}]},{"name":"price","type":["null","double"],"default":null}]}`,
+	}
+	recs := []Record{
+		{Offset: 0, Record: record.Record{Value: framed(t, schemas, 1, map[string]any{"symbol": "A", "qty": 1, "tags": []any{"x"}, "venue": map[string]any{"Venue": map[string]any{"mic": "XNAS"}}}), Timestamp: 1}},
+		{Offset: 1, Record: record.Record{Value: []byte("plain"), Timestamp: 2}},
+		{Offset: 2, Record: record.Record{Value: framed(t, schemas, 2, map[string]any{"symbol": "B", "qty": 2, "tags": []any{}, "venue": nil, "price": 9.5}), Timestamp: 3}},
+		{Offset: 3, Record: record.Record{Value: []byte{0, 0, 0, 0, 7, 1}, Timestamp: 4}},
+	}
+	for _, action := range []string{ActionDLQ, ActionDrop} {
+		src := &memSource{parts: map[int32][]Record{0: recs}}
+		cat := &memCatalog{}
+		tables := New(Options{Source: src, Catalog: cat, Schemas: schemas})
+		tp := Topic{Name: "trades", Partitions: 1, Configs: map[string]string{ConfigMode: ModeValueSchemaIDPrefix, ConfigInvalidAction: action}}
+		for range 2 { // the second commit finds nothing more, nor writes dead letters twice
+			if _, err := tables.Commit(context.Background(), tp, []int32{0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		main := cat.table("trades")
+		if len(main.rows) != 2 || main.offsets[0] != 4 {
+			t.Fatalf("%s: %d rows, offsets %v; want 2 rows, next offset 4", action, len(main.rows), main.offsets)
+		}
+		first, second := main.rows[0], main.rows[1]
+		if first["symbol"] != "A" || fmt.Sprint(first["qty"]) != "1" || first["price"] != nil || fmt.Sprint(first["kafka.offset"]) != "0" {
+			t.Errorf("%s: the first row %v", action, first)
+		}
+		if second["symbol"] != "B" || fmt.Sprint(second["price"]) != "9.5" || second["venue"] != nil || fmt.Sprint(second["kafka.offset"]) != "2" {
+			t.Errorf("%s: the second row %v", action, second)
+		}
+		if _, ok := main.schema.FindFieldByName("venue.mic"); !ok {
+			t.Errorf("%s: no column venue.mic in %v", action, main.schema)
+		}
+		if f, ok := main.schema.FindFieldByName("qty"); !ok || !f.Type.Equals(iceberg.PrimitiveTypes.Int64) && !f.Type.Equals(iceberg.PrimitiveTypes.Int32) {
+			t.Errorf("%s: qty %v", action, f)
+		}
+		dlq := cat.table("trades_dlq")
+		if action == ActionDrop {
+			if dlq != nil {
+				t.Errorf("drop: a dead-letter table with %d rows", len(dlq.rows))
+			}
+			continue
+		}
+		if dlq == nil || len(dlq.rows) != 2 {
+			t.Fatalf("dlq_table: dead letters %v", dlq)
+		}
+		if fmt.Sprint(dlq.rows[0]["offset"]) != "1" || !strings.Contains(fmt.Sprint(dlq.rows[0]["reason"]), "no schema id") ||
+			fmt.Sprint(dlq.rows[1]["offset"]) != "3" || !strings.Contains(fmt.Sprint(dlq.rows[1]["reason"]), "7 is not registered") {
+			t.Errorf("dead letters %v", dlq.rows)
+		}
+	}
+}
+
+// An Avro schema's types as columns; what no column can be, refused.
+func TestValueSchema(t *testing.T) {
+	s := avro.MustParse(`{"type":"record","name":"R","fields":[
+		{"name":"b","type":"boolean"},{"name":"i","type":"int"},{"name":"l","type":"long"},{"name":"f","type":"float"},{"name":"d","type":"double"},
+		{"name":"s","type":"string"},{"name":"by","type":"bytes"},{"name":"e","type":{"type":"enum","name":"E","symbols":["A"]}},
+		{"name":"fx","type":{"type":"fixed","name":"F","size":4}},{"name":"m","type":{"type":"map","values":"int"}},
+		{"name":"day","type":{"type":"int","logicalType":"date"}},{"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}},
+		{"name":"o","type":["null","string"]}]}`).(*avro.RecordSchema)
+	vs, err := valueSchema(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]iceberg.Type{"b": iceberg.PrimitiveTypes.Bool, "i": iceberg.PrimitiveTypes.Int32, "l": iceberg.PrimitiveTypes.Int64,
+		"f": iceberg.PrimitiveTypes.Float32, "d": iceberg.PrimitiveTypes.Float64, "s": iceberg.PrimitiveTypes.String, "by": iceberg.PrimitiveTypes.Binary,
+		"e": iceberg.PrimitiveTypes.String, "fx": iceberg.PrimitiveTypes.Binary, "day": iceberg.PrimitiveTypes.Date,
+		"ts": iceberg.PrimitiveTypes.TimestampTz, "o": iceberg.PrimitiveTypes.String}
+	for name, typ := range want {
+		if f, ok := vs.FindFieldByName(name); !ok || !f.Type.Equals(typ) || f.Required {
+			t.Errorf("%s: %v, want optional %v", name, f, typ)
+		}
+	}
+	for _, bad := range []string{
+		`{"type":"record","name":"R","fields":[{"name":"u","type":["int","string"]}]}`,
+		`{"type":"record","name":"R","fields":[{"name":"kafka","type":"int"}]}`,
+		`{"type":"record","name":"R","fields":[{"name":"d","type":{"type":"bytes","logicalType":"decimal","precision":4,"scale":2}}]}`,
+	} {
+		if _, err := valueSchema(avro.MustParse(bad).(*avro.RecordSchema)); err == nil {
+			t.Errorf("%s: made columns", bad)
 		}
 	}
 }

@@ -21,9 +21,15 @@ const ConfigPartitionSpec = "iceberg.partition.spec"
 const DefaultPartitionSpec = "(hour(timestamp))"
 
 // CheckPartitionSpec validates iceberg.partition.spec against the
-// table's columns.
+// columns of key_value's tables, or the metadata of the schema modes'
+// (kafka.timestamp, kafka.partition...).
 func CheckPartitionSpec(v string) error {
 	_, err := partitionSpec(v, keyValueSchema())
+	if err != nil {
+		if _, err2 := partitionSpec(v, valueSchemaBase()); err2 == nil {
+			return nil
+		}
+	}
 	return err
 }
 
@@ -85,7 +91,7 @@ func splitTop(s string) []string {
 func partitionTerm(term string) (col string, tr iceberg.Transform, name string, err error) {
 	open := strings.IndexByte(term, '(')
 	if open < 0 {
-		return term, iceberg.IdentityTransform{}, term, nil
+		return term, iceberg.IdentityTransform{}, strings.ReplaceAll(term, ".", "_"), nil
 	}
 	if !strings.HasSuffix(term, ")") {
 		return "", nil, "", fmt.Errorf("%s: no closing parenthesis", term)
@@ -93,6 +99,9 @@ func partitionTerm(term string) (col string, tr iceberg.Transform, name string, 
 	fn := strings.ToLower(strings.TrimSpace(term[:open]))
 	args := splitTop(term[open+1 : len(term)-1])
 	col = args[len(args)-1]
+	// A partition field's name is a directory's: no dot (kafka.timestamp
+	// is kafka_timestamp).
+	flat := strings.ReplaceAll(col, ".", "_")
 	width := 0
 	if fn == "bucket" || fn == "truncate" {
 		if len(args) != 2 {
@@ -106,14 +115,14 @@ func partitionTerm(term string) (col string, tr iceberg.Transform, name string, 
 	}
 	switch fn {
 	case "identity":
-		return col, iceberg.IdentityTransform{}, col, nil
+		return col, iceberg.IdentityTransform{}, flat, nil
 	case "hour", "day", "month", "year":
 		tr, _ := iceberg.ParseTransform(fn)
-		return col, tr, col + "_" + fn, nil
+		return col, tr, flat + "_" + fn, nil
 	case "bucket":
-		return col, iceberg.BucketTransform{NumBuckets: width}, fmt.Sprintf("%s_bucket_%d", col, width), nil
+		return col, iceberg.BucketTransform{NumBuckets: width}, fmt.Sprintf("%s_bucket_%d", flat, width), nil
 	case "truncate":
-		return col, iceberg.TruncateTransform{Width: width}, fmt.Sprintf("%s_trunc_%d", col, width), nil
+		return col, iceberg.TruncateTransform{Width: width}, fmt.Sprintf("%s_trunc_%d", flat, width), nil
 	}
 	return "", nil, "", fmt.Errorf("%s: %s is not identity, hour, day, month, year, bucket or truncate", term, fn)
 }

@@ -298,6 +298,10 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "iceberg_records_total",
 		Help: "Records committed to topics' Iceberg tables, by topic.",
 	}, []string{"topic"})
+	IcebergInvalid = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "iceberg_invalid_records_total",
+		Help: "Records that are no rows of their topic's Iceberg table (no schema id, an unknown one, a schema that does not fit), by topic and action (dlq_table, drop).",
+	}, []string{"topic", "action"})
 	IcebergFiles = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "iceberg_files_total",
 		Help: "Data files committed to topics' Iceberg tables, by topic.",
@@ -319,7 +323,7 @@ func init() {
 		CompactionRecords, CompactionBytes, CompactionRuns, CompactionDirtyRatio, ShareSessions, ShareAcks,
 		ThrottleSeconds, ClientInstances, ClientPushes, ClientPushErrors, ClientSeriesDropped,
 		RegistryRequests, RegistryRequestSeconds, RegistrySchemas,
-		IcebergLagRecords, IcebergLagSeconds, IcebergCommits, IcebergCommitSeconds, IcebergRecords, IcebergFiles)
+		IcebergLagRecords, IcebergLagSeconds, IcebergCommits, IcebergCommitSeconds, IcebergRecords, IcebergFiles, IcebergInvalid)
 }
 
 // Register adds a collector of the gateway's to /metrics.

@@ -15,7 +15,7 @@ import (
 var topicConfigNames = []string{"cleanup.policy", "compression.gzip.level", "compression.lz4.level", "compression.type",
 	"compression.zstd.level", "confluent.key.schema.validation", "confluent.key.subject.name.strategy",
 	"confluent.value.schema.validation", "confluent.value.subject.name.strategy", "delete.retention.ms", "errors.deadletterqueue.group.enable", "file.delete.delay.ms",
-	"flush.messages", "flush.ms", "follower.replication.throttled.replicas", "iceberg.mode", "iceberg.partition.spec", "iceberg.target.lag.ms", "index.interval.bytes",
+	"flush.messages", "flush.ms", "follower.replication.throttled.replicas", "iceberg.invalid.record.action", "iceberg.mode", "iceberg.partition.spec", "iceberg.target.lag.ms", "index.interval.bytes",
 	"leader.replication.throttled.replicas", "local.retention.bytes", "local.retention.ms", "max.compaction.lag.ms",
 	"max.decompressed.message.bytes", "max.message.bytes", "message.timestamp.after.max.ms",
 	"message.timestamp.before.max.ms", "message.timestamp.type", "min.cleanable.dirty.ratio", "min.compaction.lag.ms",

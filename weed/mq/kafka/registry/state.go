@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hamba/avro/v2"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
@@ -438,4 +439,49 @@ func (s *State) RecordName(id int) (string, bool) {
 	sp.names[id] = name // ids never change what they stand for
 	s.mu.Unlock()
 	return name, name != ""
+}
+
+// Avro returns the Avro schema an id of the default context stands for,
+// parsed with the schemas its references name (theirs first), as the
+// topics' Iceberg tables decode records' values with it.
+func (s *State) Avro(id int) (avro.Schema, error) {
+	typ, schema, refs, ok := s.ByID(DefaultContext, id)
+	if !ok {
+		return nil, fmt.Errorf("schema id %d is not registered", id)
+	}
+	if typ != Avro {
+		return nil, fmt.Errorf("schema id %d is %s, not AVRO", id, typ)
+	}
+	var resolvedRefs []resolved
+	seen := map[string]bool{}
+	var walk func(refs []Reference, depth int) error
+	walk = func(refs []Reference, depth int) error {
+		if depth > maxReferenceDepth {
+			return fmt.Errorf("schema id %d: references nested deeper than %d", id, maxReferenceDepth)
+		}
+		for _, r := range refs {
+			sc, ok := s.Version(r.Subject, r.Version, true)
+			if !ok {
+				return fmt.Errorf("schema id %d: reference %s version %d is gone", id, r.Subject, r.Version)
+			}
+			key := fmt.Sprintf("%s\x00%d", sc.Subject, sc.Version)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			if err := walk(sc.References, depth+1); err != nil {
+				return err
+			}
+			resolvedRefs = append(resolvedRefs, resolved{Reference: r, schema: sc.Schema})
+		}
+		return nil
+	}
+	if err := walk(refs, 0); err != nil {
+		return nil, err
+	}
+	p, err := avroFormat{}.parse(schema, resolvedRefs)
+	if err != nil {
+		return nil, err
+	}
+	return p.(avroSchema).s, nil
 }

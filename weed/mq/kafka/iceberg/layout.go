@@ -1,0 +1,440 @@
+package iceberg
+
+// What a table's rows are, by iceberg.mode: key_value's columns (the
+// record's partition, offset, timestamp, key, value, headers), or
+// value_schema_id_prefix's: the value decoded by the Avro schema its
+// Confluent prefix names, its fields as columns, and the record's
+// metadata in a struct column kafka. Records that cannot be rows go to
+// the dead-letter table (key_value's columns and the reason).
+
+import (
+	"encoding/binary"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/hamba/avro/v2"
+)
+
+// Schemas are the schema registry's schemas, by id.
+type Schemas interface {
+	// Avro returns the Avro schema of an id, parsed with its references.
+	Avro(id int) (avro.Schema, error)
+}
+
+func headersType(first int) *iceberg.ListType {
+	return &iceberg.ListType{ElementID: first, ElementRequired: true,
+		Element: &iceberg.StructType{FieldList: []iceberg.NestedField{
+			{ID: first + 1, Name: "key", Type: iceberg.PrimitiveTypes.String, Required: true},
+			{ID: first + 2, Name: "value", Type: iceberg.PrimitiveTypes.Binary},
+		}}}
+}
+
+// keyValueSchema is the table of key_value mode: each record's
+// partition, offset, timestamp, key, value and headers.
+func keyValueSchema() *iceberg.Schema {
+	return iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "partition", Type: iceberg.PrimitiveTypes.Int32, Required: true},
+		iceberg.NestedField{ID: 2, Name: "offset", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 3, Name: "timestamp", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 4, Name: "key", Type: iceberg.PrimitiveTypes.Binary},
+		iceberg.NestedField{ID: 5, Name: "value", Type: iceberg.PrimitiveTypes.Binary},
+		iceberg.NestedField{ID: 6, Name: "headers", Type: headersType(7)},
+	)
+}
+
+// deadLetterSchema is key_value's and why the record is not a row.
+func deadLetterSchema() *iceberg.Schema {
+	return iceberg.NewSchema(0, append(keyValueSchema().Fields(),
+		iceberg.NestedField{ID: 10, Name: "reason", Type: iceberg.PrimitiveTypes.String, Required: true})...)
+}
+
+// kafkaColumn is the column of a decoded record's metadata.
+const kafkaColumn = "kafka"
+
+// valueSchemaBase is the table of the schema modes before any value's
+// columns are added: the record's metadata.
+func valueSchemaBase() *iceberg.Schema {
+	return iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: kafkaColumn, Required: true, Type: &iceberg.StructType{FieldList: []iceberg.NestedField{
+		{ID: 2, Name: "partition", Type: iceberg.PrimitiveTypes.Int32, Required: true},
+		{ID: 3, Name: "offset", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		{ID: 4, Name: "timestamp", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		{ID: 5, Name: "key", Type: iceberg.PrimitiveTypes.Binary},
+		{ID: 6, Name: "headers", Type: headersType(7)},
+	}}})
+}
+
+// decoded is a record whose value an Avro schema decoded.
+type decoded struct {
+	Record
+	id     int
+	schema *avro.RecordSchema
+	value  map[string]any
+}
+
+// invalid is a record that is no row, and why.
+type invalid struct {
+	Record
+	reason string
+}
+
+// decode reads a record's value as Confluent's serializers frame it: the
+// magic byte 0, the schema id (4 bytes, big endian), Avro's binary.
+func decode(schemas Schemas, r Record) (decoded, string) {
+	v := r.Value
+	if len(v) < 5 || v[0] != 0 {
+		return decoded{}, "the value has no schema id (the magic byte 0 and 4 bytes)"
+	}
+	if schemas == nil {
+		return decoded{}, "this gateway serves no schema registry"
+	}
+	id := int(binary.BigEndian.Uint32(v[1:5]))
+	s, err := schemas.Avro(id)
+	if err != nil {
+		return decoded{}, err.Error()
+	}
+	rs, ok := s.(*avro.RecordSchema)
+	if !ok {
+		return decoded{}, fmt.Sprintf("schema id %d is a %s, not a record", id, s.Type())
+	}
+	var out any
+	if err := avro.Unmarshal(rs, v[5:], &out); err != nil {
+		return decoded{}, fmt.Sprintf("the value does not decode with schema id %d: %v", id, err)
+	}
+	m, _ := out.(map[string]any)
+	return decoded{Record: r, id: id, schema: rs, value: m}, ""
+}
+
+// valueSchema is the Iceberg schema of an Avro record's fields, each
+// optional (rows of other versions of the schema may not have it).
+func valueSchema(rs *avro.RecordSchema) (*iceberg.Schema, error) {
+	ids := 1
+	fields, err := avroFields(rs, &ids)
+	if err != nil {
+		return nil, err
+	}
+	return iceberg.NewSchema(0, fields...), nil
+}
+
+func avroFields(rs *avro.RecordSchema, ids *int) ([]iceberg.NestedField, error) {
+	var out []iceberg.NestedField
+	for _, f := range rs.Fields() {
+		if f.Name() == kafkaColumn {
+			return nil, fmt.Errorf("a field named %s (the metadata's column)", kafkaColumn)
+		}
+		id := *ids
+		*ids++
+		t, err := avroType(f.Type(), ids)
+		if err != nil {
+			return nil, fmt.Errorf("field %s: %w", f.Name(), err)
+		}
+		out = append(out, iceberg.NestedField{ID: id, Name: f.Name(), Type: t})
+	}
+	return out, nil
+}
+
+// avroType is the Iceberg type of an Avro type; a union is only taken as
+// null and one type (an optional value).
+func avroType(s avro.Schema, ids *int) (iceberg.Type, error) {
+	switch s := s.(type) {
+	case *avro.RefSchema:
+		return avroType(s.Schema(), ids)
+	case *avro.UnionSchema:
+		if t := nonNull(s); t != nil {
+			return avroType(t, ids)
+		}
+		return nil, fmt.Errorf("a union of %d types (only null and one type are columns)", len(s.Types()))
+	case *avro.PrimitiveSchema:
+		logical := ""
+		if l := s.Logical(); l != nil {
+			logical = string(l.Type())
+		}
+		switch {
+		case s.Type() == avro.Int && logical == "date":
+			return iceberg.PrimitiveTypes.Date, nil
+		case s.Type() == avro.Long && (logical == "timestamp-millis" || logical == "timestamp-micros"):
+			return iceberg.PrimitiveTypes.TimestampTz, nil
+		case s.Type() == avro.Long && (logical == "local-timestamp-millis" || logical == "local-timestamp-micros"):
+			return iceberg.PrimitiveTypes.Timestamp, nil
+		case logical == "decimal":
+			return nil, fmt.Errorf("decimal values are not served yet")
+		}
+		switch s.Type() {
+		case avro.Boolean:
+			return iceberg.PrimitiveTypes.Bool, nil
+		case avro.Int:
+			return iceberg.PrimitiveTypes.Int32, nil
+		case avro.Long:
+			return iceberg.PrimitiveTypes.Int64, nil
+		case avro.Float:
+			return iceberg.PrimitiveTypes.Float32, nil
+		case avro.Double:
+			return iceberg.PrimitiveTypes.Float64, nil
+		case avro.String:
+			return iceberg.PrimitiveTypes.String, nil
+		case avro.Bytes:
+			return iceberg.PrimitiveTypes.Binary, nil
+		}
+		return nil, fmt.Errorf("type %s is no column", s.Type())
+	case *avro.EnumSchema:
+		return iceberg.PrimitiveTypes.String, nil
+	case *avro.FixedSchema:
+		if s.Logical() != nil {
+			return nil, fmt.Errorf("fixed %s values are not served yet", s.Logical().Type())
+		}
+		return iceberg.PrimitiveTypes.Binary, nil
+	case *avro.RecordSchema:
+		fields, err := avroFields(s, ids)
+		if err != nil {
+			return nil, err
+		}
+		return &iceberg.StructType{FieldList: fields}, nil
+	case *avro.ArraySchema:
+		id := *ids
+		*ids++
+		t, err := avroType(s.Items(), ids)
+		if err != nil {
+			return nil, err
+		}
+		return &iceberg.ListType{ElementID: id, Element: t}, nil
+	case *avro.MapSchema:
+		kid, vid := *ids, *ids+1
+		*ids += 2
+		t, err := avroType(s.Values(), ids)
+		if err != nil {
+			return nil, err
+		}
+		return &iceberg.MapType{KeyID: kid, KeyType: iceberg.PrimitiveTypes.String, ValueID: vid, ValueType: t}, nil
+	}
+	return nil, fmt.Errorf("type %s is no column", s.Type())
+}
+
+// nonNull is the one type of a union of null and it, else nil.
+func nonNull(u *avro.UnionSchema) avro.Schema {
+	var other avro.Schema
+	for _, t := range u.Types() {
+		if t.Type() == avro.Null {
+			continue
+		}
+		if other != nil {
+			return nil
+		}
+		other = t
+	}
+	return other
+}
+
+// valueRows returns the decoded records as rows of the table's schema.
+func valueRows(sc *iceberg.Schema, recs []decoded) (array.RecordReader, error) {
+	as, err := table.SchemaToArrowSchema(sc, nil, false, false)
+	if err != nil {
+		return nil, err
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
+	defer b.Release()
+	for _, r := range recs {
+		for i, f := range as.Fields() {
+			fb := b.Field(i)
+			if f.Name == kafkaColumn {
+				appendMetadata(fb.(*array.StructBuilder), r.Record)
+				continue
+			}
+			field, ok := fieldByName(r.schema, f.Name)
+			if !ok {
+				fb.AppendNull()
+				continue
+			}
+			if err := appendAvro(fb, field.Type(), r.value[f.Name]); err != nil {
+				return nil, fmt.Errorf("partition %d offset %d, field %s: %w", r.Partition, r.Offset, f.Name, err)
+			}
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	return array.NewRecordReader(as, []arrow.RecordBatch{rec})
+}
+
+// appendMetadata appends the kafka column of a record.
+func appendMetadata(sb *array.StructBuilder, r Record) {
+	sb.Append(true)
+	st := sb.Type().(*arrow.StructType)
+	for i, f := range st.Fields() {
+		fb := sb.FieldBuilder(i)
+		switch f.Name {
+		case "partition":
+			fb.(*array.Int32Builder).Append(r.Partition)
+		case "offset":
+			fb.(*array.Int64Builder).Append(r.Offset)
+		case "timestamp":
+			fb.(*array.TimestampBuilder).Append(arrow.Timestamp(r.Timestamp * 1000))
+		case "key":
+			appendBytes(fb.(*array.BinaryBuilder), r.Key)
+		case "headers":
+			appendHeaders(fb.(*array.ListBuilder), r)
+		default:
+			fb.AppendNull()
+		}
+	}
+}
+
+// appendAvro appends a value Avro decoded (hamba's: records and maps as
+// map[string]any, arrays as []any, a union's named member wrapped in a
+// map of its name) to the builder of its column.
+func appendAvro(b array.Builder, s avro.Schema, v any) error {
+	if v == nil {
+		b.AppendNull()
+		return nil
+	}
+	switch st := s.(type) {
+	case *avro.RefSchema:
+		return appendAvro(b, st.Schema(), v)
+	case *avro.UnionSchema:
+		t := nonNull(st)
+		if t == nil {
+			return fmt.Errorf("a union of %d types", len(st.Types()))
+		}
+		if m, ok := v.(map[string]any); ok && len(m) == 1 {
+			if n, ok := t.(avro.NamedSchema); ok {
+				if inner, ok := m[n.FullName()]; ok {
+					v = inner
+				}
+			}
+		}
+		return appendAvro(b, t, v)
+	case *avro.RecordSchema:
+		m, ok := v.(map[string]any)
+		sb, sok := b.(*array.StructBuilder)
+		if !ok || !sok {
+			return fmt.Errorf("a record decoded as %T into %T", v, b)
+		}
+		sb.Append(true)
+		for i, f := range sb.Type().(*arrow.StructType).Fields() {
+			field, ok := fieldByName(st, f.Name)
+			if !ok {
+				sb.FieldBuilder(i).AppendNull()
+				continue
+			}
+			if err := appendAvro(sb.FieldBuilder(i), field.Type(), m[f.Name]); err != nil {
+				return fmt.Errorf("%s: %w", f.Name, err)
+			}
+		}
+		return nil
+	case *avro.ArraySchema:
+		items, ok := v.([]any)
+		lb, lok := b.(*array.ListBuilder)
+		if !ok || !lok {
+			return fmt.Errorf("an array decoded as %T into %T", v, b)
+		}
+		lb.Append(true)
+		for _, x := range items {
+			if err := appendAvro(lb.ValueBuilder(), st.Items(), x); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *avro.MapSchema:
+		m, ok := v.(map[string]any)
+		mb, mok := b.(*array.MapBuilder)
+		if !ok || !mok {
+			return fmt.Errorf("a map decoded as %T into %T", v, b)
+		}
+		mb.Append(true)
+		for k, x := range m {
+			mb.KeyBuilder().(*array.StringBuilder).Append(k)
+			if err := appendAvro(mb.ItemBuilder(), st.Values(), x); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return appendScalar(b, v)
+}
+
+// appendScalar appends a primitive, enum or fixed value to its builder,
+// widening as the table's column may have been widened.
+func appendScalar(b array.Builder, v any) error {
+	switch b := b.(type) {
+	case *array.BooleanBuilder:
+		if x, ok := v.(bool); ok {
+			b.Append(x)
+			return nil
+		}
+	case *array.Int32Builder:
+		if x, ok := v.(int); ok {
+			b.Append(int32(x))
+			return nil
+		}
+		if x, ok := v.(int32); ok {
+			b.Append(x)
+			return nil
+		}
+	case *array.Int64Builder:
+		switch x := v.(type) {
+		case int64:
+			b.Append(x)
+			return nil
+		case int:
+			b.Append(int64(x))
+			return nil
+		case int32:
+			b.Append(int64(x))
+			return nil
+		}
+	case *array.Float32Builder:
+		if x, ok := v.(float32); ok {
+			b.Append(x)
+			return nil
+		}
+	case *array.Float64Builder:
+		switch x := v.(type) {
+		case float64:
+			b.Append(x)
+			return nil
+		case float32:
+			b.Append(float64(x))
+			return nil
+		}
+	case *array.StringBuilder:
+		if x, ok := v.(string); ok {
+			b.Append(x)
+			return nil
+		}
+	case *array.BinaryBuilder:
+		if x, ok := v.([]byte); ok {
+			b.Append(x)
+			return nil
+		}
+		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Array && rv.Type().Elem().Kind() == reflect.Uint8 {
+			out := make([]byte, rv.Len())
+			reflect.Copy(reflect.ValueOf(out), rv)
+			b.Append(out)
+			return nil
+		}
+	case *array.Date32Builder:
+		if x, ok := v.(time.Time); ok {
+			b.Append(arrow.Date32FromTime(x))
+			return nil
+		}
+	case *array.TimestampBuilder:
+		if x, ok := v.(time.Time); ok {
+			b.Append(arrow.Timestamp(x.UnixMicro()))
+			return nil
+		}
+	}
+	return fmt.Errorf("a %T value for a column of %s", v, b.Type())
+}
+
+// fieldByName is a record schema's field of a name.
+func fieldByName(rs *avro.RecordSchema, name string) (*avro.Field, bool) {
+	for _, f := range rs.Fields() {
+		if f.Name() == name {
+			return f, true
+		}
+	}
+	return nil, false
+}
