@@ -655,8 +655,8 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		}
 	}
 	var schemasOf iceberg.Schemas // the registry's, when this gateway serves one
-	if schemaState != nil {
-		schemasOf = schemaState
+	if schemas != nil {
+		schemasOf = schemas
 	}
 	if tables, err = startIcebergTables(icebergOptions(emb), backend, members, schemasOf); err != nil {
 		glog.Errorf("kafka gateway: %v", err)

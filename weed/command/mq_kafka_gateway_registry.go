@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hamba/avro/v2"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -60,8 +61,26 @@ func parseRegistryListeners(spec, advertised string) ([]registryListener, string
 
 // schemaRegistry is the running registry: its log and HTTP servers.
 type schemaRegistry struct {
+	reg     *registry.Registry
 	log     *registry.KafkaLog
 	servers []*http.Server
+}
+
+// Avro is the registry's schema of an id, for the Iceberg tables: an id
+// not known yet is looked for again once the registry has read _schemas
+// to its end (it may have been registered on another gateway a moment
+// ago).
+func (r *schemaRegistry) Avro(id int) (avro.Schema, error) {
+	s, err := r.reg.State().Avro(id)
+	if err == nil {
+		return s, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if serr := r.reg.Sync(ctx); serr != nil {
+		return nil, fmt.Errorf("%w (and the registry could not be read to its end: %v)", err, serr)
+	}
+	return r.reg.State().Avro(id)
 }
 
 // startSchemaRegistry serves the registry on the listeners, keeping it in
@@ -89,7 +108,7 @@ func startSchemaRegistry(state *registry.State, listeners []registryListener, ka
 		return owner.Registry, false
 	}
 	handler := registry.Handler(reg, security)
-	r := &schemaRegistry{log: log}
+	r := &schemaRegistry{reg: reg, log: log}
 	for _, l := range listeners {
 		ln, err := net.Listen("tcp", l.bind)
 		if err != nil {

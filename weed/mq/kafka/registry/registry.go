@@ -57,6 +57,16 @@ type Registry struct {
 	caughtUp atomic.Bool
 }
 
+// Sync waits until the State has read the log to the end it has now:
+// what was registered anywhere before is then known here.
+func (r *Registry) Sync(ctx context.Context) error {
+	end, err := r.opts.Log.End(ctx)
+	if err != nil {
+		return err
+	}
+	return r.opts.State.Wait(ctx, end-1)
+}
+
 // CatchUp waits until the State has read the log to its end (once; later
 // calls return at once), as Confluent's registry reads its topic before it
 // serves. A read waits on it.
