@@ -83,6 +83,20 @@ func (r *schemaRegistry) Avro(id int) (avro.Schema, error) {
 	return r.reg.State().Avro(id)
 }
 
+// Latest is the id of a subject's latest version, read as Avro is.
+func (r *schemaRegistry) Latest(subject string) (int, error) {
+	id, err := r.reg.State().Latest(subject)
+	if err == nil {
+		return id, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if serr := r.reg.Sync(ctx); serr != nil {
+		return 0, fmt.Errorf("%w (and the registry could not be read to its end: %v)", err, serr)
+	}
+	return r.reg.State().Latest(subject)
+}
+
 // startSchemaRegistry serves the registry on the listeners, keeping it in
 // _schemas through this gateway's own Kafka listener (kafkaOpts: seeds,
 // TLS, SASL) and reading it into state; the leader of _schemas writes,

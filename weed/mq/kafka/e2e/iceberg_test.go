@@ -320,16 +320,20 @@ func firstDiff(got, want []string) string {
 // fields are the table's columns (a field a newer version adds, a column
 // null in older rows), the records' metadata in the struct kafka, records
 // without a schema id in the dead-letter table with why (see
-// testdata/iceberg_avro.py).
+// testdata/iceberg_avro.py); with value_schema_latest, plain Avro values
+// decoded by the subject's latest schema.
 func TestIcebergValueSchema(t *testing.T) {
 	py := pythonE2E(t)
 	topic := newTopic(t)
 	mode, lag := "value_schema_id_prefix", "1000"
 	createTopic(t, topic, 1, map[string]*string{"iceberg.mode": &mode, "iceberg.target.lag.ms": &lag})
+	latestTopic, latestMode := topic+"-latest", "value_schema_latest"
+	createTopic(t, latestTopic, 1, map[string]*string{"iceberg.mode": &latestMode, "iceberg.target.lag.ms": &lag})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, py, "testdata/iceberg_avro.py", gw.addr, gw.registry, lake.catalog, lake.s3, topic,
-		iceberg.Namespace+"."+iceberg.TableName(topic), iceberg.Namespace+"."+iceberg.DeadLetterTable(topic)).CombinedOutput()
+		iceberg.Namespace+"."+iceberg.TableName(topic), iceberg.Namespace+"."+iceberg.DeadLetterTable(topic),
+		latestTopic, iceberg.Namespace+"."+iceberg.TableName(latestTopic)).CombinedOutput()
 	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
 		t.Fatalf("iceberg_avro.py: %v\n%s", err, out)
 	}

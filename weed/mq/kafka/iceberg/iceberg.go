@@ -43,6 +43,7 @@ const (
 	ModeDisabled            = "disabled"
 	ModeKeyValue            = "key_value"
 	ModeValueSchemaIDPrefix = "value_schema_id_prefix"
+	ModeValueSchemaLatest   = "value_schema_latest"
 
 	// The invalid record actions: the dead-letter table, or none.
 	ActionDLQ  = "dlq_table"
@@ -57,12 +58,10 @@ const (
 // CheckMode validates iceberg.mode.
 func CheckMode(v string) error {
 	switch v {
-	case ModeDisabled, ModeKeyValue, ModeValueSchemaIDPrefix:
+	case ModeDisabled, ModeKeyValue, ModeValueSchemaIDPrefix, ModeValueSchemaLatest:
 		return nil
-	case "value_schema_latest":
-		return fmt.Errorf("%s is not served yet: %s, %s or %s", v, ModeDisabled, ModeKeyValue, ModeValueSchemaIDPrefix)
 	}
-	return fmt.Errorf("%q is not %s, %s or %s", v, ModeDisabled, ModeKeyValue, ModeValueSchemaIDPrefix)
+	return fmt.Errorf("%q is not %s, %s, %s or %s", v, ModeDisabled, ModeKeyValue, ModeValueSchemaIDPrefix, ModeValueSchemaLatest)
 }
 
 // CheckInvalidAction validates iceberg.invalid.record.action.
@@ -449,8 +448,19 @@ func (t *Tables) decodeAll(ctx context.Context, tp Topic, tbl Table, recs []Reco
 	var bad []invalid
 	unfit := map[int]string{}
 	schemas := map[int]*iceberg.Schema{}
+	latest, noLatest := 0, ""
+	if tp.Configs[ConfigMode] == ModeValueSchemaLatest && t.opts.Schemas != nil {
+		subject := tp.Name + "-value"
+		var err error
+		if latest, err = t.opts.Schemas.Latest(subject); err != nil {
+			noLatest = fmt.Sprintf("subject %s has no schema: %v", subject, err)
+		}
+	}
 	for _, r := range recs {
-		d, why := decode(t.opts.Schemas, r)
+		d, why := decode(t.opts.Schemas, r, latest)
+		if noLatest != "" {
+			why = noLatest
+		}
 		if why == "" {
 			if _, seen := schemas[d.id]; !seen {
 				if _, known := unfit[d.id]; !known {

@@ -228,12 +228,12 @@ func TestTableName(t *testing.T) {
 }
 
 func TestCheckMode(t *testing.T) {
-	for _, ok := range []string{ModeDisabled, ModeKeyValue, ModeValueSchemaIDPrefix} {
+	for _, ok := range []string{ModeDisabled, ModeKeyValue, ModeValueSchemaIDPrefix, ModeValueSchemaLatest} {
 		if err := CheckMode(ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", "KEY_VALUE", "value_schema_latest"} {
+	for _, bad := range []string{"", "KEY_VALUE", "value_schema"} {
 		if CheckMode(bad) == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -329,6 +329,17 @@ func TestPartitionSpec(t *testing.T) {
 
 // memSchemas are a registry's Avro schemas by id.
 type memSchemas map[int]string
+
+func (m memSchemas) Latest(string) (int, error) {
+	latest := 0
+	for id := range m {
+		latest = max(latest, id)
+	}
+	if latest == 0 {
+		return 0, fmt.Errorf("no versions")
+	}
+	return latest, nil
+}
 
 func (m memSchemas) Avro(id int) (avro.Schema, error) {
 	s, ok := m[id]
@@ -439,5 +450,30 @@ func TestValueSchema(t *testing.T) {
 		if _, err := valueSchema(avro.MustParse(bad).(*avro.RecordSchema)); err == nil {
 			t.Errorf("%s: made columns", bad)
 		}
+	}
+}
+
+// value_schema_latest: values without a prefix, decoded by the subject's
+// latest schema.
+func TestValueSchemaLatest(t *testing.T) {
+	schemas := memSchemas{3: `{"type":"record","name":"P","fields":[{"name":"x","type":"int"}]}`}
+	s, _ := schemas.Avro(3)
+	v, err := avro.Marshal(s, map[string]any{"x": 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &memSource{parts: map[int32][]Record{0: {{Offset: 0, Record: record.Record{Value: v}}, {Offset: 1, Record: record.Record{Value: nil}}}}}
+	cat := &memCatalog{}
+	tables := New(Options{Source: src, Catalog: cat, Schemas: schemas})
+	tp := Topic{Name: "p", Partitions: 1, Configs: map[string]string{ConfigMode: ModeValueSchemaLatest}}
+	if _, err := tables.Commit(context.Background(), tp, []int32{0}); err != nil {
+		t.Fatal(err)
+	}
+	main, dlq := cat.table("p"), cat.table("p_dlq")
+	if len(main.rows) != 1 || fmt.Sprint(main.rows[0]["x"]) != "7" {
+		t.Fatalf("rows %v", main.rows)
+	}
+	if dlq == nil || len(dlq.rows) != 1 || !strings.Contains(fmt.Sprint(dlq.rows[0]["reason"]), "null value") {
+		t.Fatalf("dead letters %v", dlq)
 	}
 }

@@ -25,6 +25,8 @@ import (
 type Schemas interface {
 	// Avro returns the Avro schema of an id, parsed with its references.
 	Avro(id int) (avro.Schema, error)
+	// Latest returns the id of a subject's latest version.
+	Latest(subject string) (int, error)
 }
 
 func headersType(first int) *iceberg.ListType {
@@ -84,16 +86,25 @@ type invalid struct {
 }
 
 // decode reads a record's value as Confluent's serializers frame it: the
-// magic byte 0, the schema id (4 bytes, big endian), Avro's binary.
-func decode(schemas Schemas, r Record) (decoded, string) {
+// magic byte 0, the schema id (4 bytes, big endian), Avro's binary; or,
+// when latest (value_schema_latest) is the id of the subject's latest
+// version, Avro's binary alone.
+func decode(schemas Schemas, r Record, latest int) (decoded, string) {
 	v := r.Value
-	if len(v) < 5 || v[0] != 0 {
-		return decoded{}, "the value has no schema id (the magic byte 0 and 4 bytes)"
-	}
 	if schemas == nil {
 		return decoded{}, "this gateway serves no schema registry"
 	}
-	id := int(binary.BigEndian.Uint32(v[1:5]))
+	id := latest
+	if latest == 0 {
+		if len(v) < 5 || v[0] != 0 {
+			return decoded{}, "the value has no schema id (the magic byte 0 and 4 bytes)"
+		}
+		id = int(binary.BigEndian.Uint32(v[1:5]))
+		v = v[5:]
+	}
+	if r.Value == nil {
+		return decoded{}, "a null value (a tombstone)"
+	}
 	s, err := schemas.Avro(id)
 	if err != nil {
 		return decoded{}, err.Error()
@@ -103,7 +114,7 @@ func decode(schemas Schemas, r Record) (decoded, string) {
 		return decoded{}, fmt.Sprintf("schema id %d is a %s, not a record", id, s.Type())
 	}
 	var out any
-	if err := avro.Unmarshal(rs, v[5:], &out); err != nil {
+	if err := avro.Unmarshal(rs, v, &out); err != nil {
 		return decoded{}, fmt.Sprintf("the value does not decode with schema id %d: %v", id, err)
 	}
 	m, _ := out.(map[string]any)

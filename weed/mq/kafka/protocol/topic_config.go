@@ -61,7 +61,7 @@ var topicConfigs = []topicConfig{
 	{name: iceberg.ConfigInvalidAction, def: iceberg.ActionDLQ, typ: kmsg.ConfigTypeString,
 		doc: "What becomes of a record value_schema_id_prefix cannot make a row of (no schema id, an unknown one, a schema whose types are no columns or do not fit the table's): dlq_table (the table kafka.<topic>_dlq, with the reason) or drop.", check: iceberg.CheckInvalidAction},
 	{name: iceberg.ConfigMode, def: iceberg.ModeDisabled, typ: kmsg.ConfigTypeString,
-		doc: "Whether the topic is kept as the Iceberg table kafka.<topic> too: disabled; key_value (each record's partition, offset, timestamp, key, value and headers); value_schema_id_prefix (the value decoded by the Avro schema its Confluent prefix names, its fields as columns, the record's metadata in the struct kafka).", check: iceberg.CheckMode},
+		doc: "Whether the topic is kept as the Iceberg table kafka.<topic> too: disabled; key_value (each record's partition, offset, timestamp, key, value and headers); value_schema_id_prefix (the value decoded by the Avro schema its Confluent prefix names, its fields as columns, the record's metadata in the struct kafka); value_schema_latest (plain Avro values decoded by the latest schema of <topic>-value).", check: iceberg.CheckMode},
 	{name: iceberg.ConfigPartitionSpec, def: iceberg.DefaultPartitionSpec, typ: kmsg.ConfigTypeString,
 		doc: "How the topic's Iceberg table is partitioned, when it is created: a list of columns and transforms of them (identity, hour, day, month, year, bucket(n, col), truncate(n, col)), () for none.", check: iceberg.CheckPartitionSpec},
 	{name: iceberg.ConfigTargetLag, def: "60000", typ: kmsg.ConfigTypeLong,

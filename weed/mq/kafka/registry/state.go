@@ -485,3 +485,12 @@ func (s *State) Avro(id int) (avro.Schema, error) {
 	}
 	return p.(avroSchema).s, nil
 }
+
+// Latest returns the id of a subject's latest version (not deleted).
+func (s *State) Latest(subject string) (int, error) {
+	sc, ok := s.Version(subject, -1, false)
+	if !ok {
+		return 0, fmt.Errorf("subject %s has no version", subject)
+	}
+	return sc.ID, nil
+}

@@ -4,11 +4,19 @@ adds a field) and two records without a schema id; pyiceberg reads the
 table (the values' fields as columns, the record's metadata in the struct
 kafka) and the dead-letter table.
 
+Then a topic with iceberg.mode=value_schema_latest: values in Avro's
+binary alone (fastavro), decoded by the latest schema of <topic>-value.
+
 Arguments: bootstrap servers, registry URL, catalog URL, S3 endpoint,
-topic, table, dead-letter table. Prints "ok" when every check passed.
+topic, table, dead-letter table, the latest-mode topic and its table.
+Prints "ok" when every check passed.
 """
+import io
+import json
 import sys
 import time
+
+import fastavro
 
 from confluent_kafka import Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -16,7 +24,7 @@ from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from pyiceberg.catalog import load_catalog
 
-bootstrap, url, uri, s3, topic, table_name, dlq_name = sys.argv[1:8]
+bootstrap, url, uri, s3, topic, table_name, dlq_name, latest_topic, latest_table = sys.argv[1:10]
 V1 = ('{"type":"record","name":"Trade","namespace":"ice","fields":[{"name":"symbol","type":"string"},{"name":"qty","type":"int"},'
       '{"name":"venue","type":["null",{"type":"record","name":"Venue","fields":[{"name":"mic","type":"string"}]}],"default":null}]}')
 V2 = V1[:-2] + ',{"name":"price","type":["null","double"],"default":null}]}'
@@ -79,4 +87,18 @@ if [(r["offset"], r["value"]) for r in dead] != [(30, b"not avro"), (31, b"\x00\
     fail("dead letters %s" % dead)
 if not all("no schema id" in r["reason"] for r in dead):
     fail("dead letters' reasons %s" % [r["reason"] for r in dead])
+
+# value_schema_latest: the subject's latest schema decodes plain Avro.
+from confluent_kafka.schema_registry import Schema  # noqa: E402
+registry.register_schema(latest_topic + "-value", Schema(V2, "AVRO"))
+parsed = fastavro.parse_schema(json.loads(V2))
+for i in range(5):
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, parsed, {"symbol": "L%d" % i, "qty": i, "venue": None, "price": 0.5})
+    producer.produce(latest_topic, value=buf.getvalue(), on_delivery=lambda err, msg: err and errors.append(err))
+if producer.flush(30) != 0 or errors:
+    fail("produce to %s: errors %s" % (latest_topic, errors))
+latest_rows = sorted(rows_of(latest_table, 5), key=lambda r: r["kafka"]["offset"])
+if [(r["symbol"], r["qty"], r["price"]) for r in latest_rows] != [("L%d" % i, i, 0.5) for i in range(5)]:
+    fail("value_schema_latest rows %s" % latest_rows)
 print("ok")
