@@ -23,23 +23,10 @@ func keyValueRows(sc *iceberg.Schema, recs []Record, reasons []string) (array.Re
 	defer b.Release()
 	for i, r := range recs {
 		for j, f := range as.Fields() {
-			fb := b.Field(j)
-			switch f.Name {
-			case "partition":
-				fb.(*array.Int32Builder).Append(r.Partition)
-			case "offset":
-				fb.(*array.Int64Builder).Append(r.Offset)
-			case "timestamp":
-				fb.(*array.TimestampBuilder).Append(arrow.Timestamp(r.Timestamp * 1000))
-			case "key":
-				appendBytes(fb.(*array.BinaryBuilder), r.Key)
-			case "value":
-				appendBytes(fb.(*array.BinaryBuilder), r.Value)
-			case "headers":
-				appendHeaders(fb.(*array.ListBuilder), r)
-			case "reason":
+			switch fb := b.Field(j); {
+			case f.Name == "reason":
 				fb.(*array.StringBuilder).Append(reasons[i])
-			default:
+			case !appendColumn(fb, f.Name, r):
 				fb.AppendNull()
 			}
 		}
@@ -47,6 +34,28 @@ func keyValueRows(sc *iceberg.Schema, recs []Record, reasons []string) (array.Re
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	return array.NewRecordReader(as, []arrow.RecordBatch{rec})
+}
+
+// appendColumn appends a record's value of the column name (partition,
+// offset, timestamp, key, value, headers); false for another name.
+func appendColumn(fb array.Builder, name string, r Record) bool {
+	switch name {
+	case "partition":
+		fb.(*array.Int32Builder).Append(r.Partition)
+	case "offset":
+		fb.(*array.Int64Builder).Append(r.Offset)
+	case "timestamp":
+		fb.(*array.TimestampBuilder).Append(arrow.Timestamp(r.Timestamp * 1000))
+	case "key":
+		appendBytes(fb.(*array.BinaryBuilder), r.Key)
+	case "value":
+		appendBytes(fb.(*array.BinaryBuilder), r.Value)
+	case "headers":
+		appendHeaders(fb.(*array.ListBuilder), r)
+	default:
+		return false
+	}
+	return true
 }
 
 // appendHeaders appends a record's headers, in order.

@@ -275,19 +275,7 @@ func appendMetadata(sb *array.StructBuilder, r Record) {
 	sb.Append(true)
 	st := sb.Type().(*arrow.StructType)
 	for i, f := range st.Fields() {
-		fb := sb.FieldBuilder(i)
-		switch f.Name {
-		case "partition":
-			fb.(*array.Int32Builder).Append(r.Partition)
-		case "offset":
-			fb.(*array.Int64Builder).Append(r.Offset)
-		case "timestamp":
-			fb.(*array.TimestampBuilder).Append(arrow.Timestamp(r.Timestamp * 1000))
-		case "key":
-			appendBytes(fb.(*array.BinaryBuilder), r.Key)
-		case "headers":
-			appendHeaders(fb.(*array.ListBuilder), r)
-		default:
+		if fb := sb.FieldBuilder(i); !appendColumn(fb, f.Name, r) {
 			fb.AppendNull()
 		}
 	}

@@ -242,32 +242,9 @@ func (r *Registry) resolve(typ, schema string, refs []Reference) (format, []reso
 	if len(schema) > MaxSchemaBytes || len(refs) > MaxReferences {
 		return nil, nil, errorf(codeInvalidSchema, "Invalid schema: more than %d bytes or %d references", MaxSchemaBytes, MaxReferences)
 	}
-	var resolvedRefs []resolved
-	seen := map[string]bool{}
-	var walk func(refs []Reference, depth int) *Error
-	walk = func(refs []Reference, depth int) *Error {
-		if depth > maxReferenceDepth {
-			return errorf(codeInvalidSchema, "Invalid schema: references nested deeper than %d", maxReferenceDepth)
-		}
-		for _, ref := range refs {
-			sc, ok := r.opts.State.Version(ref.Subject, ref.Version, false)
-			if !ok {
-				return errorf(codeInvalidSchema, "Invalid schema: reference %s to %s version %d: no such schema", ref.Name, ref.Subject, ref.Version)
-			}
-			key := fmt.Sprintf("%s\x00%d", sc.Subject, sc.Version)
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			if err := walk(sc.References, depth+1); err != nil {
-				return err
-			}
-			resolvedRefs = append(resolvedRefs, resolved{Reference: ref, schema: sc.Schema})
-		}
-		return nil
-	}
-	if err := walk(refs, 0); err != nil {
-		return nil, nil, err
+	resolvedRefs, err := r.opts.State.references(refs, false)
+	if err != nil {
+		return nil, nil, errorf(codeInvalidSchema, "Invalid schema: %v", err)
 	}
 	return f, resolvedRefs, nil
 }

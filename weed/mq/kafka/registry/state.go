@@ -417,12 +417,7 @@ func (s *State) RecordName(id int) (string, bool) {
 		return name, name != ""
 	}
 	// References are parsed first, as registration did.
-	var refs []resolved
-	for _, r := range c.refs {
-		if sc, ok := s.Version(r.Subject, r.Version, true); ok {
-			refs = append(refs, resolved{Reference: r, schema: sc.Schema})
-		}
-	}
+	refs, _ := s.references(c.refs, true) // one gone: the schema does not parse, no name
 	if f, ok := formats[c.typ]; ok {
 		if p, err := f.parse(c.schema, refs); err == nil {
 			switch p := p.(type) {
@@ -452,32 +447,10 @@ func (s *State) Avro(id int) (avro.Schema, error) {
 	if typ != Avro {
 		return nil, fmt.Errorf("schema id %d is %s, not AVRO", id, typ)
 	}
-	var resolvedRefs []resolved
-	seen := map[string]bool{}
-	var walk func(refs []Reference, depth int) error
-	walk = func(refs []Reference, depth int) error {
-		if depth > maxReferenceDepth {
-			return fmt.Errorf("schema id %d: references nested deeper than %d", id, maxReferenceDepth)
-		}
-		for _, r := range refs {
-			sc, ok := s.Version(r.Subject, r.Version, true)
-			if !ok {
-				return fmt.Errorf("schema id %d: reference %s version %d is gone", id, r.Subject, r.Version)
-			}
-			key := fmt.Sprintf("%s\x00%d", sc.Subject, sc.Version)
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			if err := walk(sc.References, depth+1); err != nil {
-				return err
-			}
-			resolvedRefs = append(resolvedRefs, resolved{Reference: r, schema: sc.Schema})
-		}
-		return nil
-	}
-	if err := walk(refs, 0); err != nil {
-		return nil, err
+	// A soft-deleted reference still decodes the records written with it.
+	resolvedRefs, err := s.references(refs, true)
+	if err != nil {
+		return nil, fmt.Errorf("schema id %d: %w", id, err)
 	}
 	p, err := avroFormat{}.parse(schema, resolvedRefs)
 	if err != nil {
@@ -493,4 +466,38 @@ func (s *State) Latest(subject string) (int, error) {
 		return 0, fmt.Errorf("subject %s has no version", subject)
 	}
 	return sc.ID, nil
+}
+
+// references returns the references with the schemas they name,
+// transitively, the deepest first (soft-deleted versions too when
+// deleted).
+func (s *State) references(refs []Reference, deleted bool) ([]resolved, error) {
+	var out []resolved
+	seen := map[string]bool{}
+	var walk func(refs []Reference, depth int) error
+	walk = func(refs []Reference, depth int) error {
+		if depth > maxReferenceDepth {
+			return fmt.Errorf("references nested deeper than %d", maxReferenceDepth)
+		}
+		for _, ref := range refs {
+			sc, ok := s.Version(ref.Subject, ref.Version, deleted)
+			if !ok {
+				return fmt.Errorf("reference %s to %s version %d: no such schema", ref.Name, ref.Subject, ref.Version)
+			}
+			key := fmt.Sprintf("%s\x00%d", sc.Subject, sc.Version)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			if err := walk(sc.References, depth+1); err != nil {
+				return err
+			}
+			out = append(out, resolved{Reference: ref, schema: sc.Schema})
+		}
+		return nil
+	}
+	if err := walk(refs, 0); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
