@@ -28,13 +28,18 @@ func epochsFrom(t *testing.T, p *gatewayProc, topic string) map[int32]int32 {
 // others to take over what it led, and then let go on with what it was
 // doing: the group's coordinator if coordinatorDies, otherwise one that
 // leads partitions but not the group. Every acknowledged record is stored
-// exactly once at dense offsets, the group consumes everything, and its
-// commits never go backwards nor past what was consumed.
+// exactly once at dense offsets, and in the topic's Iceberg table once
+// (its partitions' leaders commit to it every 200 ms meanwhile), the
+// group consumes everything, and its commits never go backwards nor past
+// what was consumed.
 func failover(t *testing.T, coordinatorDies, paused bool) {
 	g := threeGateways(t)
 	const partitions = 6
 	procs := g.all()
 	topic := spreadTopic(t, procs[0], partitions)
+	// The topic is a table too, its partitions committed by their
+	// leaders every 200 ms: the fault strikes while they commit.
+	keepAsTable(t, topic)
 
 	// A group coordinated by an added gateway if it is to die, by the
 	// package's gateway otherwise.
@@ -121,6 +126,7 @@ func failover(t *testing.T, coordinatorDies, paused bool) {
 		}
 	})
 	exactlyOnce(t, topic, produced)
+	tableExactlyOnce(t, topic, produced)
 	waitConsumed(t, log, produced)
 	hwm := highWatermarks(t, topic, produced)
 	waitCommitted(t, group, topic, hwm)

@@ -86,6 +86,7 @@ func hexOrNil(b []byte) *string {
 // second round of records continues from the offsets the first commit
 // recorded in its snapshot summary, with nothing twice.
 func TestIcebergTable(t *testing.T) {
+	t.Parallel() // light and alone in what it touches: beside the others of its kind, at the end
 	topic := newTopic(t)
 	mode, lag, spec := "key_value", "1000", "(day(timestamp), partition)"
 	createTopic(t, topic, 3, map[string]*string{"iceberg.mode": &mode, "iceberg.target.lag.ms": &lag, "iceberg.partition.spec": &spec})
@@ -237,54 +238,33 @@ func equalRows(a, b icebergRow) bool {
 		slices.EqualFunc(a.H, b.H, func(x, y []string) bool { return slices.Equal(x, y) })
 }
 
-// Three gateways commit a topic's partitions to its table, each those it
-// leads, every 200 ms; one is killed (SIGKILL) while they commit and
-// started again 8 s later. The others take its partitions over from
-// where the table ends: every record an idempotent producer had
-// acknowledged is in the table once, in offset order, none twice, none
-// missing.
-func TestGatewaysIceberg(t *testing.T) {
-	g := threeGateways(t)
-	const partitions = 6
-	procs := g.all()
-	topic := spreadTopic(t, procs[0], partitions)
-	adm := kadm.NewClient(newClient(t))
+// keepAsTable makes a topic an Iceberg table (key_value) whose partitions
+// are committed every 200 ms.
+func keepAsTable(t *testing.T, topic string, opts ...kgo.Opt) {
+	t.Helper()
+	adm := kadm.NewClient(newClient(t, opts...))
 	mode, lag := "key_value", "200"
 	resps, err := adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{{Name: "iceberg.mode", Value: &mode}, {Name: "iceberg.target.lag.ms", Value: &lag}}, topic)
 	if err != nil || resps[0].Err != nil {
 		t.Fatalf("iceberg.mode: %v %v", err, resps)
 	}
-	victim := -1
-	_, leaders := leadersFrom(t, procs[0], topic)
-	for p := int32(0); p < partitions; p++ {
-		if j, _ := g.byAddr(leaders[p]); j != 0 {
-			victim = j
-		}
-	}
-	if victim < 0 {
-		t.Fatalf("no partition led by an added gateway: %v", leaders)
-	}
-	cl := newClient(t, kgo.SeedBrokers(g.seeds()...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
-		kgo.RetryTimeout(2*time.Minute))
-	produced := produceIdempotent(t, cl, topic, partitions, 1200, func(<-chan struct{}) {
-		time.Sleep(2 * time.Second)
-		t.Logf("SIGKILL %s, which leads some of %v", g.all()[victim].addr, leaders)
-		g.all()[victim].kill()
-		time.Sleep(8 * time.Second)
-		if err := g.restart(victim); err != nil {
-			t.Error(err)
-		}
-	})
+}
+
+// tableExactlyOnce checks that the topic's table holds every record an
+// idempotent producer had acknowledged (produced: values by partition, in
+// offset order) once, in offset order, none missing and none more.
+func tableExactlyOnce(t *testing.T, topic string, produced map[int32][]string) {
+	t.Helper()
 	total := 0
 	for _, vs := range produced {
 		total += len(vs)
 	}
-	rows, summary := readIcebergTable(t, topic, total, 60*time.Second)
+	rows, _ := readIcebergTable(t, topic, total, 60*time.Second)
 	byPartition := map[int32][]icebergRow{}
 	for _, r := range rows {
 		byPartition[r.P] = append(byPartition[r.P], r)
 	}
-	for p := int32(0); p < partitions; p++ {
+	for p, want := range produced {
 		got := byPartition[p]
 		slices.SortFunc(got, func(a, b icebergRow) int { return int(a.O - b.O) })
 		var values []string
@@ -292,11 +272,13 @@ func TestGatewaysIceberg(t *testing.T) {
 			v, _ := hex.DecodeString(*r.V)
 			values = append(values, string(v))
 		}
-		if !slices.Equal(values, produced[p]) {
-			t.Errorf("partition %d: the table has %d records, %d acknowledged; first differences: %v", p, len(values), len(produced[p]), firstDiff(values, produced[p]))
+		if !slices.Equal(values, want) {
+			t.Errorf("partition %d: the table has %d records, %d acknowledged; first difference: %s", p, len(values), len(want), firstDiff(values, want))
 		}
 	}
-	t.Logf("%d rows; summary %v", len(rows), summary)
+	if len(rows) != total {
+		t.Errorf("the table has %d rows, %d records acknowledged", len(rows), total)
+	}
 }
 
 func firstDiff(got, want []string) string {
@@ -323,6 +305,7 @@ func firstDiff(got, want []string) string {
 // testdata/iceberg_avro.py); with value_schema_latest, plain Avro values
 // decoded by the subject's latest schema.
 func TestIcebergValueSchema(t *testing.T) {
+	t.Parallel() // light and alone in what it touches: beside the others of its kind, at the end
 	py := pythonE2E(t)
 	topic := newTopic(t)
 	mode, lag := "value_schema_id_prefix", "1000"

@@ -29,6 +29,7 @@ func pythonE2E(t *testing.T) string {
 // registry; evolutions are checked at the default BACKWARD level (see
 // testdata/registry_avro.py and testdata/registry_formats.py).
 func TestPythonSchemaRegistry(t *testing.T) {
+	t.Parallel() // light and alone in what it touches: beside the others of its kind, at the end
 	py := pythonE2E(t)
 	topic := newTopic(t)
 	createTopic(t, topic, 3, nil)

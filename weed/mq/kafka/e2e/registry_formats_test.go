@@ -20,6 +20,7 @@ import (
 // serializers do (Protobuf with the message's index); the consumer takes
 // each id's schema from the registry and decodes by it.
 func TestSchemaRegistryFormats(t *testing.T) {
+	t.Parallel() // light and alone in what it touches: beside the others of its kind, at the end
 	ctx := ctxT(t)
 	reg, err := sr.NewClient(sr.URLs(gw.registry))
 	if err != nil {
