@@ -26,6 +26,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
+	"github.com/hamba/avro/v2"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
@@ -140,8 +141,13 @@ type Options struct {
 	// Schemas decode the values of the schema modes (nil: no registry,
 	// every such record invalid).
 	Schemas Schemas
-	// Interval is how often the topics are looked at (a second when 0).
+	// Interval is how often the topics' tables are looked at (a second
+	// when 0).
 	Interval time.Duration
+	// ListInterval is how often the topics and their configs are listed
+	// again (10 s when 0): listing reads every topic's config from the
+	// filer, too much to do every Interval.
+	ListInterval time.Duration
 	// MaxBytes bounds the records of one commit (16 MiB when 0).
 	MaxBytes int
 	// MaintenanceInterval is how often each table's snapshots are
@@ -164,6 +170,9 @@ type Tables struct {
 	// last is when each topic's table was last committed to by this
 	// gateway (or found to need nothing).
 	last map[string]time.Time
+	// topics are the topics with iceberg.mode as listed last, at listed.
+	topics []Topic
+	listed time.Time
 	// maintained is when each table was last maintained by this gateway
 	// (its first round counts as one: a restart waits an interval).
 	maintained map[string]time.Time
@@ -178,6 +187,9 @@ func New(opts Options) *Tables {
 	}
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = 16 << 20
+	}
+	if opts.ListInterval <= 0 {
+		opts.ListInterval = 10 * time.Second
 	}
 	if opts.OrphanAge <= 0 {
 		opts.OrphanAge = 72 * time.Hour
@@ -221,12 +233,20 @@ func (t *Tables) round(now time.Time) {
 		case <-ctx.Done():
 		}
 	}()
-	topics, err := t.opts.Source.Topics(ctx)
-	if err != nil {
-		glog.V(1).Infof("kafka iceberg tables: listing topics: %v", err)
-		return
+	if now.Sub(t.listed) >= t.opts.ListInterval {
+		topics, err := t.opts.Source.Topics(ctx)
+		if err != nil {
+			glog.V(1).Infof("kafka iceberg tables: listing topics: %v", err)
+			return
+		}
+		t.topics, t.listed = topics[:0:0], now
+		for _, tp := range topics {
+			if mode := tp.Configs[ConfigMode]; mode != "" && mode != ModeDisabled {
+				t.topics = append(t.topics, tp)
+			}
+		}
 	}
-	for _, tp := range topics {
+	for _, tp := range t.topics {
 		if ctx.Err() != nil {
 			return
 		}
@@ -456,8 +476,28 @@ func (t *Tables) decodeAll(ctx context.Context, tp Topic, tbl Table, recs []Reco
 			noLatest = fmt.Sprintf("subject %s has no schema: %v", subject, err)
 		}
 	}
+	// Each id's schema is looked up (and parsed) once per commit, not per
+	// record.
+	type lookup struct {
+		s   avro.Schema
+		err error
+	}
+	seen := map[int]lookup{}
+	avroOf := func(id int) (avro.Schema, error) {
+		if l, ok := seen[id]; ok {
+			return l.s, l.err
+		}
+		var l lookup
+		if t.opts.Schemas == nil {
+			l.err = errors.New("this gateway serves no schema registry")
+		} else {
+			l.s, l.err = t.opts.Schemas.Avro(id)
+		}
+		seen[id] = l
+		return l.s, l.err
+	}
 	for _, r := range recs {
-		d, why := decode(t.opts.Schemas, r, latest)
+		d, why := decode(avroOf, r, latest)
 		if noLatest != "" {
 			why = noLatest
 		}

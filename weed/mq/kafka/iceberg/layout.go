@@ -89,11 +89,8 @@ type invalid struct {
 // magic byte 0, the schema id (4 bytes, big endian), Avro's binary; or,
 // when latest (value_schema_latest) is the id of the subject's latest
 // version, Avro's binary alone.
-func decode(schemas Schemas, r Record, latest int) (decoded, string) {
+func decode(avroOf func(id int) (avro.Schema, error), r Record, latest int) (decoded, string) {
 	v := r.Value
-	if schemas == nil {
-		return decoded{}, "this gateway serves no schema registry"
-	}
 	id := latest
 	if latest == 0 {
 		if len(v) < 5 || v[0] != 0 {
@@ -105,7 +102,7 @@ func decode(schemas Schemas, r Record, latest int) (decoded, string) {
 	if r.Value == nil {
 		return decoded{}, "a null value (a tombstone)"
 	}
-	s, err := schemas.Avro(id)
+	s, err := avroOf(id)
 	if err != nil {
 		return decoded{}, err.Error()
 	}
