@@ -460,7 +460,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	// Client quotas: kept in the filer, read again every 2 s; the rates
 	// of quota'd clients shared with the other gateways every second.
 	quotas := quota.New(quota.Options{Files: files, Samples: *o.quotaSamples, Window: time.Duration(*o.quotaWindow) * time.Second,
-		Node: strconv.Itoa(int(self.NodeID))})
+		Node: strconv.Itoa(int(self.NodeID)), Gateways: func() int { return len(members.Members()) }})
 	quotas.Start()
 	// Client metrics subscriptions (KIP-714): kept in the filer, read
 	// again every 2 s; what clients push is served on /metrics.

@@ -19,9 +19,9 @@ import (
 // quota in all, not at the quota on each, while a producer without a quota
 // runs beside it at full speed. The gateways share the rates they measure
 // every second. Rates are measured over Kafka's 11 windows of a second: a
-// producer's first burst (ten seconds' worth, before the gateways have
-// heard of one another) has passed after 12 s; the rate is measured over
-// the next 8. Run by TestGatewaysClients, on its three gateways.
+// producer's first burst (ten seconds' worth, shared among the gateways
+// before they have heard of one another) has passed after 12 s; the rate
+// is measured over the next 12, by the acknowledgements in that time. Run by TestGatewaysClients, on its three gateways.
 func sharedQuota(t *testing.T, g *gateways) {
 	procs := g.all()
 	topic := spreadTopic(t, procs[0], 6)
@@ -61,33 +61,29 @@ func sharedQuota(t *testing.T, g *gateways) {
 
 	value := make([]byte, 4<<10)
 	rand.Read(value)
-	// produce sends as fast as it can for 20 s and returns the value
-	// bytes per second acknowledged over the last 8.
+	// produce sends as fast as it can for 24 s and returns the value
+	// bytes per second acknowledged over the last 12.
 	produce := func(id string) float64 {
 		cl := newClient(t, kgo.SeedBrokers(g.seeds()...), kgo.ClientID(id), kgo.DefaultProduceTopic(topic),
 			kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(0),
 			kgo.ProducerBatchMaxBytes(16<<10), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(16))
-		var bytes atomic.Int64
-		var counting atomic.Bool
-		ctx, cancel := context.WithTimeout(ctxT(t), 20*time.Second)
+		start := time.Now()
+		from, to := start.Add(12*time.Second), start.Add(24*time.Second)
+		ctx, cancel := context.WithDeadline(ctxT(t), to)
 		defer cancel()
-		time.AfterFunc(12*time.Second, func() { counting.Store(true) })
-		var from time.Time
+		var bytes atomic.Int64
 		var wg sync.WaitGroup
 		for ctx.Err() == nil {
 			wg.Add(1)
 			cl.Produce(ctx, &kgo.Record{Value: value}, func(r *kgo.Record, err error) {
 				defer wg.Done()
-				if err == nil && counting.Load() {
+				if now := time.Now(); err == nil && now.After(from) && now.Before(to) {
 					bytes.Add(int64(len(r.Value)))
 				}
 			})
-			if from.IsZero() && counting.Load() {
-				from = time.Now()
-			}
 		}
 		wg.Wait()
-		return float64(bytes.Load()) / time.Since(from).Seconds()
+		return float64(bytes.Load()) / to.Sub(from).Seconds()
 	}
 	var limited, free float64
 	var wg sync.WaitGroup

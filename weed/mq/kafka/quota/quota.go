@@ -75,6 +75,10 @@ type Options struct {
 	// Node names this gateway in the rates the gateways share (UsageDir);
 	// "": this gateway measures its clients alone.
 	Node string
+	// Gateways is the number of gateways in the cluster (1 when nil): a
+	// client new to this gateway is held to that part of its quota until
+	// the others have had the time to say whether they serve it too.
+	Gateways func() int
 }
 
 // Store keeps the quotas and the clients' rates.
@@ -368,11 +372,7 @@ func (s *Store) record(key, typ, principal, clientID string, v float64, maxThrot
 	r := s.rateOf(sensor)
 	r.record(v, now, s.opts.Window, s.opts.Samples)
 	observed, window := r.measure(now, s.opts.Window, s.opts.Samples)
-	if sh, ok := s.shares[sensor]; ok {
-		q *= sh
-	} else {
-		q *= shareOf(r.average(now, s.opts.Window, s.opts.Samples), s.remote[sensor])
-	}
+	q *= s.shareLocked(sensor, r, now)
 	s.ratesMu.Unlock()
 	if observed <= q {
 		return 0
@@ -381,6 +381,29 @@ func (s *Store) record(key, typ, principal, clientID string, v float64, maxThrot
 	metrics.ThrottleSeconds.WithLabelValues(typ, metrics.Principal(principal)).Add(throttle.Seconds())
 	return throttle
 }
+
+// shareLocked is this gateway's share of sensor's quota: as of the last
+// read of the others' rates; else, for a client new here, an equal part
+// among the gateways until the others have had settle to share what they
+// measure of it (each shares every ShareEvery, a new gateway's file counts
+// from its second version), so that a client starting on every gateway at
+// once does not take its first burst on each; else all of it.
+func (s *Store) shareLocked(sensor Sensor, r *rate, now time.Time) float64 {
+	if sh, ok := s.shares[sensor]; ok {
+		return sh
+	}
+	remote := s.remote[sensor]
+	if remote <= 0 && s.opts.Gateways != nil && now.Sub(r.since) < settle {
+		if n := s.opts.Gateways(); n > 1 {
+			return 1 / float64(n)
+		}
+	}
+	return shareOf(r.average(now, s.opts.Window, s.opts.Samples), remote)
+}
+
+// settle is how long after a client's first request on this gateway the
+// others' rates of it are known here.
+const settle = 3 * ShareEvery
 
 // minShare is the least share of a quota a gateway keeps of a client it
 // serves: one the client has just begun to use is not starved while its
@@ -435,7 +458,7 @@ func (s *Store) Connect(ip string) time.Duration {
 func (s *Store) rateOf(sensor Sensor) *rate {
 	r := s.rates[sensor]
 	if r == nil {
-		r = &rate{}
+		r = &rate{since: s.opts.Now()}
 		s.rates[sensor] = r
 	}
 	return r

@@ -10,7 +10,8 @@ import (
 type rate struct {
 	samples []sample
 	current int
-	last    time.Time
+	// since is the first sample's time; last the latest's.
+	since, last time.Time
 	// avg is the rate's moving average over a longer horizon, as of
 	// last: what this gateway's share of a client's quota is made of.
 	avg float64

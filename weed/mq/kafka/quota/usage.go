@@ -9,16 +9,21 @@ package quota
 // bursts after a quiet while, which each gateway allows from its share.
 // Connection creation rates stay each gateway's own.
 //
-// A gateway's file counts while it changes: one that stayed as it was
-// for usageStale (its gateway stopped, paused or cut off from the filer)
-// no longer does, whatever the clocks of the two gateways say, and one
-// unchanged for usageForget is removed.
+// A gateway's file counts in full while it changes. One that stayed as
+// it was for usageStale (its gateway stopped, paused or cut off from the
+// filer, or the filer slow) fades from then on as its moving averages
+// would with nothing more measured, whatever the clocks of the two
+// gateways say: a write held up for a few seconds does not hand the
+// others the whole quota at once, and a gateway gone hands its share
+// over within the averages' horizon. One unchanged for usageForget is
+// removed.
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"math"
 	"strings"
 	"time"
 
@@ -149,16 +154,18 @@ func (s *Store) readUsage(ctx context.Context) error {
 		}
 	}
 	remote := map[Sensor]float64{}
+	horizon := s.opts.Window * time.Duration(s.opts.Samples)
 	for name, p := range s.peers {
 		if !seen[name] {
 			delete(s.peers, name)
 			continue
 		}
-		if now.Sub(p.changed) > usageStale {
-			continue
+		fade := 1.0
+		if age := now.Sub(p.changed); age > usageStale {
+			fade = math.Exp(-(age - usageStale).Seconds() / horizon.Seconds())
 		}
 		for _, r := range p.rates {
-			remote[r.Sensor] += r.Rate
+			remote[r.Sensor] += r.Rate * fade
 		}
 	}
 	// The shares, as of now, until the next read: a burst on this gateway

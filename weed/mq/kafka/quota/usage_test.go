@@ -11,8 +11,8 @@ import (
 
 // Two gateways on one filer: a client producing to both is held to its
 // quota in all, each gateway counting what the other measured; a gateway
-// whose rates stop changing (stopped, cut off) no longer counts, and its
-// file goes after a while.
+// whose rates stop changing (stopped, cut off) fades from the count, and
+// its file goes after a while.
 func TestSharedRates(t *testing.T) {
 	ctx := context.Background()
 	files := filerfstest.New()
@@ -72,13 +72,31 @@ func TestSharedRates(t *testing.T) {
 	if d := b.Record(ProducerByteRate, "produce", "User:bob", "x", 8000); d != 0 {
 		t.Errorf("a user without a quota throttled %v", d)
 	}
-	// Gateway 2 stops sharing: after usageStale its rate no longer counts.
-	for range 5 {
+	// Gateway 2 stops sharing (gateway 1 reads its last file at the next
+	// share): its rate counts in full for usageStale, then fades as its
+	// average would with nothing measured; after three horizons it is a
+	// twentieth of what it was.
+	now = now.Add(ShareEvery)
+	a.share(ctx)
+	shared := a.remoteRate(sensor)
+	for range 3 {
 		now = now.Add(ShareEvery)
 		a.share(ctx)
 	}
-	if got := a.remoteRate(sensor); got != 0 {
-		t.Errorf("a silent gateway's rate still counted: %v", got)
+	if got := a.remoteRate(sensor); got != shared {
+		t.Errorf("a gateway silent for %v counted %v, want %v", usageStale, got, shared)
+	}
+	now = now.Add(ShareEvery)
+	a.share(ctx)
+	if got := a.remoteRate(sensor); got >= shared || got < shared/2 {
+		t.Errorf("a gateway silent for %v counted %v of %v: want it fading", usageStale+ShareEvery, got, shared)
+	}
+	for range 33 {
+		now = now.Add(ShareEvery)
+		a.share(ctx)
+	}
+	if got := a.remoteRate(sensor); got > shared/20 {
+		t.Errorf("a gateway silent for 37s still counted %v of %v", got, shared)
 	}
 	now = now.Add(usageForget)
 	a.share(ctx)
@@ -118,6 +136,36 @@ func TestSharedRatesQuiet(t *testing.T) {
 	s.share(ctx)
 	if fs, _ := files.ListFiles(ctx, UsageDir); len(fs) != 0 {
 		t.Fatalf("%d usage files once the client went quiet", len(fs))
+	}
+}
+
+// A client new to a gateway of three is held to a third of its quota
+// until the others have had the time to share their rates of it (a client
+// starting on every gateway at once takes one first burst, not three);
+// then, served here alone, to all of it.
+func TestSharedRatesNewClient(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	s := New(Options{Files: filerfstest.New(), Now: func() time.Time { return now }, Node: "1",
+		Gateways: func() int { return 3 }})
+	if err := s.Alter(ctx, Entity{{Type: ClientID, Name: name("app")}}, []Op{{Key: ProducerByteRate, Value: 1000}}); err != nil {
+		t.Fatal(err)
+	}
+	// 1000 B/s over the 10 s minimum window: 10,000 bytes at once on a
+	// single gateway; a third of that on one of three.
+	if d := s.Record(ProducerByteRate, "produce", "User:alice", "app", 3300); d != 0 {
+		t.Fatalf("within a third of the first burst: throttled %v", d)
+	}
+	if d := s.Record(ProducerByteRate, "produce", "User:alice", "app", 100); d == 0 {
+		t.Fatal("past a third of the first burst at once: not throttled")
+	}
+	// No other gateway has said it serves the client: all of it.
+	for range 3 {
+		now = now.Add(ShareEvery)
+		s.share(ctx)
+	}
+	if d := s.Record(ProducerByteRate, "produce", "User:alice", "app", 3000); d != 0 {
+		t.Fatalf("the client alone on this gateway after %v: throttled %v", settle, d)
 	}
 }
 
