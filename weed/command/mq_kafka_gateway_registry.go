@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hamba/avro/v2"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -66,12 +65,12 @@ type schemaRegistry struct {
 	servers []*http.Server
 }
 
-// Avro is the registry's schema of an id, for the Iceberg tables: an id
+// Schema is the registry's schema of an id, for the Iceberg tables: an id
 // not known yet is looked for again once the registry has read _schemas
 // to its end (it may have been registered on another gateway a moment
 // ago).
-func (r *schemaRegistry) Avro(id int) (avro.Schema, error) {
-	s, err := r.reg.State().Avro(id)
+func (r *schemaRegistry) Schema(id int) (any, error) {
+	s, err := r.reg.State().Schema(id)
 	if err == nil {
 		return s, nil
 	}
@@ -80,10 +79,10 @@ func (r *schemaRegistry) Avro(id int) (avro.Schema, error) {
 	if serr := r.reg.Sync(ctx); serr != nil {
 		return nil, fmt.Errorf("%w (and the registry could not be read to its end: %v)", err, serr)
 	}
-	return r.reg.State().Avro(id)
+	return r.reg.State().Schema(id)
 }
 
-// Latest is the id of a subject's latest version, read as Avro is.
+// Latest is the id of a subject's latest version, read as Schema is.
 func (r *schemaRegistry) Latest(subject string) (int, error) {
 	id, err := r.reg.State().Latest(subject)
 	if err == nil {

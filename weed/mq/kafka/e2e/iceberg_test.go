@@ -303,7 +303,10 @@ func firstDiff(got, want []string) string {
 // null in older rows), the records' metadata in the struct kafka, records
 // without a schema id in the dead-letter table with why (see
 // testdata/iceberg_avro.py); with value_schema_latest, plain Avro values
-// decoded by the subject's latest schema.
+// decoded by the subject's latest schema; ProtobufSerializer's values (a
+// file's second message, a reference, a Timestamp, an enum, a repeated
+// field, a second version adding a field) as columns
+// (testdata/iceberg_protobuf.py).
 func TestIcebergValueSchema(t *testing.T) {
 	t.Parallel() // light and alone in what it touches: beside the others of its kind, at the end
 	py := pythonE2E(t)
@@ -319,5 +322,12 @@ func TestIcebergValueSchema(t *testing.T) {
 		latestTopic, iceberg.Namespace+"."+iceberg.TableName(latestTopic)).CombinedOutput()
 	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
 		t.Fatalf("iceberg_avro.py: %v\n%s", err, out)
+	}
+	protoTopic := topic + "-proto"
+	createTopic(t, protoTopic, 1, map[string]*string{"iceberg.mode": &mode, "iceberg.target.lag.ms": &lag})
+	out, err = exec.CommandContext(ctx, py, "testdata/iceberg_protobuf.py", gw.addr, gw.registry, lake.catalog, lake.s3, protoTopic,
+		iceberg.Namespace+"."+iceberg.TableName(protoTopic)).CombinedOutput()
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
+		t.Fatalf("iceberg_protobuf.py: %v\n%s", err, out)
 	}
 }

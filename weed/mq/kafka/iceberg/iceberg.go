@@ -14,6 +14,7 @@
 package iceberg
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,7 +27,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
-	"github.com/hamba/avro/v2"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
@@ -466,8 +466,8 @@ func (t *Tables) read(ctx context.Context, tp Topic, partitions []int32, offsets
 func (t *Tables) decodeAll(ctx context.Context, tp Topic, tbl Table, recs []Record) (Table, []decoded, error) {
 	var good []decoded
 	var bad []invalid
-	unfit := map[int]string{}
-	schemas := map[int]*iceberg.Schema{}
+	unfit := map[schemaKey]string{}
+	schemas := map[schemaKey]*iceberg.Schema{}
 	latest, noLatest := 0, ""
 	if tp.Configs[ConfigMode] == ModeValueSchemaLatest && t.opts.Schemas != nil {
 		subject := tp.Name + "-value"
@@ -478,44 +478,27 @@ func (t *Tables) decodeAll(ctx context.Context, tp Topic, tbl Table, recs []Reco
 	}
 	// Each id's schema is looked up (and parsed) once per commit, not per
 	// record.
-	type lookup struct {
-		s   avro.Schema
-		err error
-	}
-	seen := map[int]lookup{}
-	avroOf := func(id int) (avro.Schema, error) {
-		if l, ok := seen[id]; ok {
-			return l.s, l.err
-		}
-		var l lookup
-		if t.opts.Schemas == nil {
-			l.err = errors.New("this gateway serves no schema registry")
-		} else {
-			l.s, l.err = t.opts.Schemas.Avro(id)
-		}
-		seen[id] = l
-		return l.s, l.err
-	}
+	values := newValues(t.opts.Schemas, latest)
 	for _, r := range recs {
-		d, why := decode(avroOf, r, latest)
+		d, why := values.decode(r)
 		if noLatest != "" {
 			why = noLatest
 		}
 		if why == "" {
-			if _, seen := schemas[d.id]; !seen {
-				if _, known := unfit[d.id]; !known {
+			if _, seen := schemas[d.key]; !seen {
+				if _, known := unfit[d.key]; !known {
 					vs, err := valueSchema(d.schema)
 					if err == nil {
 						err = tbl.Fits(vs)
 					}
 					if err != nil {
-						unfit[d.id] = fmt.Sprintf("schema id %d does not fit the table: %v", d.id, err)
+						unfit[d.key] = fmt.Sprintf("%s does not fit the table: %v", d.key, err)
 					} else {
-						schemas[d.id] = vs
+						schemas[d.key] = vs
 					}
 				}
 			}
-			why = unfit[d.id]
+			why = unfit[d.key]
 		}
 		if why != "" {
 			bad = append(bad, invalid{Record: r, reason: why})
@@ -523,14 +506,13 @@ func (t *Tables) decodeAll(ctx context.Context, tp Topic, tbl Table, recs []Reco
 		}
 		good = append(good, d)
 	}
-	ids := make([]int, 0, len(schemas))
-	for id := range schemas {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	// The columns of the older schemas first.
+	keys := slices.SortedFunc(maps.Keys(schemas), func(a, b schemaKey) int {
+		return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.message, b.message))
+	})
+	for _, k := range keys {
 		var err error
-		if tbl, err = tbl.Evolve(ctx, schemas[id]); err != nil {
+		if tbl, err = tbl.Evolve(ctx, schemas[k]); err != nil {
 			return nil, nil, err
 		}
 	}

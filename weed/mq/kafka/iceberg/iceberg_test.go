@@ -2,8 +2,10 @@ package iceberg
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"math/big"
 	"slices"
 	"strings"
 	"sync"
@@ -12,8 +14,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
+	"github.com/bufbuild/protocompile"
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sr"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
@@ -327,8 +334,9 @@ func TestPartitionSpec(t *testing.T) {
 	}
 }
 
-// memSchemas are a registry's Avro schemas by id.
-type memSchemas map[int]string
+// memSchemas are a registry's schemas by id: Avro's text or a compiled
+// Protobuf file.
+type memSchemas map[int]any
 
 func (m memSchemas) Latest(string) (int, error) {
 	latest := 0
@@ -341,21 +349,28 @@ func (m memSchemas) Latest(string) (int, error) {
 	return latest, nil
 }
 
-func (m memSchemas) Avro(id int) (avro.Schema, error) {
-	s, ok := m[id]
-	if !ok {
-		return nil, fmt.Errorf("schema id %d is not registered", id)
+func (m memSchemas) Schema(id int) (any, error) {
+	switch s := m[id].(type) {
+	case string:
+		return avro.Parse(s)
+	case protoreflect.FileDescriptor:
+		return s, nil
 	}
-	return avro.Parse(s)
+	return nil, fmt.Errorf("schema id %d is not registered", id)
+}
+
+func (m memSchemas) avro(t *testing.T, id int) avro.Schema {
+	t.Helper()
+	s, err := m.Schema(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.(avro.Schema)
 }
 
 func framed(t *testing.T, schemas memSchemas, id int, v any) []byte {
 	t.Helper()
-	s, err := schemas.Avro(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := avro.Marshal(s, v)
+	b, err := avro.Marshal(schemas.avro(t, id), v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +460,7 @@ func TestValueSchema(t *testing.T) {
 	for _, bad := range []string{
 		`{"type":"record","name":"R","fields":[{"name":"u","type":["int","string"]}]}`,
 		`{"type":"record","name":"R","fields":[{"name":"kafka","type":"int"}]}`,
-		`{"type":"record","name":"R","fields":[{"name":"d","type":{"type":"bytes","logicalType":"decimal","precision":4,"scale":2}}]}`,
+		`{"type":"record","name":"R","fields":[{"name":"d","type":{"type":"bytes","logicalType":"decimal","precision":40,"scale":2}}]}`,
 	} {
 		if _, err := valueSchema(avro.MustParse(bad).(*avro.RecordSchema)); err == nil {
 			t.Errorf("%s: made columns", bad)
@@ -457,8 +472,7 @@ func TestValueSchema(t *testing.T) {
 // latest schema.
 func TestValueSchemaLatest(t *testing.T) {
 	schemas := memSchemas{3: `{"type":"record","name":"P","fields":[{"name":"x","type":"int"}]}`}
-	s, _ := schemas.Avro(3)
-	v, err := avro.Marshal(s, map[string]any{"x": 7})
+	v, err := avro.Marshal(schemas.avro(t, 3), map[string]any{"x": 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,5 +489,170 @@ func TestValueSchemaLatest(t *testing.T) {
 	}
 	if dlq == nil || len(dlq.rows) != 1 || !strings.Contains(fmt.Sprint(dlq.rows[0]["reason"]), "null value") {
 		t.Fatalf("dead letters %v", dlq)
+	}
+}
+
+const orderProto = `syntax = "proto3";
+package shop;
+import "google/protobuf/timestamp.proto";
+import "google/protobuf/wrappers.proto";
+message Other { string x = 1; }
+message Order {
+  enum Status { NEW = 0; PAID = 1; }
+  message Line { string sku = 1; double price = 2; }
+  string id = 1;
+  int64 qty = 2;
+  uint32 small = 3;
+  Status status = 4;
+  repeated string tags = 5;
+  map<string, int32> counts = 6;
+  Line line = 7;
+  google.protobuf.Timestamp at = 8;
+  google.protobuf.StringValue note = 9;
+  optional int32 maybe = 10;
+  repeated Line lines = 11;
+  message Chain { Chain next = 1; }
+}
+message Node { Node next = 1; }
+`
+
+func compileProto(t *testing.T, text string) protoreflect.FileDescriptor {
+	t.Helper()
+	c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
+		Accessor: protocompile.SourceAccessorFromMap(map[string]string{"order.proto": text})})}
+	files, err := c.Compile(context.Background(), "order.proto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files[0]
+}
+
+// Protobuf values as Confluent's serializer frames them (the schema id,
+// the message's indexes in its file): the message's fields as columns,
+// well-known types as their values; a message that contains itself, an
+// index past the file's messages and bytes that are no message are dead
+// letters.
+func TestValueProtobuf(t *testing.T) {
+	fd := compileProto(t, orderProto)
+	schemas := memSchemas{4: fd}
+	order := fd.Messages().ByName("Order")
+	m := dynamicpb.NewMessage(order)
+	set := func(m *dynamicpb.Message, name string, v protoreflect.Value) {
+		m.Set(m.Descriptor().Fields().ByName(protoreflect.Name(name)), v)
+	}
+	set(m, "id", protoreflect.ValueOfString("o-1"))
+	set(m, "qty", protoreflect.ValueOfInt64(-3))
+	set(m, "small", protoreflect.ValueOfUint32(4000000000))
+	set(m, "status", protoreflect.ValueOfEnum(1))
+	tags := m.Mutable(order.Fields().ByName("tags")).List()
+	tags.Append(protoreflect.ValueOfString("a"))
+	tags.Append(protoreflect.ValueOfString("b"))
+	m.Mutable(order.Fields().ByName("counts")).Map().Set(protoreflect.ValueOfString("k").MapKey(), protoreflect.ValueOfInt32(5))
+	line := dynamicpb.NewMessage(order.Messages().ByName("Line"))
+	set(line, "sku", protoreflect.ValueOfString("s1"))
+	set(line, "price", protoreflect.ValueOfFloat64(2.5))
+	set(m, "line", protoreflect.ValueOfMessage(line))
+	m.Mutable(order.Fields().ByName("lines")).List().Append(protoreflect.ValueOfMessage(line))
+	at := dynamicpb.NewMessage(order.Fields().ByName("at").Message())
+	set(at, "seconds", protoreflect.ValueOfInt64(1700000000))
+	set(at, "nanos", protoreflect.ValueOfInt32(5000))
+	set(m, "at", protoreflect.ValueOfMessage(at))
+	note := dynamicpb.NewMessage(order.Fields().ByName("note").Message())
+	set(note, "value", protoreflect.ValueOfString("hello"))
+	set(m, "note", protoreflect.ValueOfMessage(note))
+	full, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty, _ := proto.Marshal(dynamicpb.NewMessage(order))
+	var h sr.ConfluentHeader
+	frame := func(index []int, payload []byte) []byte {
+		b, err := h.AppendEncode(nil, 4, index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(b, payload...)
+	}
+	recs := []Record{
+		{Offset: 0, Record: record.Record{Value: frame([]int{1}, full), Timestamp: 1}},
+		{Offset: 1, Record: record.Record{Value: frame([]int{1}, empty), Timestamp: 2}},
+		{Offset: 2, Record: record.Record{Value: frame([]int{2}, nil), Timestamp: 3}},
+		{Offset: 3, Record: record.Record{Value: frame([]int{1, 2}, nil), Timestamp: 4}},
+		{Offset: 4, Record: record.Record{Value: frame([]int{7}, nil), Timestamp: 5}},
+		{Offset: 5, Record: record.Record{Value: frame([]int{1}, []byte{0xff, 0xff}), Timestamp: 6}},
+	}
+	src := &memSource{parts: map[int32][]Record{0: recs}}
+	cat := &memCatalog{}
+	tables := New(Options{Source: src, Catalog: cat, Schemas: schemas})
+	tp := Topic{Name: "orders", Partitions: 1, Configs: map[string]string{ConfigMode: ModeValueSchemaIDPrefix}}
+	if _, err := tables.Commit(context.Background(), tp, []int32{0}); err != nil {
+		t.Fatal(err)
+	}
+	main, dlq := cat.table("orders"), cat.table("orders_dlq")
+	if len(main.rows) != 2 {
+		t.Fatalf("%d rows, want 2: %v", len(main.rows), main.rows)
+	}
+	first, second := main.rows[0], main.rows[1]
+	want := map[string]string{"id": "o-1", "qty": "-3", "small": "4000000000", "status": "PAID", "tags": `["a","b"]`,
+		"counts": `[{"key":"k","value":5}]`, "line.sku": "s1", "line.price": "2.5", "lines": `[{"price":2.5,"sku":"s1"}]`,
+		"at": "2023-11-14T22:13:20.000005Z", "note": "hello", "maybe": "<nil>", "kafka.offset": "0"}
+	for col, v := range want {
+		got := fmt.Sprint(first[col])
+		if raw, ok := first[col].(json.RawMessage); ok {
+			got = string(raw)
+		}
+		if got != v {
+			t.Errorf("%s: %s, want %s", col, got, v)
+		}
+	}
+	// An empty message: proto3's defaults, absent messages and optionals null.
+	if second["id"] != "" || fmt.Sprint(second["qty"]) != "0" || second["status"] != "NEW" || second["note"] != nil || second["maybe"] != nil || second["at"] != nil {
+		t.Errorf("the empty message's row %v", second)
+	}
+	for col, typ := range map[string]iceberg.Type{"qty": iceberg.PrimitiveTypes.Int64, "small": iceberg.PrimitiveTypes.Int64,
+		"status": iceberg.PrimitiveTypes.String, "at": iceberg.PrimitiveTypes.TimestampTz, "note": iceberg.PrimitiveTypes.String,
+		"line.price": iceberg.PrimitiveTypes.Float64} {
+		if f, ok := main.schema.FindFieldByName(col); !ok || !f.Type.Equals(typ) {
+			t.Errorf("column %s: %v, want %v", col, f, typ)
+		}
+	}
+	if dlq == nil || len(dlq.rows) != 4 {
+		t.Fatalf("dead letters %v", dlq)
+	}
+	for i, why := range []string{"contains itself", "contains itself", "no message at index", "does not decode as schema id 4 (message shop.Order)"} {
+		if !strings.Contains(fmt.Sprint(dlq.rows[i]["reason"]), why) {
+			t.Errorf("dead letter %d: %v, want %q", i, dlq.rows[i]["reason"], why)
+		}
+	}
+}
+
+// Avro decimals, as bytes and as fixed, are decimal columns of their
+// precision and scale, their values exact.
+func TestValueDecimal(t *testing.T) {
+	schemas := memSchemas{5: `{"type":"record","name":"Price","fields":[
+		{"name":"b","type":{"type":"bytes","logicalType":"decimal","precision":9,"scale":2}},
+		{"name":"f","type":["null",{"type":"fixed","name":"F","size":16,"logicalType":"decimal","precision":38,"scale":10}]}]}`}
+	v := framed(t, schemas, 5, map[string]any{"b": big.NewRat(-12345, 100), "f": map[string]any{"F": big.NewRat(1, 8)}})
+	src := &memSource{parts: map[int32][]Record{0: {{Offset: 0, Record: record.Record{Value: v}}}}}
+	cat := &memCatalog{}
+	tables := New(Options{Source: src, Catalog: cat, Schemas: schemas})
+	tp := Topic{Name: "prices", Partitions: 1, Configs: map[string]string{ConfigMode: ModeValueSchemaIDPrefix}}
+	if _, err := tables.Commit(context.Background(), tp, []int32{0}); err != nil {
+		t.Fatal(err)
+	}
+	main := cat.table("prices")
+	if main == nil || len(main.rows) != 1 {
+		t.Fatalf("rows %v, dead letters %v", main, cat.table("prices_dlq"))
+	}
+	if got := fmt.Sprint(main.rows[0]["b"]); got != "-123.45" {
+		t.Errorf("b: %s, want -123.45", got)
+	}
+	if got := fmt.Sprint(main.rows[0]["f"]); got != "0.125" {
+		t.Errorf("f: %s, want 0.125", got)
+	}
+	for col, typ := range map[string]iceberg.Type{"b": iceberg.DecimalTypeOf(9, 2), "f": iceberg.DecimalTypeOf(38, 10)} {
+		if f, ok := main.schema.FindFieldByName(col); !ok || !f.Type.Equals(typ) {
+			t.Errorf("column %s: %v, want %v", col, f, typ)
+		}
 	}
 }

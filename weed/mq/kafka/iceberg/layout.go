@@ -2,32 +2,25 @@ package iceberg
 
 // What a table's rows are, by iceberg.mode: key_value's columns (the
 // record's partition, offset, timestamp, key, value, headers), or
-// value_schema_id_prefix's: the value decoded by the Avro schema its
-// Confluent prefix names, its fields as columns, and the record's
+// value_schema_id_prefix's: the value decoded by the Avro or Protobuf
+// schema its Confluent prefix names (values.go), its fields as columns, and the record's
 // metadata in a struct column kafka. Records that cannot be rows go to
 // the dead-letter table (key_value's columns and the reason).
 
 import (
-	"encoding/binary"
 	"fmt"
+	"math/big"
 	"reflect"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/hamba/avro/v2"
 )
-
-// Schemas are the schema registry's schemas, by id.
-type Schemas interface {
-	// Avro returns the Avro schema of an id, parsed with its references.
-	Avro(id int) (avro.Schema, error)
-	// Latest returns the id of a subject's latest version.
-	Latest(subject string) (int, error)
-}
 
 func headersType(first int) *iceberg.ListType {
 	return &iceberg.ListType{ElementID: first, ElementRequired: true,
@@ -71,51 +64,10 @@ func valueSchemaBase() *iceberg.Schema {
 	}}})
 }
 
-// decoded is a record whose value an Avro schema decoded.
-type decoded struct {
-	Record
-	id     int
-	schema *avro.RecordSchema
-	value  map[string]any
-}
-
 // invalid is a record that is no row, and why.
 type invalid struct {
 	Record
 	reason string
-}
-
-// decode reads a record's value as Confluent's serializers frame it: the
-// magic byte 0, the schema id (4 bytes, big endian), Avro's binary; or,
-// when latest (value_schema_latest) is the id of the subject's latest
-// version, Avro's binary alone.
-func decode(avroOf func(id int) (avro.Schema, error), r Record, latest int) (decoded, string) {
-	v := r.Value
-	id := latest
-	if latest == 0 {
-		if len(v) < 5 || v[0] != 0 {
-			return decoded{}, "the value has no schema id (the magic byte 0 and 4 bytes)"
-		}
-		id = int(binary.BigEndian.Uint32(v[1:5]))
-		v = v[5:]
-	}
-	if r.Value == nil {
-		return decoded{}, "a null value (a tombstone)"
-	}
-	s, err := avroOf(id)
-	if err != nil {
-		return decoded{}, err.Error()
-	}
-	rs, ok := s.(*avro.RecordSchema)
-	if !ok {
-		return decoded{}, fmt.Sprintf("schema id %d is a %s, not a record", id, s.Type())
-	}
-	var out any
-	if err := avro.Unmarshal(rs, v, &out); err != nil {
-		return decoded{}, fmt.Sprintf("the value does not decode with schema id %d: %v", id, err)
-	}
-	m, _ := out.(map[string]any)
-	return decoded{Record: r, id: id, schema: rs, value: m}, ""
 }
 
 // valueSchema is the Iceberg schema of an Avro record's fields, each
@@ -170,7 +122,7 @@ func avroType(s avro.Schema, ids *int) (iceberg.Type, error) {
 		case s.Type() == avro.Long && (logical == "local-timestamp-millis" || logical == "local-timestamp-micros"):
 			return iceberg.PrimitiveTypes.Timestamp, nil
 		case logical == "decimal":
-			return nil, fmt.Errorf("decimal values are not served yet")
+			return decimalType(s.Logical())
 		}
 		switch s.Type() {
 		case avro.Boolean:
@@ -192,10 +144,13 @@ func avroType(s avro.Schema, ids *int) (iceberg.Type, error) {
 	case *avro.EnumSchema:
 		return iceberg.PrimitiveTypes.String, nil
 	case *avro.FixedSchema:
-		if s.Logical() != nil {
-			return nil, fmt.Errorf("fixed %s values are not served yet", s.Logical().Type())
+		switch l := s.Logical(); {
+		case l == nil:
+			return iceberg.PrimitiveTypes.Binary, nil
+		case l.Type() == avro.Decimal:
+			return decimalType(l)
 		}
-		return iceberg.PrimitiveTypes.Binary, nil
+		return nil, fmt.Errorf("fixed %s values are not served yet", s.Logical().Type())
 	case *avro.RecordSchema:
 		fields, err := avroFields(s, ids)
 		if err != nil {
@@ -220,6 +175,19 @@ func avroType(s avro.Schema, ids *int) (iceberg.Type, error) {
 		return &iceberg.MapType{KeyID: kid, KeyType: iceberg.PrimitiveTypes.String, ValueID: vid, ValueType: t}, nil
 	}
 	return nil, fmt.Errorf("type %s is no column", s.Type())
+}
+
+// decimalType is the column of an Avro decimal: Iceberg's decimals hold
+// 38 digits.
+func decimalType(l avro.LogicalSchema) (iceberg.Type, error) {
+	d, ok := l.(*avro.DecimalLogicalSchema)
+	if !ok {
+		return nil, fmt.Errorf("a decimal without precision")
+	}
+	if d.Precision() < 1 || d.Precision() > 38 || d.Scale() < 0 || d.Scale() > d.Precision() {
+		return nil, fmt.Errorf("a decimal of precision %d and scale %d is no column (precision 1 to 38)", d.Precision(), d.Scale())
+	}
+	return iceberg.DecimalTypeOf(d.Precision(), d.Scale()), nil
 }
 
 // nonNull is the one type of a union of null and it, else nil.
@@ -409,6 +377,14 @@ func appendScalar(b array.Builder, v any) error {
 			out := make([]byte, rv.Len())
 			reflect.Copy(reflect.ValueOf(out), rv)
 			b.Append(out)
+			return nil
+		}
+	case *array.Decimal128Builder:
+		if x, ok := v.(*big.Rat); ok {
+			scale := b.Type().(*arrow.Decimal128Type).Scale
+			n := new(big.Int).Mul(x.Num(), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil))
+			n.Quo(n, x.Denom()) // exact: the value was read at this scale
+			b.Append(decimal128.FromBigInt(n))
 			return nil
 		}
 	case *array.Date32Builder:

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hamba/avro/v2"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
@@ -436,21 +435,26 @@ func (s *State) RecordName(id int) (string, bool) {
 	return name, name != ""
 }
 
-// Avro returns the Avro schema an id of the default context stands for,
-// parsed with the schemas its references name (theirs first), as the
-// topics' Iceberg tables decode records' values with it.
-func (s *State) Avro(id int) (avro.Schema, error) {
+// Schema returns the schema an id of the default context stands for,
+// parsed with the schemas its references name, as the topics' Iceberg
+// tables decode records' values with it: an Avro schema (avro.Schema,
+// its references' types first) or a Protobuf file
+// (protoreflect.FileDescriptor, its imports resolved).
+func (s *State) Schema(id int) (any, error) {
 	typ, schema, refs, ok := s.ByID(DefaultContext, id)
 	if !ok {
 		return nil, fmt.Errorf("schema id %d is not registered", id)
 	}
-	if typ != Avro {
-		return nil, fmt.Errorf("schema id %d is %s, not AVRO", id, typ)
+	if typ != Avro && typ != Protobuf {
+		return nil, fmt.Errorf("schema id %d is %s (AVRO and PROTOBUF values are columns)", id, typ)
 	}
 	// A soft-deleted reference still decodes the records written with it.
 	resolvedRefs, err := s.references(refs, true)
 	if err != nil {
 		return nil, fmt.Errorf("schema id %d: %w", id, err)
+	}
+	if typ == Protobuf {
+		return compileProto(schema, resolvedRefs)
 	}
 	p, err := avroFormat{}.parse(schema, resolvedRefs)
 	if err != nil {
