@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -330,4 +333,175 @@ func TestIcebergValueSchema(t *testing.T) {
 	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
 		t.Fatalf("iceberg_protobuf.py: %v\n%s", err, out)
 	}
+}
+
+// TestIcebergGatewayKilledMidCommit: the gateway committing a topic's
+// table is SIGKILLed after it has written a commit's data file and before
+// the commit: stopped (SIGSTOP) the moment the filer tells of a data file
+// new to the table's directory, and killed if the table's current
+// snapshot does not have it (else let go on, and its next commit tried).
+// The gateway that takes the partition over continues from the offsets
+// the table holds: every acknowledged record in the table once, none
+// missing, and the killed commit's data file in no snapshot (an orphan,
+// for maintenance to remove).
+func TestIcebergGatewayKilledMidCommit(t *testing.T) {
+	g := threeGateways(t)
+	procs := g.all()
+	// One partition led by an added gateway: it alone commits the table.
+	var topic string
+	victim := -1
+	for attempt := 0; attempt < 10 && victim < 0; attempt++ {
+		name := newTopic(t) + "-" + strconv.Itoa(attempt)
+		createTopic(t, name, 1, nil)
+		time.Sleep(500 * time.Millisecond)
+		_, leaders := leadersFrom(t, procs[0], name)
+		if i, _ := g.byAddr(leaders[0]); i > 0 {
+			topic, victim = name, i
+		}
+	}
+	if victim < 0 {
+		t.Fatal("ten topics, each led by the package's gateway")
+	}
+	keepAsTable(t, topic)
+	cl := newClient(t, kgo.SeedBrokers(g.seeds()...), kgo.ProducerLinger(5*time.Millisecond), kgo.RetryTimeout(2*time.Minute))
+	// An idempotent producer sends until the gateway has been killed and
+	// started again.
+	var produced []string
+	stop := make(chan struct{})
+	sent := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				sent <- nil
+				return
+			default:
+			}
+			v := fmt.Sprintf("p0-%d", i)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr()
+			cancel()
+			if err != nil {
+				sent <- fmt.Errorf("record %s: %w", v, err)
+				return
+			}
+			produced = append(produced, v)
+		}
+	}()
+	caught := killMidCommit(t, g.all()[victim], topic)
+	if caught != "" {
+		time.Sleep(5 * time.Second)
+		if err := g.restart(victim); err != nil {
+			t.Error(err)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	close(stop)
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	if caught == "" {
+		t.FailNow()
+	}
+	tableExactlyOnce(t, topic, map[int32][]string{0: produced})
+	location, files := icebergFiles(t, topic)
+	stored := tableFiles(location)
+	for _, f := range append(files, caught) {
+		if !stored[f] {
+			t.Errorf("data file %s not in the table's directory, which holds %v", f, stored)
+		}
+	}
+	if slices.Contains(files, caught) {
+		t.Errorf("the killed commit's data file %s is in the table", caught)
+	}
+	t.Logf("killed with %s written, in no snapshot; the table has %d data files, its directory %d", caught, len(files), len(stored))
+}
+
+// tableFiles lists the data files in a table's directory as s3:// paths.
+func tableFiles(location string) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range filerTree("http://127.0.0.1:" + strconv.Itoa(cluster.filerPort) + "/buckets/" + strings.TrimPrefix(location, "s3://") + "/data/") {
+		if name, _, _ := strings.Cut(e, " ("); strings.HasSuffix(name, ".parquet") {
+			out["s3://"+strings.TrimPrefix(name, "/buckets/")] = true
+		}
+	}
+	return out
+}
+
+// killMidCommit stops p as soon as a data file new to topic's table
+// directory appears (the directory of this hour's records, listed over
+// and over), and kills it if the table's current snapshot does not have
+// the file; else lets it go on and waits for its next commit. It returns
+// the data file (s3://...), or "" (and fails the test) when no commit was
+// caught in 60 s.
+func killMidCommit(t *testing.T, p *gatewayProc, topic string) string {
+	var location string
+	eventually(t, 60*time.Second, "the table made", func() error {
+		if location, _ = icebergFiles(t, topic); location == "" {
+			return errors.New("no table yet")
+		}
+		return nil
+	})
+	dir := "/buckets/" + strings.TrimPrefix(location, "s3://") + "/data/"
+	list := func() []string {
+		hour := dir + "timestamp_hour=" + time.Now().UTC().Format("2006-01-02-15")
+		req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(cluster.filerPort)+hour+"/?limit=100000", nil)
+		req.Header.Set("Accept", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil
+		}
+		defer resp.Body.Close()
+		var listing struct{ Entries []struct{ FullPath string } }
+		json.NewDecoder(resp.Body).Decode(&listing) //nolint:errcheck // none yet
+		var out []string
+		for _, e := range listing.Entries {
+			out = append(out, "s3://"+strings.TrimPrefix(e.FullPath, "/buckets/"))
+		}
+		return out
+	}
+	seen := map[string]bool{}
+	for _, f := range list() {
+		seen[f] = true
+	}
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
+		for _, f := range list() {
+			if seen[f] {
+				continue
+			}
+			p.signal(syscall.SIGSTOP)
+			if _, files := icebergFiles(t, topic); !slices.Contains(files, f) {
+				p.kill()
+				return f
+			}
+			p.signal(syscall.SIGCONT)
+			t.Logf("%s committed before the stop: the next commit", f)
+			for _, f := range list() {
+				seen[f] = true
+			}
+		}
+	}
+	t.Errorf("no commit of %s caught between its data file and the table's snapshot in 60 s", topic)
+	return ""
+}
+
+// icebergFiles returns the location of topic's table and the data files
+// of its current snapshot.
+func icebergFiles(t *testing.T, topic string) (string, []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, pythonE2E(t), "testdata/iceberg_read.py", lake.catalog, lake.s3,
+		iceberg.Namespace+"."+iceberg.TableName(topic), "0", "0", "files").Output()
+	if err != nil {
+		t.Fatalf("iceberg_read.py files: %v\n%s", err, out)
+	}
+	var v struct {
+		Location string
+		Files    []string
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("iceberg_read.py files: %v\n%s", err, out)
+	}
+	return v.Location, v.Files
 }

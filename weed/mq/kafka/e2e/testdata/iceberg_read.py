@@ -5,7 +5,9 @@ Arguments: catalog URL, S3 endpoint, table (namespace.name), the rows
 expected, seconds to wait for them. Waits until the table has at least
 that many rows (or the time is up), then prints each row as a JSON line
 ({"p","o","ts","k","v","h"}: bytes as hex, null as null) and, last, the
-current snapshot's summary as {"summary": {...}}.
+current snapshot's summary as {"summary": {...}}. With a sixth argument
+"files", prints instead {"location": ..., "files": [...]}: the table's
+location and the data files of its current snapshot.
 """
 import json
 import sys
@@ -38,6 +40,10 @@ while True:
     if len(rows) >= expected or time.time() > deadline:
         break
     time.sleep(0.5)
+if sys.argv[6:7] == ["files"]:
+    files = [task.file.file_path for task in table.scan().plan_files()] if table and table.current_snapshot() else []
+    print(json.dumps({"location": table.location() if table else "", "files": files}))
+    sys.exit(0)
 for r in rows:
     print(json.dumps({"p": r["partition"], "o": r["offset"], "ts": int(r["timestamp"].timestamp() * 1000),
                       "k": hexed(r["key"]), "v": hexed(r["value"]),
