@@ -309,7 +309,8 @@ func firstDiff(got, want []string) string {
 // decoded by the subject's latest schema; ProtobufSerializer's values (a
 // file's second message, a reference, a Timestamp, an enum, a repeated
 // field, a second version adding a field) as columns
-// (testdata/iceberg_protobuf.py).
+// (testdata/iceberg_protobuf.py); JSONSerializer's likewise
+// (testdata/iceberg_json.py).
 func TestIcebergValueSchema(t *testing.T) {
 	t.Parallel() // light and alone in what it touches: beside the others of its kind, at the end
 	py := pythonE2E(t)
@@ -332,6 +333,13 @@ func TestIcebergValueSchema(t *testing.T) {
 		iceberg.Namespace+"."+iceberg.TableName(protoTopic)).CombinedOutput()
 	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
 		t.Fatalf("iceberg_protobuf.py: %v\n%s", err, out)
+	}
+	jsonTopic := topic + "-json"
+	createTopic(t, jsonTopic, 1, map[string]*string{"iceberg.mode": &mode, "iceberg.target.lag.ms": &lag})
+	out, err = exec.CommandContext(ctx, py, "testdata/iceberg_json.py", gw.addr, gw.registry, lake.catalog, lake.s3, jsonTopic,
+		iceberg.Namespace+"."+iceberg.TableName(jsonTopic)).CombinedOutput()
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
+		t.Fatalf("iceberg_json.py: %v\n%s", err, out)
 	}
 }
 

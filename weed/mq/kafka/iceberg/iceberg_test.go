@@ -16,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/bufbuild/protocompile"
 	"github.com/hamba/avro/v2"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sr"
 	"google.golang.org/protobuf/proto"
@@ -334,8 +335,8 @@ func TestPartitionSpec(t *testing.T) {
 	}
 }
 
-// memSchemas are a registry's schemas by id: Avro's text or a compiled
-// Protobuf file.
+// memSchemas are a registry's schemas by id: Avro's text, a compiled
+// Protobuf file or a compiled JSON Schema.
 type memSchemas map[int]any
 
 func (m memSchemas) Latest(string) (int, error) {
@@ -353,7 +354,7 @@ func (m memSchemas) Schema(id int) (any, error) {
 	switch s := m[id].(type) {
 	case string:
 		return avro.Parse(s)
-	case protoreflect.FileDescriptor:
+	case protoreflect.FileDescriptor, *jsonschema.Schema:
 		return s, nil
 	}
 	return nil, fmt.Errorf("schema id %d is not registered", id)
@@ -654,5 +655,82 @@ func TestValueDecimal(t *testing.T) {
 		if f, ok := main.schema.FindFieldByName(col); !ok || !f.Type.Equals(typ) {
 			t.Errorf("column %s: %v, want %v", col, f, typ)
 		}
+	}
+}
+
+const readingJSON = `{"type": "object",
+  "properties": {
+    "sensor": {"type": "string"}, "value": {"type": "number"}, "count": {"type": "integer"}, "ok": {"type": "boolean"},
+    "at": {"type": "string", "format": "date-time"}, "day": {"type": "string", "format": "date"},
+    "tags": {"type": "array", "items": {"type": "string"}},
+    "loc": {"type": "object", "properties": {"lat": {"type": "number"}, "lon": {"type": "number"}}},
+    "attrs": {"type": "object", "additionalProperties": {"type": "integer"}},
+    "any": {}, "unit": {"enum": ["C", "F"]}, "first-name": {"type": ["null", "string"]},
+    "ref": {"$ref": "#/definitions/P"}},
+  "definitions": {"P": {"type": "object", "properties": {"x": {"type": "integer"}}}}}`
+
+// JSON Schema values: an object's properties as columns (typed as the
+// schema says, a $ref followed, a name that is no column's made one, a
+// value of no one type as its JSON text); a value of another type than
+// its schema's, and text that is no JSON, dead letters.
+func TestValueJSON(t *testing.T) {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(readingJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft7) // as the registry compiles
+	if err := c.AddResource("https://schemas.invalid/reading.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("https://schemas.invalid/reading.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := func(v string) []byte { return append([]byte{0, 0, 0, 0, 6}, v...) }
+	recs := []Record{
+		{Offset: 0, Record: record.Record{Value: frame(`{"sensor": "s1", "value": 21.5, "count": 3, "ok": true, "at": "2024-01-02T03:04:05.000006Z",
+			"day": "2024-01-02", "tags": ["a"], "loc": {"lat": 1.5, "lon": 2}, "attrs": {"k": 7}, "any": {"z": [1, 2]}, "unit": "C",
+			"first-name": "Ann", "ref": {"x": 9}}`)}},
+		{Offset: 1, Record: record.Record{Value: frame(`{"sensor": "s2", "count": 4.0}`)}},
+		{Offset: 2, Record: record.Record{Value: frame(`{"count": "three"}`)}},
+		{Offset: 3, Record: record.Record{Value: frame(`not json`)}},
+	}
+	src := &memSource{parts: map[int32][]Record{0: recs}}
+	cat := &memCatalog{}
+	tables := New(Options{Source: src, Catalog: cat, Schemas: memSchemas{6: sch}})
+	tp := Topic{Name: "readings", Partitions: 1, Configs: map[string]string{ConfigMode: ModeValueSchemaIDPrefix}}
+	if _, err := tables.Commit(context.Background(), tp, []int32{0}); err != nil {
+		t.Fatal(err)
+	}
+	main, dlq := cat.table("readings"), cat.table("readings_dlq")
+	if main == nil || len(main.rows) != 2 {
+		t.Fatalf("rows %v, dead letters %v", main, dlq)
+	}
+	want := map[string]string{"sensor": "s1", "value": "21.5", "count": "3", "ok": "true", "at": "2024-01-02T03:04:05.000006Z",
+		"day": "2024-01-02", "tags": `["a"]`, "loc.lat": "1.5", "loc.lon": "2", "attrs": `[{"key":"k","value":7}]`,
+		"any": `{"z":[1,2]}`, "unit": "C", "first_name": "Ann", "ref.x": "9"}
+	for col, v := range want {
+		got := fmt.Sprint(main.rows[0][col])
+		if raw, ok := main.rows[0][col].(json.RawMessage); ok {
+			got = string(raw)
+		}
+		if got != v {
+			t.Errorf("%s: %s, want %s", col, got, v)
+		}
+	}
+	if second := main.rows[1]; second["sensor"] != "s2" || fmt.Sprint(second["count"]) != "4" || second["value"] != nil || second["at"] != nil {
+		t.Errorf("the second row %v", second)
+	}
+	for col, typ := range map[string]iceberg.Type{"count": iceberg.PrimitiveTypes.Int64, "value": iceberg.PrimitiveTypes.Float64,
+		"at": iceberg.PrimitiveTypes.TimestampTz, "day": iceberg.PrimitiveTypes.Date, "any": iceberg.PrimitiveTypes.String,
+		"ref.x": iceberg.PrimitiveTypes.Int64} {
+		if f, ok := main.schema.FindFieldByName(col); !ok || !f.Type.Equals(typ) {
+			t.Errorf("column %s: %v, want %v", col, f, typ)
+		}
+	}
+	if dlq == nil || len(dlq.rows) != 2 || !strings.Contains(fmt.Sprint(dlq.rows[0]["reason"]), "count") ||
+		!strings.Contains(fmt.Sprint(dlq.rows[1]["reason"]), "does not decode") {
+		t.Fatalf("dead letters %v", dlq)
 	}
 }

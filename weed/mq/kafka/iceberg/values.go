@@ -1,7 +1,7 @@
 package iceberg
 
-// The values of the schema modes, Avro or Protobuf, decoded as Avro
-// records: a Protobuf message's descriptor is taken as the Avro record it
+// The values of the schema modes, Avro, Protobuf or JSON Schema, decoded
+// as Avro records: a Protobuf message's descriptor is taken as the Avro record it
 // would be and a decoded message as the values hamba's Avro decoder
 // gives, so that one path makes columns and rows of either, and a table's
 // schema evolves by name for both.
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/twmb/franz-go/pkg/sr"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -22,7 +23,8 @@ import (
 // Schemas are the schema registry's schemas, by id.
 type Schemas interface {
 	// Schema returns the schema of an id, parsed with its references:
-	// an avro.Schema or a Protobuf file (protoreflect.FileDescriptor).
+	// an avro.Schema, a Protobuf file (protoreflect.FileDescriptor) or a
+	// compiled JSON Schema (*jsonschema.Schema).
 	Schema(id int) (any, error)
 	// Latest returns the id of a subject's latest version.
 	Latest(subject string) (int, error)
@@ -92,9 +94,9 @@ func (vs *values) schema(id int) (any, error) {
 
 // decode reads a record's value as Confluent's serializers frame it: the
 // magic byte 0, the schema id (4 bytes, big endian), for Protobuf the
-// message's indexes in the file, then Avro's or Protobuf's binary; or,
-// under value_schema_latest, the binary alone (of the file's first
-// message for Protobuf). It returns why the value is no row otherwise.
+// message's indexes in the file, then Avro's or Protobuf's binary or the
+// JSON text; or, under value_schema_latest, the value alone (of the
+// file's first message for Protobuf). It returns why the value is no row otherwise.
 func (vs *values) decode(r Record) (decoded, string) {
 	if r.Value == nil {
 		return decoded{}, "a null value (a tombstone)"
@@ -150,6 +152,21 @@ func (vs *values) decode(r Record) (decoded, string) {
 			return decoded{}, fmt.Sprintf("the value does not decode as %s: %v", key, err)
 		}
 		return decoded{Record: r, key: key, schema: rec.rs, value: protoValues(m)}, ""
+	case *jsonschema.Schema:
+		key := schemaKey{id: id}
+		rec, ok := vs.records[key]
+		if !ok {
+			rec.rs, rec.err = jsonRecord(s)
+			vs.records[key] = rec
+		}
+		if rec.err != nil {
+			return decoded{}, fmt.Sprintf("%s is no columns: %v", key, rec.err)
+		}
+		m, err := jsonValues(rec.rs, v)
+		if err != nil {
+			return decoded{}, fmt.Sprintf("the value does not decode as %s: %v", key, err)
+		}
+		return decoded{Record: r, key: key, schema: rec.rs, value: m}, ""
 	}
 	return decoded{}, fmt.Sprintf("schema id %d is a %T", id, s)
 }
@@ -222,7 +239,11 @@ func protoMessage(md protoreflect.MessageDescriptor, visiting map[protoreflect.F
 		}
 		fields = append(fields, f)
 	}
-	return avro.NewRecordSchema(string(md.Name()), string(md.FullName().Parent()), fields)
+	ns := string(md.FullName().Parent())
+	if ns == "" {
+		ns = "protobuf" // a full name no field of a one-field message has
+	}
+	return avro.NewRecordSchema(string(md.Name()), ns, fields)
 }
 
 func protoField(fd protoreflect.FieldDescriptor, visiting map[protoreflect.FullName]bool) (avro.Schema, error) {

@@ -31,15 +31,25 @@ type jsonSchema struct{ doc *jsonDoc }
 const mainJSON = "https://schema-registry.invalid/schema.json"
 
 func (jsonFormat) parse(schema string, refs []resolved) (parsed, error) {
-	root, err := decodeJSON(schema)
+	doc, _, err := compileJSON(schema, refs)
 	if err != nil {
 		return nil, err
+	}
+	return jsonSchema{doc}, nil
+}
+
+// compileJSON reads a schema and its references' documents and compiles
+// it.
+func compileJSON(schema string, refs []resolved) (*jsonDoc, *jsonschema.Schema, error) {
+	root, err := decodeJSON(schema)
+	if err != nil {
+		return nil, nil, err
 	}
 	docs := map[string]*jsonDoc{}
 	for _, r := range refs {
 		v, err := decodeJSON(r.schema)
 		if err != nil {
-			return nil, fmt.Errorf("reference %s (%s version %d): %v", r.Name, r.Subject, r.Version, err)
+			return nil, nil, fmt.Errorf("reference %s (%s version %d): %v", r.Name, r.Subject, r.Version, err)
 		}
 		docs[r.Name] = &jsonDoc{root: v, refs: docs}
 	}
@@ -47,12 +57,13 @@ func (jsonFormat) parse(schema string, refs []resolved) (parsed, error) {
 	c.DefaultDraft(jsonschema.Draft7)
 	c.UseLoader(refLoader(docs))
 	if err := c.AddResource(mainJSON, root); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if _, err := c.Compile(mainJSON); err != nil {
-		return nil, err
+	compiled, err := c.Compile(mainJSON)
+	if err != nil {
+		return nil, nil, err
 	}
-	return jsonSchema{&jsonDoc{root: root, refs: docs}}, nil
+	return &jsonDoc{root: root, refs: docs}, compiled, nil
 }
 
 func decodeJSON(s string) (any, error) {

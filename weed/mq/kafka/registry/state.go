@@ -438,23 +438,25 @@ func (s *State) RecordName(id int) (string, bool) {
 // Schema returns the schema an id of the default context stands for,
 // parsed with the schemas its references name, as the topics' Iceberg
 // tables decode records' values with it: an Avro schema (avro.Schema,
-// its references' types first) or a Protobuf file
-// (protoreflect.FileDescriptor, its imports resolved).
+// its references' types first), a Protobuf file
+// (protoreflect.FileDescriptor, its imports resolved) or a compiled JSON
+// Schema (*jsonschema.Schema, its references resolved).
 func (s *State) Schema(id int) (any, error) {
 	typ, schema, refs, ok := s.ByID(DefaultContext, id)
 	if !ok {
 		return nil, fmt.Errorf("schema id %d is not registered", id)
-	}
-	if typ != Avro && typ != Protobuf {
-		return nil, fmt.Errorf("schema id %d is %s (AVRO and PROTOBUF values are columns)", id, typ)
 	}
 	// A soft-deleted reference still decodes the records written with it.
 	resolvedRefs, err := s.references(refs, true)
 	if err != nil {
 		return nil, fmt.Errorf("schema id %d: %w", id, err)
 	}
-	if typ == Protobuf {
+	switch typ {
+	case Protobuf:
 		return compileProto(schema, resolvedRefs)
+	case JSON:
+		_, compiled, err := compileJSON(schema, resolvedRefs)
+		return compiled, err
 	}
 	p, err := avroFormat{}.parse(schema, resolvedRefs)
 	if err != nil {
