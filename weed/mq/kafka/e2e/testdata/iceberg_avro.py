@@ -14,7 +14,6 @@ Prints "ok" when every check passed.
 import io
 import json
 import sys
-import time
 
 import fastavro
 
@@ -22,7 +21,8 @@ from confluent_kafka import Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from pyiceberg.catalog import load_catalog
+
+import lake
 
 bootstrap, url, uri, s3, topic, table_name, dlq_name, latest_topic, latest_table = sys.argv[1:10]
 V1 = ('{"type":"record","name":"Trade","namespace":"ice","fields":[{"name":"symbol","type":"string"},{"name":"qty","type":"int"},'
@@ -55,24 +55,11 @@ for raw in (b"not avro", b"\x00\x00"):
 if producer.flush(30) != 0 or errors:
     fail("produce: %d left, errors %s" % (len(producer), errors))
 
-catalog = load_catalog("seaweedfs", **{
-    "type": "rest", "uri": uri, "warehouse": "s3://kafka/", "auth": {"type": "noop"},
-    "s3.endpoint": s3, "s3.region": "us-east-1", "s3.path-style-access": "true",
-    "s3.access-key-id": "any", "s3.secret-access-key": "any",
-})
+catalog = lake.catalog(uri, s3)
 
 
-def rows_of(name, n, wait=40):
-    deadline = time.time() + wait
-    while True:
-        try:
-            t = catalog.load_table(name)
-            rows = t.scan().to_arrow().to_pylist() if t.current_snapshot() else []
-        except Exception:
-            rows = []
-        if len(rows) >= n or time.time() > deadline:
-            return rows
-        time.sleep(0.5)
+def rows_of(name, n):
+    return lake.rows_of(catalog, name, n)
 
 
 rows = sorted(rows_of(table_name, 30), key=lambda r: r["kafka"]["offset"])

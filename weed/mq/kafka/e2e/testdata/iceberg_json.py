@@ -9,13 +9,13 @@ topic, table. Prints "ok" when every check passed.
 """
 import datetime
 import sys
-import time
 
 from confluent_kafka import Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from pyiceberg.catalog import load_catalog
+
+import lake
 
 bootstrap, url, uri, s3, topic, table_name = sys.argv[1:7]
 SCHEMA = """{
@@ -55,22 +55,7 @@ for i in range(20):
 if producer.flush(30) != 0 or errors:
     fail("produce: %d left, errors %s" % (len(producer), errors))
 
-catalog = load_catalog("seaweedfs", **{
-    "type": "rest", "uri": uri, "warehouse": "s3://kafka/", "auth": {"type": "noop"},
-    "s3.endpoint": s3, "s3.region": "us-east-1", "s3.path-style-access": "true",
-    "s3.access-key-id": "any", "s3.secret-access-key": "any",
-})
-deadline = time.time() + 40
-rows = []
-while time.time() < deadline:
-    try:
-        t = catalog.load_table(table_name)
-        rows = t.scan().to_arrow().to_pylist() if t.current_snapshot() else []
-    except Exception:
-        rows = []
-    if len(rows) >= 20:
-        break
-    time.sleep(0.5)
+rows = lake.rows_of(lake.catalog(uri, s3), table_name, 20)
 rows.sort(key=lambda r: r["kafka"]["offset"])
 if len(rows) != 20:
     fail("the table has %d rows, want 20" % len(rows))

@@ -8,14 +8,10 @@ Arguments: catalog URL, S3 endpoint, table, then name=value pairs to set
 import json
 import sys
 
-from pyiceberg.catalog import load_catalog
+import lake
 
 uri, s3, name = sys.argv[1:4]
-catalog = load_catalog("seaweedfs", **{
-    "type": "rest", "uri": uri, "warehouse": "s3://kafka/", "auth": {"type": "noop"},
-    "s3.endpoint": s3, "s3.region": "us-east-1", "s3.path-style-access": "true",
-    "s3.access-key-id": "any", "s3.secret-access-key": "any",
-})
+catalog = lake.catalog(uri, s3)
 table = catalog.load_table(name)
 props = dict(kv.split("=", 1) for kv in sys.argv[4:])
 if props:

@@ -12,7 +12,6 @@ topic, table. Prints "ok" when every check passed.
 """
 import datetime
 import sys
-import time
 
 from confluent_kafka import Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -20,7 +19,8 @@ from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf import timestamp_pb2  # noqa: F401 (the pool's well-known type)
-from pyiceberg.catalog import load_catalog
+
+import lake
 
 bootstrap, url, uri, s3, topic, table_name = sys.argv[1:7]
 F = descriptor_pb2.FieldDescriptorProto
@@ -82,22 +82,7 @@ for version, (lo, hi) in enumerate([(0, 20), (20, 30)]):
     if producer.flush(30) != 0 or errors:
         fail("produce: %d left, errors %s" % (len(producer), errors))
 
-catalog = load_catalog("seaweedfs", **{
-    "type": "rest", "uri": uri, "warehouse": "s3://kafka/", "auth": {"type": "noop"},
-    "s3.endpoint": s3, "s3.region": "us-east-1", "s3.path-style-access": "true",
-    "s3.access-key-id": "any", "s3.secret-access-key": "any",
-})
-deadline = time.time() + 40
-rows = []
-while time.time() < deadline:
-    try:
-        t = catalog.load_table(table_name)
-        rows = t.scan().to_arrow().to_pylist() if t.current_snapshot() else []
-    except Exception:
-        rows = []
-    if len(rows) >= 30:
-        break
-    time.sleep(0.5)
+rows = lake.rows_of(lake.catalog(uri, s3), table_name, 30)
 rows.sort(key=lambda r: r["kafka"]["offset"])
 if len(rows) != 30:
     fail("the table has %d rows, want 30" % len(rows))

@@ -13,14 +13,10 @@ import json
 import sys
 import time
 
-from pyiceberg.catalog import load_catalog
+import lake
 
 uri, s3, name, expected, wait = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
-catalog = load_catalog("seaweedfs", **{
-    "type": "rest", "uri": uri, "warehouse": "s3://kafka/", "auth": {"type": "noop"},
-    "s3.endpoint": s3, "s3.region": "us-east-1", "s3.path-style-access": "true",
-    "s3.access-key-id": "any", "s3.secret-access-key": "any",
-})
+catalog = lake.catalog(uri, s3)
 
 
 def hexed(b):
