@@ -204,8 +204,9 @@ Security (see the README's Security section):
                        bucket (default kafka), and the S3 API (made if
                        missing) the data files go through
   -iceberg.maintenance.interval.ms
-                       how often each table's snapshots are expired and its
-                       orphan files deleted (default 1 hour; 0: never)
+                       how often each table's snapshots are expired, its
+                       orphan files deleted and its small data files
+                       compacted (default 1 hour; 0: never)
 
 Examples:
   # one command, a persistent Kafka endpoint on 127.0.0.1:9092
@@ -658,7 +659,7 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	if schemas != nil {
 		schemasOf = schemas
 	}
-	if tables, err = startIcebergTables(icebergOptions(emb), backend, members, schemasOf); err != nil {
+	if tables, err = startIcebergTables(icebergOptions(emb), backend, client.WithFiler, members, schemasOf); err != nil {
 		glog.Errorf("kafka gateway: %v", err)
 		shutdown()
 		return false

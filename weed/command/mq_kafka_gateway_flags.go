@@ -188,6 +188,6 @@ func init() {
 	o.embeddedIceberg = f.Int("embedded.iceberg.port", 8181, "Iceberg REST catalog port of the embedded S3 gateway")
 	o.icebergCatalog = f.String("iceberg.catalog", "", "Iceberg REST catalog of the topics' tables (iceberg.mode); with -embedded.dir, the embedded one")
 	o.icebergWarehouse = f.String("iceberg.warehouse", "kafka", "the table bucket (warehouse) of the topics' tables")
-	o.icebergMaintain = f.Int("iceberg.maintenance.interval.ms", 3600000, "how often each topic's table has its snapshots expired (as its history.expire.* properties say) and its orphan files older than 72 h deleted, by the leader of its partition 0 (0: never, when SeaweedFS's iceberg_maintenance workers do it)")
+	o.icebergMaintain = f.Int("iceberg.maintenance.interval.ms", 3600000, "how often each topic's table has its snapshots expired (as its history.expire.* properties say), its orphan files older than 72 h deleted and its small data files compacted (SeaweedFS's iceberg_maintenance compaction), by the leader of its partition 0 (0: never, when SeaweedFS's iceberg_maintenance workers do it)")
 	o.icebergS3 = f.String("iceberg.s3.endpoint", "", "S3 API the tables' data files are written through, where a missing table bucket is made; with -embedded.dir, the embedded one")
 }

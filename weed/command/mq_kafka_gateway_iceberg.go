@@ -3,10 +3,13 @@ package command
 import (
 	"context"
 	"fmt"
+	"path"
 	"strconv"
 	"time"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+	swiceberg "github.com/seaweedfs/seaweedfs/weed/worker/tasks/iceberg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/iceberg"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
@@ -31,7 +34,8 @@ func icebergOptions(emb *embedded) iceberg.RESTOptions {
 // startIcebergTables writes the topics with iceberg.mode to their tables,
 // each partition by the gateway that leads it, values of the schema modes
 // decoded by the registry's schemas; nil without a catalog.
-func startIcebergTables(o iceberg.RESTOptions, backend protocol.Backend, members *membership.Membership, schemas iceberg.Schemas) (*iceberg.Tables, error) {
+func startIcebergTables(o iceberg.RESTOptions, backend protocol.Backend, filer func(context.Context, func(filer_pb.SeaweedFilerClient) error) error,
+	members *membership.Membership, schemas iceberg.Schemas) (*iceberg.Tables, error) {
 	if o.URI == "" {
 		return nil, nil
 	}
@@ -51,10 +55,34 @@ func startIcebergTables(o iceberg.RESTOptions, backend protocol.Backend, members
 		return nil, fmt.Errorf("iceberg tables: %w", err)
 	}
 	t := iceberg.New(iceberg.Options{Source: &icebergSource{backend: backend, members: members}, Catalog: cat, Schemas: schemas,
-		MaintenanceInterval: time.Duration(*kafkaGatewayOpts.icebergMaintain) * time.Millisecond})
+		MaintenanceInterval: time.Duration(*kafkaGatewayOpts.icebergMaintain) * time.Millisecond,
+		Compact:             compactor(filer, o.Warehouse)})
 	t.Start()
 	glog.V(0).Infof("kafka gateway: topics with iceberg.mode kept as tables %s.<topic> in the Iceberg catalog %s (warehouse %s)", iceberg.Namespace, o.URI, o.Warehouse)
 	return t, nil
+}
+
+// compactor rewrites a table's small data files with SeaweedFS's own
+// Iceberg maintenance (its workers' binpack compaction, at its defaults:
+// five files or more of a partition into files of up to 256 MiB),
+// committed on the table's entry in the filer, conditional on the
+// version it read as the catalog's commits are. The filer is the
+// gateway's: the catalog's when the gateway runs in its cluster.
+func compactor(filer func(context.Context, func(filer_pb.SeaweedFilerClient) error) error, warehouse string) func(context.Context, string) (string, error) {
+	if warehouse == "" {
+		warehouse = iceberg.Namespace
+	}
+	h := swiceberg.NewHandler(nil)
+	config := swiceberg.ParseConfig(nil)
+	return func(ctx context.Context, table string) (string, error) {
+		var did string
+		err := filer(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+			var err error
+			did, _, err = h.CompactDataFiles(ctx, fc, warehouse, path.Join(iceberg.Namespace, table), config)
+			return err
+		})
+		return did, err
+	}
 }
 
 // icebergSource is the gateway's backend as the tables read it.

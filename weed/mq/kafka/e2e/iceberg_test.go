@@ -513,3 +513,50 @@ func icebergFiles(t *testing.T, topic string) (string, []string) {
 	}
 	return v.Location, v.Files
 }
+
+// TestIcebergCompaction: a table committed every 200 ms gathers small
+// data files; the maintenance (every 3 s in the suite) rewrites them with
+// SeaweedFS's own Iceberg compaction into one, every record still in the
+// table once, and the commits after it continue from the offsets the
+// table keeps.
+func TestIcebergCompaction(t *testing.T) {
+	t.Parallel() // light and alone in what it touches: beside the others of its kind, at the end
+	topic := newTopic(t)
+	mode, lag, spec := "key_value", "200", "()"
+	createTopic(t, topic, 1, map[string]*string{"iceberg.mode": &mode, "iceberg.target.lag.ms": &lag, "iceberg.partition.spec": &spec})
+	cl := newClient(t, kgo.DefaultProduceTopic(topic))
+	var values []string
+	produce := func(batches int) {
+		for b := 0; b < batches; b++ {
+			var recs []*kgo.Record
+			for range 10 {
+				v := fmt.Sprintf("v%d", len(values))
+				values = append(values, v)
+				recs = append(recs, &kgo.Record{Value: []byte(v)})
+			}
+			produceSync(t, cl, recs...)
+			// The next batch in another commit.
+			want := len(values)
+			eventually(t, 30*time.Second, "the batch committed", func() error {
+				if rows, _ := readIcebergTable(t, topic, want, 0); len(rows) < want {
+					return fmt.Errorf("%d rows of %d", len(rows), want)
+				}
+				return nil
+			})
+		}
+	}
+	produce(6)
+	var files []string
+	eventually(t, 60*time.Second, "the data files compacted", func() error {
+		if _, files = icebergFiles(t, topic); len(files) != 1 {
+			return fmt.Errorf("%d data files", len(files))
+		}
+		return nil
+	})
+	tableExactlyOnce(t, topic, map[int32][]string{0: values})
+	produce(2)
+	tableExactlyOnce(t, topic, map[int32][]string{0: values})
+	if _, after := icebergFiles(t, topic); !slices.Contains(after, files[0]) || len(after) != 3 {
+		t.Errorf("after the compaction and two commits: data files %v, want the compacted %s and two more", after, files[0])
+	}
+}

@@ -157,6 +157,10 @@ type Options struct {
 	// OrphanAge is how old a file no snapshot holds must be to be deleted
 	// (72 h when 0): younger, it may be a commit's under way.
 	OrphanAge time.Duration
+	// Compact rewrites a table's small data files into larger ones, at
+	// each maintenance after the snapshots' expiry, and says what it did
+	// (nil: never).
+	Compact func(ctx context.Context, table string) (string, error)
 }
 
 // maintainer is a catalog that can maintain its tables.
@@ -298,6 +302,15 @@ func (t *Tables) maintain(ctx context.Context, tp Topic, led []int32, now time.T
 		return
 	}
 	glog.V(1).Infof("kafka iceberg tables: %s: %d snapshots expired, %d orphan files deleted", tp.Name, expired, orphans)
+	if t.opts.Compact == nil {
+		return
+	}
+	did, err := t.opts.Compact(ctx, TableName(tp.Name))
+	if err != nil {
+		glog.Warningf("kafka iceberg tables: compacting %s: %v", tp.Name, err)
+		return
+	}
+	glog.V(1).Infof("kafka iceberg tables: %s: %s", tp.Name, did)
 }
 
 // TargetLag is a topic's iceberg.target.lag.ms.

@@ -517,7 +517,7 @@ message Order {
 message Node { Node next = 1; }
 `
 
-func compileProto(t *testing.T, text string) protoreflect.FileDescriptor {
+func compileProto(t testing.TB, text string) protoreflect.FileDescriptor {
 	t.Helper()
 	c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
 		Accessor: protocompile.SourceAccessorFromMap(map[string]string{"order.proto": text})})}

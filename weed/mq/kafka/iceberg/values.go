@@ -120,7 +120,7 @@ func (vs *values) decode(r Record) (decoded, string) {
 			return decoded{}, fmt.Sprintf("schema id %d is a %s, not a record", id, s.Type())
 		}
 		var out any
-		if err := avro.Unmarshal(rs, v, &out); err != nil {
+		if err := avroDecoding.Unmarshal(rs, v, &out); err != nil {
 			return decoded{}, fmt.Sprintf("the value does not decode with schema id %d: %v", id, err)
 		}
 		m, _ := out.(map[string]any)
@@ -129,7 +129,7 @@ func (vs *values) decode(r Record) (decoded, string) {
 		index := []int{0}
 		if vs.latest == 0 {
 			var h sr.ConfluentHeader
-			if index, v, err = h.DecodeIndex(v, 0); err != nil {
+			if index, v, err = h.DecodeIndex(v, maxMessageDepth); err != nil {
 				return decoded{}, fmt.Sprintf("the value's message indexes do not decode: %v", err)
 			}
 		}
@@ -170,6 +170,16 @@ func (vs *values) decode(r Record) (decoded, string) {
 	}
 	return decoded{}, fmt.Sprintf("schema id %d is a %T", id, s)
 }
+
+// avroDecoding decodes values as hamba does by default, with the items
+// of an array bounded as its bytes and strings are (1 MiB): a count in
+// the value's bytes allocates no more than that.
+var avroDecoding = avro.Config{MaxSliceAllocSize: 1 << 20}.Freeze()
+
+// maxMessageDepth bounds the message indexes a value may carry (a
+// message nested that deep in its file): more are refused before they are
+// read.
+const maxMessageDepth = 64
 
 // protoMessageAt is the message of a file that Confluent's indexes name:
 // the index of a top-level message, then of a message nested in it, and

@@ -197,6 +197,11 @@ func (c *Client) filerAddr(ctx context.Context) (pb.ServerAddress, error) {
 	return f, nil
 }
 
+// WithFiler runs fn with a client of the cluster's filer.
+func (c *Client) WithFiler(ctx context.Context, fn func(filer_pb.SeaweedFilerClient) error) error {
+	return c.withFiler(ctx, fn)
+}
+
 // withFiler runs fn with a filer client; a failure to reach the filer makes
 // the next call discover the filers again.
 func (c *Client) withFiler(ctx context.Context, fn func(filer_pb.SeaweedFilerClient) error) error {

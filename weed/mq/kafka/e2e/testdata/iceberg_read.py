@@ -5,7 +5,8 @@ Arguments: catalog URL, S3 endpoint, table (namespace.name), the rows
 expected, seconds to wait for them. Waits until the table has at least
 that many rows (or the time is up), then prints each row as a JSON line
 ({"p","o","ts","k","v","h"}: bytes as hex, null as null) and, last, the
-current snapshot's summary as {"summary": {...}}. With a sixth argument
+summary of its last commit (the current snapshot's, or the latest append's
+before a compaction) as {"summary": {...}}. With a sixth argument
 "files", prints instead {"location": ..., "files": [...]}: the table's
 location and the data files of its current snapshot.
 """
@@ -44,9 +45,13 @@ for r in rows:
     print(json.dumps({"p": r["partition"], "o": r["offset"], "ts": int(r["timestamp"].timestamp() * 1000),
                       "k": hexed(r["key"]), "v": hexed(r["value"]),
                       "h": [[h["key"], hexed(h["value"])] for h in (r["headers"] or [])]}))
+# The summary of the last commit: the current snapshot, or the latest
+# append before it when maintenance compacted the table since.
 summary = {}
-if table is not None and table.current_snapshot() is not None:
-    s = table.current_snapshot().summary
-    summary = dict(s.additional_properties)
-    summary["operation"] = str(s.operation)
+snap = table.current_snapshot() if table is not None else None
+while snap is not None and snap.summary is not None and str(snap.summary.operation).lower().endswith("replace"):
+    snap = table.snapshot_by_id(snap.parent_snapshot_id) if snap.parent_snapshot_id else None
+if snap is not None and snap.summary is not None:
+    summary = dict(snap.summary.additional_properties)
+    summary["operation"] = str(snap.summary.operation)
 print(json.dumps({"summary": summary}))
