@@ -321,25 +321,18 @@ func TestIcebergValueSchema(t *testing.T) {
 	createTopic(t, latestTopic, 1, map[string]*string{"iceberg.mode": &latestMode, "iceberg.target.lag.ms": &lag})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, py, "testdata/iceberg_avro.py", gw.addr, gw.registry, lake.catalog, lake.s3, topic,
-		iceberg.Namespace+"."+iceberg.TableName(topic), iceberg.Namespace+"."+iceberg.DeadLetterTable(topic),
-		latestTopic, iceberg.Namespace+"."+iceberg.TableName(latestTopic)).CombinedOutput()
-	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
-		t.Fatalf("iceberg_avro.py: %v\n%s", err, out)
+	run := func(script string, args ...string) {
+		out, err := exec.CommandContext(ctx, py, append([]string{"testdata/" + script, gw.addr, gw.registry, lake.catalog, lake.s3}, args...)...).CombinedOutput()
+		if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
 	}
-	protoTopic := topic + "-proto"
-	createTopic(t, protoTopic, 1, map[string]*string{"iceberg.mode": &mode, "iceberg.target.lag.ms": &lag})
-	out, err = exec.CommandContext(ctx, py, "testdata/iceberg_protobuf.py", gw.addr, gw.registry, lake.catalog, lake.s3, protoTopic,
-		iceberg.Namespace+"."+iceberg.TableName(protoTopic)).CombinedOutput()
-	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
-		t.Fatalf("iceberg_protobuf.py: %v\n%s", err, out)
-	}
-	jsonTopic := topic + "-json"
-	createTopic(t, jsonTopic, 1, map[string]*string{"iceberg.mode": &mode, "iceberg.target.lag.ms": &lag})
-	out, err = exec.CommandContext(ctx, py, "testdata/iceberg_json.py", gw.addr, gw.registry, lake.catalog, lake.s3, jsonTopic,
-		iceberg.Namespace+"."+iceberg.TableName(jsonTopic)).CombinedOutput()
-	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
-		t.Fatalf("iceberg_json.py: %v\n%s", err, out)
+	table := func(topic string) string { return iceberg.Namespace + "." + iceberg.TableName(topic) }
+	run("iceberg_avro.py", topic, table(topic), iceberg.Namespace+"."+iceberg.DeadLetterTable(topic), latestTopic, table(latestTopic))
+	for _, script := range []string{"iceberg_protobuf.py", "iceberg_json.py"} {
+		next := topic + "-" + strings.TrimSuffix(strings.TrimPrefix(script, "iceberg_"), ".py")
+		createTopic(t, next, 1, map[string]*string{"iceberg.mode": &mode, "iceberg.target.lag.ms": &lag})
+		run(script, next, table(next))
 	}
 }
 

@@ -25,3 +25,15 @@ def rows_of(cat, name, n, wait=40):
         if len(rows) >= n or time.time() > deadline:
             return rows
         time.sleep(0.5)
+
+
+def check_rows(cat, name, want):
+    """Fails unless the table has the rows of want (each a dict of some of
+    its columns) at offsets 0, 1, ... once each; returns the reason or None."""
+    rows = sorted(rows_of(cat, name, len(want)), key=lambda r: r["kafka"]["offset"])
+    if len(rows) != len(want):
+        return "the table has %d rows, want %d" % (len(rows), len(want))
+    for i, (r, w) in enumerate(zip(rows, want)):
+        if {k: r[k] for k in w} != w or r["kafka"]["offset"] != i:
+            return "row %d: %s, want %s" % (i, r, w)
+    return None
