@@ -18,10 +18,16 @@ import (
 // producer whose partitions are led by two or three gateways sends at its
 // quota in all, not at the quota on each, while a producer without a quota
 // runs beside it at full speed. The gateways share the rates they measure
-// every second. Rates are measured over Kafka's 11 windows of a second: a
-// producer's first burst (ten seconds' worth, shared among the gateways
-// before they have heard of one another) has passed after 12 s; the rate
-// is measured over the next 12, by the acknowledgements in that time. Run by TestGatewaysClients, on its three gateways.
+// every second. Run by TestGatewaysClients, on its three gateways.
+//
+// A quota's rate is Kafka's: measured over 11 windows of a second, the
+// first burst spread over ten. A producer that sends as fast as it can
+// sends a whole window's worth at once, is throttled until the window has
+// moved past that burst, and then sends the next: its bursts are 11 s
+// apart, and any stretch of time holds one burst more than its whole
+// windows. Two windows from the producer's start hold two bursts, so the
+// quota over those 22 s is what it may send in them, whenever the bursts
+// fall: the test counts the acknowledgements in that time.
 func sharedQuota(t *testing.T, g *gateways) {
 	procs := g.all()
 	topic := spreadTopic(t, procs[0], 6)
@@ -61,14 +67,14 @@ func sharedQuota(t *testing.T, g *gateways) {
 
 	value := make([]byte, 4<<10)
 	rand.Read(value)
-	// produce sends as fast as it can for 24 s and returns the value
-	// bytes per second acknowledged over the last 12.
+	// produce sends as fast as it can for 22 s and returns the value
+	// bytes per second acknowledged in that time.
 	produce := func(id string) float64 {
 		cl := newClient(t, kgo.SeedBrokers(g.seeds()...), kgo.ClientID(id), kgo.DefaultProduceTopic(topic),
 			kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(0),
 			kgo.ProducerBatchMaxBytes(16<<10), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(16))
-		start := time.Now()
-		from, to := start.Add(12*time.Second), start.Add(24*time.Second)
+		from := time.Now()
+		to := from.Add(22 * time.Second)
 		ctx, cancel := context.WithDeadline(ctxT(t), to)
 		defer cancel()
 		var bytes atomic.Int64
@@ -77,7 +83,7 @@ func sharedQuota(t *testing.T, g *gateways) {
 			wg.Add(1)
 			cl.Produce(ctx, &kgo.Record{Value: value}, func(r *kgo.Record, err error) {
 				defer wg.Done()
-				if now := time.Now(); err == nil && now.After(from) && now.Before(to) {
+				if err == nil && time.Now().Before(to) {
 					bytes.Add(int64(len(r.Value)))
 				}
 			})

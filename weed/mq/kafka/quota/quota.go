@@ -95,7 +95,7 @@ type Store struct {
 	ratesMu sync.Mutex
 	rates   map[Sensor]*rate
 	buckets map[Sensor]*bucket // controller_mutation_rate's
-	remote  map[Sensor]float64 // the other gateways' average rates
+	remote  map[Sensor]others  // what the other gateways share
 	shares  map[Sensor]float64 // this gateway's share, as of the last read of them
 
 	// Kept by the share loop alone.
@@ -372,12 +372,17 @@ func (s *Store) record(key, typ, principal, clientID string, v float64, maxThrot
 	r := s.rateOf(sensor)
 	r.record(v, now, s.opts.Window, s.opts.Samples)
 	observed, window := r.measure(now, s.opts.Window, s.opts.Samples)
-	q *= s.shareLocked(sensor, r, now)
+	share := q * s.shareLocked(sensor, r, now)
+	total := observed + s.remote[sensor].measured
 	s.ratesMu.Unlock()
-	if observed <= q {
+	// Over this gateway's share, or over the quota in all, as the others
+	// last said: the shares may add up to more than the whole (the least
+	// share each gateway keeps, the others' a round old).
+	over := max((observed-share)/share, (total-q)/q)
+	if over <= 0 {
 		return 0
 	}
-	throttle := min(time.Duration((observed-q)/q*float64(window)), maxThrottle)
+	throttle := min(time.Duration(over*float64(window)), maxThrottle)
 	metrics.ThrottleSeconds.WithLabelValues(typ, metrics.Principal(principal)).Add(throttle.Seconds())
 	return throttle
 }
@@ -392,7 +397,7 @@ func (s *Store) shareLocked(sensor Sensor, r *rate, now time.Time) float64 {
 	if sh, ok := s.shares[sensor]; ok {
 		return sh
 	}
-	remote := s.remote[sensor]
+	remote := s.remote[sensor].avg
 	if remote <= 0 && s.opts.Gateways != nil && now.Sub(r.since) < settle {
 		if n := s.opts.Gateways(); n > 1 {
 			return 1 / float64(n)

@@ -7,7 +7,12 @@ package quota
 // quota, its part of the averages (share): a producer spread over n
 // gateways is held to its quota in all, not n times it, and so are its
 // bursts after a quiet while, which each gateway allows from its share.
-// Connection creation rates stay each gateway's own.
+// The shares add up to the whole: each gateway shares its own, and a
+// share grows only into what the others' leave. Each gateway also shares
+// the rates as it measures them against the quota, and throttles a
+// client over its quota in all as one broker would (the least share a
+// gateway keeps of a client may make more than the whole). Connection
+// creation rates stay each gateway's own.
 //
 // A gateway's file counts in full while it changes. One that stayed as
 // it was for usageStale (its gateway stopped, paused or cut off from the
@@ -53,6 +58,15 @@ type usageRate struct {
 	Sensor
 	// Rate is the rate's moving average (rate.average).
 	Rate float64 `json:"rate"`
+	// Measured is the rate as measured against the quota (rate.measure).
+	Measured float64 `json:"measured,omitempty"`
+	// Share is the gateway's share of the quota (Store.shareLocked).
+	Share float64 `json:"share,omitempty"`
+}
+
+// others is what the other gateways share of a sensor, summed.
+type others struct {
+	avg, measured, share float64
 }
 
 // peerUsage is what this gateway knows of another's file.
@@ -62,16 +76,17 @@ type peerUsage struct {
 	rates   []usageRate
 }
 
-// share writes this gateway's rates and reads the other gateways'.
+// share reads the other gateways' rates and writes this gateway's.
 func (s *Store) share(ctx context.Context) {
 	if s.opts.Node == "" {
 		return
 	}
-	if err := s.publish(ctx); err != nil {
-		glog.V(1).Infof("kafka quotas: sharing the rates measured here: %v", err)
-	}
+	// Read first: what this gateway shares is its share as of now.
 	if err := s.readUsage(ctx); err != nil {
 		glog.V(1).Infof("kafka quotas: reading the rates other gateways measured: %v", err)
+	}
+	if err := s.publish(ctx); err != nil {
+		glog.V(1).Infof("kafka quotas: sharing the rates measured here: %v", err)
 	}
 }
 
@@ -89,7 +104,8 @@ func (s *Store) publish(ctx context.Context) error {
 			continue
 		}
 		if v := r.average(now, s.opts.Window, s.opts.Samples); v > 0 {
-			u.Rates = append(u.Rates, usageRate{Sensor: sensor, Rate: v})
+			measured, _ := r.measure(now, s.opts.Window, s.opts.Samples)
+			u.Rates = append(u.Rates, usageRate{Sensor: sensor, Rate: v, Measured: measured, Share: s.shareLocked(sensor, r, now)})
 		}
 	}
 	s.ratesMu.Unlock()
@@ -153,7 +169,7 @@ func (s *Store) readUsage(ctx context.Context) error {
 			}
 		}
 	}
-	remote := map[Sensor]float64{}
+	remote := map[Sensor]others{}
 	horizon := s.opts.Window * time.Duration(s.opts.Samples)
 	for name, p := range s.peers {
 		if !seen[name] {
@@ -165,20 +181,31 @@ func (s *Store) readUsage(ctx context.Context) error {
 			fade = math.Exp(-(age - usageStale).Seconds() / horizon.Seconds())
 		}
 		for _, r := range p.rates {
-			remote[r.Sensor] += r.Rate * fade
+			o := remote[r.Sensor]
+			o.avg += r.Rate * fade
+			o.measured += r.Measured * fade
+			o.share += r.Share * fade
+			remote[r.Sensor] = o
 		}
 	}
 	// The shares, as of now, until the next read: a burst on this gateway
 	// does not raise its own share before the others have heard of it.
+	// Nor do the shares add up to more than the whole when the gateways'
+	// averages move at once (each reads its own at once, the others' as
+	// of their last share): a share grows only into what the others'
+	// last shares leave.
 	shares := map[Sensor]float64{}
 	s.ratesMu.Lock()
-	s.remote = remote
-	for sensor, rem := range remote {
+	for sensor, o := range remote {
 		if r := s.rates[sensor]; r != nil {
-			shares[sensor] = shareOf(r.average(now, s.opts.Window, s.opts.Samples), rem)
+			sh := shareOf(r.average(now, s.opts.Window, s.opts.Samples), o.avg)
+			if o.share > 0 {
+				sh = min(sh, max(s.shareLocked(sensor, r, now), 1-o.share, minShare))
+			}
+			shares[sensor] = sh
 		}
 	}
-	s.shares = shares
+	s.remote, s.shares = remote, shares
 	s.ratesMu.Unlock()
 	return nil
 }

@@ -169,6 +169,71 @@ func TestSharedRatesNewClient(t *testing.T) {
 	}
 }
 
+// The shares add up to the whole: a gateway whose own average rises at
+// once (a burst) does not take more than the others' last shares leave
+// until they have read it and given theirs up; and a client over its
+// quota in all, each gateway within its share (the least share kept by a
+// gateway that serves little), is throttled by the rates the others
+// measure.
+func TestSharedRatesWhole(t *testing.T) {
+	ctx := context.Background()
+	files := filerfstest.New()
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { return now }
+	a := New(Options{Files: files, Now: clock, Node: "1"})
+	b := New(Options{Files: files, Now: clock, Node: "2"})
+	if err := a.Alter(ctx, Entity{{Type: ClientID, Name: name("app")}}, []Op{{Key: ProducerByteRate, Value: 1000}}); err != nil {
+		t.Fatal(err)
+	}
+	b.Refresh(ctx)
+	sensor := Sensor{Key: ProducerByteRate, ClientID: "app", ByClient: true}
+	share := func(s *Store) float64 {
+		s.ratesMu.Lock()
+		defer s.ratesMu.Unlock()
+		return s.shares[sensor]
+	}
+	produce := func(s *Store, n int64) time.Duration { return s.Record(ProducerByteRate, "produce", "", "app", n) }
+	produce(a, 4000)
+	produce(b, 4000)
+	for range 3 {
+		a.share(ctx)
+		b.share(ctx)
+	}
+	if sa, sb := share(a), share(b); math.Abs(sa-0.5) > 0.01 || math.Abs(sb-0.5) > 0.01 {
+		t.Fatalf("shares of an even split: %.3f and %.3f", sa, sb)
+	}
+	// A burst on gateway 1: by the averages two thirds of the client is
+	// its; gateway 2's last share leaves it half.
+	produce(a, 8000)
+	a.share(ctx)
+	if sa := share(a); math.Abs(sa-0.5) > 0.01 {
+		t.Fatalf("gateway 1's share after its burst, before gateway 2 read it: %.3f, want 0.5", sa)
+	}
+	b.share(ctx)
+	a.share(ctx)
+	if sa, sb := share(a), share(b); math.Abs(sa-0.75) > 0.01 || math.Abs(sb-0.25) > 0.01 {
+		t.Fatalf("shares once both have read the burst: %.3f and %.3f", sa, sb)
+	}
+
+	// Another client: 9,500 bytes on gateway 1, 500 on gateway 2 (its
+	// share 5%, kept at 10%): 1,000 B/s in all over the 10 s window.
+	now = now.Add(time.Minute)
+	a.Alter(ctx, Entity{{Type: ClientID, Name: name("other")}}, []Op{{Key: ProducerByteRate, Value: 1000}})
+	b.Refresh(ctx)
+	other := func(s *Store, n int64) time.Duration { return s.Record(ProducerByteRate, "produce", "", "other", n) }
+	other(a, 9500)
+	other(b, 500)
+	for range 3 {
+		a.share(ctx)
+		b.share(ctx)
+	}
+	// 400 bytes more on gateway 2: 90 B/s there, within its 100 B/s;
+	// 1,040 B/s in all, throttled (1040 − 1000) / 1000 × 10 s.
+	if d := other(b, 400); d < 390*time.Millisecond || d > 410*time.Millisecond {
+		t.Errorf("a client over its quota in all, within the share of the gateway: throttled %v, want 400ms", d)
+	}
+}
+
 // request_percentage: the time worked on requests, in percent of a
 // second per second, throttled at most one window.
 func TestRequestQuota(t *testing.T) {
@@ -238,5 +303,5 @@ func TestConnectionQuota(t *testing.T) {
 func (s *Store) remoteRate(sensor Sensor) float64 {
 	s.ratesMu.Lock()
 	defer s.ratesMu.Unlock()
-	return s.remote[sensor]
+	return s.remote[sensor].avg
 }
