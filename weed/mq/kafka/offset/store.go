@@ -224,17 +224,8 @@ func (s *Store) drain(g *groupOffsets) {
 	for {
 		s.mu.Lock()
 		g.mu.Lock()
-		batch := g.queue
+		batch := g.queue // never empty: enqueue starts the drain with one, and it goes on while more come
 		g.queue = nil
-		if len(batch) == 0 {
-			g.writing = false
-			if g.forgotten.Load() && s.groups[g.name] == g {
-				delete(s.groups, g.name)
-			}
-			g.mu.Unlock()
-			s.mu.Unlock()
-			return
-		}
 		g.mu.Unlock()
 		s.mu.Unlock()
 
@@ -247,8 +238,25 @@ func (s *Store) drain(g *groupOffsets) {
 			return s.writeBatch(ctx, g, batch)
 		})
 		cancel()
+		// The last batch ends the writing before its commits are
+		// answered: a group forgotten meanwhile is gone by then, and the
+		// next use of it reads what other gateways wrote since.
+		s.mu.Lock()
+		g.mu.Lock()
+		last := len(g.queue) == 0
+		if last {
+			g.writing = false
+			if g.forgotten.Load() && s.groups[g.name] == g {
+				delete(s.groups, g.name)
+			}
+		}
+		g.mu.Unlock()
+		s.mu.Unlock()
 		for _, w := range batch {
 			w.done <- err
+		}
+		if last {
+			return
 		}
 	}
 }
