@@ -84,5 +84,8 @@ go test -race -count=1 -timeout 10m \
 	./weed/mq/kafka/sasl ./weed/mq/kafka/membership ./weed/mq/kafka/metrics ./weed/mq/kafka/share ./weed/mq/kafka/user \
 	./weed/mq/kafka/quota ./weed/mq/kafka/feature ./docker
 
+# The end-to-end tests that touch only what is theirs (a cluster of their
+# own, or their own topics on the shared gateway) run four at a time at the
+# end of the suite: most of their time is waiting.
 echo "== go test"
-WEED_BINARY="$bin_dir/weed" go test -count=1 -timeout 40m ./...
+WEED_BINARY="$bin_dir/weed" go test -count=1 -timeout 40m -parallel 4 ./...

@@ -260,6 +260,7 @@ func chaosProducer(t *testing.T, seeds []string, opts ...kgo.Opt) *kgo.Client {
 // Every acknowledged record is then read back at its acknowledged offset,
 // offsets come in order, and the idempotent producer stored nothing twice.
 func TestDurabilityChaos(t *testing.T) {
+	t.Parallel() // alone on a cluster of its own: beside the others, at the end
 	c := startSplitCluster(t, 1)
 	var g *gatewayProc
 	chaosGateway(t, "chaos-gateway", c.master, &g)
@@ -353,6 +354,7 @@ func partitionSegments(t *testing.T, filerPort int, topic string) map[string][]s
 // leaves about one log segment per broker flush interval (5 s) in the
 // filer, not one per request, and every record is read back.
 func TestSegmentsPerFlushInterval(t *testing.T) {
+	t.Parallel() // on the shared cluster, its minute of load beside the others at the end
 	topic := newTopic(t)
 	createTopic(t, topic, 1, nil)
 	acks := newAckLog()
@@ -413,6 +415,7 @@ func leaderAddr(t *testing.T, addr, topic string, partition int32) string {
 // restarted. Every acknowledged record is read back at its offset, the
 // idempotent producer's records once each.
 func TestDurabilityTwoGateways(t *testing.T) {
+	t.Parallel() // alone on a cluster of its own: beside the others, at the end
 	c := startSplitCluster(t, 1)
 	var gws [2]*gatewayProc
 	for i := range gws {
@@ -505,6 +508,7 @@ func walFiles(t *testing.T, filerPort int) []string {
 // Kafka record's way: every partition goes on taking writes, and every
 // acknowledged record is read back at its offset, once.
 func TestDurabilityBrokerLost(t *testing.T) {
+	t.Parallel() // alone on a cluster of its own: beside the others, at the end
 	c := startSplitCluster(t, 2)
 	var g *gatewayProc
 	chaosGateway(t, "brokerlost-gateway", c.master, &g)

@@ -65,6 +65,7 @@ func startEmbeddedGateway(t *testing.T, dir string, ports []int) *gatewayProc {
 // whose metadata-log flush then retried for 15 s, and the gateway waited
 // out the consumers' long-polling fetches.
 func TestEmbeddedCtrlC(t *testing.T) {
+	t.Parallel() // alone on a cluster of its own: beside the others, at the end
 	dir := filepath.Join(work, "embedded-data")
 	ports := make([]int, 6) // kafka, metrics, master, volume, filer, broker
 	for i := range ports {
