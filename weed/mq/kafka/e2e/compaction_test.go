@@ -52,9 +52,9 @@ func (l *keyedLoad) tombstone(t *testing.T, cl *kgo.Client, keys int) {
 
 // ticking produces a record of key "tick" every 200 ms until the test
 // ends, so that the broker keeps flushing new segments and the older ones
-// close.
-func ticking(t *testing.T, topic string) {
-	cl := newClient(t)
+// close; opts may name other seeds than the suite's gateway.
+func ticking(t *testing.T, topic string, opts ...kgo.Opt) {
+	cl := newClient(t, opts...)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -79,12 +79,13 @@ type compactedView struct {
 }
 
 // readCompacted reads partition 0 of topic from offset 0 to its end,
-// checking that offsets ascend.
-func readCompacted(t *testing.T, topic string) compactedView {
+// checking that offsets ascend; opts may name other seeds than the
+// suite's gateway.
+func readCompacted(t *testing.T, topic string, opts ...kgo.Opt) compactedView {
 	t.Helper()
-	end := listEnd(t, topic, 0)
-	cl := newClient(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}),
-		kgo.FetchMaxWait(500*time.Millisecond))
+	end := listEndVia(t, newClient(t, opts...), topic, 0)
+	cl := newClient(t, append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}),
+		kgo.FetchMaxWait(500*time.Millisecond))...)
 	v := compactedView{perKey: map[string]int{}, last: map[string][]byte{}}
 	prev := int64(-1)
 	empty := 0
@@ -190,37 +191,43 @@ func TestCompactedTopic(t *testing.T) {
 // The gateway cleaning a compacted partition is SIGKILLed while it cleans
 // (its log shows a cleaning begun and not ended), four times, 0 to 150 ms
 // into a cleaning (one takes 150-700 ms here); after each restart every key's newest value is
-// there, and once cleaning is done, only it.
+// there, and once cleaning is done, only it. On a cluster of its own, so
+// that it runs beside the others at the end.
 func TestCompactionSurvivesSIGKILL(t *testing.T) {
+	t.Parallel()
+	c := startSplitCluster(t, 1)
+	var g *gatewayProc
+	chaosGateway(t, "compaction-gateway", c.master, &g)
+	at := kgo.SeedBrokers(g.addr) // restarted on the same port
 	topic := newTopic(t)
-	createTopic(t, topic, 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("compact"), "min.cleanable.dirty.ratio": kmsg.StringPtr("0.01")})
-	cl := newClient(t, kgo.ProducerLinger(5*time.Millisecond))
+	createTopicVia(t, newClient(t, at), topic, 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("compact"), "min.cleanable.dirty.ratio": kmsg.StringPtr("0.01")})
+	cl := newClient(t, at, kgo.ProducerLinger(5*time.Millisecond))
 	// 20,000 keys of 1 KB: each cleaning rewrites about 20 MB.
 	load := &keyedLoad{topic: topic, keys: 20_000, pad: 1000, newest: map[string][]byte{}}
 	load.produce(t, cl, 3)
-	ticking(t, topic)
+	ticking(t, topic, at)
 	begun := "kafka log cleaner: " + topic + "/0: cleaning "
 	ended := "kafka log cleaner: " + topic + "/0: cleaned "
 	interrupted := 0
 	for i, after := range []time.Duration{0, 50 * time.Millisecond, 100 * time.Millisecond, 150 * time.Millisecond} {
-		from := logSize(t, gw.log)
+		from := logSize(t, g.log)
 		eventually(t, 2*time.Minute, "a cleaning to begin", func() error {
-			if !strings.Contains(logSince(t, gw.log, from), begun) {
+			if !strings.Contains(logSince(t, g.log, from), begun) {
 				return errors.New("not yet")
 			}
 			return nil
 		})
 		time.Sleep(after)
-		gw.kill()
-		if since := logSince(t, gw.log, from); !strings.Contains(since[strings.LastIndex(since, begun):], ended) {
+		g.kill()
+		if since := logSince(t, g.log, from); !strings.Contains(since[strings.LastIndex(since, begun):], ended) {
 			interrupted++
 		}
-		g, err := startGateway(cluster.master, gw.port)
+		restarted, err := startNamedGateway("compaction-gateway", c.master, g.port)
 		if err != nil {
 			t.Fatal(err)
 		}
-		gw = g
-		v := readCompacted(t, topic)
+		g = restarted
+		v := readCompacted(t, topic, at)
 		load.check(t, v, false)
 		t.Logf("kill %d, %v into a cleaning: %d records read, every newest value there", i+1, after, v.total)
 		load.produce(t, cl, 1) // more to clean
@@ -230,7 +237,7 @@ func TestCompactionSurvivesSIGKILL(t *testing.T) {
 	}
 	t.Logf("%d of 4 kills interrupted a cleaning", interrupted)
 	eventually(t, 3*time.Minute, "the log cleaner to finish", func() error {
-		v := readCompacted(t, topic)
+		v := readCompacted(t, topic, at)
 		load.check(t, v, false)
 		for key := range load.newest {
 			if n := v.perKey[key]; n > 3 {

@@ -50,7 +50,13 @@ func newTopic(t *testing.T) string {
 
 func createTopic(t *testing.T, name string, partitions int32, configs map[string]*string) {
 	t.Helper()
-	adm := kadm.NewClient(newClient(t))
+	createTopicVia(t, newClient(t), name, partitions, configs)
+}
+
+// createTopicVia creates a topic through the client's gateways.
+func createTopicVia(t *testing.T, cl *kgo.Client, name string, partitions int32, configs map[string]*string) {
+	t.Helper()
+	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	resp, err := adm.CreateTopic(ctx, partitions, 1, configs, name)
@@ -208,6 +214,12 @@ func highWatermarks(t *testing.T, topic string, produced map[int32][]string) map
 // listEnd is a partition's high watermark, asked over PLAINTEXT.
 func listEnd(t *testing.T, topic string, partition int32) int64 {
 	t.Helper()
+	return listEndVia(t, newClient(t), topic, partition)
+}
+
+// listEndVia is listEnd through the client's gateways.
+func listEndVia(t *testing.T, cl *kgo.Client, topic string, partition int32) int64 {
+	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
 	rt := kmsg.NewListOffsetsRequestTopic()
@@ -216,7 +228,7 @@ func listEnd(t *testing.T, topic string, partition int32) int64 {
 	rp.Partition, rp.Timestamp = partition, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctxT(t), newClient(t))
+	resp, err := req.RequestWith(ctxT(t), cl)
 	if err != nil {
 		t.Fatal(err)
 	}
