@@ -42,6 +42,17 @@ if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
 	fi
 fi
 
+# The fault tests put each process of a cluster in a network namespace of
+# its own and cut them apart (iproute2's ip, run as root).
+if ! command -v ip >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		(apt-get install -y -qq iproute2 >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq iproute2 >/dev/null))
+	else
+		echo "iproute2 (ip) and root are needed for the fault tests (Debian/Ubuntu: apt-get install iproute2)" >&2
+		exit 1
+	fi
+fi
+
 # Python with confluent-kafka (librdkafka), its Schema Registry client and
 # Avro, Protobuf and JSON Schema serializers, and pyiceberg with pyarrow
 # (reading topics' Iceberg tables), in a virtual environment of the tests'

@@ -156,11 +156,20 @@ type proc struct {
 }
 
 func startProc(name, logPath string, args ...string) (*proc, error) {
+	return startProcIn("", name, logPath, args...)
+}
+
+// startProcIn starts weed in the network namespace ns ("": this one's);
+// `ip netns exec` execs weed, so the process is weed's.
+func startProcIn(ns, name, logPath string, args ...string) (*proc, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(weedBin, args...)
+	if ns != "" {
+		cmd = exec.Command("ip", append([]string{"netns", "exec", ns, weedBin}, args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -300,6 +309,26 @@ func startGateway(master string, port int) (*gatewayProc, error) {
 	return startNamedGateway("gateway", master, port)
 }
 
+// gatewayTuning are the flags every test gateway runs with: timeouts of
+// seconds where Kafka's are of minutes, so that tests wait little.
+var gatewayTuning = []string{"-default-partitions=1",
+	"-group.initial.rebalance.delay.ms=300",
+	// Consumer groups of the KIP-848 protocol: sessions and heartbeats
+	// as the classic members of the tests ask for (groupSession).
+	"-group.consumer.session.timeout.ms=6000", "-group.consumer.heartbeat.interval.ms=1000",
+	// Share groups: the same, and locks of a second or more.
+	"-group.share.session.timeout.ms=6000", "-group.share.min.session.timeout.ms=6000",
+	"-group.share.heartbeat.interval.ms=1000", "-group.share.min.heartbeat.interval.ms=1000",
+	"-group.share.min.record.lock.duration.ms=1000",
+	// Streams groups: a killed instance's tasks move after 10 s (not
+	// 45), heartbeats every second, one standby of each stateful task.
+	"-group.streams.session.timeout.ms=10000", "-group.streams.heartbeat.interval.ms=1000",
+	"-group.streams.num.standby.replicas=1",
+	// Expired offsets are looked for every 2 s (not 10 minutes): idle groups
+	// are dropped from memory and read again all along the suite.
+	"-offsets.retention.check.interval.ms=2000",
+}
+
 // startNamedGateway starts a gateway logging to <name>.log, with extra
 // flags if given.
 func startNamedGateway(name, master string, port int, extra ...string) (*gatewayProc, error) {
@@ -330,29 +359,16 @@ func startNamedGateway(name, master string, port int, extra ...string) (*gateway
 		listeners = append(listeners, l+"://"+g.secure[l])
 	}
 	args := append([]string{"-v=1", "mq.kafka.gateway",
-		"-ip=127.0.0.1", "-port=" + strconv.Itoa(port), "-master=" + master, "-default-partitions=1",
-		"-group.initial.rebalance.delay.ms=300",
-		// Consumer groups of the KIP-848 protocol: sessions and heartbeats
-		// as the classic members of the tests ask for (groupSession).
-		"-group.consumer.session.timeout.ms=6000", "-group.consumer.heartbeat.interval.ms=1000",
-		// Share groups: the same, and locks of a second or more.
-		"-group.share.session.timeout.ms=6000", "-group.share.min.session.timeout.ms=6000",
-		"-group.share.heartbeat.interval.ms=1000", "-group.share.min.heartbeat.interval.ms=1000",
-		"-group.share.min.record.lock.duration.ms=1000",
-		// Streams groups: a killed instance's tasks move after 10 s (not
-		// 45), heartbeats every second, one standby of each stateful task.
-		"-group.streams.session.timeout.ms=10000", "-group.streams.heartbeat.interval.ms=1000",
-		"-group.streams.num.standby.replicas=1",
-		// Expired offsets are looked for every 2 s (not 10 minutes): idle groups
-		// are dropped from memory and read again all along the suite.
-		"-offsets.retention.check.interval.ms=2000", "-metricsPort=" + strconv.Itoa(metricsPort),
+		"-ip=127.0.0.1", "-port=" + strconv.Itoa(port), "-master=" + master}, gatewayTuning...)
+	args = append(args, "-metricsPort="+strconv.Itoa(metricsPort),
 		// Compacted partitions are looked at every second (not 15 s).
 		"-log.cleaner.backoff.ms=1000",
-		"-schema.registry.listeners=" + g.registry,
-		"-iceberg.catalog=" + lake.catalog, "-iceberg.s3.endpoint=" + lake.s3,
+		"-schema.registry.listeners="+g.registry,
+		"-iceberg.catalog="+lake.catalog, "-iceberg.s3.endpoint="+lake.s3,
 		// Tables' snapshots are expired every 3 s (not every hour).
 		"-iceberg.maintenance.interval.ms=3000",
-		"-listeners=" + strings.Join(listeners, ",")}, creds.gatewayFlags()...)
+		"-listeners="+strings.Join(listeners, ","))
+	args = append(args, creds.gatewayFlags()...)
 	args = append(args, extra...)
 	p, err := startProc(name, filepath.Join(work, name+".log"), args...)
 	if err != nil {

@@ -1,0 +1,157 @@
+package e2e
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// A fault: what it does to the cluster, and how it is healed.
+type fault struct {
+	kind string // partition, pause, kill, clock
+	name string
+	do   func(c *faultCluster) (heal func())
+}
+
+// faultsOf lists every fault of each kind, each aimed at gw (a gateway
+// chosen per fault) where it aims at a gateway.
+func faultsOf(gw string) map[string][]fault {
+	others := func() []string {
+		var o []string
+		for _, g := range gatewayNodes {
+			if g != gw {
+				o = append(o, g)
+			}
+		}
+		return o
+	}
+	cut := func(name string, from ...string) fault {
+		return fault{"partition", gw + " cut from " + name, func(c *faultCluster) func() {
+			c.net.isolate(gw, from...)
+			return c.net.heal
+		}}
+	}
+	out := map[string][]fault{"partition": {
+		cut("the filer", "filer"),
+		cut("the broker", "broker"),
+		cut("the volume server", "volume"),
+		cut("the other gateways", others()...),
+		cut("its clients", clients),
+		// The minority side of a split: the others (and SeaweedFS) are
+		// the majority; its clients still reach it.
+		cut("everything but its clients", append(append([]string{}, seaweedNodes...), others()...)...),
+	}}
+	for _, node := range append([]string{gw}, seaweedNodes...) {
+		out["pause"] = append(out["pause"], fault{"pause", "pause " + node, func(c *faultCluster) func() {
+			c.pause(node)
+			return func() { c.resume(node) }
+		}})
+		out["kill"] = append(out["kill"], fault{"kill", "kill " + node, func(c *faultCluster) func() {
+			c.kill(node)
+			return func() { c.start(node) }
+		}})
+	}
+	return out
+}
+
+var faultKinds = []string{"partition", "pause", "kill"}
+
+// TestFaults runs the queue workload on a cluster of three gateways while
+// faults come and go: in the test command, 90 s with one fault of each
+// kind (partition, pause, kill), each chosen at random among its kind and
+// aimed at a random gateway or SeaweedFS process; with FAULTS_DURATION
+// (5m, say), faults of every kind rotate, 10–20 s each, for that long.
+// FAULTS_SEED replays a run's choices. After healing, everything is read
+// once more and the history is checked for every anomaly class (see
+// package history); a history with an anomaly is kept as a file.
+func TestFaults(t *testing.T) {
+	t.Parallel()
+	duration := 90 * time.Second
+	rotate := false
+	if d := os.Getenv("FAULTS_DURATION"); d != "" {
+		var err error
+		if duration, err = time.ParseDuration(d); err != nil {
+			t.Fatal(err)
+		}
+		rotate = true
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("FAULTS_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(seed, seed))
+	t.Logf("FAULTS_SEED=%d", seed)
+
+	c := startFaultCluster(t)
+	const partitions = 6
+	topic := createTopicAt(t, c.seeds(), partitions)
+	w := startQueueWorkload(t, c.seeds(), topic, partitions)
+
+	start := time.Now()
+	pick := func(kind string) fault {
+		fs := faultsOf(gatewayNodes[rng.IntN(len(gatewayNodes))])[kind]
+		return fs[rng.IntN(len(fs))]
+	}
+	var plan []string // the kinds, in order
+	if !rotate {
+		plan = slices.Clone(faultKinds)
+		rng.Shuffle(len(plan), func(i, j int) { plan[i], plan[j] = plan[j], plan[i] })
+	}
+	time.Sleep(10 * time.Second) // the workload under way before any fault
+	var done []string
+	for i := 0; time.Since(start) < duration-10*time.Second; i++ {
+		var f fault
+		if rotate {
+			f = pick(faultKinds[rng.IntN(len(faultKinds))])
+		} else if i < len(plan) {
+			f = pick(plan[i])
+		} else {
+			break
+		}
+		length := 12 * time.Second
+		if rotate {
+			length = time.Duration(10+rng.IntN(11)) * time.Second
+		}
+		t.Logf("%v: %s for %v", time.Since(start).Round(time.Second), f.name, length)
+		w.h.Fault("start " + f.name)
+		heal := f.do(c)
+		time.Sleep(length)
+		heal()
+		w.h.Fault("healed " + f.name)
+		done = append(done, f.name)
+		time.Sleep(time.Duration(5+rng.IntN(4)) * time.Second)
+	}
+	if rest := duration - time.Since(start); rest > 0 {
+		time.Sleep(rest)
+	}
+
+	// Healed: every gateway serves again before the last reads.
+	for _, node := range gatewayNodes {
+		if err := c.gateway(node).waitReady(2 * time.Minute); err != nil {
+			t.Fatalf("%s after the faults: %v", node, err)
+		}
+	}
+	w.stopProducing()
+	final := w.finalRead()
+	w.drain(final, 90*time.Second)
+	r := w.h.Check()
+	t.Logf("faults: %v\n%s", done, r)
+	if !r.OK() {
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("kafka-faults-%d.json", seed))
+		if err := w.h.WriteFile(path); err != nil {
+			t.Error(err)
+		}
+		t.Errorf("anomalies under %v (FAULTS_SEED=%d, history in %s):\n%s", done, seed, path, r)
+	}
+	if r.Stats["acknowledged"] == 0 || r.Stats["txn commit"] == 0 {
+		t.Errorf("the workload did too little to tell: %v", r.Stats)
+	}
+}
