@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
@@ -81,6 +82,11 @@ the filers and MQ brokers there and follows them as they move.
                        across restarts); unique among the cluster's gateways
   -port.pprof          serve Go profiling on this port (0: off), on
                        -pprof.ip (default 127.0.0.1: profiles show memory)
+  -clock.skew.file     for fault tests: a file holding a duration (30s,
+                       -30s) the gateway adds to its wall clock (the times
+                       it stores and compares with stored times), read
+                       every second, so that a test can skew it or make it
+                       jump
   -metricsPort         serve /metrics (Prometheus), /health and /ready on
                        this HTTP port (0: off), like SeaweedFS's servers
   -metricsIp           address of that port (default: -ip.bind, or -ip)
@@ -227,6 +233,11 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	if tv := *o.transactionVersion; tv < 0 || tv > 2 {
 		glog.Errorf("kafka gateway: -transaction.version %d: 0, 1 or 2", tv)
 		return false
+	}
+
+	if *o.clockSkewFile != "" {
+		// For the life of the process, as the clock it sets.
+		clock.Follow(context.Background(), *o.clockSkewFile, time.Second)
 	}
 
 	var emb *embedded

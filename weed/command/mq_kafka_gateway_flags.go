@@ -66,6 +66,7 @@ type kafkaGatewayOptions struct {
 	metricsIP          *string
 	metricsPort        *int
 	pprofIP            *string
+	clockSkewFile      *string
 
 	listeners           *string
 	advertisedListeners *string
@@ -111,6 +112,7 @@ func init() {
 	o.ipBind = f.String("ip.bind", "", "address to listen on (default: same as -ip)")
 	o.port = f.Int("port", 9092, "Kafka listener port")
 	o.pprofPort = f.Int("port.pprof", 0, "Go profiling port (0: off)")
+	o.clockSkewFile = f.String("clock.skew.file", "", "for fault tests: a file holding a duration (30s, -30s) added to the gateway's wall clock, read every second")
 	o.master = f.String("master", "localhost:9333", "comma-separated SeaweedFS master servers")
 	o.filerGroup = f.String("filerGroup", "", "filer group of the cluster")
 	o.defaultPartitions = f.Int("default-partitions", 4, "partitions of auto-created topics")

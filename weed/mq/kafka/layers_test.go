@@ -14,6 +14,7 @@ const module = "github.com/seaweedfs-kafka/gateway/"
 // stand in for, below what their tests test.
 var layers = map[string]int{
 	"weed/mq/kafka/record":                    0,
+	"weed/mq/kafka/clock":                     0,
 	"weed/mq/kafka/metrics":                   0,
 	"weed/mq/kafka/filerfs":                   0,
 	"weed/mq/kafka/membership/membershiptest": 5,

@@ -83,7 +83,18 @@ func (c *faultCluster) args(node string) []string {
 		return args
 	}
 	return append([]string{"-v=1", "mq.kafka.gateway", "-ip=" + addr, "-port=" + strconv.Itoa(faultKafkaPort),
-		"-master=" + c.master(), "-metricsPort=" + strconv.Itoa(faultMetricsPort)}, gatewayTuning...)
+		"-master=" + c.master(), "-metricsPort=" + strconv.Itoa(faultMetricsPort),
+		"-clock.skew.file=" + c.skewFile(node)}, gatewayTuning...)
+}
+
+func (c *faultCluster) skewFile(node string) string { return filepath.Join(c.dir, node, "clock-skew") }
+
+// skew sets a gateway's wall clock d off the system's, within a second.
+func (c *faultCluster) skew(node string, d time.Duration) {
+	c.t.Helper()
+	if err := os.WriteFile(c.skewFile(node), []byte(d.String()), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 func (c *faultCluster) logPath(node string) string {

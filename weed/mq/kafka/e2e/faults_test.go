@@ -46,6 +46,13 @@ func faultsOf(gw string) map[string][]fault {
 		// the majority; its clients still reach it.
 		cut("everything but its clients", append(append([]string{}, seaweedNodes...), others()...)...),
 	}}
+	// A gateway's wall clock jumps 30 s ahead or behind, and back at heal.
+	for _, d := range []time.Duration{30 * time.Second, -30 * time.Second} {
+		out["clock"] = append(out["clock"], fault{"clock", fmt.Sprintf("%s's clock %v off", gw, d), func(c *faultCluster) func() {
+			c.skew(gw, d)
+			return func() { c.skew(gw, 0) }
+		}})
+	}
 	for _, node := range append([]string{gw}, seaweedNodes...) {
 		out["pause"] = append(out["pause"], fault{"pause", "pause " + node, func(c *faultCluster) func() {
 			c.pause(node)
@@ -59,16 +66,20 @@ func faultsOf(gw string) map[string][]fault {
 	return out
 }
 
-var faultKinds = []string{"partition", "pause", "kill"}
+var faultKinds = []string{"partition", "pause", "kill", "clock"}
 
 // TestFaults runs the queue workload on a cluster of three gateways while
-// faults come and go: in the test command, 90 s with one fault of each
-// kind (partition, pause, kill), each chosen at random among its kind and
-// aimed at a random gateway or SeaweedFS process; with FAULTS_DURATION
-// (5m, say), faults of every kind rotate, 10–20 s each, for that long.
-// FAULTS_SEED replays a run's choices. After healing, everything is read
-// once more and the history is checked for every anomaly class (see
-// package history); a history with an anomaly is kept as a file.
+// faults come and go. In the test command: 90 s with one fault of each
+// kind, 12 s each, in random order: a partition (a gateway cut from the
+// filer, the broker, the volume server, the other gateways, its clients,
+// or from all but its clients), a pause (SIGSTOP) and a kill (SIGKILL,
+// then a restart) of a gateway or a SeaweedFS process, and a gateway's
+// clock 30 s ahead or behind (a jump there and back). With
+// FAULTS_DURATION (5m, say), faults of every kind rotate, 10–20 s each,
+// for that long; FAULTS_SEED replays a run's choices. After healing,
+// everything is read once more and the history is checked for every
+// anomaly class (see package history); a history with an anomaly is kept
+// as a file.
 func TestFaults(t *testing.T) {
 	t.Parallel()
 	duration := 90 * time.Second

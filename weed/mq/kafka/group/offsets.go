@@ -7,13 +7,13 @@ package group
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
@@ -120,7 +120,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, name string, who Commit
 			return e
 		}
 	}
-	now := time.Now().UnixMilli()
+	now := clock.Now().UnixMilli()
 	for _, parts := range offsets {
 		for p, o := range parts {
 			o.CommitTime = now
@@ -174,7 +174,7 @@ func (c *Coordinator) AddTxnOffsets(ctx context.Context, name string, who Commit
 	if g == nil {
 		return kerr.IllegalGeneration
 	}
-	now := time.Now().UnixMilli()
+	now := clock.Now().UnixMilli()
 	e, err := await(ctx, g, func(answer func(*kerr.Error)) {
 		if checked {
 			if _, e := g.checkMember(who); e != nil {

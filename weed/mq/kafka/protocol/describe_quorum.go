@@ -16,11 +16,11 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 )
 
@@ -42,7 +42,7 @@ func (h *Handler) handleDescribeQuorum(_ context.Context, r *Request) Reply {
 		epoch = v.Epoch()
 	}
 	members := h.brokers()
-	nowMs := time.Now().UnixMilli()
+	nowMs := clock.Now().UnixMilli()
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeQuorumResponseTopic()
 		st.Topic = rt.Topic

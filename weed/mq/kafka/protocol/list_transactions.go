@@ -9,11 +9,11 @@ import (
 	"context"
 	"regexp"
 	"slices"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
 
@@ -43,7 +43,7 @@ func (h *Handler) handleListTransactions(_ context.Context, r *Request) Reply {
 		resp.ErrorCode = e.Code
 		return now(resp)
 	}
-	nowMs := time.Now().UnixMilli()
+	nowMs := clock.Now().UnixMilli()
 	for _, d := range all {
 		switch {
 		case len(req.StateFilters) > 0 && !slices.Contains(req.StateFilters, string(d.State)),

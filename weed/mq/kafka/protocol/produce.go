@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
@@ -122,7 +123,7 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				}
 				continue
 			}
-			if code, errs, msg := invalidRecords(info, rp.Partition, records, time.Now(), schemas); code != nil {
+			if code, errs, msg := invalidRecords(info, rp.Partition, records, clock.Now(), schemas); code != nil {
 				// As Kafka's LogValidator: the batch is refused, each
 				// bad record named (KIP-467); librdkafka fails those and
 				// retries the others.

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
@@ -264,7 +265,7 @@ func (h *Handler) shareStart(ctx context.Context, topic string, partition int32,
 	case reset.Earliest:
 		return offs.LogStart, nil
 	case reset.Before > 0:
-		o, _, err := h.backend.OffsetForTime(ctx, topic, partition, time.Now().Add(-reset.Before).UnixMilli())
+		o, _, err := h.backend.OffsetForTime(ctx, topic, partition, clock.Now().Add(-reset.Before).UnixMilli())
 		if err != nil {
 			return 0, err
 		}

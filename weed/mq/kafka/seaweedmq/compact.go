@@ -25,6 +25,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/util"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
@@ -92,7 +93,7 @@ func (c *Client) cleanRound(o CleanerOptions) {
 			if !o.Leads(t.Name, i) {
 				continue
 			}
-			if _, err := c.CleanPartition(ctx, t, i, time.Now()); err != nil {
+			if _, err := c.CleanPartition(ctx, t, i, clock.Now()); err != nil {
 				glog.Warningf("kafka log cleaner: %s/%d: %v", t.Name, i, err)
 			}
 		}
@@ -255,7 +256,7 @@ func (c *Client) writeCleaned(ctx context.Context, dir string, group []compactio
 		return fmt.Errorf("%w: upload cleaned segment: %v", ErrUnavailable, err)
 	}
 	entry := proto.Clone(first).(*filer_pb.Entry)
-	entry.Chunks = []*filer_pb.FileChunk{up.ToPbFileChunk(fid, 0, time.Now().UnixNano())}
+	entry.Chunks = []*filer_pb.FileChunk{up.ToPbFileChunk(fid, 0, clock.Now().UnixNano())}
 	entry.Attributes.FileSize = uint64(up.Size)
 	entry.Attributes.Mtime = mtime.Unix() // tombstones age from when they were written
 	entry.Attributes.Md5 = nil

@@ -14,6 +14,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/s3api/s3_constants"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 )
 
@@ -72,7 +73,7 @@ func (c *Client) WriteFileIf(ctx context.Context, dir, name string, data []byte,
 	if was, ok := strings.CutPrefix(version, "v:"); ok {
 		clause = &filer_pb.WriteCondition_Clause{Kind: filer_pb.WriteCondition_IF_ETAG_MATCH, Etags: []string{was}}
 	}
-	now := time.Now().Unix()
+	now := clock.Now().Unix()
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		resp, err := fc.CreateEntry(ctx, &filer_pb.CreateEntryRequest{
 			Directory: dir,
@@ -128,7 +129,7 @@ func (c *Client) ReadFile(ctx context.Context, dir, name string) ([]byte, error)
 // WriteFile implements filerfs.Files: it creates or replaces the file, and
 // the directories above it, in one filer call.
 func (c *Client) WriteFile(ctx context.Context, dir, name string, data []byte) error {
-	now := time.Now().Unix()
+	now := clock.Now().Unix()
 	return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		return filer_pb.CreateEntry(ctx, fc, &filer_pb.CreateEntryRequest{
 			Directory: dir,

@@ -28,6 +28,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/util"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
@@ -143,7 +144,7 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 		var entry *filer_pb.Entry
 		switch {
 		case errors.Is(err, filer_pb.ErrNotFound):
-			now := time.Now().Unix()
+			now := clock.Now().Unix()
 			entry = &filer_pb.Entry{Name: name, Attributes: &filer_pb.FuseAttributes{
 				Crtime: now, Mtime: now, FileMode: uint32(os.FileMode(0o644)),
 			}, Extended: map[string][]byte{}}
@@ -156,7 +157,7 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 			}
 		}
 		size := int64(filer.TotalSize(entry.Chunks))
-		entry.Chunks = append(entry.Chunks, res.ToPbFileChunk(fid, size, time.Now().UnixNano()))
+		entry.Chunks = append(entry.Chunks, res.ToPbFileChunk(fid, size, clock.Now().UnixNano()))
 		entry.Attributes.FileSize = uint64(size) + uint64(res.Size)
 		if v := entry.Extended[mq.ExtendedAttrOffsetMin]; len(v) != 8 || int64(binary.BigEndian.Uint64(v)) > first {
 			entry.Extended[mq.ExtendedAttrOffsetMin] = binary.BigEndian.AppendUint64(nil, uint64(first))

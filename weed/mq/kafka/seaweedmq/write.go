@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
@@ -229,7 +230,7 @@ func walRecordsSize(records []record.Record) int {
 // is negative, far in the future, or behind the partition's last ts_ns by
 // more than its own millisecond).
 func (p *partition) nextTs(tsMs int64) (int64, bool) {
-	now := time.Now().UnixNano()
+	now := clock.Now().UnixNano()
 	ts := tsMs * int64(time.Millisecond)
 	if tsMs >= 0 && ts <= now+int64(maxFutureTimestamp) {
 		if ts > p.lastTsNs {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 )
 
@@ -206,7 +207,7 @@ func (c *Coordinator) save(ctx context.Context, t *txn) error {
 		// Another gateway coordinates the id now: this copy is stale.
 		return fmt.Errorf("transaction %s: %w", t.st.ID, kerr.NotCoordinator)
 	}
-	t.st.UpdatedMs = time.Now().UnixMilli()
+	t.st.UpdatedMs = clock.Now().UnixMilli()
 	data, err := json.Marshal(&t.st)
 	if err != nil {
 		return err

@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 )
 
 // EndTxn commits or aborts the producer's transaction. A retry of an end
@@ -241,7 +243,7 @@ func (c *Coordinator) armTimeout(t *txn) {
 		t.timer.Stop()
 	}
 	start := t.st.StartMs
-	d := time.Until(time.UnixMilli(start).Add(time.Duration(t.st.TimeoutMs) * time.Millisecond))
+	d := time.UnixMilli(start).Add(time.Duration(t.st.TimeoutMs) * time.Millisecond).Sub(clock.Now())
 	t.timer = time.AfterFunc(max(d, 0), func() {
 		select {
 		case <-c.stop:

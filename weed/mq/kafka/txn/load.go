@@ -12,6 +12,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
@@ -56,7 +57,7 @@ func (c *Coordinator) Start() {
 				case <-c.stop:
 					return
 				case <-expire.C:
-					metrics.Guard("TxnExpiry", func() { c.ExpireIDs(time.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
+					metrics.Guard("TxnExpiry", func() { c.ExpireIDs(clock.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
 				}
 			}
 		}
@@ -71,7 +72,7 @@ func (c *Coordinator) Start() {
 			case <-c.stop:
 				return
 			case <-expire.C:
-				metrics.Guard("TxnExpiry", func() { c.ExpireIDs(time.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
+				metrics.Guard("TxnExpiry", func() { c.ExpireIDs(clock.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
 			case <-changed:
 				changed = c.changed()              // before looking: no change goes unseen
 				metrics.Guard("TxnSweep", c.sweep) //nolint:errcheck // logged and counted; the next change tries again

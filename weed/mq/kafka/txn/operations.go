@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 )
 
 // InitProducerID gives a transactional id its producer id and a new epoch,
@@ -93,7 +95,7 @@ func (c *Coordinator) begin(t *txn) *kerr.Error {
 		return nil
 	}
 	t.st.State = Ongoing
-	t.st.StartMs = time.Now().UnixMilli()
+	t.st.StartMs = clock.Now().UnixMilli()
 	t.st.Partitions, t.st.Groups = nil, nil
 	return nil
 }

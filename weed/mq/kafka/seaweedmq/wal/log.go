@@ -30,6 +30,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/storage/needle"
 	"github.com/seaweedfs/seaweedfs/weed/storage/types"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
@@ -305,10 +306,10 @@ func (w *Log) commit(frame []byte, batch []*pending) (err error) {
 	// never acknowledged, and readers skip it (readChunks).
 	size := int64(filer.TotalSize(f.entry.Chunks))
 	fid, _ := filer_pb.ToFileIdObject(slot.fid)
-	chunk := &filer_pb.FileChunk{FileId: slot.fid, Fid: fid, Offset: size, Size: uint64(len(frame)), ModifiedTsNs: time.Now().UnixNano()}
+	chunk := &filer_pb.FileChunk{FileId: slot.fid, Fid: fid, Offset: size, Size: uint64(len(frame)), ModifiedTsNs: clock.Now().UnixNano()}
 	f.entry.Chunks = append(f.entry.Chunks, chunk)
 	f.entry.Attributes.FileSize = uint64(size) + chunk.Size
-	f.entry.Attributes.Mtime = time.Now().Unix()
+	f.entry.Attributes.Mtime = clock.Now().Unix()
 	committed := false
 	defer func() {
 		if !committed { // failed or panicked: the next commit's filer update leaves this chunk out
