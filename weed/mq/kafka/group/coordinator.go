@@ -18,6 +18,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
@@ -194,7 +195,7 @@ func (c *Coordinator) Start() {
 				changed = c.changed()                // before looking: no change goes unseen
 				metrics.Guard("GroupSweep", c.sweep) //nolint:errcheck // logged and counted; the next change tries again
 			case <-expire.C:
-				metrics.Guard("OffsetExpiry", func() { c.ExpireOffsets(time.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
+				metrics.Guard("OffsetExpiry", func() { c.ExpireOffsets(clock.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
 			}
 		}
 	}()
@@ -229,6 +230,14 @@ func (c *Coordinator) serving(name string) (int64, bool) {
 		return 0, true
 	}
 	return c.opts.Serving(name)
+}
+
+// Coordinates reports whether this gateway coordinates the group now: a
+// request for a group it does not is answered NOT_COORDINATOR before
+// anything else is looked up.
+func (c *Coordinator) Coordinates(name string) bool {
+	_, ok := c.serving(name)
+	return ok
 }
 
 // changed is the channel closed at the next change of what is served here

@@ -15,6 +15,7 @@ package protocol
 import (
 	"context"
 	"encoding/hex"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,6 +25,10 @@ import (
 )
 
 func init() { register(kmsg.OffsetCommit, 0, 10, (*Handler).handleOffsetCommit) }
+
+// offsetCommitTimeout is how long an offset commit waits to be stored:
+// Kafka's offsets.commit.timeout.ms.
+const offsetCommitTimeout = 5 * time.Second
 
 func (h *Handler) handleOffsetCommit(ctx context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.OffsetCommitRequest)
@@ -38,11 +43,19 @@ func (h *Handler) handleOffsetCommit(ctx context.Context, r *Request) Reply {
 		codes := make([][]int16, len(req.Topics))
 		offsets := offset.Topics{}
 		groupDenied := !h.allowedGroup(r, kmsg.ACLOperationRead, req.Group)
+		// As Kafka's coordinator: NOT_COORDINATOR at once, without
+		// looking the topics up (which a gateway cut off from the filer
+		// could not do in time).
+		notCoordinator := !groupDenied && req.Group != "" && !h.groups.Coordinates(req.Group)
 		for i, rt := range req.Topics {
 			codes[i] = make([]int16, len(rt.Partitions))
-			if groupDenied {
+			if groupDenied || notCoordinator {
+				code := kerr.GroupAuthorizationFailed.Code
+				if notCoordinator {
+					code = kerr.NotCoordinator.Code
+				}
 				for j := range codes[i] {
-					codes[i][j] = kerr.GroupAuthorizationFailed.Code
+					codes[i][j] = code
 				}
 				continue
 			}
@@ -59,6 +72,12 @@ func (h *Handler) handleOffsetCommit(ctx context.Context, r *Request) Reply {
 		}
 		var commitErr int16
 		if len(offsets) > 0 {
+			// Answered REQUEST_TIMED_OUT if not stored within Kafka's
+			// offsets.commit.timeout.ms (a coordinator cut off from
+			// the filer; it stops coordinating within its view lease,
+			// and the client commits again where the group is then).
+			ctx, cancel := context.WithTimeout(ctx, offsetCommitTimeout)
+			defer cancel()
 			if e := h.groups.CommitOffsets(ctx, req.Group, who, offsets); e != nil {
 				commitErr = e.Code
 			}

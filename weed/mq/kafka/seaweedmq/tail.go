@@ -249,17 +249,28 @@ func (p *partition) isDropped() bool {
 }
 
 // stillThere reports whether a partition's directory is still the one of
-// its topic's partition.
+// its topic's partition, read from the filer. The cached topic is
+// forgotten only if it is gone or changed: a flush that failed because the
+// filer is out of reach must not leave the gateway without its topics.
 func (c *Client) stillThere(ctx context.Context, p *partition) (bool, error) {
-	c.topics.forget(p.topic)
-	a, err := c.assignment(ctx, p.topic, p.index)
+	e, err := c.readTopic(ctx, p.topic)
 	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		c.topics.forget(p.topic)
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	return wal.PartKey(partitionDir(p.topic, a), a.Partition.UnixTimeNs) == p.walKey, nil
+	if int(p.index) >= len(e.parts) {
+		c.topics.forget(p.topic)
+		return false, nil
+	}
+	a := e.parts[p.index]
+	there := wal.PartKey(partitionDir(p.topic, a), a.Partition.UnixTimeNs) == p.walKey
+	if !there {
+		c.topics.forget(p.topic)
+	}
+	return there, nil
 }
 
 // dropIdle forgets a partition nobody used for idleAfter, its producers'

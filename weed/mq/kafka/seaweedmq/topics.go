@@ -26,6 +26,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/schema_pb"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 )
@@ -146,8 +147,16 @@ func (c *Client) readTopic(ctx context.Context, name string) (*topicEntry, error
 	return e, nil
 }
 
+// How long a topic's read may take: one the cache knows is then served
+// from it; another fails (SeaweedFS unavailable).
+const (
+	topicRefreshTimeout = 2 * time.Second
+	topicReadTimeout    = 5 * time.Second
+)
+
 // topic returns a topic's entry, from the cache while it is fresh. When
-// the filer cannot be reached, a known topic is served from the cache.
+// the filer cannot be reached, or does not answer within
+// topicRefreshTimeout, a known topic is served from the cache.
 func (c *Client) topic(ctx context.Context, name string) (*topicEntry, error) {
 	c.topics.mu.Lock()
 	e := c.topics.byName[name]
@@ -156,9 +165,18 @@ func (c *Client) topic(ctx context.Context, name string) (*topicEntry, error) {
 	if e != nil && time.Since(e.read) < c.opts.TopicCacheTTL {
 		return e, nil
 	}
-	fresh, err := c.readTopic(ctx, name)
+	// A gateway cut off from SeaweedFS answers from the cache, or with
+	// an error, within moments rather than holding its clients' requests
+	// for as long as the call hangs.
+	timeout := topicReadTimeout
+	if e != nil {
+		timeout = topicRefreshTimeout
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	fresh, err := c.readTopic(rctx, name)
 	if err != nil {
-		if e != nil && isUnavailable(err) {
+		if e != nil && (isUnavailable(err) || rctx.Err() != nil && ctx.Err() == nil) {
 			return e, nil
 		}
 		if err == kerr.UnknownTopicOrPartition {
@@ -348,7 +366,7 @@ func (c *Client) CreatePartitions(ctx context.Context, name string, count int32,
 		if !slots {
 			// A new generation, in a directory of its own (named to
 			// the second).
-			gen = max(time.Now().UnixNano(), gen+int64(time.Second))
+			gen = max(clock.Now().UnixNano(), gen+int64(time.Second))
 		}
 		conf.BrokerPartitionAssignments = append(conf.BrokerPartitionAssignments, newPartitions(have, count-have, gen)...)
 		if !slots {
@@ -398,7 +416,7 @@ func (c *Client) CreateTopic(ctx context.Context, spec protocol.TopicSpec) (prot
 		return protocol.TopicInfo{}, err
 	}
 	conf := &mq_pb.ConfigureTopicResponse{
-		BrokerPartitionAssignments: newPartitions(0, spec.Partitions, time.Now().UnixNano()),
+		BrokerPartitionAssignments: newPartitions(0, spec.Partitions, clock.Now().UnixNano()),
 		Retention:                  retention(spec.Configs),
 	}
 	if err := c.writeTopicConf(ctx, spec.Name, conf); err != nil {
