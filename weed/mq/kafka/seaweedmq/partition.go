@@ -46,7 +46,17 @@ type partition struct {
 	producers producerState // idempotent producers; under writeMu
 
 	notifyMu sync.Mutex
-	hw       int64         // end of the logged records, -1 if unknown
+	// released is set, under notifyMu, when this gateway's term over the
+	// partition ended (Release): a batch the write-ahead log takes after
+	// that stays out of the tail (logged). It was not acknowledged (its
+	// leader had lost the partition), and the next leader, which recovered
+	// from the logs before, may have given its offsets to other records:
+	// written from the tail as a segment, it would take their place.
+	released bool
+	// saveOnRelease asks the flusher to save the released partition's
+	// producers before writing its tail; under notifyMu.
+	saveOnRelease bool
+	hw            int64         // end of the logged records, -1 if unknown
 	changed  chan struct{} // closed when hw moves; nil until someone waits
 	// pending are the batches given offsets and not yet in the
 	// write-ahead log, in offset order; tail the logged batches not yet
@@ -142,6 +152,7 @@ func (p *partition) release() {
 	p.dropped = true
 	p.writeMu.Unlock()
 	p.notifyMu.Lock()
+	p.released = true
 	if p.changed != nil {
 		close(p.changed)
 		p.changed = nil
@@ -149,13 +160,15 @@ func (p *partition) release() {
 	p.notifyMu.Unlock()
 }
 
-// Release implements gateway.Releaser: the partition's producers' state is
-// saved and the partition is forgotten, to be read afresh if this gateway
-// leads it again. Its tail goes to a segment all the same, in the
-// background (tail.go): the next leader recovers the same records from
-// the write-ahead log, but a partition nobody uses again would otherwise
-// keep this gateway's log files from being trimmed. Fetches waiting on it
-// wake up.
+// Release implements gateway.Releaser: the partition is forgotten at once,
+// to be read afresh if this gateway leads it again, and what the log takes
+// for it from now on is not shown (see released). In the background
+// (tail.go), its producers' state is saved and its tail goes to a segment
+// all the same: the next leader recovers the same records from the
+// write-ahead log, but a partition nobody uses again would otherwise keep
+// this gateway's log files from being trimmed. Fetches waiting on it wake
+// up. It does no I/O: the partitions a gateway loses at once (cut off from
+// the filer, it loses all) are all released within moments.
 func (c *Client) Release(topic string, index int32) {
 	k := partKey{topic, index}
 	c.parts.mu.Lock()
@@ -165,7 +178,6 @@ func (c *Client) Release(topic string, index int32) {
 	if p == nil {
 		return
 	}
-	c.saveProducers(p, true)
 	p.release()
 	c.flusher.adopt(p)
 }

@@ -54,19 +54,24 @@ type flusher struct {
 	orphans []*partition // released with a tail: written, then forgotten
 }
 
-// adopt takes a partition this gateway no longer holds whose tail is still
-// to be written.
+// adopt takes a partition this gateway no longer holds: the next round
+// saves its producers' state and writes its tail.
 func (f *flusher) adopt(p *partition) {
-	if f.requeue(p) {
-		f.wake()
-	}
+	p.notifyMu.Lock()
+	p.saveOnRelease = true
+	p.notifyMu.Unlock()
+	f.mu.Lock()
+	f.orphans = append(f.orphans, p)
+	f.mu.Unlock()
+	f.wake()
 }
 
 // requeue keeps a released partition for the next round if its tail still
-// holds batches (a write that failed is tried again a round later).
+// holds batches (a write that failed is tried again a round later) or its
+// producers are still to be saved.
 func (f *flusher) requeue(p *partition) bool {
 	p.notifyMu.Lock()
-	has := len(p.tail) > 0
+	has := len(p.tail) > 0 || p.saveOnRelease
 	p.notifyMu.Unlock()
 	if !has {
 		return false
@@ -119,6 +124,8 @@ func (f *flusher) round(now time.Time, force bool) {
 			p.flushing = true
 			p.flushes.Add(1)
 		}
+		save := p.saveOnRelease && !busy
+		p.saveOnRelease = p.saveOnRelease && busy
 		p.notifyMu.Unlock()
 		if busy {
 			f.requeue(p) // next round
@@ -128,6 +135,9 @@ func (f *flusher) round(now time.Time, force bool) {
 		f.group.Add(1)
 		go func() {
 			defer func() { <-f.sem; f.group.Done() }()
+			if save {
+				f.c.saveProducers(p, true)
+			}
 			metrics.Guard("TailFlush", func() { f.c.flushTail(p) }) //nolint:errcheck // logged and counted
 			f.requeue(p)                                            // what is left, if the write failed
 		}()

@@ -181,6 +181,10 @@ func (p *partition) logged(b *pendingBatch, err error) {
 			if h.err == nil {
 				h.err = wal.ErrClosed
 			}
+		} else if p.released {
+			// Logged after this gateway's term ended: its leadership
+			// check answers it NOT_LEADER_OR_FOLLOWER, and its offsets
+			// may be another leader's now.
 		} else {
 			p.tail = append(p.tail, &tailBatch{base: h.base, n: h.n, recs: h.recs, lastTs: h.lastTs, logged: time.Now()})
 			p.tailBytes += len(h.recs)
