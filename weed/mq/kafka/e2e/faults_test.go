@@ -111,22 +111,25 @@ func TestFaults(t *testing.T) {
 		fs := faultsOf(gatewayNodes[rng.IntN(len(gatewayNodes))])[kind]
 		return fs[rng.IntN(len(fs))]
 	}
-	var plan []string // the kinds, in order
-	if !rotate {
-		plan = slices.Clone(faultKinds)
-		rng.Shuffle(len(plan), func(i, j int) { plan[i], plan[j] = plan[j], plan[i] })
+	// The kinds, in rounds of each kind once in a random order: one round
+	// in the test command, as many as fit when rotating.
+	var plan []string
+	shuffled := func() []string {
+		kinds := slices.Clone(faultKinds)
+		rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
+		return kinds
 	}
 	time.Sleep(10 * time.Second) // the workload under way before any fault
 	var done []string
-	for i := 0; time.Since(start) < duration-10*time.Second; i++ {
-		var f fault
-		if rotate {
-			f = pick(faultKinds[rng.IntN(len(faultKinds))])
-		} else if i < len(plan) {
-			f = pick(plan[i])
-		} else {
-			break
+	for round := 0; time.Since(start) < duration-10*time.Second; {
+		if len(plan) == 0 {
+			if round > 0 && !rotate {
+				break
+			}
+			plan, round = shuffled(), round+1
 		}
+		f := pick(plan[0])
+		plan = plan[1:]
 		length := 12 * time.Second
 		if rotate {
 			length = time.Duration(10+rng.IntN(11)) * time.Second
