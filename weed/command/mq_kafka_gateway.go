@@ -309,8 +309,10 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	// transactional ids: this one serves only what it owns.
 	members := membership.New(membership.Options{Self: self, Filer: client})
 	client.SetTerm(func(topic string, index int32) int64 {
-		term, _ := members.Serving(membership.PartitionKey(topic, index))
-		return term
+		if term, ok := members.Serving(membership.PartitionKey(topic, index)); ok {
+			return term
+		}
+		return 0
 	})
 	// Share groups' settings, and their share-partitions of the
 	// partitions this gateway leads (released with the leadership).

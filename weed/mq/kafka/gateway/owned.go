@@ -100,12 +100,19 @@ func (o *Owned) sweep() {
 // lead checks that this gateway leads the partition, releasing what it
 // held of it from an earlier term.
 func (o *Owned) lead(topic string, index int32) error {
+	p := partition{topic, index}
+	// Asked and noted under the lock sweep holds while it looks: a view
+	// that takes the partition away is either seen here, or sees the
+	// partition noted and releases it (asked outside the lock, a sweep
+	// could pass between the two, and the partition stayed held, and
+	// written, by a gateway that no longer led it: TestFaults found a
+	// deposed leader's tail written over its successor's records).
+	o.mu.Lock()
 	term, ok := o.serving(membership.PartitionKey(topic, index))
 	if !ok {
+		o.mu.Unlock()
 		return kerr.NotLeaderForPartition
 	}
-	p := partition{topic, index}
-	o.mu.Lock()
 	held, known := o.terms[p]
 	if !known || held != term {
 		o.terms[p] = term

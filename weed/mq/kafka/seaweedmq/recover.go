@@ -203,6 +203,13 @@ func (c *Client) openPartition(ctx context.Context, p *partition) error {
 	if err != nil {
 		return err
 	}
+	if c.opts.Term != nil && p.term != 0 && c.opts.Term(p.topic, p.index) != p.term {
+		// The leadership ended (or began anew) while the logs were read,
+		// which can take long when SeaweedFS is slow: what was recovered
+		// may miss what the next leader wrote since. Offsets are given
+		// only by a run opened within one term.
+		return fmt.Errorf("%w: its leadership changed while it was recovered", kerr.NotLeaderForPartition)
+	}
 	if end > 0 {
 		tail, err := c.rawAt(ctx, p, end-1)
 		if err != nil {

@@ -79,6 +79,26 @@ func (c *Client) appendLocked(ctx context.Context, p *partition, batch []byte, r
 	if err := c.ensureReady(ctx, p); err != nil {
 		return protocol.FailedAppend(err)
 	}
+	// Offsets are given only in the term the partition was opened in: an
+	// append admitted before the leadership ended, that waited for the
+	// partition's recovery meanwhile, gives none; a partition opened in
+	// no term (read here before this gateway led it) or an earlier one is
+	// recovered again first.
+	if c.opts.Term != nil {
+		now := c.opts.Term(p.topic, p.index)
+		if now == 0 {
+			return protocol.FailedAppend(fmt.Errorf("%w: not led here", kerr.NotLeaderForPartition))
+		}
+		if now != p.term {
+			p.ready = false
+			if err := c.ensureReady(ctx, p); err != nil {
+				return protocol.FailedAppend(err)
+			}
+			if p.term != now {
+				return protocol.FailedAppend(fmt.Errorf("%w: the leadership changed while the partition was recovered", kerr.NotLeaderForPartition))
+			}
+		}
+	}
 	p.touch()
 	write := func() *protocol.Appended {
 		if batch != nil {
