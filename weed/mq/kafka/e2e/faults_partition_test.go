@@ -23,19 +23,31 @@ func TestPartitionedGateway(t *testing.T) {
 	t.Parallel()
 	c := startFaultCluster(t)
 	seeds := c.seeds()
-	g1, g2 := c.gateway("gw1"), c.gateway("gw2")
 	topic := createTopicAt(t, seeds, 6)
-	var partition int32 = -1
-	eventually(t, 30*time.Second, "a partition led by gw1", func() error {
-		_, leaders := leadersFrom(t, g1, topic)
-		for p, l := range leaders {
-			if l == g1.addr {
-				partition = p
-				return nil
+	// The gateway cut off (g1, "the cut gateway") is the leader of the
+	// topic's partition 0; g2 is another.
+	var partition int32
+	var g1, g2 *gatewayProc
+	var victim string
+	var others []string
+	eventually(t, 30*time.Second, "partition 0's leader", func() error {
+		_, leaders := leadersFrom(t, c.gateway("gw1"), topic)
+		for _, node := range gatewayNodes {
+			if g := c.gateway(node); g.addr == leaders[partition] {
+				g1, victim = g, node
 			}
 		}
-		return fmt.Errorf("leaders %v", leaders)
+		if g1 == nil {
+			return fmt.Errorf("leaders %v", leaders)
+		}
+		return nil
 	})
+	for _, node := range gatewayNodes {
+		if node != victim {
+			others = append(others, node)
+		}
+	}
+	g2 = c.gateway(others[0])
 	group := ""
 	for i := 0; group == ""; i++ {
 		if g := "partitioned-" + strconv.Itoa(i); coordinatorFrom(t, g1, 0, g) == g1.addr {
@@ -43,7 +55,7 @@ func TestPartitionedGateway(t *testing.T) {
 		}
 	}
 	tp := fmt.Sprintf("%s/%d", topic, partition)
-	t.Logf("gw1 leads %s and coordinates group %s", tp, group)
+	t.Logf("%s leads %s and coordinates group %s", victim, tp, group)
 
 	produce := func(addr, value string) (int16, int64) {
 		req := kmsg.NewPtrProduceRequest()
@@ -69,20 +81,20 @@ func TestPartitionedGateway(t *testing.T) {
 		return askOne[*kmsg.OffsetCommitResponse](t, addr, req).Topics[0].Partitions[0].ErrorCode
 	}
 	if code, _ := produce(g1.addr, "before"); code != 0 {
-		t.Fatalf("produce to gw1 before the cut: %v", kerr.ErrorForCode(code))
+		t.Fatalf("produce to the cut gateway before the cut: %v", kerr.ErrorForCode(code))
 	}
 	if code := commit(g1.addr); code != 0 {
-		t.Fatalf("commit to gw1 before the cut: %v", kerr.ErrorForCode(code))
+		t.Fatalf("commit to the cut gateway before the cut: %v", kerr.ErrorForCode(code))
 	}
 
-	c.net.isolate("gw1", append(append([]string{}, seaweedNodes...), "gw2", "gw3")...)
+	c.net.isolate(victim, append(append([]string{}, seaweedNodes...), others...)...)
 	cut := time.Now()
-	acked := map[int64]string{} // what gw1 acknowledged after the cut
+	acked := map[int64]string{} // what g1 acknowledged after the cut
 	var notLeader, notCoordinator time.Duration
 	codes := map[string]int{}
 	for i := 0; notLeader == 0 || notCoordinator == 0; i++ {
 		if time.Since(cut) > time.Minute {
-			t.Fatalf("gw1 still answers as leader or coordinator a minute after the cut: %v", codes)
+			t.Fatalf("the cut gateway still answers as leader or coordinator a minute after the cut: %v", codes)
 		}
 		if notLeader == 0 {
 			v := "after-" + strconv.Itoa(i)
@@ -104,14 +116,14 @@ func TestPartitionedGateway(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Logf("gw1, cut off: NOT_LEADER_OR_FOLLOWER after %v, NOT_COORDINATOR after %v; answers meanwhile: %v",
+	t.Logf("the cut gateway: NOT_LEADER_OR_FOLLOWER after %v, NOT_COORDINATOR after %v; answers meanwhile: %v",
 		notLeader.Round(100*time.Millisecond), notCoordinator.Round(100*time.Millisecond), codes)
 
 	var served, coordinated time.Duration
 	var end int64
 	for served == 0 || coordinated == 0 {
 		if time.Since(cut) > 2*time.Minute {
-			t.Fatal("the others do not serve gw1's partition and group two minutes after the cut")
+			t.Fatal("the others do not serve the cut gateway's partition and group two minutes after the cut")
 		}
 		if served == 0 {
 			if _, leaders := leadersFrom(t, g2, topic); leaders[partition] != "" && leaders[partition] != g1.addr {
@@ -129,7 +141,7 @@ func TestPartitionedGateway(t *testing.T) {
 	}
 	t.Logf("the others serve %s after %v and group %s after %v", tp, served.Round(100*time.Millisecond), group, coordinated.Round(100*time.Millisecond))
 
-	// The new leader takes writes; then the cut heals, and gw1, which
+	// The new leader takes writes; then the cut heals, and g1, which
 	// may still hold what it took during the cut, leads the partition
 	// again (the view gives it back) and takes writes too.
 	acks := map[int64]string{}
@@ -142,7 +154,7 @@ func TestPartitionedGateway(t *testing.T) {
 	}
 	c.net.heal()
 	healed := time.Now()
-	eventually(t, time.Minute, "gw1 leading its partition again", func() error {
+	eventually(t, time.Minute, "the cut gateway leading its partition again", func() error {
 		if _, leaders := leadersFrom(t, g2, topic); leaders[partition] != g1.addr {
 			return fmt.Errorf("led by %s", leaders[partition])
 		}
@@ -153,7 +165,7 @@ func TestPartitionedGateway(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("gw1 leads %s again %v after the heal", tp, time.Since(healed).Round(100*time.Millisecond))
+	t.Logf("the cut gateway leads %s again %v after the heal", tp, time.Since(healed).Round(100*time.Millisecond))
 	for i := 0; i < 5; i++ {
 		v := "after-heal-" + strconv.Itoa(i)
 		if code, offset := produce(g1.addr, v); code == 0 {
@@ -164,7 +176,7 @@ func TestPartitionedGateway(t *testing.T) {
 		acks[off] = v
 	}
 
-	// Everything acknowledged, by gw1 after the cut and by either leader
+	// Everything acknowledged, by g1 after the cut and by either leader
 	// since, is where it was said to be, once.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}}))
@@ -194,5 +206,5 @@ func TestPartitionedGateway(t *testing.T) {
 		}
 		at[v] = off
 	}
-	t.Logf("%d records acknowledged (%d by gw1 while cut off), all at their offsets", len(acks), len(acked))
+	t.Logf("%d records acknowledged (%d by the cut gateway while cut off), all at their offsets", len(acks), len(acked))
 }

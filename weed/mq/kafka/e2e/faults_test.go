@@ -154,8 +154,9 @@ func TestFaults(t *testing.T) {
 		}
 	}
 	w.stopProducing()
-	final := w.finalRead()
-	w.drain(final, 90*time.Second)
+	w.stopTransforming(90 * time.Second)
+	w.finalRead()
+	w.drain(90 * time.Second)
 	r := w.h.Check()
 	t.Logf("faults: %v\n%s", done, r)
 	if !r.OK() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,8 +19,11 @@ import (
 // plain, transactional with aborts) send unique values to random
 // partitions of one topic while consumers read it (two classic group
 // members, two KIP-848 group members, one consumer of assigned
-// partitions), all with read_committed; every send, acknowledgement,
-// transaction outcome, poll and assignment goes into the history.
+// partitions), all with read_committed, and two transformers turn each
+// record into another in the same topic, exactly once (consume-transform-
+// produce: so that a transaction's reads and writes can form a cycle with
+// another's); every send, acknowledgement, transaction outcome, poll, read
+// and assignment goes into the history.
 type queueWorkload struct {
 	t          *testing.T
 	seeds      []string
@@ -30,22 +34,26 @@ type queueWorkload struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	prod   sync.WaitGroup // the producers
+	trans  sync.WaitGroup // the transformers
 	cons   sync.WaitGroup // the consumers
+	stopT  context.CancelFunc
 	stopC  context.CancelFunc
 }
 
 const (
-	workloadRate = 40 // values per second per producer
-	faultGroup   = "faults-classic"
-	faultGroup2  = "faults-next"
+	workloadRate   = 40 // values per second per producer
+	faultGroup     = "faults-classic"
+	faultGroup2    = "faults-next"
+	transformGroup = "faults-transform"
 )
 
 func startQueueWorkload(t *testing.T, seeds []string, topic string, partitions int32) *queueWorkload {
 	w := &queueWorkload{t: t, seeds: seeds, topic: topic, partitions: partitions, h: history.New()}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	consCtx, stopC := context.WithCancel(context.Background())
-	w.stopC = stopC
-	t.Cleanup(func() { w.cancel(); stopC() })
+	transCtx, stopT := context.WithCancel(context.Background())
+	w.stopC, w.stopT = stopC, stopT
+	t.Cleanup(func() { w.cancel(); stopT(); stopC() })
 	for _, c := range []struct{ name, group string }{
 		{"classic-1", faultGroup}, {"classic-2", faultGroup},
 		{"next-1", faultGroup2}, {"next-2", faultGroup2},
@@ -54,6 +62,12 @@ func startQueueWorkload(t *testing.T, seeds []string, topic string, partitions i
 		w.h.Consumer(c.name, c.group)
 		w.cons.Add(1)
 		go w.consume(consCtx, c.name, c.group)
+	}
+	for _, name := range []string{"transform-1", "transform-2"} {
+		w.h.Producer(name, history.Transactional)
+		w.h.Consumer(name, transformGroup)
+		w.trans.Add(1)
+		go w.transform(transCtx, name)
 	}
 	for _, p := range []struct{ name, kind string }{
 		{"idempotent-1", history.Idempotent}, {"idempotent-2", history.Idempotent},
@@ -200,6 +214,88 @@ func (w *queueWorkload) transact(name string) {
 	}
 }
 
+// transform consumes the topic and writes a value to it for each record it
+// reads (but the transformers' own), to the record's partition, in a
+// transaction that commits the group's offsets too (Kafka's exactly-once
+// consume-transform-produce, franz-go's GroupTransactSession): what a
+// transaction read is recorded with it.
+func (w *queueWorkload) transform(ctx context.Context, name string) {
+	defer w.trans.Done()
+	parts := func(m map[string][]int32) []int32 { return m[w.topic] }
+	newSession := func() *kgo.GroupTransactSession {
+		s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(w.seeds...), kgo.MetadataMinAge(500*time.Millisecond),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.TransactionalID(name), kgo.TransactionTimeout(10*time.Second), kgo.RequestTimeoutOverhead(5*time.Second),
+			kgo.ConsumerGroup(transformGroup), kgo.ConsumeTopics(w.topic), kgo.SessionTimeout(10*time.Second),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(), kgo.FetchMaxWait(500*time.Millisecond),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { w.h.Assign(name, parts(m)) }),
+			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { w.h.Revoke(name, parts(m)) }),
+			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { w.h.Revoke(name, parts(m)) }))
+		if err != nil {
+			w.t.Error(err)
+			return nil
+		}
+		return s
+	}
+	sess := newSession()
+	if sess == nil {
+		return
+	}
+	defer func() { sess.Close() }()
+	n := 0
+	for txn := 0; ctx.Err() == nil; {
+		var recs []history.Rec
+		sess.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			recs = append(recs, history.Rec{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
+		})
+		if len(recs) == 0 {
+			continue
+		}
+		id := strconv.Itoa(txn)
+		txn++
+		if err := sess.Begin(); err != nil {
+			w.t.Logf("%s: begin: %v", name, err)
+			sess.Close()
+			if sess = newSession(); sess == nil {
+				return
+			}
+			continue
+		}
+		w.h.Read(name, id, recs)
+		for _, r := range recs {
+			if strings.HasPrefix(r.Value, "transform-") {
+				continue
+			}
+			v := name + "/" + strconv.Itoa(n)
+			n++
+			w.h.Send(name, v, id)
+			sess.Produce(context.Background(), &kgo.Record{Topic: w.topic, Partition: r.Partition, Value: []byte(v)}, func(r *kgo.Record, err error) {
+				if err != nil {
+					w.h.Nack(name, v, err)
+					return
+				}
+				w.h.Ack(name, v, r.Partition, r.Offset)
+			})
+		}
+		endCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		committed, err := sess.End(endCtx, kgo.TryCommit)
+		cancel()
+		switch {
+		case err != nil:
+			w.h.TxnEnd(name, id, history.Unknown, err)
+			sess.Close()
+			if sess = newSession(); sess == nil {
+				return
+			}
+		case committed:
+			w.h.TxnEnd(name, id, history.Committed, nil)
+		default:
+			w.h.TxnEnd(name, id, history.Aborted, nil)
+		}
+	}
+}
+
 // consume polls until the consumers stop, recording every poll and every
 // change of assignment.
 func (w *queueWorkload) consume(ctx context.Context, name, group string) {
@@ -253,10 +349,20 @@ func (w *queueWorkload) stopProducing() {
 	w.prod.Wait()
 }
 
+// stopTransforming lets the transformers go on until they read every value
+// the producers wrote, or timeout, then stops them.
+func (w *queueWorkload) stopTransforming(timeout time.Duration) {
+	for deadline := time.Now().Add(timeout); w.h.Unread("group "+transformGroup) > 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+	}
+	w.stopT()
+	w.trans.Wait()
+}
+
 // finalRead reads every partition from its start with read_committed
 // until it is past every value a reader must find and nothing new came
 // for 5 s (2 minutes at most), and records it.
-func (w *queueWorkload) finalRead() []history.Rec {
+func (w *queueWorkload) finalRead() {
 	all := map[int32]kgo.Offset{}
 	for p := range w.partitions {
 		all[p] = kgo.NewOffset().AtStart()
@@ -265,7 +371,7 @@ func (w *queueWorkload) finalRead() []history.Rec {
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{w.topic: all}))
 	defer cl.Close()
 	var recs []history.Rec
-	must := w.h.MustSee()
+	must := w.h.MustSee()[""]
 	at := map[int32]int64{}
 	past := func() bool {
 		for p, o := range must {
@@ -288,21 +394,16 @@ func (w *queueWorkload) finalRead() []history.Rec {
 		})
 	}
 	w.h.Final(recs)
-	return recs
 }
 
-// drain lets the consumers read on until every reader has read as many
-// values as the final read holds, or timeout, then stops them.
-func (w *queueWorkload) drain(final []history.Rec, timeout time.Duration) {
-	want := map[string]bool{}
-	for _, r := range final {
-		want[r.Value] = true
-	}
+// drain lets the consumers read on until every reader has read every
+// value it must find, or timeout, then stops them.
+func (w *queueWorkload) drain(timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		done := true
 		for _, r := range []string{"group " + faultGroup, "group " + faultGroup2, "assigned"} {
-			if w.h.Polled()[r] < len(want) {
+			if w.h.Unread(r) > 0 {
 				done = false
 			}
 		}

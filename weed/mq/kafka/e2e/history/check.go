@@ -20,7 +20,8 @@ var Classes = []string{
 	"int-poll-skip",         // the same, inside one poll
 	"int-nonmonotonic-poll", // the same, inside one poll
 	"G1a",                   // an aborted transaction's record read with read_committed
-	"G0",                    // a cycle of transactions in the partitions' orders that real time rules out
+	"G0",                    // a cycle of transactions in the partitions' orders that goes against real time
+	"G1c",                   // the same, through what one transaction read of another's writes
 }
 
 // Report is what Check found.
@@ -81,13 +82,28 @@ type sent struct {
 	proc, txn string
 	seq       int // its place among its producer's sends
 	acked     bool
+	topic     string
 	partition int32
 	offset    int64
 }
 
+// loc is a place in a topic's partition (topic "": the workload's).
 type loc struct {
+	topic     string
 	partition int32
 	offset    int64
+}
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+func (l loc) String() string {
+	if l.topic == "" {
+		return fmt.Sprintf("partition %d offset %d", l.partition, l.offset)
+	}
+	return fmt.Sprintf("%s partition %d offset %d", l.topic, l.partition, l.offset)
 }
 
 // Check checks the history; it needs the final read (Final).
@@ -117,7 +133,7 @@ func (h *History) Check() *Report {
 			r.Stats["sent"]++
 		case OpAck:
 			if s := sends[op.Value]; s != nil {
-				s.acked, s.partition, s.offset = true, op.Partition, op.Offset
+				s.acked, s.topic, s.partition, s.offset = true, op.Topic, op.Partition, op.Offset
 				r.Stats["acknowledged"]++
 			}
 		case OpNack:
@@ -128,8 +144,39 @@ func (h *History) Check() *Report {
 			r.Stats["txn "+op.Outcome]++
 		case OpPoll:
 			r.Stats["polled"] += len(op.Records)
+		case OpRead:
+			if _, ok := began[op.Process+"/"+op.Txn]; !ok {
+				began[op.Process+"/"+op.Txn] = op.At
+			}
 		case OpFinal:
 			final = append(final, op.Records...)
+		}
+	}
+	// A transaction whose end was not answered committed if any of its
+	// records is in the final read, and aborted if it wrote some and none
+	// is (what it read counts, or not, accordingly).
+	inFinal := map[string]bool{}
+	for _, rec := range final {
+		inFinal[rec.Value] = true
+	}
+	wrote, seen := map[string]bool{}, map[string]bool{}
+	for v, s := range sends {
+		if s.txn != "" {
+			t := s.proc + "/" + s.txn
+			wrote[t] = true
+			seen[t] = seen[t] || inFinal[v]
+		}
+	}
+	for t, o := range outcome {
+		if o != Unknown || !wrote[t] {
+			continue
+		}
+		if seen[t] {
+			outcome[t] = Committed
+			r.Allowed["unanswered end: committed, by the final read"]++
+		} else {
+			outcome[t] = Aborted
+			r.Allowed["unanswered end: aborted, by the final read"]++
 		}
 	}
 	txnOf := func(s *sent) string { return outcome[s.proc+"/"+s.txn] }
@@ -145,7 +192,7 @@ func (h *History) Check() *Report {
 	// Where each value is in the final read, and what each offset holds
 	// by every account.
 	at := map[string][]loc{}
-	visible := map[int32][]int64{}
+	visible := map[tp][]int64{}
 	values := map[loc]map[string]bool{}
 	note := func(l loc, v string) {
 		if values[l] == nil {
@@ -154,9 +201,9 @@ func (h *History) Check() *Report {
 		values[l][v] = true
 	}
 	for _, rec := range final {
-		l := loc{rec.Partition, rec.Offset}
+		l := loc{rec.Topic, rec.Partition, rec.Offset}
 		at[rec.Value] = append(at[rec.Value], l)
-		visible[rec.Partition] = append(visible[rec.Partition], rec.Offset)
+		visible[tp{rec.Topic, rec.Partition}] = append(visible[tp{rec.Topic, rec.Partition}], rec.Offset)
 		note(l, rec.Value)
 	}
 	for p := range visible {
@@ -164,13 +211,13 @@ func (h *History) Check() *Report {
 	}
 	for v, s := range sends {
 		if s.acked {
-			note(loc{s.partition, s.offset}, v)
+			note(loc{s.topic, s.partition, s.offset}, v)
 		}
 	}
 	for _, op := range h.ops {
-		if op.Type == OpPoll {
+		if op.Type == OpPoll || op.Type == OpRead {
 			for _, rec := range op.Records {
-				note(loc{rec.Partition, rec.Offset}, rec.Value)
+				note(loc{rec.Topic, rec.Partition, rec.Offset}, rec.Value)
 			}
 		}
 	}
@@ -183,6 +230,9 @@ func (h *History) Check() *Report {
 		}
 	}
 	slices.SortFunc(locs, func(a, b loc) int {
+		if a.topic != b.topic {
+			return strings.Compare(a.topic, b.topic)
+		}
 		if a.partition != b.partition {
 			return int(a.partition - b.partition)
 		}
@@ -194,7 +244,7 @@ func (h *History) Check() *Report {
 			vs = append(vs, v)
 		}
 		sort.Strings(vs)
-		r.found("inconsistent-offsets", "partition %d offset %d holds %s", l.partition, l.offset, strings.Join(vs, ", "))
+		r.found("inconsistent-offsets", "%v holds %s", l, strings.Join(vs, ", "))
 	}
 
 	// lost-write, duplicate, G1a
@@ -208,9 +258,9 @@ func (h *History) Check() *Report {
 		where := at[v]
 		switch {
 		case committed(s) && len(where) == 0:
-			r.found("lost-write", "%s acknowledged at partition %d offset %d, not in the final read", v, s.partition, s.offset)
+			r.found("lost-write", "%s acknowledged at %v, not in the final read", v, loc{s.topic, s.partition, s.offset})
 		case s.txn != "" && txnOf(s) == Aborted && len(where) > 0:
-			r.found("G1a", "%s of aborted transaction %s/%s in the final read at partition %d offset %d", v, s.proc, s.txn, where[0].partition, where[0].offset)
+			r.found("G1a", "%s of aborted transaction %s/%s in the final read at %v", v, s.proc, s.txn, where[0])
 		}
 		if s.txn != "" && txnOf(s) == Unknown || s.txn != "" && txnOf(s) == "" {
 			r.Allowed["in a transaction of unknown outcome"]++
@@ -223,13 +273,23 @@ func (h *History) Check() *Report {
 			}
 		}
 	}
+	readOf := map[string]string{} // a value of the workload's topic → the committed transaction that read it
 	for _, op := range h.ops {
-		if op.Type != OpPoll {
+		if op.Type != OpPoll && op.Type != OpRead {
 			continue
 		}
+		t := op.Process + "/" + op.Txn
 		for _, rec := range op.Records {
 			if s := sends[rec.Value]; s != nil && s.txn != "" && txnOf(s) == Aborted {
-				r.found("G1a", "%s read %s of aborted transaction %s/%s at partition %d offset %d", op.Process, rec.Value, s.proc, s.txn, rec.Partition, rec.Offset)
+				r.found("G1a", "%s read %s of aborted transaction %s/%s at %v", op.Process, rec.Value, s.proc, s.txn, loc{rec.Topic, rec.Partition, rec.Offset})
+			}
+			if op.Type == OpRead && outcome[t] == Committed && rec.Topic == "" {
+				// Exactly once: one committed transaction made
+				// something of each value.
+				if prev, twice := readOf[rec.Value]; twice && prev != t {
+					r.found("duplicate", "%s read by committed transactions %s and %s", rec.Value, prev, t)
+				}
+				readOf[rec.Value] = t
 			}
 		}
 	}
@@ -237,14 +297,14 @@ func (h *History) Check() *Report {
 	// nonmonotonic-send: an idempotent or transactional producer's acked
 	// values to a partition, in send order, have growing offsets.
 	type key struct {
-		proc      string
-		partition int32
+		proc string
+		tp
 	}
 	bySend := map[key][]*sent{}
 	for _, v := range vals {
 		s := sends[v]
 		if s.acked && h.producers[s.proc] != Plain && (s.txn == "" || txnOf(s) == Committed) {
-			k := key{s.proc, s.partition}
+			k := key{s.proc, tp{s.topic, s.partition}}
 			bySend[k] = append(bySend[k], s)
 		}
 	}
@@ -252,15 +312,17 @@ func (h *History) Check() *Report {
 		slices.SortFunc(ss, func(a, b *sent) int { return a.seq - b.seq })
 		for i := 1; i < len(ss); i++ {
 			if ss[i].offset <= ss[i-1].offset {
-				r.found("nonmonotonic-send", "%s's send %d to partition %d at offset %d, its send %d at %d", k.proc, ss[i].seq, k.partition, ss[i].offset, ss[i-1].seq, ss[i-1].offset)
+				r.found("nonmonotonic-send", "%s's send %d to %v, its send %d at offset %d", k.proc, ss[i].seq, loc{k.topic, k.partition, ss[i].offset}, ss[i-1].seq, ss[i-1].offset)
 			}
 		}
 	}
 
 	// Polls: each consumer's reads of a partition, from its assignment on,
-	// go forward without jumping over a visible record.
-	between := func(p int32, lo, hi int64) int { // visible offsets in (lo, hi)
-		vs := visible[p]
+	// go forward without jumping over a visible record. (A transaction's
+	// reads start again from the group's offsets when it aborts: they are
+	// checked for exactly once above instead.)
+	between := func(k tp, lo, hi int64) int { // visible offsets in (lo, hi)
+		vs := visible[k]
 		i, _ := slices.BinarySearch(vs, lo+1)
 		j, _ := slices.BinarySearch(vs, hi)
 		return j - i
@@ -271,39 +333,52 @@ func (h *History) Check() *Report {
 		switch op.Type {
 		case OpAssign, OpRevoke:
 			for _, p := range op.Parts {
-				delete(last, key{op.Process, p})
+				delete(last, key{op.Process, tp{"", p}})
+			}
+		case OpRead:
+			if outcome[op.Process+"/"+op.Txn] != Committed {
+				continue
+			}
+			rd := reader(op.Process, h.consumers)
+			if readBy[rd] == nil {
+				readBy[rd] = map[string]bool{}
+			}
+			for _, rec := range op.Records {
+				readBy[rd][rec.Value] = true
 			}
 		case OpPoll:
 			rd := reader(op.Process, h.consumers)
 			if readBy[rd] == nil {
 				readBy[rd] = map[string]bool{}
 			}
-			inPoll := map[int32]bool{}
+			inPoll := map[tp]bool{}
 			for _, rec := range op.Records {
 				readBy[rd][rec.Value] = true
-				k := key{op.Process, rec.Partition}
+				at := tp{rec.Topic, rec.Partition}
+				k := key{op.Process, at}
 				prev, ok := last[k]
 				last[k] = rec.Offset
 				if !ok {
-					inPoll[rec.Partition] = true
+					inPoll[at] = true
 					continue
 				}
 				prefix := ""
-				if inPoll[rec.Partition] {
+				if inPoll[at] {
 					prefix = "int-"
 				}
-				inPoll[rec.Partition] = true
+				inPoll[at] = true
 				if rec.Offset <= prev {
-					r.found(prefix+"nonmonotonic-poll", "%s read partition %d offset %d after %d (at %v)", op.Process, rec.Partition, rec.Offset, prev, op.At)
-				} else if n := between(rec.Partition, prev, rec.Offset); n > 0 {
-					r.found(prefix+"poll-skip", "%s read partition %d offset %d after %d, over %d visible records (at %v)", op.Process, rec.Partition, rec.Offset, prev, n, op.At)
+					r.found(prefix+"nonmonotonic-poll", "%s read %v after %d (at %v)", op.Process, loc{rec.Topic, rec.Partition, rec.Offset}, prev, op.At)
+				} else if n := between(at, prev, rec.Offset); n > 0 {
+					r.found(prefix+"poll-skip", "%s read %v after %d, over %d visible records (at %v)", op.Process, loc{rec.Topic, rec.Partition, rec.Offset}, prev, n, op.At)
 				}
 			}
 		}
 	}
 
 	// unseen: every reader (a group's members together, or an assigned
-	// consumer) read every record of the final read.
+	// consumer) read every record of the workload's topic in the final
+	// read, but those its own members wrote.
 	readers := make([]string, 0, len(readBy))
 	for proc := range h.consumers {
 		rd := reader(proc, h.consumers)
@@ -315,9 +390,13 @@ func (h *History) Check() *Report {
 	for _, rd := range readers {
 		n, first := 0, ""
 		for _, rec := range final {
-			if !readBy[rd][rec.Value] {
+			own := false // what its own members wrote last is not read by it again
+			if s := sends[rec.Value]; s != nil {
+				own = reader(s.proc, h.consumers) == rd
+			}
+			if rec.Topic == "" && !own && !readBy[rd][rec.Value] {
 				if n == 0 {
-					first = fmt.Sprintf("%s, e.g. %s at partition %d offset %d", rd, rec.Value, rec.Partition, rec.Offset)
+					first = fmt.Sprintf("%s, e.g. %s at %v", rd, rec.Value, loc{rec.Topic, rec.Partition, rec.Offset})
 				}
 				n++
 			}
@@ -330,44 +409,67 @@ func (h *History) Check() *Report {
 		}
 	}
 
-	// G0: the order of committed transactions' records in each partition
-	// (consecutive ones are enough) has no cycle.
+	// Cycles between committed transactions. ww: the order of their records
+	// in each partition (consecutive ones are enough); wr: a transaction
+	// that read another's record, after that one committed.
 	edges := map[string]map[string]bool{}
-	prev := map[int32]string{}
+	edge := func(from, to string) {
+		if edges[from] == nil {
+			edges[from] = map[string]bool{}
+		}
+		edges[from][to] = true
+	}
+	prev := map[tp]string{}
 	for _, rec := range final {
 		s := sends[rec.Value]
 		if s == nil || s.txn == "" {
 			continue
 		}
 		t := s.proc + "/" + s.txn
-		if p := prev[rec.Partition]; p != "" && p != t {
-			if edges[p] == nil {
-				edges[p] = map[string]bool{}
-			}
-			edges[p][t] = true
+		k := tp{rec.Topic, rec.Partition}
+		if p := prev[k]; p != "" && p != t {
+			edge(p, t)
 		}
-		prev[rec.Partition] = t
+		prev[k] = t
+	}
+	wr := map[[2]string]bool{}
+	for v, t := range readOf {
+		if s := sends[v]; s != nil && s.txn != "" && txnOf(s) == Committed {
+			w := s.proc + "/" + s.txn
+			edge(w, t)
+			wr[[2]string{w, t}] = true
+		}
 	}
 	// Kafka's transactions make their records visible all or none, but do
-	// not order concurrent ones: two transactions open at once may each
-	// come first in a different partition. A cycle is an anomaly only
-	// where one of its orders goes against real time: a transaction ended
-	// before another began, yet one of its records comes after one of the
-	// other's.
+	// not isolate concurrent ones from each other's writes: two
+	// transactions open at once may each come first in a different
+	// partition, and a third that read one of them can then close a cycle
+	// of writes and reads. A cycle is an anomaly only where one of its
+	// orders goes against real time: a transaction ended before another
+	// began, yet comes after it in a partition, or was read by it. It is
+	// G1c if it runs through a read, G0 if through writes alone.
 	for _, c := range cycles(edges) {
-		against := ""
+		against, read := "", false
 		for _, ti := range c {
 			for tj := range edges[ti] {
-				if e, ok := ended[tj]; ok && slices.Contains(c, tj) && e < began[ti] {
-					against = fmt.Sprintf("%s ended before %s began, yet comes after it in a partition", tj, ti)
+				if !slices.Contains(c, tj) {
+					continue
+				}
+				read = read || wr[[2]string{ti, tj}]
+				if e, ok := ended[tj]; ok && e < began[ti] {
+					against = fmt.Sprintf("%s ended before %s began, yet comes after it", tj, ti)
 				}
 			}
 		}
+		class := "G0"
+		if read {
+			class = "G1c"
+		}
 		if against == "" {
-			r.Allowed["G0 of concurrent transactions"]++
+			r.Allowed[class+" of concurrent transactions"]++
 			continue
 		}
-		r.found("G0", "transactions %s in a cycle: %s", strings.Join(c, ", "), against)
+		r.found(class, "transactions %s in a cycle: %s", strings.Join(c, ", "), against)
 	}
 	return r
 }

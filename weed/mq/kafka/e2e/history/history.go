@@ -40,13 +40,18 @@ const (
 	OpRevoke = "revoke" // revoked or lost
 	OpFinal  = "final"  // the read of everything after the faults healed
 	OpFault  = "fault"
+	// OpRead is what a transaction read (consume-transform-produce): its
+	// reads count if it commits.
+	OpRead = "read"
 )
 
-// Rec is one record read: where it is and its value.
+// Rec is one record read: where it is and its value. Topic is empty for
+// the workload's topic, named for another (a transformer's output).
 type Rec struct {
 	Partition int32  `json:"p"`
 	Offset    int64  `json:"o"`
 	Value     string `json:"v"`
+	Topic     string `json:"t,omitempty"`
 }
 
 // Op is one event of the history.
@@ -56,6 +61,7 @@ type Op struct {
 	Type      string        `json:"type"`
 	Value     string        `json:"v,omitempty"`
 	Txn       string        `json:"txn,omitempty"`
+	Topic     string        `json:"t,omitempty"`
 	Partition int32         `json:"p,omitempty"`
 	Offset    int64         `json:"o,omitempty"`
 	Outcome   string        `json:"outcome,omitempty"`
@@ -111,6 +117,21 @@ func (h *History) Ack(proc, value string, partition int32, offset int64) {
 	h.add(Op{Process: proc, Type: OpAck, Value: value, Partition: partition, Offset: offset})
 }
 
+// AckIn records that value was acknowledged at partition/offset of topic
+// (a topic other than the workload's).
+func (h *History) AckIn(proc, value, topic string, partition int32, offset int64) {
+	h.add(Op{Process: proc, Type: OpAck, Value: value, Topic: topic, Partition: partition, Offset: offset})
+}
+
+// Read records the records transaction txn of proc read, to write what
+// it made of them in the same transaction.
+func (h *History) Read(proc, txn string, recs []Rec) {
+	if len(recs) == 0 {
+		return
+	}
+	h.add(Op{Process: proc, Type: OpRead, Txn: txn, Records: recs})
+}
+
 // Nack records that sending value failed with err.
 func (h *History) Nack(proc, value string, err error) {
 	h.add(Op{Process: proc, Type: OpNack, Value: value, Note: err.Error()})
@@ -154,29 +175,44 @@ func (h *History) Final(recs []Rec) {
 	h.add(Op{Process: "final", Type: OpFinal, Records: recs})
 }
 
-// Polled returns how many distinct values each group (or assigned
-// consumer) has read so far.
-func (h *History) Polled() map[string]int {
+// Unread returns how many values reader rd (a group, "group <name>", or
+// an assigned consumer) has yet to read of those it must find: the
+// acknowledged values of the workload's topic, outside transactions or in
+// committed ones, but those its own members wrote.
+func (h *History) Unread(rd string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	seen := map[string]map[string]bool{}
+	outcome := map[string]string{}
 	for _, op := range h.ops {
-		if op.Type != OpPoll {
+		if op.Type == OpTxn {
+			outcome[op.Process+"/"+op.Txn] = op.Outcome
+		}
+	}
+	read := map[string]bool{}
+	sent := map[string]string{} // value → proc/txn, "" outside transactions
+	for _, op := range h.ops {
+		switch {
+		case op.Type == OpSend && op.Txn != "":
+			sent[op.Value] = op.Process + "/" + op.Txn
+		case op.Type == OpPoll || op.Type == OpRead && outcome[op.Process+"/"+op.Txn] == Committed:
+			if reader(op.Process, h.consumers) == rd {
+				for _, rec := range op.Records {
+					read[rec.Value] = true
+				}
+			}
+		}
+	}
+	n := 0
+	for _, op := range h.ops {
+		if op.Type != OpAck || op.Topic != "" || read[op.Value] || reader(op.Process, h.consumers) == rd {
 			continue
 		}
-		r := reader(op.Process, h.consumers)
-		if seen[r] == nil {
-			seen[r] = map[string]bool{}
+		if t, ok := sent[op.Value]; ok && outcome[t] != Committed {
+			continue
 		}
-		for _, rec := range op.Records {
-			seen[r][rec.Value] = true
-		}
+		n++
 	}
-	out := map[string]int{}
-	for r, s := range seen {
-		out[r] = len(s)
-	}
-	return out
+	return n
 }
 
 // reader names whose reads must together cover everything: a group, or
@@ -188,9 +224,10 @@ func reader(proc string, consumers map[string]string) string {
 	return proc
 }
 
-// MustSee returns, by partition, the highest offset acknowledged for a
-// value a reader must find (not in a transaction, or in one committed).
-func (h *History) MustSee() map[int32]int64 {
+// MustSee returns, by topic ("" for the workload's) and partition, the
+// highest offset acknowledged for a value a reader must find (not in a
+// transaction, or in one committed).
+func (h *History) MustSee() map[string]map[int32]int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	txnOf := map[string]string{}
@@ -205,7 +242,7 @@ func (h *History) MustSee() map[int32]int64 {
 			}
 		}
 	}
-	out := map[int32]int64{}
+	out := map[string]map[int32]int64{}
 	for _, op := range h.ops {
 		if op.Type != OpAck {
 			continue
@@ -213,8 +250,11 @@ func (h *History) MustSee() map[int32]int64 {
 		if t, ok := inTxn[op.Value]; ok && txnOf[t] != Committed {
 			continue
 		}
-		if o, ok := out[op.Partition]; !ok || op.Offset > o {
-			out[op.Partition] = op.Offset
+		if out[op.Topic] == nil {
+			out[op.Topic] = map[int32]int64{}
+		}
+		if o, ok := out[op.Topic][op.Partition]; !ok || op.Offset > o {
+			out[op.Topic][op.Partition] = op.Offset
 		}
 	}
 	return out
