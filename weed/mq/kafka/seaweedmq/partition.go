@@ -57,7 +57,7 @@ type partition struct {
 	// producers before writing its tail; under notifyMu.
 	saveOnRelease bool
 	hw            int64         // end of the logged records, -1 if unknown
-	changed  chan struct{} // closed when hw moves; nil until someone waits
+	changed       chan struct{} // closed when hw moves; nil until someone waits
 	// pending are the batches given offsets and not yet in the
 	// write-ahead log, in offset order; tail the logged batches not yet
 	// in a segment, in offset order.
