@@ -273,7 +273,10 @@ func (h *History) Check() *Report {
 			}
 		}
 	}
-	readOf := map[string]string{} // a value of the workload's topic → the committed transaction that read it
+	// A record of the workload's topic → the committed transaction that
+	// read it, and its value.
+	type readRec struct{ txn, value string }
+	readOf := map[loc]readRec{}
 	for _, op := range h.ops {
 		if op.Type != OpPoll && op.Type != OpRead {
 			continue
@@ -285,11 +288,13 @@ func (h *History) Check() *Report {
 			}
 			if op.Type == OpRead && outcome[t] == Committed && rec.Topic == "" {
 				// Exactly once: one committed transaction made
-				// something of each value.
-				if prev, twice := readOf[rec.Value]; twice && prev != t {
-					r.found("duplicate", "%s read by committed transactions %s and %s", rec.Value, prev, t)
+				// something of each record (of each offset: a value a
+				// plain producer stored twice is two records).
+				l := loc{rec.Topic, rec.Partition, rec.Offset}
+				if prev, twice := readOf[l]; twice && prev.txn != t {
+					r.found("duplicate", "%s at %v read by committed transactions %s and %s", rec.Value, l, prev.txn, t)
 				}
-				readOf[rec.Value] = t
+				readOf[l] = readRec{t, rec.Value}
 			}
 		}
 	}
@@ -433,11 +438,11 @@ func (h *History) Check() *Report {
 		prev[k] = t
 	}
 	wr := map[[2]string]bool{}
-	for v, t := range readOf {
-		if s := sends[v]; s != nil && s.txn != "" && txnOf(s) == Committed {
+	for _, rd := range readOf {
+		if s := sends[rd.value]; s != nil && s.txn != "" && txnOf(s) == Committed {
 			w := s.proc + "/" + s.txn
-			edge(w, t)
-			wr[[2]string{w, t}] = true
+			edge(w, rd.txn)
+			wr[[2]string{w, rd.txn}] = true
 		}
 	}
 	// Kafka's transactions make their records visible all or none, but do

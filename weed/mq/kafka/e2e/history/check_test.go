@@ -296,3 +296,26 @@ func TestCheckUnansweredEnd(t *testing.T) {
 		t.Fatalf("got\n%s", r)
 	}
 }
+
+// A plain producer's value stored twice is two records: two committed
+// transactions that read one each made something of each once.
+func TestCheckExactlyOnceByRecord(t *testing.T) {
+	h := clean()
+	h.ops = h.ops[:len(h.ops)-1]
+	h.Producer("plain", Plain)
+	h.Producer("x", Transactional)
+	h.Consumer("x", "ctp")
+	h.Send("plain", "p0", "")
+	h.Ack("plain", "p0", 0, 3)
+	recs := []Rec{{0, 0, "i0", ""}, {0, 1, "i1", ""}, {1, 0, "t0", ""}, {0, 2, "p0", ""}, {0, 3, "p0", ""}}
+	h.Read("x", "1", recs[:4])
+	h.TxnEnd("x", "1", Committed, nil)
+	h.Read("x", "2", recs[4:])
+	h.TxnEnd("x", "2", Committed, nil)
+	h.Poll("c1", recs[3:])
+	h.Poll("a", recs[3:])
+	h.Final(recs)
+	if r := h.Check(); !r.OK() {
+		t.Fatalf("got\n%s", r)
+	}
+}
