@@ -11,8 +11,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"time"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
@@ -79,7 +79,7 @@ func (c *Client) WriteMarker(ctx context.Context, topic string, index int32, pro
 		delete(ps.pendingMarks, id)
 		ps.txnMu.Unlock()
 	}()
-	rec := record.Record{Key: record.ControlKey(control), Value: record.ControlValue(), Timestamp: time.Now().UnixMilli(), Txn: mark}
+	rec := record.Record{Key: record.ControlKey(control), Value: record.ControlValue(), Timestamp: clock.Now().UnixMilli(), Txn: mark}
 	app := c.Append(ctx, topic, index, []record.Record{rec}, true)
 	select {
 	case <-app.Done:
