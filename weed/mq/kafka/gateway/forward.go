@@ -116,11 +116,11 @@ func (m *Forwarder) NewProducerID(ctx context.Context) (int64, error) {
 }
 
 // WriteMarker implements txn.Log.
-func (m *Forwarder) WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool) error {
+func (m *Forwarder) WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error {
 	if _, ok := m.Members.Serving(membership.PartitionKey(topic, partition)); ok {
-		return m.Log.WriteMarker(ctx, topic, partition, producerID, epoch, commit)
+		return m.Log.WriteMarker(ctx, topic, partition, producerID, epoch, coordinatorEpoch, commit)
 	}
-	return m.send(ctx, membership.PartitionKey(topic, partition), topic, partition, producerID, epoch, commit, kerr.NotLeaderForPartition)
+	return m.send(ctx, membership.PartitionKey(topic, partition), topic, partition, producerID, epoch, coordinatorEpoch, commit, kerr.NotLeaderForPartition)
 }
 
 // HighWatermark is a partition's high watermark, for a group's lag: from
@@ -154,11 +154,11 @@ func (m *Forwarder) HighWatermark(ctx context.Context, topic string, partition i
 }
 
 // EndTxnOffsets implements txn.Groups.
-func (m *Forwarder) EndTxnOffsets(ctx context.Context, name string, producerID int64, epoch int16, commit bool) *kerr.Error {
+func (m *Forwarder) EndTxnOffsets(ctx context.Context, name string, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) *kerr.Error {
 	if _, ok := m.Members.Serving(membership.GroupKey(name)); ok {
-		return m.Groups.EndTxnOffsets(ctx, name, producerID, epoch, commit)
+		return m.Groups.EndTxnOffsets(ctx, name, producerID, epoch, coordinatorEpoch, commit)
 	}
-	err := m.send(ctx, membership.GroupKey(name), protocol.GroupMarkerTopic(name), 0, producerID, epoch, commit, kerr.NotCoordinator)
+	err := m.send(ctx, membership.GroupKey(name), protocol.GroupMarkerTopic(name), 0, producerID, epoch, coordinatorEpoch, commit, kerr.NotCoordinator)
 	if err == nil {
 		return nil
 	}
@@ -172,14 +172,14 @@ func (m *Forwarder) EndTxnOffsets(ctx context.Context, name string, producerID i
 
 // send writes one marker through the gateway that owns key; notOwned is
 // the error while that is this gateway, not serving it yet.
-func (m *Forwarder) send(ctx context.Context, key, topic string, partition int32, producerID int64, epoch int16, commit bool, notOwned *kerr.Error) error {
+func (m *Forwarder) send(ctx context.Context, key, topic string, partition int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool, notOwned *kerr.Error) error {
 	owner, _, ok := m.Members.Owner(key)
 	if !ok || owner.NodeID == m.Members.Self().NodeID {
 		return notOwned
 	}
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	mk := kmsg.NewWriteTxnMarkersRequestMarker()
-	mk.ProducerID, mk.ProducerEpoch, mk.Committed = producerID, epoch, commit
+	mk.ProducerID, mk.ProducerEpoch, mk.CoordinatorEpoch, mk.Committed = producerID, epoch, coordinatorEpoch, commit
 	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
 	mt.Topic, mt.Partitions = topic, []int32{partition}
 	mk.Topics = append(mk.Topics, mt)

@@ -224,11 +224,11 @@ func (o *Owned) MaxTimestamp(ctx context.Context, topic string, partition int32)
 	return o.Backend.MaxTimestamp(ctx, topic, partition)
 }
 
-func (o *Owned) WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool) error {
+func (o *Owned) WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error {
 	if err := o.lead(topic, partition); err != nil {
 		return err
 	}
-	return o.Backend.WriteMarker(ctx, topic, partition, producerID, epoch, commit)
+	return o.Backend.WriteMarker(ctx, topic, partition, producerID, epoch, coordinatorEpoch, commit)
 }
 
 func (o *Owned) Transactions(ctx context.Context, topic string, partition int32, from, to int64) (protocol.PartitionTxns, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -72,6 +73,10 @@ type group struct {
 	// committed when the transaction's coordinator sends its commit
 	// marker, dropped at its abort marker.
 	txnOffsets map[int64]*txnOffsets
+	// txnCoordinators are, by producer id, the coordinator epoch of the
+	// last transaction marker taken for the producer: a marker from an
+	// earlier one (a deposed coordinator's) is refused.
+	txnCoordinators map[int64]txnCoordinator
 
 	// The join phase: ends when every member rejoined, or at the deadline.
 	joinSeq      uint64
@@ -124,7 +129,8 @@ func newGroup(c *Coordinator, name string) *group {
 		static:     map[string]string{},
 		pending:    map[string]uint64{},
 
-		txnOffsets: map[int64]*txnOffsets{},
+		txnOffsets:      map[int64]*txnOffsets{},
+		txnCoordinators: map[int64]txnCoordinator{},
 	}
 }
 
@@ -217,12 +223,26 @@ type savedState struct {
 	EmptySince int64 `json:"emptySince,omitempty"`
 	// TxnOffsets are the pending offsets of open transactions.
 	TxnOffsets []*txnOffsets `json:"txnOffsets,omitempty"`
+	// TxnCoordinators: producer id -> its last marker's coordinator epoch.
+	TxnCoordinators map[string]txnCoordinator `json:"txnCoordinators,omitempty"`
 	// Type is "consumer" for a consumer group (KIP-848), "share" for a
 	// share group (KIP-932), whose state is Consumer; empty for a classic
 	// group.
 	Type     string         `json:"type,omitempty"`
 	Consumer *savedConsumer `json:"consumer,omitempty"`
 }
+
+// txnCoordinator is the coordinator epoch of a producer's last marker for
+// the group, and when it came.
+type txnCoordinator struct {
+	Epoch int32 `json:"epoch"`
+	At    int64 `json:"at"` // unix ms
+}
+
+// txnCoordinatorKept is how long a producer's last coordinator epoch is
+// kept once nothing of it is pending (Kafka's
+// transactional.id.expiration.ms).
+const txnCoordinatorKept = 7 * 24 * time.Hour
 
 // txnOffsets are the offsets a producer's open transaction commits for the
 // group.
@@ -370,6 +390,16 @@ func (g *group) snapshot() ([]byte, error) {
 	for _, pid := range slices.Sorted(maps.Keys(g.txnOffsets)) {
 		st.TxnOffsets = append(st.TxnOffsets, g.txnOffsets[pid])
 	}
+	for pid, tc := range g.txnCoordinators {
+		if g.txnOffsets[pid] == nil && time.Since(time.UnixMilli(tc.At)) > txnCoordinatorKept {
+			delete(g.txnCoordinators, pid)
+			continue
+		}
+		if st.TxnCoordinators == nil {
+			st.TxnCoordinators = map[string]txnCoordinator{}
+		}
+		st.TxnCoordinators[strconv.FormatInt(pid, 10)] = tc
+	}
 	if g.cg != nil {
 		st.Type, st.Consumer = g.typ, g.saveConsumer()
 		st.Stable = true
@@ -407,6 +437,11 @@ func (g *group) restore(data []byte) error {
 	}
 	for _, t := range st.TxnOffsets {
 		g.txnOffsets[t.ProducerID] = t
+	}
+	for id, tc := range st.TxnCoordinators {
+		if pid, err := strconv.ParseInt(id, 10, 64); err == nil {
+			g.txnCoordinators[pid] = tc
+		}
 	}
 	if st.Type == TypeConsumer || st.Type == TypeShare || st.Type == TypeStreams {
 		if st.Consumer == nil {

@@ -419,13 +419,13 @@ func TestTxnOffsetsWaitForTheirMarker(t *testing.T) {
 	if !c.PendingTxnOffsets(ctx, "txg", "t", 0) {
 		t.Fatal("pending offsets lost with the restart")
 	}
-	if err := c.EndTxnOffsets(ctx, "txg", 7, 0, true); err != nil {
+	if err := c.EndTxnOffsets(ctx, "txg", 7, 0, 0, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.EndTxnOffsets(ctx, "txg", 8, 0, false); err != nil {
+	if err := c.EndTxnOffsets(ctx, "txg", 8, 0, 0, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.EndTxnOffsets(ctx, "txg", 7, 0, true); err != nil {
+	if err := c.EndTxnOffsets(ctx, "txg", 7, 0, 0, true); err != nil {
 		t.Fatalf("a repeated marker: %v", err)
 	}
 	got, e := c.FetchOffsets(ctx, "txg", nil)
@@ -434,6 +434,48 @@ func TestTxnOffsetsWaitForTheirMarker(t *testing.T) {
 	}
 	if c.PendingTxnOffsets(ctx, "txg", "t", 0) || c.PendingTxnOffsets(ctx, "txg", "t", 1) {
 		t.Fatal("offsets still pending after their markers")
+	}
+}
+
+// A marker from a transaction coordinator deposed since (its epoch below
+// the last marker's for the producer) is refused, and leaves the
+// producer's next transaction's offsets pending: a deposed coordinator's
+// late commit marker once could commit them before their transaction
+// ended. The epoch is kept with the group, across a restart.
+func TestTxnOffsetsMarkerFromDeposedCoordinator(t *testing.T) {
+	files := filerfstest.New()
+	c := newCoordinator(t, files)
+	ctx := context.Background()
+	j := &joiner{c: c, group: "txf", session: 5000}
+	gen := stable(t, j)
+	who := Committer{Generation: gen, MemberID: j.id}
+	if e := c.AddTxnOffsets(ctx, "txf", who, 7, 0, offset.Topics{"t": {0: {Offset: 5}}}); e != nil {
+		t.Fatal(e)
+	}
+	// The transaction's new coordinator (epoch 3) commits it.
+	if e := c.EndTxnOffsets(ctx, "txf", 7, 0, 3, true); e != nil {
+		t.Fatal(e)
+	}
+	// The producer's next transaction commits offset 9.
+	if e := c.AddTxnOffsets(ctx, "txf", who, 7, 0, offset.Topics{"t": {0: {Offset: 9}}}); e != nil {
+		t.Fatal(e)
+	}
+	c.Close()
+	c = newCoordinator(t, files)
+	// The deposed coordinator's (epoch 2) marker for the first comes late.
+	if e := c.EndTxnOffsets(ctx, "txf", 7, 0, 2, true); e != kerr.TransactionCoordinatorFenced {
+		t.Fatalf("a deposed coordinator's marker: %v, want TRANSACTION_COORDINATOR_FENCED", e)
+	}
+	got, e := c.FetchOffsets(ctx, "txf", nil)
+	if e != nil || got["t"][0].Offset != 5 || !c.PendingTxnOffsets(ctx, "txf", "t", 0) {
+		t.Fatalf("after the refused marker: %v %v, want offset 5 and 9 pending", got, e)
+	}
+	// The current coordinator's commits them.
+	if e := c.EndTxnOffsets(ctx, "txf", 7, 0, 3, true); e != nil {
+		t.Fatal(e)
+	}
+	if got, e := c.FetchOffsets(ctx, "txf", nil); e != nil || got["t"][0].Offset != 9 {
+		t.Fatalf("after the commit: %v %v", got, e)
 	}
 }
 

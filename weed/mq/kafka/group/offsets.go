@@ -228,7 +228,7 @@ func (c *Coordinator) AddTxnOffsets(ctx context.Context, name string, who Commit
 // producer's pending offsets become the group's committed offsets if it
 // committed, and are dropped if it aborted. It returns once that is in the
 // filer; a repeated marker does nothing.
-func (c *Coordinator) EndTxnOffsets(ctx context.Context, name string, producerID int64, epoch int16, commit bool) *kerr.Error {
+func (c *Coordinator) EndTxnOffsets(ctx context.Context, name string, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) *kerr.Error {
 	g, e := c.lookup(ctx, name, false)
 	if e != nil {
 		return e
@@ -237,9 +237,23 @@ func (c *Coordinator) EndTxnOffsets(ctx context.Context, name string, producerID
 		return nil // nothing pending: the group was deleted, or ended before
 	}
 	res, err := await(ctx, g, func(answer func(error)) {
+		last, known := g.txnCoordinators[producerID]
+		if known && coordinatorEpoch < last.Epoch {
+			glog.Warningf("kafka group %s: refused a marker for producer %d from coordinator epoch %d, after one from %d", g.name, producerID, coordinatorEpoch, last.Epoch)
+			answer(kerr.TransactionCoordinatorFenced)
+			return
+		}
+		g.txnCoordinators[producerID] = txnCoordinator{Epoch: coordinatorEpoch, At: clock.Now().UnixMilli()}
 		t := g.txnOffsets[producerID]
 		if t == nil || t.Epoch > epoch {
-			answer(nil)
+			if known && last.Epoch == coordinatorEpoch {
+				answer(nil)
+				return
+			}
+			// A coordinator's first marker for the producer here: kept
+			// before the answer, so that a deposed one's is refused
+			// wherever the group goes.
+			g.saveThen(answer)
 			return
 		}
 		drop := func() {

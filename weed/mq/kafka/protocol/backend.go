@@ -76,8 +76,11 @@ type Backend interface {
 	NewProducerID(ctx context.Context) (int64, error)
 
 	// WriteMarker ends the producer's transaction in the partition with a
-	// commit or abort marker; it returns once the marker is durable.
-	WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool) error
+	// commit or abort marker; it returns once the marker is durable. A
+	// marker whose coordinator epoch is below one the partition took for
+	// the producer is refused (TRANSACTION_COORDINATOR_FENCED): it comes
+	// from a coordinator that was deposed.
+	WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error
 	// Transactions returns the partition's open transactions and, of its
 	// aborted ones, those with records between offsets from and to (none
 	// when from > to).

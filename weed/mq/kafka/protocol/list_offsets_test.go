@@ -131,7 +131,7 @@ func TestListOffsetsReadCommitted(t *testing.T) {
 	if c, u := latest(1), latest(0); c != 2 || u != 4 {
 		t.Fatalf("open transaction from offset 2: read_committed latest %d (want 2), read_uncommitted %d (want 4)", c, u)
 	}
-	if err := g.backend.WriteMarker(context.Background(), "lo-rc", 0, 9, 0, true); err != nil {
+	if err := g.backend.WriteMarker(context.Background(), "lo-rc", 0, 9, 0, 0, true); err != nil {
 		t.Fatal(err)
 	}
 	if c := latest(1); c != 5 {

@@ -34,6 +34,8 @@ type memPart struct {
 	aborted []AbortedTxn
 	// producers are the idempotent producers' last batches, by id
 	producers map[int64]ProducerInfo
+	// coordinators: producer id -> the coordinator epoch of its last marker
+	coordinators map[int64]int32
 	// removed are offsets a log cleaner took out (compact): reads skip them
 	removed map[int64]bool
 	// raw are the batches AppendBatch stored, by base offset; batchOf
@@ -397,19 +399,26 @@ func (b *memBackend) NewProducerID(context.Context) (int64, error) {
 	return b.nextPID, nil
 }
 
-func (b *memBackend) WriteMarker(_ context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool) error {
+func (b *memBackend) WriteMarker(_ context.Context, topic string, partition int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
 	if err != nil {
 		return err
 	}
+	if coordinatorEpoch < p.coordinators[producerID] {
+		return kerr.TransactionCoordinatorFenced
+	}
+	if p.coordinators == nil {
+		p.coordinators = map[int64]int32{}
+	}
+	p.coordinators[producerID] = coordinatorEpoch
 	control := int8(record.ControlAbort)
 	if commit {
 		control = record.ControlCommit
 	}
 	b.appendLocked(p, []record.Record{{
-		Key: record.ControlKey(control), Value: record.ControlValue(),
+		Key: record.ControlKey(control), Value: record.ControlValue(coordinatorEpoch),
 		Txn: &record.TxnMark{ProducerID: producerID, Epoch: epoch, Control: control},
 	}})
 	return nil

@@ -47,9 +47,9 @@ func (h *Handler) handleWriteTxnMarkers(ctx context.Context, r *Request) Reply {
 					if denied {
 						e = kerr.ClusterAuthorizationFailed
 					} else if group, ok := strings.CutPrefix(t.Topic, groupMarkerPrefix); ok {
-						e = h.groups.EndTxnOffsets(ctx, group, m.ProducerID, m.ProducerEpoch, m.Committed)
+						e = h.groups.EndTxnOffsets(ctx, group, m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Committed)
 					} else if e = knownName(t.Topic); e == nil {
-						e = kafkaErr(h.backend.WriteMarker(ctx, t.Topic, p, m.ProducerID, m.ProducerEpoch, m.Committed), kerr.KafkaStorageError)
+						e = kafkaErr(h.backend.WriteMarker(ctx, t.Topic, p, m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Committed), kerr.KafkaStorageError)
 					}
 					rp.ErrorCode = errCode(e)
 					rt.Partitions = append(rt.Partitions, rp)

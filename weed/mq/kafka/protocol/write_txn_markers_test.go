@@ -114,3 +114,34 @@ func TestWriteTxnMarkersErrors(t *testing.T) {
 	codes = markerCodes(roundTrip(t, s.addr, markers(5, 0, true, map[string][]int32{"wtma": {0}}), 1).(*kmsg.WriteTxnMarkersResponse))
 	code(t, "with ClusterAction", codes["wtma/0"], nil)
 }
+
+// A marker carries its coordinator's epoch to the partition and the group:
+// one from an epoch below the last the producer's markers came from (a
+// deposed coordinator's, late) is refused with
+// TRANSACTION_COORDINATOR_FENCED and writes nothing.
+func TestWriteTxnMarkersFenceDeposedCoordinators(t *testing.T) {
+	g := startGateway(t, gatewayOptions{})
+	g.topic(t, "wtmf", 1, nil)
+	send := func(pid int64, epoch int16, coordinatorEpoch int32, topic string) int16 {
+		req := markers(pid, epoch, true, map[string][]int32{topic: {0}})
+		req.Markers[0].CoordinatorEpoch = coordinatorEpoch
+		return markerCodes(roundTrip(t, g.addr, req, 1).(*kmsg.WriteTxnMarkersResponse))[topic+"/0"]
+	}
+	code(t, "epoch 3", send(7, 0, 3, "wtmf"), nil)
+	code(t, "epoch 3 again", send(7, 0, 3, "wtmf"), nil)
+	code(t, "epoch 2 after 3", send(7, 0, 2, "wtmf"), kerr.TransactionCoordinatorFenced)
+	if res, _ := g.backend.Read(context.Background(), "wtmf", 0, 0, 100); len(res.Records) != 2 || record.ControlCoordinatorEpoch(res.Records[1].Record.Value) != 3 {
+		t.Errorf("the partition's markers: %+v, want two from epoch 3", res.Records)
+	}
+	// A group with a transaction's offsets pending.
+	p := initTxn(t, g.addr, "wtmf-txn")
+	p.addOffsets(t, g.addr, "wtmf-g")
+	roundTrip(t, g.addr, txnOffsetCommit(p, "wtmf-g", "wtmf", map[int32]int64{0: 1}), 3)
+	group := protocol.GroupMarkerTopic("wtmf-g")
+	code(t, "a group, epoch 4", send(p.pid, p.epoch, 4, group), nil)
+	roundTrip(t, g.addr, txnOffsetCommit(p, "wtmf-g", "wtmf", map[int32]int64{0: 2}), 3)
+	code(t, "a group, epoch 3 after 4", send(p.pid, p.epoch, 3, group), kerr.TransactionCoordinatorFenced)
+	if got := committed(t, g.addr, "wtmf-g", "wtmf", 0); !slices.Equal(got, []int64{1}) {
+		t.Errorf("the group's offsets after the refused marker: %v, want 1 (2 pending)", got)
+	}
+}

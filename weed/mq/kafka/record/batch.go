@@ -298,8 +298,20 @@ func (w *Builder) ResetTxn(baseOffset int64, txn *TxnMark) {
 // epoch.
 func ControlKey(control int8) []byte { return []byte{0, 0, 0, byte(control)} }
 
-// ControlValue is a marker's value (see ControlKey).
-func ControlValue() []byte { return []byte{0, 0, 0, 0, 0, 0} }
+// ControlValue is a marker's value (see ControlKey): the epoch of the
+// transaction coordinator that wrote it.
+func ControlValue(coordinatorEpoch int32) []byte {
+	return binary.BigEndian.AppendUint32([]byte{0, 0}, uint32(coordinatorEpoch))
+}
+
+// ControlCoordinatorEpoch is the coordinator epoch of a marker's value; 0
+// for a value too short to hold one.
+func ControlCoordinatorEpoch(value []byte) int32 {
+	if len(value) < 6 {
+		return 0
+	}
+	return int32(binary.BigEndian.Uint32(value[2:6]))
+}
 
 // Len is the number of records added since Reset.
 func (w *Builder) Len() int { return int(w.n) }

@@ -315,3 +315,14 @@ func TestParseBatchesBoundsTheirSum(t *testing.T) {
 		t.Fatal("Compressed misreads the batch headers")
 	}
 }
+
+// A marker's value is Kafka's: version 0 and the coordinator epoch.
+func TestControlValue(t *testing.T) {
+	v := ControlValue(70000)
+	if !bytes.Equal(v, []byte{0, 0, 0, 1, 0x11, 0x70}) || ControlCoordinatorEpoch(v) != 70000 {
+		t.Fatalf("% x", v)
+	}
+	if ControlCoordinatorEpoch([]byte{0, 0}) != 0 {
+		t.Fatal("a short value")
+	}
+}

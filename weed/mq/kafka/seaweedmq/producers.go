@@ -79,6 +79,25 @@ type producerState struct {
 	// pending markers being written -> the offset they are at least at.
 	pendingMarks map[int64]int64
 	markSeq      int64
+	// coordinators: producer id -> the highest coordinator epoch of the
+	// markers written (or being written) for it here.
+	coordinators map[int64]coordinatorMark
+}
+
+// coordinatorMark is the coordinator epoch a partition last took a
+// producer's marker from, and when.
+type coordinatorMark struct {
+	Epoch int32 `json:"epoch"`
+	At    int64 `json:"at"` // unix ms
+}
+
+// noteCoordinator raises the producer's coordinator epoch to epoch. Called
+// with txnMu held.
+func (ps *producerState) noteCoordinator(producerID int64, epoch int32, at time.Time) {
+	if c, ok := ps.coordinators[producerID]; !ok || epoch >= c.Epoch {
+		ps.coordinators[producerID] = coordinatorMark{Epoch: epoch, At: at.UnixMilli()}
+		ps.dirty.Store(true)
+	}
 }
 
 // settle takes the batches whose writes ended out of the pending ones:
@@ -202,6 +221,8 @@ type savedProducers struct {
 	// Ongoing: producer id -> first offset of its open transaction.
 	Ongoing map[string]int64      `json:"ongoing,omitempty"`
 	Aborted []protocol.AbortedTxn `json:"aborted,omitempty"`
+	// Coordinators: producer id -> the coordinator epoch of its markers.
+	Coordinators map[string]coordinatorMark `json:"coordinators,omitempty"`
 }
 
 type savedProducer struct {
@@ -228,7 +249,7 @@ func (c *Client) loadProducers(ctx context.Context, p *partition) error {
 	ps := &p.producers
 	ps.m = map[int64]*producerEntry{}
 	ps.txnMu.Lock()
-	ps.ongoing, ps.aborted, ps.pendingMarks = map[int64]int64{}, nil, map[int64]int64{}
+	ps.ongoing, ps.aborted, ps.pendingMarks, ps.coordinators = map[int64]int64{}, nil, map[int64]int64{}, map[int64]coordinatorMark{}
 	ps.txnMu.Unlock()
 	dir, name := p.producersFile()
 	data, version, err := c.ReadFileVersion(ctx, dir, name)
@@ -271,6 +292,11 @@ func (c *Client) loadProducers(ctx context.Context, p *partition) error {
 		}
 	}
 	ps.aborted = saved.Aborted
+	for id, cm := range saved.Coordinators {
+		if pid, err := strconv.ParseInt(id, 10, 64); err == nil {
+			ps.coordinators[pid] = cm
+		}
+	}
 	ps.txnMu.Unlock()
 	// The batches, transaction records and markers stored after the saved
 	// offset.
@@ -291,6 +317,9 @@ func (c *Client) loadProducers(ctx context.Context, p *partition) error {
 			if t := r.Record.Txn; t != nil {
 				ps.txnMu.Lock()
 				ps.applyTxnMark(t, r.Offset)
+				if t.Control != record.NotControl {
+					ps.noteCoordinator(t.ProducerID, record.ControlCoordinatorEpoch(r.Record.Value), time.UnixMilli(r.Record.Timestamp))
+				}
 				ps.txnMu.Unlock()
 			}
 			off = r.Offset + 1
@@ -366,6 +395,16 @@ func (p *partition) snapshotProducers() (savedProducers, bool) {
 		}
 	}
 	s.Aborted = slices.Clone(ps.aborted)
+	for pid, cm := range ps.coordinators {
+		if _, open := ps.ongoing[pid]; !open && time.Since(time.UnixMilli(cm.At)) > producerIdle {
+			delete(ps.coordinators, pid)
+			continue
+		}
+		if s.Coordinators == nil {
+			s.Coordinators = map[string]coordinatorMark{}
+		}
+		s.Coordinators[strconv.FormatInt(pid, 10)] = cm
+	}
 	ps.txnMu.Unlock()
 	if covered < 0 {
 		return savedProducers{}, false

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -124,5 +125,30 @@ func TestAbortedTransactionsBounded(t *testing.T) {
 	ps.trimAborted(150)
 	if got := firsts(ps.aborted); !slices.Equal(got, []int64{160, 180}) {
 		t.Fatalf("kept after the log start moved to 150: %v", got)
+	}
+}
+
+// A partition takes a producer's markers from its transaction
+// coordinator's epoch or a later one, and refuses one from an earlier (a
+// deposed coordinator's, late); the epochs are saved with the producer
+// state, and an idle producer's are forgotten with it.
+func TestMarkerFromDeposedCoordinatorRefused(t *testing.T) {
+	p := &partition{hw: 10, next: 10, ready: true}
+	ps := &p.producers
+	ps.loaded, ps.m, ps.ongoing, ps.coordinators = true, map[int64]*producerEntry{}, map[int64]int64{}, map[int64]coordinatorMark{}
+	now := time.Now()
+	for _, c := range []struct {
+		pid   int64
+		epoch int32
+		want  error
+	}{{7, 3, nil}, {7, 3, nil}, {7, 2, kerr.TransactionCoordinatorFenced}, {8, 1, nil}, {7, 4, nil}, {7, 3, kerr.TransactionCoordinatorFenced}} {
+		if err := ps.admitMarker(c.pid, c.epoch, now); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+			t.Fatalf("producer %d, coordinator epoch %d: %v, want %v", c.pid, c.epoch, err, c.want)
+		}
+	}
+	ps.coordinators[9] = coordinatorMark{Epoch: 1, At: now.Add(-producerIdle - time.Minute).UnixMilli()}
+	s, ok := p.snapshotProducers()
+	if !ok || len(s.Coordinators) != 2 || s.Coordinators["7"].Epoch != 4 || s.Coordinators["8"].Epoch != 1 {
+		t.Fatalf("saved: %v %+v, want producers 7 (epoch 4) and 8 (epoch 1)", ok, s.Coordinators)
 	}
 }

@@ -11,6 +11,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
@@ -40,6 +43,18 @@ func (ps *producerState) applyTxnMark(t *record.TxnMark, offset int64) {
 	ps.dirty.Store(true)
 }
 
+// admitMarker takes a marker for the producer from coordinatorEpoch, or
+// refuses it if a later coordinator's came before; the epoch is noted
+// before the marker is written, so that a deposed coordinator's marker
+// written meanwhile is refused too. Called with txnMu held.
+func (ps *producerState) admitMarker(producerID int64, coordinatorEpoch int32, now time.Time) error {
+	if last, ok := ps.coordinators[producerID]; ok && coordinatorEpoch < last.Epoch {
+		return fmt.Errorf("producer %d's marker from coordinator epoch %d, after one from %d: %w", producerID, coordinatorEpoch, last.Epoch, kerr.TransactionCoordinatorFenced)
+	}
+	ps.noteCoordinator(producerID, coordinatorEpoch, now)
+	return nil
+}
+
 // ensureProducers loads the partition's producer state if it is not yet.
 // It returns the partition, recovered first if it was not.
 func (c *Client) ensureProducers(ctx context.Context, topic string, index int32) (*partition, error) {
@@ -57,8 +72,12 @@ func (c *Client) ensureProducers(ctx context.Context, topic string, index int32)
 }
 
 // WriteMarker implements protocol.Backend: it ends the producer's
-// transaction in the partition with a commit or abort marker, durably.
-func (c *Client) WriteMarker(ctx context.Context, topic string, index int32, producerID int64, epoch int16, commit bool) error {
+// transaction in the partition with a commit or abort marker, durably. A
+// marker from a coordinator epoch below the producer's last one here is
+// refused: once a transaction's new coordinator has written its markers,
+// its producer may begin the next one, which a late marker from the
+// deposed coordinator would end.
+func (c *Client) WriteMarker(ctx context.Context, topic string, index int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error {
 	p, err := c.ensureProducers(ctx, topic, index)
 	if err != nil {
 		return err
@@ -70,6 +89,11 @@ func (c *Client) WriteMarker(ctx context.Context, topic string, index int32, pro
 	mark := &record.TxnMark{ProducerID: producerID, Epoch: epoch, Control: control}
 	ps := &p.producers
 	ps.txnMu.Lock()
+	now := clock.Now()
+	if err := ps.admitMarker(producerID, coordinatorEpoch, now); err != nil {
+		ps.txnMu.Unlock()
+		return fmt.Errorf("marker for %s/%d: %w", topic, index, err)
+	}
 	ps.markSeq++
 	id := ps.markSeq
 	ps.pendingMarks[id] = max(p.knownHW(), 0)
@@ -79,7 +103,7 @@ func (c *Client) WriteMarker(ctx context.Context, topic string, index int32, pro
 		delete(ps.pendingMarks, id)
 		ps.txnMu.Unlock()
 	}()
-	rec := record.Record{Key: record.ControlKey(control), Value: record.ControlValue(), Timestamp: clock.Now().UnixMilli(), Txn: mark}
+	rec := record.Record{Key: record.ControlKey(control), Value: record.ControlValue(coordinatorEpoch), Timestamp: now.UnixMilli(), Txn: mark}
 	app := c.Append(ctx, topic, index, []record.Record{rec}, true)
 	select {
 	case <-app.Done:

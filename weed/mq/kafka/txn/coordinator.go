@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sync"
 	"time"
 
@@ -47,14 +48,14 @@ const (
 // Log is where markers go and producer ids come from: SeaweedMQ.
 type Log interface {
 	NewProducerID(ctx context.Context) (int64, error)
-	WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool) error
+	WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error
 }
 
 // Groups end a transaction's offsets in the groups it added: the groups'
 // coordinators hold the offsets (TxnOffsetCommit) and commit or drop them
 // at the transaction's end.
 type Groups interface {
-	EndTxnOffsets(ctx context.Context, group string, producerID int64, epoch int16, commit bool) *kerr.Error
+	EndTxnOffsets(ctx context.Context, group string, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) *kerr.Error
 }
 
 // Options configure a Coordinator.
@@ -202,13 +203,18 @@ func (c *Coordinator) get(ctx context.Context, id string) (*txn, int64, *kerr.Er
 	return t, term, nil
 }
 
-func (c *Coordinator) save(ctx context.Context, t *txn) error {
+// save writes next as the id's state and, once it is written, makes it the
+// state: what an operation decides is the state only when the filer holds
+// it. A failed save leaves the state as it was, so that nothing is done on
+// a decision not saved (a marker written for an abort the filer never
+// took, while another gateway commits what the filer holds).
+func (c *Coordinator) save(ctx context.Context, t *txn, next saved) error {
 	if term, ok := c.serving(t.st.ID); !ok || term != t.term {
 		// Another gateway coordinates the id now: this copy is stale.
 		return fmt.Errorf("transaction %s: %w", t.st.ID, kerr.NotCoordinator)
 	}
-	t.st.UpdatedMs = clock.Now().UnixMilli()
-	data, err := json.Marshal(&t.st)
+	next.UpdatedMs = clock.Now().UnixMilli()
+	data, err := json.Marshal(&next)
 	if err != nil {
 		return err
 	}
@@ -227,7 +233,28 @@ func (c *Coordinator) save(ctx context.Context, t *txn) error {
 		return fmt.Errorf("saving transaction %s: %w", t.st.ID, err)
 	}
 	t.version = version
+	if next.ProducerID != t.st.ProducerID {
+		c.mu.Lock()
+		if c.txns[t.st.ID] == t {
+			c.byPID[next.ProducerID] = t
+		}
+		c.mu.Unlock()
+	}
+	t.st = next
 	return nil
+}
+
+// next is a copy of the id's state for an operation to change and save.
+func (t *txn) next() saved {
+	st := t.st
+	st.Groups = slices.Clone(st.Groups)
+	if st.Partitions != nil {
+		st.Partitions = make(map[string][]int32, len(t.st.Partitions))
+		for topic, parts := range t.st.Partitions {
+			st.Partitions[topic] = slices.Clone(parts)
+		}
+	}
+	return st
 }
 
 // check validates a producer's id and epoch against the transactional id's.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership/membershiptest"
 )
@@ -29,7 +30,9 @@ type fakeLog struct {
 	mu      sync.Mutex
 	next    int64
 	markers []marker
-	fail    bool
+	// coordinators are the markers' coordinator epochs, in their order.
+	coordinators []int32
+	fail         bool
 }
 
 func (l *fakeLog) NewProducerID(context.Context) (int64, error) {
@@ -39,13 +42,14 @@ func (l *fakeLog) NewProducerID(context.Context) (int64, error) {
 	return l.next, nil
 }
 
-func (l *fakeLog) WriteMarker(_ context.Context, topic string, part int32, pid int64, epoch int16, commit bool) error {
+func (l *fakeLog) WriteMarker(_ context.Context, topic string, part int32, pid int64, epoch int16, coordinatorEpoch int32, commit bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.fail {
 		return errors.New("broker down")
 	}
 	l.markers = append(l.markers, marker{topic, part, pid, epoch, commit})
+	l.coordinators = append(l.coordinators, coordinatorEpoch)
 	return nil
 }
 
@@ -62,14 +66,14 @@ type groupEnd struct {
 	commit bool
 }
 
-func (g *fakeGroups) EndTxnOffsets(_ context.Context, group string, pid int64, epoch int16, commit bool) *kerr.Error {
+func (g *fakeGroups) EndTxnOffsets(_ context.Context, group string, pid int64, epoch int16, _ int32, commit bool) *kerr.Error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.ends = append(g.ends, groupEnd{group, pid, epoch, commit})
 	return nil
 }
 
-func start(t *testing.T, files *filerfstest.Files, log *fakeLog, groups *fakeGroups) *Coordinator {
+func start(t *testing.T, files filerfs.VersionedFiles, log *fakeLog, groups *fakeGroups) *Coordinator {
 	t.Helper()
 	c := New(Options{Files: files, Log: log, Groups: groups})
 	c.Start()

@@ -28,17 +28,12 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, producerID int64, e
 	defer t.mu.Unlock()
 	switch t.st.State {
 	case Ongoing:
-		if t.timer != nil {
-			t.timer.Stop()
-		}
-		t.st.State = PrepareAbort
-		if commit {
-			t.st.State = PrepareCommit
-		}
-		if err := c.save(ctx, t); err != nil {
-			t.st.State = Ongoing
+		next := t.next()
+		next.State = decision(commit)
+		if err := c.save(ctx, t, next); err != nil {
 			return storageErr(id, err)
 		}
+		t.stopTimer()
 	case PrepareCommit, PrepareAbort:
 		if (t.st.State == PrepareCommit) != commit {
 			return kerr.InvalidTxnState
@@ -57,11 +52,26 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, producerID int64, e
 	return nil
 }
 
+// decision is the state that decides a transaction's end.
+func decision(commit bool) State {
+	if commit {
+		return PrepareCommit
+	}
+	return PrepareAbort
+}
+
 // finish carries out a decided transaction: markers to every partition,
 // the offsets to their groups if it commits, then the end is saved. Called
-// with t.mu held; it can be called again after a failure.
+// with t.mu held; it can be called again after a failure. The markers
+// carry the term of this gateway's ownership of the id (Kafka's
+// coordinator epoch): a partition that took a marker from a later term
+// refuses this one (a gateway that was deposed while it wrote them).
 func (c *Coordinator) finish(ctx context.Context, t *txn) error {
+	if term, ok := c.serving(t.st.ID); !ok || term != t.term {
+		return fmt.Errorf("transaction %s: %w", t.st.ID, kerr.NotCoordinator)
+	}
 	commit := t.st.State == PrepareCommit
+	coordinatorEpoch := CoordinatorEpoch(t.term)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
@@ -70,7 +80,7 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := c.opts.Log.WriteMarker(ctx, topic, p, t.st.ProducerID, t.st.Epoch, commit)
+				err := c.opts.Log.WriteMarker(ctx, topic, p, t.st.ProducerID, t.st.Epoch, coordinatorEpoch, commit)
 				if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
 					mu.Lock()
 					firstErr = cmpErr(firstErr, err)
@@ -84,63 +94,57 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) error {
 		return firstErr
 	}
 	for _, g := range t.st.Groups {
-		if e := c.opts.Groups.EndTxnOffsets(ctx, g, t.st.ProducerID, t.st.Epoch, commit); e != nil {
+		if e := c.opts.Groups.EndTxnOffsets(ctx, g, t.st.ProducerID, t.st.Epoch, coordinatorEpoch, commit); e != nil {
 			return fmt.Errorf("ending the offsets of group %s: %w", g, e)
 		}
 	}
 	topics := len(t.st.Partitions)
-	t.st.State = CompleteAbort
+	next := t.next()
+	next.State = CompleteAbort
 	if commit {
-		t.st.State = CompleteCommit
+		next.State = CompleteCommit
 	}
-	t.st.Partitions, t.st.Groups = nil, nil
-	switched := c.switchProducerID(t)
-	if err := c.save(ctx, t); err != nil {
-		switched()
+	next.Partitions, next.Groups = nil, nil
+	switchProducerID(&next)
+	if err := c.save(ctx, t, next); err != nil {
 		return err
 	}
 	glog.V(1).Infof("kafka transaction %s: %s (producer %d epoch %d, %d topics)", t.st.ID, t.st.State, t.st.ProducerID, t.st.Epoch, topics)
 	return nil
 }
 
-// bumpEpoch raises the producer's epoch, fencing the producer of the one
-// before: at a transaction's end (KIP-890), its timeout, or a new
+// CoordinatorEpoch is the coordinator epoch markers carry for a term of a
+// gateway's ownership of a transactional id (a view's epoch).
+func CoordinatorEpoch(term int64) int32 {
+	return int32(min(max(term, 0), math.MaxInt32))
+}
+
+// bumpEpoch raises the producer's epoch in st, fencing the producer of the
+// one before: at a transaction's end (KIP-890), its timeout, or a new
 // producer's InitProducerID. Once the epochs are used up (32766), the
 // epoch becomes the last one, for the markers, and a new producer id is
 // taken, which the end switches to (switchProducerID).
-func (c *Coordinator) bumpEpoch(ctx context.Context, t *txn) error {
-	if t.st.Epoch < math.MaxInt16-1 {
-		t.st.Epoch++
+func (c *Coordinator) bumpEpoch(ctx context.Context, st *saved) error {
+	if st.Epoch < math.MaxInt16-1 {
+		st.Epoch++
 		return nil
 	}
-	if t.st.NextProducerID == 0 {
+	if st.NextProducerID == 0 {
 		pid, err := c.opts.Log.NewProducerID(ctx)
 		if err != nil {
 			return err
 		}
-		t.st.NextProducerID = pid
+		st.NextProducerID = pid
 	}
-	t.st.Epoch = math.MaxInt16
+	st.Epoch = math.MaxInt16
 	return nil
 }
 
 // switchProducerID moves an ended transaction to the producer id its end
-// took, if any, and returns what undoes it (for a failed save).
-func (c *Coordinator) switchProducerID(t *txn) (undo func()) {
-	next := t.st.NextProducerID
-	if next == 0 {
-		return func() {}
-	}
-	prev, prevEpoch, before := t.st.ProducerID, t.st.Epoch, t.st.PrevProducerID
-	t.st.PrevProducerID, t.st.ProducerID, t.st.Epoch, t.st.NextProducerID = prev, next, 0, 0
-	c.mu.Lock()
-	c.byPID[next] = t
-	c.mu.Unlock()
-	return func() {
-		t.st.PrevProducerID, t.st.ProducerID, t.st.Epoch, t.st.NextProducerID = before, prev, prevEpoch, next
-		c.mu.Lock()
-		delete(c.byPID, next)
-		c.mu.Unlock()
+// took, if any.
+func switchProducerID(st *saved) {
+	if st.NextProducerID != 0 {
+		st.PrevProducerID, st.ProducerID, st.Epoch, st.NextProducerID = st.ProducerID, st.NextProducerID, 0, 0
 	}
 }
 
@@ -172,21 +176,15 @@ func (c *Coordinator) EndTxnV2(ctx context.Context, id string, producerID int64,
 		if epoch != cur {
 			return -1, -1, kerr.ProducerFenced
 		}
-		if t.timer != nil {
-			t.timer.Stop()
-		}
-		was := t.st
-		if err := c.bumpEpoch(ctx, t); err != nil {
+		next := t.next()
+		if err := c.bumpEpoch(ctx, &next); err != nil {
 			return -1, -1, storageErr(id, err)
 		}
-		t.st.State = PrepareAbort
-		if commit {
-			t.st.State = PrepareCommit
-		}
-		if err := c.save(ctx, t); err != nil {
-			t.st = was
+		next.State = decision(commit)
+		if err := c.save(ctx, t, next); err != nil {
 			return -1, -1, storageErr(id, err)
 		}
+		t.stopTimer()
 	case PrepareCommit, PrepareAbort:
 		// An end whose markers failed: its retry carries it out.
 		if !retry {
@@ -208,15 +206,13 @@ func (c *Coordinator) EndTxnV2(ctx context.Context, id string, producerID int64,
 			return -1, -1, kerr.InvalidTxnState
 		}
 		// An abort with nothing open: the epoch is bumped all the same.
-		was := t.st
-		if err := c.bumpEpoch(ctx, t); err != nil {
+		next := t.next()
+		if err := c.bumpEpoch(ctx, &next); err != nil {
 			return -1, -1, storageErr(id, err)
 		}
-		t.st.State = CompleteAbort
-		switched := c.switchProducerID(t)
-		if err := c.save(ctx, t); err != nil {
-			switched()
-			t.st = was
+		next.State = CompleteAbort
+		switchProducerID(&next)
+		if err := c.save(ctx, t, next); err != nil {
 			return -1, -1, storageErr(id, err)
 		}
 		return t.st.ProducerID, t.st.Epoch, nil
@@ -239,12 +235,18 @@ func cmpErr(first, err error) error {
 // armTimeout aborts the transaction if it is still open when its timeout
 // has passed since it began, fencing its producer (a new epoch).
 func (c *Coordinator) armTimeout(t *txn) {
-	if t.timer != nil {
-		t.timer.Stop()
-	}
 	start := t.st.StartMs
 	d := time.UnixMilli(start).Add(time.Duration(t.st.TimeoutMs) * time.Millisecond).Sub(clock.Now())
-	t.timer = time.AfterFunc(max(d, 0), func() {
+	c.abortAfter(t, start, max(d, 0))
+}
+
+// abortAfter aborts the transaction that began at start after d, if it is
+// still open then and this gateway still coordinates it; an abort that
+// cannot be saved is tried again (the transaction stays open until then,
+// in memory as in the filer).
+func (c *Coordinator) abortAfter(t *txn, start int64, d time.Duration) {
+	t.stopTimer()
+	t.timer = time.AfterFunc(d, func() {
 		select {
 		case <-c.stop:
 			return
@@ -255,20 +257,43 @@ func (c *Coordinator) armTimeout(t *txn) {
 		if t.st.State != Ongoing || t.st.StartMs != start {
 			return
 		}
+		if !c.holds(t) {
+			return // its coordinator now times it out
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		glog.V(0).Infof("kafka transaction %s: aborted: open longer than its timeout of %d ms", t.st.ID, t.st.TimeoutMs)
-		if err := c.bumpEpoch(ctx, t); err != nil {
-			glog.Warningf("kafka transaction %s: %v", t.st.ID, err)
-			return
+		next := t.next()
+		err := c.bumpEpoch(ctx, &next)
+		if err == nil {
+			next.State = PrepareAbort
+			err = c.save(ctx, t, next)
 		}
-		t.st.State = PrepareAbort
-		if err := c.save(ctx, t); err != nil {
-			glog.Warningf("kafka transaction %s: %v", t.st.ID, err)
+		if err != nil {
+			glog.Warningf("kafka transaction %s: aborting after its timeout: %v (tried again in %v)", t.st.ID, err, retryEvery)
+			c.abortAfter(t, start, retryEvery)
 			return
 		}
 		if err := c.finish(ctx, t); err != nil {
-			glog.Warningf("kafka transaction %s: aborting after its timeout: %v (the next start finishes it)", t.st.ID, err)
+			glog.Warningf("kafka transaction %s: aborting after its timeout: %v (finished later)", t.st.ID, err)
 		}
 	})
+}
+
+// holds reports whether t is the id's state this gateway holds, in its
+// current term of the id.
+func (c *Coordinator) holds(t *txn) bool {
+	if term, ok := c.serving(t.st.ID); !ok || term != t.term {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.txns[t.st.ID] == t
+}
+
+// stopTimer stops the transaction's timeout, if one is armed.
+func (t *txn) stopTimer() {
+	if t.timer != nil {
+		t.timer.Stop()
+	}
 }

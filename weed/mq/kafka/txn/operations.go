@@ -50,11 +50,12 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	switch t.st.State {
 	case Ongoing:
 		// Fence the producer of the open transaction, then abort it.
-		if err := c.bumpEpoch(ctx, t); err != nil {
+		next := t.next()
+		if err := c.bumpEpoch(ctx, &next); err != nil {
 			return -1, -1, storageErr(id, err)
 		}
-		t.st.State = PrepareAbort
-		if err := c.save(ctx, t); err != nil {
+		next.State = PrepareAbort
+		if err := c.save(ctx, t, next); err != nil {
 			return -1, -1, storageErr(id, err)
 		}
 		fallthrough
@@ -63,41 +64,48 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 			return -1, -1, storageErr(id, err)
 		}
 	}
-	if t.st.Epoch >= math.MaxInt16-1 {
+	next := t.next()
+	if next.Epoch >= math.MaxInt16-1 {
 		pid, err := c.opts.Log.NewProducerID(ctx)
 		if err != nil {
 			return -1, -1, storageErr(id, err)
 		}
-		c.mu.Lock()
-		delete(c.byPID, t.st.ProducerID)
-		c.byPID[pid] = t
-		c.mu.Unlock()
-		t.st.ProducerID, t.st.Epoch = pid, 0
+		next.ProducerID, next.Epoch = pid, 0
 	} else {
-		t.st.Epoch++
+		next.Epoch++
 	}
-	t.st.TimeoutMs = int32(timeout.Milliseconds())
-	t.st.State = Empty
-	t.st.Partitions, t.st.Groups = nil, nil
-	if err := c.save(ctx, t); err != nil {
+	next.TimeoutMs = int32(timeout.Milliseconds())
+	next.State = Empty
+	next.Partitions, next.Groups = nil, nil
+	old := t.st.ProducerID
+	if err := c.save(ctx, t, next); err != nil {
 		return -1, -1, storageErr(id, err)
+	}
+	if t.st.ProducerID != old {
+		c.mu.Lock()
+		if c.byPID[old] == t {
+			delete(c.byPID, old)
+		}
+		c.mu.Unlock()
 	}
 	glog.V(1).Infof("kafka transaction %s: producer %d epoch %d", id, t.st.ProducerID, t.st.Epoch)
 	return t.st.ProducerID, t.st.Epoch, nil
 }
 
-// begin makes the transaction Ongoing if it is not.
-func (c *Coordinator) begin(t *txn) *kerr.Error {
-	switch t.st.State {
+// begin returns the state to save with the transaction Ongoing, begun now
+// if it was not.
+func (c *Coordinator) begin(t *txn) (saved, *kerr.Error) {
+	next := t.next()
+	switch next.State {
 	case PrepareCommit, PrepareAbort:
-		return kerr.ConcurrentTransactions
+		return next, kerr.ConcurrentTransactions
 	case Ongoing:
-		return nil
+		return next, nil
 	}
-	t.st.State = Ongoing
-	t.st.StartMs = clock.Now().UnixMilli()
-	t.st.Partitions, t.st.Groups = nil, nil
-	return nil
+	next.State = Ongoing
+	next.StartMs = clock.Now().UnixMilli()
+	next.Partitions, next.Groups = nil, nil
+	return next, nil
 }
 
 // AddPartitions adds partitions to the producer's transaction.
@@ -108,23 +116,24 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, producerID i
 	}
 	defer t.mu.Unlock()
 	wasOngoing := t.st.State == Ongoing
-	if e := c.begin(t); e != nil {
+	next, e := c.begin(t)
+	if e != nil {
 		return e
 	}
 	changed := !wasOngoing
-	if t.st.Partitions == nil {
-		t.st.Partitions = map[string][]int32{}
+	if next.Partitions == nil {
+		next.Partitions = map[string][]int32{}
 	}
 	for topic, parts := range partitions {
 		for _, p := range parts {
-			if !contains(t.st.Partitions[topic], p) {
-				t.st.Partitions[topic] = append(t.st.Partitions[topic], p)
+			if !contains(next.Partitions[topic], p) {
+				next.Partitions[topic] = append(next.Partitions[topic], p)
 				changed = true
 			}
 		}
 	}
 	if changed {
-		if err := c.save(ctx, t); err != nil {
+		if err := c.save(ctx, t, next); err != nil {
 			return storageErr(id, err)
 		}
 	}
@@ -151,16 +160,17 @@ func (c *Coordinator) AddGroup(ctx context.Context, id string, producerID int64,
 	}
 	defer t.mu.Unlock()
 	wasOngoing := t.st.State == Ongoing
-	if e := c.begin(t); e != nil {
+	next, e := c.begin(t)
+	if e != nil {
 		return e
 	}
-	for _, g := range t.st.Groups {
+	for _, g := range next.Groups {
 		if g == group && wasOngoing {
 			return nil
 		}
 	}
-	t.st.Groups = append(t.st.Groups, group)
-	if err := c.save(ctx, t); err != nil {
+	next.Groups = append(next.Groups, group)
+	if err := c.save(ctx, t, next); err != nil {
 		return storageErr(id, err)
 	}
 	if !wasOngoing {

@@ -56,7 +56,7 @@ func TestPlanClean(t *testing.T) {
 			Txn: &record.TxnMark{ProducerID: pid, Control: record.NotControl}})
 	}
 	marker := func(offset, pid int64, control int8) *filer_pb.LogEntry {
-		return storedEntry(offset, record.Record{Key: record.ControlKey(control), Value: record.ControlValue(), Timestamp: 1,
+		return storedEntry(offset, record.Record{Key: record.ControlKey(control), Value: record.ControlValue(0), Timestamp: 1,
 			Txn: &record.TxnMark{ProducerID: pid, Control: control}})
 	}
 	segs := []cleanSeg{
