@@ -34,8 +34,12 @@ func (rs Releasers) Release(topic string, partition int32) {
 // releases what it held of a partition when its leadership ends or breaks:
 // another gateway may have written it meanwhile, so it is read afresh from
 // SeaweedMQ and the filer when it comes back. Close stops it.
+//
+// Every method of protocol.Backend is spelled out here, with or without
+// the check: a method added to the contract does not compile until it is
+// decided which.
 type Owned struct {
-	protocol.Backend
+	b       protocol.Backend
 	rel     Releaser
 	serving func(key string) (term int64, ok bool)
 	changed func() <-chan struct{}
@@ -56,7 +60,7 @@ type partition struct {
 // Changed: the partitions whose leadership ended are released at each
 // change.
 func NewOwned(b protocol.Backend, rel Releaser, serving func(key string) (int64, bool), changed func() <-chan struct{}) *Owned {
-	o := &Owned{Backend: b, rel: rel, serving: serving, changed: changed, terms: map[partition]int64{}, stop: make(chan struct{}), done: make(chan struct{})}
+	o := &Owned{b: b, rel: rel, serving: serving, changed: changed, terms: map[partition]int64{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go o.sweepLoop()
 	return o
 }
@@ -124,9 +128,57 @@ func (o *Owned) lead(topic string, index int32) error {
 	return nil
 }
 
+var _ protocol.Backend = (*Owned)(nil)
+
+// What concerns a topic as a whole is done by any gateway: the filer
+// orders it (topics' configurations are written conditionally).
+
+func (o *Owned) ListTopics(ctx context.Context) ([]protocol.TopicInfo, error) {
+	return o.b.ListTopics(ctx)
+}
+
+func (o *Owned) DescribeTopic(ctx context.Context, name string) (protocol.TopicInfo, error) {
+	return o.b.DescribeTopic(ctx, name)
+}
+
+func (o *Owned) TopicByID(ctx context.Context, id [16]byte) (protocol.TopicInfo, error) {
+	return o.b.TopicByID(ctx, id)
+}
+
+func (o *Owned) CreateTopic(ctx context.Context, spec protocol.TopicSpec) (protocol.TopicInfo, error) {
+	return o.b.CreateTopic(ctx, spec)
+}
+
+func (o *Owned) CreatePartitions(ctx context.Context, name string, count int32, validateOnly bool) error {
+	return o.b.CreatePartitions(ctx, name, count, validateOnly)
+}
+
+func (o *Owned) AlterTopicConfigs(ctx context.Context, name string, change func(configs map[string]string) error) error {
+	return o.b.AlterTopicConfigs(ctx, name, change)
+}
+
+// PartitionSize is what the partition's segments take, which any gateway
+// can read; DescribeLogDirs asks it of the partitions the view gives this
+// gateway.
+func (o *Owned) PartitionSize(ctx context.Context, topic string, partition int32) (int64, error) {
+	return o.b.PartitionSize(ctx, topic, partition)
+}
+
+// Changed wakes a fetch waiting for records; what it reads then is
+// checked.
+func (o *Owned) Changed(topic string, partition int32, hw int64) <-chan struct{} {
+	return o.b.Changed(topic, partition, hw)
+}
+
+// NewProducerID is the cluster's: ids come from blocks reserved in the
+// filer, under its lock.
+func (o *Owned) NewProducerID(ctx context.Context) (int64, error) {
+	return o.b.NewProducerID(ctx)
+}
+
 // DeleteTopic deletes the topic and forgets its partitions' terms.
 func (o *Owned) DeleteTopic(ctx context.Context, topic string) error {
-	err := o.Backend.DeleteTopic(ctx, topic)
+	err := o.b.DeleteTopic(ctx, topic)
 	if err == nil {
 		o.mu.Lock()
 		for p := range o.terms {
@@ -143,7 +195,7 @@ func (o *Owned) DeleteRecords(ctx context.Context, topic string, partition int32
 	if err := o.lead(topic, partition); err != nil {
 		return -1, err
 	}
-	return o.Backend.DeleteRecords(ctx, topic, partition, before)
+	return o.b.DeleteRecords(ctx, topic, partition, before)
 }
 
 // Append writes to a partition this gateway leads, and answers it only if
@@ -158,7 +210,7 @@ func (o *Owned) Append(ctx context.Context, topic string, partition int32, recor
 		return protocol.FailedAppend(err)
 	}
 	return o.whileLeading(topic, partition, func() *protocol.Appended {
-		return o.Backend.Append(ctx, topic, partition, records, durable)
+		return o.b.Append(ctx, topic, partition, records, durable)
 	})
 }
 
@@ -168,7 +220,7 @@ func (o *Owned) AppendBatch(ctx context.Context, topic string, partition int32, 
 		return protocol.FailedAppend(err)
 	}
 	return o.whileLeading(topic, partition, func() *protocol.Appended {
-		return o.Backend.AppendBatch(ctx, topic, partition, batch, records, durable)
+		return o.b.AppendBatch(ctx, topic, partition, batch, records, durable)
 	})
 }
 
@@ -193,54 +245,54 @@ func (o *Owned) Read(ctx context.Context, topic string, partition int32, offset 
 	if err := o.lead(topic, partition); err != nil {
 		return protocol.ReadResult{}, err
 	}
-	return o.Backend.Read(ctx, topic, partition, offset, maxBytes)
+	return o.b.Read(ctx, topic, partition, offset, maxBytes)
 }
 
 func (o *Owned) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (protocol.ReadResult, error) {
 	if err := o.lead(topic, partition); err != nil {
 		return protocol.ReadResult{}, err
 	}
-	return o.Backend.ReadBatches(ctx, topic, partition, offset, maxBytes)
+	return o.b.ReadBatches(ctx, topic, partition, offset, maxBytes)
 }
 
 func (o *Owned) Offsets(ctx context.Context, topic string, partition int32) (protocol.Offsets, error) {
 	if err := o.lead(topic, partition); err != nil {
 		return protocol.Offsets{}, err
 	}
-	return o.Backend.Offsets(ctx, topic, partition)
+	return o.b.Offsets(ctx, topic, partition)
 }
 
 func (o *Owned) OffsetForTime(ctx context.Context, topic string, partition int32, ts int64) (int64, int64, error) {
 	if err := o.lead(topic, partition); err != nil {
 		return -1, -1, err
 	}
-	return o.Backend.OffsetForTime(ctx, topic, partition, ts)
+	return o.b.OffsetForTime(ctx, topic, partition, ts)
 }
 
 func (o *Owned) MaxTimestamp(ctx context.Context, topic string, partition int32) (int64, int64, error) {
 	if err := o.lead(topic, partition); err != nil {
 		return -1, -1, err
 	}
-	return o.Backend.MaxTimestamp(ctx, topic, partition)
+	return o.b.MaxTimestamp(ctx, topic, partition)
 }
 
 func (o *Owned) WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error {
 	if err := o.lead(topic, partition); err != nil {
 		return err
 	}
-	return o.Backend.WriteMarker(ctx, topic, partition, producerID, epoch, coordinatorEpoch, commit)
+	return o.b.WriteMarker(ctx, topic, partition, producerID, epoch, coordinatorEpoch, commit)
 }
 
 func (o *Owned) Transactions(ctx context.Context, topic string, partition int32, from, to int64) (protocol.PartitionTxns, error) {
 	if err := o.lead(topic, partition); err != nil {
 		return protocol.PartitionTxns{}, err
 	}
-	return o.Backend.Transactions(ctx, topic, partition, from, to)
+	return o.b.Transactions(ctx, topic, partition, from, to)
 }
 
 func (o *Owned) Producers(ctx context.Context, topic string, partition int32) ([]protocol.ProducerInfo, error) {
 	if err := o.lead(topic, partition); err != nil {
 		return nil, err
 	}
-	return o.Backend.Producers(ctx, topic, partition)
+	return o.b.Producers(ctx, topic, partition)
 }
