@@ -28,7 +28,9 @@ type conn struct {
 	srv      *Server
 	listener *boundListener
 	nc       net.Conn
-	remote   string
+	id       uint64 // the server's number for it
+	// name is "cid:<id> <remote address>", what log lines call it.
+	name string
 	// principal is who the connection is: from its client certificate,
 	// then its SASL login; Anonymous without either.
 	principal string
@@ -115,14 +117,16 @@ func newConn(srv *Server, l *boundListener, nc net.Conn) *conn {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
+	id := srv.connIDs.Add(1)
 	c := &conn{
+		id:         id,
+		name:       fmt.Sprintf("cid:%d %s", id, nc.RemoteAddr()),
 		unmuted:    make(chan struct{}),
 		clientHost: "/" + host,
 		srv:        srv,
 		listener:   l,
 		principal:  Anonymous,
 		nc:         nc,
-		remote:     nc.RemoteAddr().String(),
 		ctx:        ctx,
 		cancel:     cancel,
 		replies:    make(chan pendingReply, protocol.MaxInFlightPerConn),
@@ -137,7 +141,7 @@ func newConn(srv *Server, l *boundListener, nc net.Conn) *conn {
 func (c *conn) close(reason error) {
 	c.closeOnce.Do(func() {
 		if reason != nil && !errors.Is(reason, io.EOF) && !errors.Is(reason, net.ErrClosed) && !errors.Is(reason, context.Canceled) {
-			glog.V(1).Infof("kafka conn %s: closing: %v", c.remote, reason)
+			glog.V(1).Infof("kafka conn %s: closing: %v", c.name, reason)
 		}
 		c.cancel()
 		c.nc.Close()
@@ -291,7 +295,7 @@ func (c *conn) readLoop() error {
 			req.Session = s
 		}
 		req.ClientHost, req.Listener, req.Principal = c.clientHost, c.listener.Name, c.principal
-		req.Size, req.Conn = int(size), c
+		req.Size, req.Conn, req.ConnID = int(size), c, c.id
 		if s := c.session; s != nil && s.authenticated() {
 			req.Principal, req.TokenAuthenticated = s.principal, s.token
 		}
@@ -463,5 +467,5 @@ func (c *conn) reply(p pendingReply) (resp kmsg.Response, err error) {
 }
 
 func (c *conn) panicked(api string, v any) error {
-	return metrics.Recovered(api, "connection "+c.remote, v)
+	return metrics.Recovered(api, "connection "+c.name, v)
 }

@@ -2,7 +2,11 @@ package gateway
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io"
+	"net"
+	"strings"
 	"testing"
 	"testing/iotest"
 )
@@ -32,5 +36,26 @@ func grown(t *testing.T, size int) func(int) error {
 	return func(n int) error {
 		total += n
 		return nil
+	}
+}
+
+// Each connection has a number of its own, which its log lines and its
+// requests carry ("cid:N", as the NATS server's).
+func TestConnectionIDs(t *testing.T) {
+	srv := &Server{ctx: context.Background()}
+	l := &boundListener{Listener: Listener{Name: Plaintext}}
+	var names []string
+	for i := 0; i < 2; i++ {
+		a, b := net.Pipe()
+		defer a.Close()
+		defer b.Close()
+		c := newConn(srv, l, a)
+		if c.id != uint64(i+1) || !strings.HasPrefix(c.name, fmt.Sprintf("cid:%d ", i+1)) {
+			t.Fatalf("connection %d: id %d, name %q", i, c.id, c.name)
+		}
+		names = append(names, c.name)
+	}
+	if names[0] == names[1] {
+		t.Fatalf("two connections named %q", names[0])
 	}
 }

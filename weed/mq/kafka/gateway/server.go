@@ -134,6 +134,9 @@ type Server struct {
 	tlsConfig *tls.Config // nil without a TLS listener
 
 	queued *semaphore.Weighted
+	// connIDs numbers the connections: "cid:N" in every log line about
+	// one, as the NATS server's.
+	connIDs atomic.Uint64
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -329,7 +332,7 @@ func (s *Server) accept(bl *boundListener) error {
 		if reason := s.overLimit(ip); reason != "" {
 			s.mu.Unlock()
 			metrics.ConnectionsRefused.Inc()
-			glog.V(1).Infof("kafka conn %s: refused: %s", c.remote, reason)
+			glog.V(1).Infof("kafka conn %s: refused: %s", c.name, reason)
 			nc.Close()
 			continue
 		}
@@ -349,7 +352,7 @@ func (s *Server) accept(bl *boundListener) error {
 				c.waitMuted() //nolint:errcheck // closed either way
 				c.close(fmt.Errorf("over the connection_creation_rate of %s: held %v, closed unserved", ip, throttle))
 			} else {
-				glog.V(2).Infof("kafka conn %s: accepted", c.remote)
+				glog.V(2).Infof("kafka conn %s: accepted on %s", c.name, c.listener.Name)
 				c.serve()
 			}
 			s.mu.Lock()

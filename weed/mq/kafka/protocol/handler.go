@@ -210,6 +210,9 @@ type Request struct {
 	// Conn is the connection the request came on (nil in tests that
 	// have none).
 	Conn Conn
+	// ConnID is the connection's number, "cid:N" in log lines about it
+	// or its requests (0 without a connection).
+	ConnID uint64
 	// Session is the connection's login (nil on a listener without
 	// SASL).
 	Session Session

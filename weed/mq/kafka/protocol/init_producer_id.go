@@ -50,7 +50,7 @@ func (h *Handler) handleInitProducerID(ctx context.Context, r *Request) Reply {
 		}
 		id, err := h.backend.NewProducerID(ctx)
 		if err != nil {
-			glog.Warningf("kafka conn: InitProducerId: %v", err)
+			glog.Warningf("kafka conn cid:%d: InitProducerId: %v", r.ConnID, err)
 			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			return resp, nil
 		}
