@@ -223,7 +223,10 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 	}
 	defer admin.Close()
 	configs := map[string]*string{}
-	for _, kv := range splitList(*o.configs, ",") {
+	for _, kv := range strings.Split(*o.configs, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
 		name, value, ok := strings.Cut(kv, "=")
 		if !ok {
 			fmt.Fprintf(os.Stderr, "-topic.configs: %q is not name=value\n", kv)

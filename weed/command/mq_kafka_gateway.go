@@ -1,52 +1,24 @@
 // Package command holds this project's weed subcommands, in SeaweedFS's
-// house style: an options struct of flag pointers, init() binding the flags.
+// house style: init() binding the flags (the gateway's into node.Config).
 package command
 
 import (
 	"context"
-	"errors"
-	"net"
-	"net/http"
-	_ "net/http/pprof" // served on -port.pprof
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	swcommand "github.com/seaweedfs/seaweedfs/weed/command"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
-	"github.com/seaweedfs/seaweedfs/weed/pb"
-	"github.com/seaweedfs/seaweedfs/weed/security"
 	"github.com/seaweedfs/seaweedfs/weed/util"
 	"github.com/seaweedfs/seaweedfs/weed/util/grace"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/iceberg"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/registry"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/node"
 )
-
-var kafkaGatewayOpts kafkaGatewayOptions
 
 // MqKafkaGateway is `weed mq.kafka.gateway`; it takes the place of upstream's
 // command of the same name.
@@ -226,392 +198,53 @@ Examples:
 `,
 }
 
+// defaultEmbeddedRegistry is where the run command's schema registry
+// listens when -schema.registry.listeners is not given.
+const defaultEmbeddedRegistry = "http://127.0.0.1:8081"
+
 func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
-	o := &kafkaGatewayOpts
+	cfg, p := kafkaGatewayConfig, &kafkaGatewayProcess
 	util.LoadSecurityConfiguration()
-	masters := *o.master
-	if tv := *o.transactionVersion; tv < 0 || tv > 2 {
-		glog.Errorf("kafka gateway: -transaction.version %d: 0, 1 or 2", tv)
-		return false
-	}
-
-	if *o.clockSkewFile != "" {
+	if p.clockSkewFile != "" {
 		// For the life of the process, as the clock it sets.
-		clock.Follow(context.Background(), *o.clockSkewFile, time.Second)
+		clock.Follow(context.Background(), p.clockSkewFile, time.Second)
 	}
-
 	var emb *embedded
-	if *o.embeddedDir != "" {
+	if p.embeddedDir != "" {
 		var err error
-		if emb, err = startEmbedded(*o.embeddedDir, *o.embeddedPorts, *o.embeddedS3, *o.embeddedIceberg); err != nil {
+		if emb, err = startEmbedded(p.embeddedDir, p.embeddedPorts, p.embeddedS3, p.embeddedIceberg); err != nil {
 			glog.Errorf("kafka gateway: embedded SeaweedFS: %v", err)
 			return false
 		}
-		masters = emb.master
+		// The gateway serves the embedded SeaweedFS, with a schema
+		// registry and the S3 gateway's Iceberg catalog unless told
+		// otherwise.
+		cfg.Masters = emb.master
+		if cfg.RegistryListeners == "" {
+			cfg.RegistryListeners = defaultEmbeddedRegistry
+		}
+		if p.embeddedS3 > 0 && cfg.IcebergCatalog == "" {
+			cfg.IcebergCatalog = "http://127.0.0.1:" + strconv.Itoa(p.embeddedIceberg)
+		}
+		if p.embeddedS3 > 0 && cfg.IcebergS3 == "" {
+			cfg.IcebergS3 = "http://127.0.0.1:" + strconv.Itoa(p.embeddedS3)
+		}
 	}
 
-	bind := *o.ipBind
-	if bind == "" {
-		bind = *o.ip
-	}
-	listenerList := *o.listeners
-	if listenerList == "" {
-		listenerList = gateway.Plaintext + "://" + net.JoinHostPort(bind, strconv.Itoa(*o.port))
-	}
-	listeners, err := gateway.ParseListeners(listenerList, *o.advertisedListeners, *o.ip)
-	if err != nil {
-		glog.Errorf("kafka gateway: %v", err)
-		return false
-	}
-	self, err := selfMember(int32(*o.nodeID), listeners, *o.authorizer)
-	if err != nil {
-		glog.Errorf("kafka gateway: %v", err)
-		return false
-	}
-	regSpec := *o.registryListeners
-	if regSpec == "" && emb != nil {
-		regSpec = defaultEmbeddedRegistry
-	}
-	if regSpec == "none" {
-		regSpec = ""
-	}
-	regListeners, regURL, err := parseRegistryListeners(regSpec, *o.ip)
-	if err != nil {
-		glog.Errorf("kafka gateway: %v", err)
-		return false
-	}
-	self.Registry = regURL
-	if self.NodeID < 0 {
-		// From the first listener's address (-ip and -port without
-		// -listeners), so it stays the same across restarts.
-		first := listeners[0].Advertised
-		if first == "" {
-			first = listeners[0].Bind
-		}
-		host, port, _ := net.SplitHostPort(first)
-		p, _ := strconv.Atoi(port)
-		self.NodeID = membership.NodeID(host, int32(p))
-	}
-	client := seaweedmq.New(seaweedmq.Options{
-		Masters:    pb.ServerAddresses(masters).ToAddresses(),
-		FilerGroup: *o.filerGroup,
-		DialOption: security.LoadClientTLS(util.GetViper(), "grpc.mq"),
-		// The write-ahead log is the node's: a restarted gateway trims
-		// what it left, and whoever takes its partitions reads it.
-		WALName: strconv.Itoa(int(self.NodeID)),
-	})
-	// The handlers, groups and transactions reach SeaweedFS through
-	// wrappers that time every call for the metrics.
-	backend := gateway.Instrument(client)
-	files := gateway.InstrumentFiles(client)
-
-	// The gateways of the cluster share its partitions, groups and
-	// transactional ids: this one serves only what it owns.
-	members := membership.New(membership.Options{Self: self, Filer: client})
-	client.SetTerm(func(topic string, index int32) int64 {
-		if term, ok := members.Serving(membership.PartitionKey(topic, index)); ok {
-			return term
-		}
-		return 0
-	})
-	// Share groups' settings, and their share-partitions of the
-	// partitions this gateway leads (released with the leadership).
-	msd := func(n *int) time.Duration { return time.Duration(*n) * time.Millisecond }
-	limits := share.DefaultLimits
-	limits.SessionTimeout, limits.MinSessionTimeout = msd(o.shareSession), msd(o.shareMinSession)
-	limits.HeartbeatInterval, limits.MinHeartbeatInterval = msd(o.shareHeartbeat), msd(o.shareMinHeartbeat)
-	limits.LockDuration, limits.MinLockDuration = msd(o.shareLock), msd(o.shareMinLock)
-	limits.DeliveryLimit, limits.MaxRecordLocks = int16(*o.shareDeliveryLimit), *o.shareMaxLocks
-	shareConfigs := share.NewConfigs(files, limits)
-	shares := share.NewStore(files, shareConfigs)
-	owned := gateway.NewOwned(backend, gateway.Releasers{client, shares}, members.Serving, members.Changed)
-	if *o.cleanerBackoff >= 0 {
-		client.StartCleaner(seaweedmq.CleanerOptions{
-			Backoff: max(time.Duration(*o.cleanerBackoff)*time.Millisecond, 100*time.Millisecond),
-			Leads: func(topic string, index int32) bool {
-				_, ok := members.Serving(membership.PartitionKey(topic, index))
-				return ok
-			},
-		})
-	}
-	serving := func(key func(string) string) func(string) (int64, bool) {
-		return func(name string) (int64, bool) { return members.Serving(key(name)) }
-	}
-
-	var authz *acl.Authorizer
-	if *o.authorizer {
-		authz = acl.New(acl.Options{Files: files, AllowIfNoACL: *o.allowIfNoACL,
-			SuperUsers: append(splitList(*o.superUsers, ";"), gateway.GatewayPrincipal)})
-	}
-	assignors := splitList(*o.consumerAssignors, ",")
-	for _, a := range assignors {
-		if !slices.Contains(group.DefaultConsumerAssignors, a) {
-			glog.Errorf("kafka gateway: -group.consumer.assignors: %q is not an assignor (uniform, range)", a)
-			return false
-		}
-	}
-	groups := group.New(group.Options{
-		Store:                     offset.NewStore(files),
-		ShareConfigs:              shareConfigs,
-		ShareStates:               shares,
-		ShareMaxSize:              *o.shareMaxSize,
-		Topics:                    protocol.GroupTopics(client),
-		ConsumerSessionTimeout:    time.Duration(*o.consumerSession) * time.Millisecond,
-		ConsumerHeartbeatInterval: time.Duration(*o.consumerHeartbeat) * time.Millisecond,
-		ConsumerAssignors:         assignors,
-		ConsumerMaxSize:           *o.consumerMaxSize,
-		StreamsSessionTimeout:     time.Duration(*o.streamsSession) * time.Millisecond,
-		StreamsHeartbeatInterval:  time.Duration(*o.streamsHeartbeat) * time.Millisecond,
-		StreamsInitialDelay:       time.Duration(*o.streamsDelay) * time.Millisecond,
-		StreamsNumStandbyReplicas: *o.streamsStandbys,
-		StreamsMaxSize:            *o.streamsMaxSize,
-		TopicVisible: func(principal, host, topic string) bool {
-			return authz == nil || authz.Authorize(principal, host, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic)
-		},
-		InitialRebalanceDelay: max(time.Millisecond, time.Duration(*o.groupInitialDelay)*time.Millisecond),
-		MinSessionTimeout:     time.Duration(*o.groupMinSession) * time.Millisecond,
-		MaxSessionTimeout:     time.Duration(*o.groupMaxSession) * time.Millisecond,
-		OffsetsRetention:      retention(*o.offsetsRetention, time.Minute),
-		RetentionCheck:        time.Duration(*o.retentionCheck) * time.Millisecond,
-		Serving:               serving(membership.GroupKey),
-		Changed:               members.Changed,
-	})
-
-	// Transactions reach the partitions and groups they span on whichever
-	// gateway leads or coordinates them.
-	// With the authorizer, the gateways log in to one another (on a SASL
-	// listener) as their own super user.
-	users := user.NewStore(files)
-	var identity *gateway.Identity
-	peerOpts := gateway.PeerOptions{}
-	// The gateways reach one another on interListener: logged in as
-	// their own user when it has SASL, over TLS when it has TLS.
-	inter := interListener(listeners, *o.authorizer)
-	if inter.SASL() {
-		if !slices.Contains(splitList(*o.saslMechanisms, ","), sasl.ScramSHA512) {
-			glog.Errorf("kafka gateway: the gateways log in to one another with SCRAM-SHA-512: add it to -sasl.enabled.mechanisms")
-			return false
-		}
-		identity = &gateway.Identity{}
-		peerOpts.Identity = identity
-	} else if *o.authorizer {
-		glog.Warningf("kafka gateway: -authorizer.enabled without a SASL listener: the gateways reach one another on %s as %s, which needs to be in -super.users for transactions that span gateways", inter.Name, gateway.Anonymous)
-	}
-	if inter.TLS() {
-		if peerOpts.TLS, err = peerTLS(*o.sslClientCA); err != nil {
-			glog.Errorf("kafka gateway: %v", err)
-			return false
-		}
-	}
-	peers := gateway.NewPeers(peerOpts)
-	// The schema registry: a Kafka client of this gateway, kept in
-	// _schemas, started with the listeners below; its state also checks
-	// the schema ids of topics that validate them.
-	var schemas *schemaRegistry
-	var tables *iceberg.Tables
-	var schemaState *registry.State
-	if len(regListeners) > 0 {
-		schemaState = registry.NewState()
-	}
-	forward := &gateway.Forwarder{Log: owned, Watermark: client.HighWatermark, Groups: groups, Members: members, Peers: peers}
-	txns := txn.New(txn.Options{Files: files, Log: forward, Groups: forward, Serving: serving(membership.TxnKey),
-		Changed: members.Changed, IDExpiration: retention(*o.txnIDExpiration, time.Millisecond)})
-	forward.Txns = txns
-	metrics.RegisterGroups(groups, forward.HighWatermark)
-
-	// Logins: SCRAM and PLAIN check the users every gateway shares, SCRAM
-	// the delegation tokens too.
-	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
-	tokens := user.NewTokens(user.TokenOptions{Files: files, Secret: *o.tokenSecret,
-		MaxLifetime: ms(*o.tokenMaxLifetime), RenewTime: ms(*o.tokenExpiry), CheckEvery: ms(*o.tokenCheck)})
-	auth, err := sasl.New(sasl.Config{
-		Mechanisms: splitList(*o.saslMechanisms, ","),
-		Users:      users,
-		Tokens:     tokens,
-		OAuth: sasl.OAuthConfig{
-			JWKSFile: *o.oauthJWKS, Unsecured: *o.oauthUnsecured,
-			Issuer: *o.oauthIssuer, Audience: *o.oauthAudience, SubClaim: *o.oauthSubClaim,
-		},
-	})
-	if err != nil {
-		glog.Errorf("kafka gateway: %v", err)
-		return false
-	}
-	var usersCreated atomic.Bool
-	usersCreated.Store(true)
-	if *o.saslUsers != "" {
-		initial, err := readUsersFile(*o.saslUsers)
-		if err != nil {
-			glog.Errorf("kafka gateway: -sasl.users: %v", err)
-			return false
-		}
-		usersCreated.Store(false)
-		go func() {
-			createUsers(users, initial)
-			usersCreated.Store(true)
-		}()
-	}
-	var identityRead atomic.Bool
-	identityRead.Store(identity == nil)
-	if identity != nil {
-		go func() {
-			for {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				err := identity.Ensure(ctx, files, client, users, strconv.Itoa(int(self.NodeID)))
-				cancel()
-				if err == nil {
-					identityRead.Store(true)
-					return
-				}
-				glog.V(1).Infof("kafka gateway: the gateways' own user: %v; retrying", err)
-				time.Sleep(time.Second)
-			}
-		}()
-	}
-	if authz != nil {
-		authz.Start()
-	}
-	// Client quotas: kept in the filer, read again every 2 s; the rates
-	// of quota'd clients shared with the other gateways every second.
-	quotas := quota.New(quota.Options{Files: files, Samples: *o.quotaSamples, Window: time.Duration(*o.quotaWindow) * time.Second,
-		Node: strconv.Itoa(int(self.NodeID)), Gateways: func() int { return len(members.Members()) }})
-	quotas.Start()
-	// Client metrics subscriptions (KIP-714): kept in the filer, read
-	// again every 2 s; what clients push is served on /metrics.
-	clientMetrics := telemetry.New(telemetry.Options{Files: files})
-	clientMetrics.Start()
-	if err := metrics.Register(clientMetrics); err != nil {
-		glog.Warningf("kafka gateway: client metrics are not served on /metrics: %v", err)
-	}
-	// The finalized features: -transaction.version until UpdateFeatures
-	// sets them for the cluster.
-	features := feature.New(files, map[string]int16{feature.Group: 1, feature.Share: 1, feature.Streams: 1, feature.Transaction: int16(*o.transactionVersion)})
-	features.Start()
-
-	srv, err := gateway.NewServer(gateway.Options{
-		Listeners: listeners,
-		TLS: gateway.TLSOptions{
-			CertFile: *o.sslCert, KeyFile: *o.sslKey,
-			ClientCAFile: *o.sslClientCA, ClientAuth: *o.sslClientAuth,
-			PrincipalRules: *o.sslPrincipalRules,
-		},
-		SASL:                  auth,
-		MaxReauth:             time.Duration(*o.maxReauthMs) * time.Millisecond,
-		Users:                 users,
-		Tokens:                tokens,
-		Quotas:                quotas,
-		Schemas:               schemaState,
-		ClientMetrics:         clientMetrics,
-		Features:              features,
-		Authorizer:            authz,
-		NodeID:                self.NodeID,
-		ClusterID:             clusterID(masters, *o.filerGroup),
-		DefaultPartitions:     int32(*o.defaultPartitions),
-		AutoCreateTopics:      *o.autoCreate,
-		MaxRequestSize:        *o.maxRequestBytes,
-		MaxIdle:               time.Duration(*o.maxIdleMs) * time.Millisecond,
-		MaxConnections:        *o.maxConnections,
-		FetchMaxBytes:         *o.fetchMaxBytes,
-		FetchSessionSlots:     int(orNone(int64(*o.fetchSessionSlots))),
-		TransactionVersion:    int16(*o.transactionVersion),
-		FetchBatchCacheBytes:  orNone(*o.fetchBatchCache),
-		DecompressionMaxBytes: *o.decompressMaxBytes,
-		MaxConnectionsPerIP:   *o.maxConnectionsPerIP,
-		Backend:               owned,
-		Groups:                groups,
-		Shares:                shares,
-		ShareSessionSlots:     *o.shareSessions,
-		HighWatermark:         forward.HighWatermark,
-		Txns:                  txns,
-		Cluster:               members,
-		Verifier:              forward,
-		ClusterReady: func(ctx context.Context) error {
-			if err := client.Ready(ctx); err != nil {
-				return err
-			}
-			if !usersCreated.Load() {
-				return errors.New("the users of -sasl.users are not created yet")
-			}
-			if !identityRead.Load() {
-				return errors.New("the gateways' own user is not ready yet")
-			}
-			if authz != nil {
-				if err := authz.Ready(); err != nil {
-					return err
-				}
-			}
-			if err := quotas.Ready(); err != nil {
-				return err
-			}
-			if err := clientMetrics.Ready(); err != nil {
-				return err
-			}
-			if err := features.Ready(); err != nil {
-				return err
-			}
-			return members.Ready()
-		},
-	})
-	if err != nil {
-		glog.Errorf("kafka gateway: %v", err)
-		if authz != nil {
-			authz.Close()
-		}
-		quotas.Close()
-		clientMetrics.Close()
-		features.Close()
-		owned.Close()
-		txns.Close()
-		groups.Close()
-		shares.Close()
-		client.Close()
-		if emb != nil {
-			emb.stop()
-		}
-		return false
-	}
-
-	// Shutdown, in order: stop taking requests and answer those in flight,
-	// write the partitions' tails to segments (the write-ahead log holds
-	// them anyway), hand the partitions and groups over, then stop the
-	// embedded SeaweedFS. SeaweedFS's own signal handler runs it
-	// and exits; a second signal exits at once.
+	// Shutdown: the node (requests in flight answered, the partitions'
+	// tails written, partitions and groups handed over), then the
+	// embedded SeaweedFS. SeaweedFS's own signal handler runs it and
+	// exits; a second signal exits at once.
+	var n *node.Node
 	var shutdownOnce sync.Once
 	shutdown := func() {
 		shutdownOnce.Do(func() {
-			began := time.Now()
-			// Each step that takes long is named in the log.
-			step := func(what string, stop func()) {
-				start := time.Now()
-				stop()
-				if d := time.Since(start); d > 500*time.Millisecond {
-					glog.V(0).Infof("kafka gateway: stopping %s took %v", what, d.Round(time.Millisecond))
-				}
+			if n != nil {
+				n.Close(context.Background()) //nolint:errcheck // without a deadline it does not fail
 			}
-			step("the schema registry", schemas.Close)
-			if tables != nil {
-				step("the Iceberg tables", tables.Close)
-			}
-			step("the listeners and requests in flight", func() { srv.Close() })
-			step("the partitions' tails", func() { client.FlushTails(2 * time.Second) })
-			step("the membership", members.Close) // the others take over without waiting for the lock to expire
-			step("partition ownership", owned.Close)
-			step("the transaction coordinator", txns.Close)
-			step("the connections to other gateways", peers.Close)
-			if authz != nil {
-				step("the ACL refresh", authz.Close)
-			}
-			step("the delegation tokens' sweep", tokens.Close)
-			step("the client quotas' refresh", quotas.Close)
-			step("the client metrics' refresh", clientMetrics.Close)
-			step("the features' refresh", features.Close)
-			step("the group coordinator", groups.Close)
-			step("the share-partitions", shares.Close)
-			step("the SeaweedMQ client", client.Close)
 			if emb != nil {
-				step("the embedded SeaweedFS", emb.stop)
+				emb.stop()
 			}
-			glog.V(0).Infof("kafka gateway: stopped in %v", time.Since(began).Round(time.Millisecond))
 			glog.Flush()
 		})
 	}
@@ -627,64 +260,14 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		os.Exit(1)
 	}()
 
-	if *o.metricsPort > 0 {
-		ip := *o.metricsIP
-		if ip == "" {
-			ip = bind
-		}
-		addr := net.JoinHostPort(ip, strconv.Itoa(*o.metricsPort))
-		ml, err := net.Listen("tcp", addr)
-		if err != nil {
-			// Not serving the port asked for is a failure to start, as
-			// for the Kafka listeners: probes and scrapes would find
-			// nothing, or something else.
-			glog.Errorf("kafka gateway: metrics on %s: %v", addr, err)
-			shutdown()
-			return false
-		}
-		mon := &http.Server{Addr: addr, Handler: srv.MonitorHandler(), ReadHeaderTimeout: 10 * time.Second}
-		go func() {
-			if err := mon.Serve(ml); err != nil && err != http.ErrServerClosed {
-				glog.Errorf("kafka gateway: metrics on %s: %v", addr, err)
-			}
-		}()
-		glog.V(0).Infof("kafka gateway: metrics, health and readiness on http://%s (/metrics, /health, /ready)", addr)
+	var err error
+	if n, err = node.New(cfg); err == nil {
+		err = n.Start()
 	}
-
-	if *o.pprofPort > 0 {
-		go func() {
-			addr := net.JoinHostPort(*o.pprofIP, strconv.Itoa(*o.pprofPort))
-			if err := http.ListenAndServe(addr, nil); err != nil {
-				glog.Errorf("kafka gateway: pprof on %s: %v", addr, err)
-			}
-		}()
+	if err == nil {
+		err = <-n.Served() // nil once shut down
 	}
-
-	if len(regListeners) > 0 {
-		if schemas, err = startSchemaRegistry(schemaState, regListeners, append(peerOpts.ClientOpts(), kgo.SeedBrokers(self.Addr())), members,
-			registrySecurity(*o.registryBasicAuth, users, authz), *o.sslCert, *o.sslKey); err != nil {
-			glog.Errorf("kafka gateway: %v", err)
-			shutdown()
-			return false
-		}
-	}
-	var schemasOf iceberg.Schemas // the registry's, when this gateway serves one
-	if schemas != nil {
-		schemasOf = schemas
-	}
-	if tables, err = startIcebergTables(icebergOptions(emb), backend, client.WithFiler, members, schemasOf); err != nil {
-		glog.Errorf("kafka gateway: %v", err)
-		shutdown()
-		return false
-	}
-	glog.V(0).Infof("kafka gateway: node %d listening on %s, serving SeaweedFS at masters %s", self.NodeID, srv.Listeners(), masters)
-	go watchCluster(client, masters)
-	members.Start()
-	groups.Start()
-	txns.Start()
-	tokens.Start()
-
-	if err := srv.Serve(); err != nil {
+	if err != nil {
 		glog.Errorf("kafka gateway: %v", err)
 		shutdown()
 		return false

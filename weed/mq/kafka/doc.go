@@ -15,7 +15,8 @@
 //	                                  log, the log cleaner of compacted topics
 //	3  protocol                       one file per Kafka API, over a Backend interface
 //	4  seaweedmq, gateway             SeaweedMQ as that Backend; the network server
-//	5  weed/command                   the weed subcommands that put it together
+//	   node                           a gateway put together: built, started, closed
+//	5  weed/command                   the weed subcommands: flags into node.Config
 //
 // The test-only stand-ins (filerfs/filerfstest, membership/membershiptest)
 // sit just above what they stand in for; the tests and tools (e2e, docker,

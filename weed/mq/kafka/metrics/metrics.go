@@ -326,8 +326,14 @@ func init() {
 		IcebergLagRecords, IcebergLagSeconds, IcebergCommits, IcebergCommitSeconds, IcebergRecords, IcebergFiles, IcebergInvalid)
 }
 
-// Register adds a collector of the gateway's to /metrics.
-func Register(c prometheus.Collector) error { return stats.Gather.Register(c) }
+// Register adds a collector of the gateway's to /metrics, until
+// unregister takes it off (a node that closes).
+func Register(c prometheus.Collector) (unregister func(), err error) {
+	if err := stats.Gather.Register(c); err != nil {
+		return func() {}, err
+	}
+	return func() { stats.Gather.Unregister(c) }, nil
+}
 
 // labels admits the first MaxLabelValues distinct values of a label.
 type labels struct {
@@ -473,9 +479,9 @@ func (c *groupCollector) highWatermarks(ctx context.Context, gs []GroupStat) map
 }
 
 // RegisterGroups adds the consumer group metrics, read from groups with
-// high watermarks from hw at each scrape.
-func RegisterGroups(groups GroupSource, hw HighWatermark) {
-	stats.Gather.MustRegister(&groupCollector{groups: groups, hw: hw})
+// high watermarks from hw at each scrape, until unregister takes them off.
+func RegisterGroups(groups GroupSource, hw HighWatermark) (unregister func(), err error) {
+	return Register(&groupCollector{groups: groups, hw: hw})
 }
 
 func (c *groupCollector) Describe(ch chan<- *prometheus.Desc) {

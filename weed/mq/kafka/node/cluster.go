@@ -1,49 +1,22 @@
-package command
+package node
 
-// What the gateway command puts together besides the servers: its place
-// among the cluster's gateways (node, listener for the others, their TLS),
-// the cluster id, users from a file, and flag values turned into settings.
+// What a node puts together besides the servers: its place among the
+// cluster's gateways (node, listener for the others, their TLS), the
+// cluster id, users from a file, and settings turned into the parts'.
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"hash/fnv"
 	"net"
-	_ "net/http/pprof" // served on -port.pprof
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/seaweedfs/seaweedfs/weed/glog"
-
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
 )
-
-// watchCluster logs when the SeaweedFS cluster becomes reachable and when
-// it is lost, so an operator sees why clients get retriable errors.
-func watchCluster(backend *seaweedmq.Client, masters string) {
-	ready := false
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := backend.Ready(ctx)
-		cancel()
-		switch {
-		case err == nil && !ready:
-			glog.V(0).Infof("kafka gateway: SeaweedFS cluster at %s is ready", masters)
-		case err != nil && ready:
-			glog.Warningf("kafka gateway: SeaweedFS cluster at %s unreachable, clients get retriable errors: %v", masters, err)
-		case err != nil:
-			glog.V(0).Infof("kafka gateway: waiting for SeaweedFS at %s: %v", masters, err)
-		}
-		ready = err == nil
-		time.Sleep(5 * time.Second)
-	}
-}
 
 // clusterID names the Kafka cluster after the SeaweedFS cluster it serves,
 // so every gateway of one cluster reports the same id.
@@ -149,24 +122,6 @@ func readUsersFile(path string) (map[string]string, error) {
 		out[name] = pass
 	}
 	return out, nil
-}
-
-// createUsers gives the users of -sasl.users their credentials, retrying
-// until the filer takes them (it may not be up yet when the gateway starts).
-func createUsers(store *user.Store, users map[string]string) {
-	for name, pass := range users {
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := store.SetPassword(ctx, name, pass)
-			cancel()
-			if err == nil {
-				glog.V(0).Infof("kafka gateway: user %s has SCRAM credentials (from -sasl.users)", name)
-				break
-			}
-			glog.V(1).Infof("kafka gateway: user %s from -sasl.users: %v; retrying", name, err)
-			time.Sleep(time.Second)
-		}
-	}
 }
 
 // retention is a Kafka retention flag's duration: n units, negative for

@@ -1,4 +1,4 @@
-package command
+package node
 
 import (
 	"context"
@@ -18,10 +18,6 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/registry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
 )
-
-// defaultEmbeddedRegistry is where the run command's schema registry
-// listens when -schema.registry.listeners is not given.
-const defaultEmbeddedRegistry = "http://127.0.0.1:8081"
 
 // registryListener is one of -schema.registry.listeners.
 type registryListener struct {

@@ -1,10 +1,9 @@
-package command
+package node
 
 import (
 	"context"
 	"fmt"
 	"path"
-	"strconv"
 	"time"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
@@ -16,26 +15,16 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 )
 
-// icebergOptions are where the topics' tables are: the flags, else with
-// an embedded SeaweedFS its S3 gateway's catalog; no catalog: no tables.
-func icebergOptions(emb *embedded) iceberg.RESTOptions {
-	o := iceberg.RESTOptions{URI: *kafkaGatewayOpts.icebergCatalog, Warehouse: *kafkaGatewayOpts.icebergWarehouse, S3Endpoint: *kafkaGatewayOpts.icebergS3}
-	if emb != nil && *kafkaGatewayOpts.embeddedS3 > 0 {
-		if o.URI == "" {
-			o.URI = "http://127.0.0.1:" + strconv.Itoa(*kafkaGatewayOpts.embeddedIceberg)
-		}
-		if o.S3Endpoint == "" {
-			o.S3Endpoint = "http://127.0.0.1:" + strconv.Itoa(*kafkaGatewayOpts.embeddedS3)
-		}
-	}
-	return o
+// icebergOptions are where the topics' tables are; no catalog: no tables.
+func (n *Node) icebergOptions() iceberg.RESTOptions {
+	return iceberg.RESTOptions{URI: n.cfg.IcebergCatalog, Warehouse: n.cfg.IcebergWarehouse, S3Endpoint: n.cfg.IcebergS3}
 }
 
 // startIcebergTables writes the topics with iceberg.mode to their tables,
 // each partition by the gateway that leads it, values of the schema modes
 // decoded by the registry's schemas; nil without a catalog.
 func startIcebergTables(o iceberg.RESTOptions, backend protocol.Backend, filer func(context.Context, func(filer_pb.SeaweedFilerClient) error) error,
-	members *membership.Membership, schemas iceberg.Schemas) (*iceberg.Tables, error) {
+	members *membership.Membership, schemas iceberg.Schemas, maintenance time.Duration) (*iceberg.Tables, error) {
 	if o.URI == "" {
 		return nil, nil
 	}
@@ -55,7 +44,7 @@ func startIcebergTables(o iceberg.RESTOptions, backend protocol.Backend, filer f
 		return nil, fmt.Errorf("iceberg tables: %w", err)
 	}
 	t := iceberg.New(iceberg.Options{Source: &icebergSource{backend: backend, members: members}, Catalog: cat, Schemas: schemas,
-		MaintenanceInterval: time.Duration(*kafkaGatewayOpts.icebergMaintain) * time.Millisecond,
+		MaintenanceInterval: maintenance,
 		Compact:             compactor(filer, o.Warehouse)})
 	t.Start()
 	glog.V(0).Infof("kafka gateway: topics with iceberg.mode kept as tables %s.<topic> in the Iceberg catalog %s (warehouse %s)", iceberg.Namespace, o.URI, o.Warehouse)

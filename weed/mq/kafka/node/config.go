@@ -1,0 +1,102 @@
+package node
+
+// Config is everything a gateway is told at start, in the units and under
+// the names of the command's flags (Kafka's broker settings where Kafka
+// has one: times in milliseconds, -1 for never). The command parses its
+// flags into one Config; New builds every part from it.
+type Config struct {
+	// Where the gateway is.
+	IP     string // advertised to clients in Metadata
+	IPBind string // listened on (default IP)
+	Port   int    // of the PLAINTEXT listener without Listeners
+	// NodeID is the broker id in Metadata; negative: derived from the
+	// first listener's address.
+	NodeID int
+	// Masters are the SeaweedFS masters, comma-separated; FilerGroup the
+	// cluster's filer group.
+	Masters    string
+	FilerGroup string
+
+	// Topics and requests.
+	DefaultPartitions   int
+	AutoCreateTopics    bool
+	MaxRequestBytes     int
+	MaxIdleMs           int
+	MaxConnections      int
+	MaxConnectionsPerIP int
+	FetchMaxBytes       int
+	FetchSessionSlots   int
+	FetchBatchCache     int64
+	DecompressMaxBytes  int64
+	TransactionVersion  int
+	CleanerBackoffMs    int // -1: compacted topics are not cleaned
+	TxnIDExpirationMs   int
+
+	// Groups.
+	GroupInitialDelayMs int
+	GroupMinSessionMs   int
+	GroupMaxSessionMs   int
+	OffsetsRetentionMin int
+	RetentionCheckMs    int
+	ConsumerSessionMs   int
+	ConsumerHeartbeatMs int
+	ConsumerAssignors   string // comma-separated
+	ConsumerMaxSize     int
+	StreamsSessionMs    int
+	StreamsHeartbeatMs  int
+	StreamsDelayMs      int
+	StreamsStandbys     int
+	StreamsMaxSize      int
+	ShareSessionMs      int
+	ShareMinSessionMs   int
+	ShareHeartbeatMs    int
+	ShareMinHeartbeatMs int
+	ShareLockMs         int
+	ShareMinLockMs      int
+	ShareDeliveryLimit  int
+	ShareMaxLocks       int
+	ShareMaxSize        int
+	ShareSessions       int
+
+	// Clients: quotas, logins, ACLs.
+	QuotaSamples       int
+	QuotaWindowSeconds int
+	TokenSecret        string
+	TokenMaxLifetimeMs int64
+	TokenExpiryMs      int64
+	TokenCheckMs       int64
+	MaxReauthMs        int
+	SASLMechanisms     string // comma-separated
+	SASLUsersFile      string
+	OAuthJWKS          string
+	OAuthUnsecured     bool
+	OAuthIssuer        string
+	OAuthAudience      string
+	OAuthSubClaim      string
+	Authorizer         bool
+	SuperUsers         string // semicolon-separated
+	AllowIfNoACL       bool
+
+	// Listeners, TLS, and the HTTP servers beside them.
+	Listeners           string
+	AdvertisedListeners string
+	SSLCert             string
+	SSLKey              string
+	SSLClientCA         string
+	SSLClientAuth       string
+	SSLPrincipalRules   string
+	RegistryListeners   string // "none": no registry
+	RegistryBasicAuth   bool
+
+	// Iceberg tables: no catalog, no tables.
+	IcebergCatalog       string
+	IcebergWarehouse     string
+	IcebergS3            string
+	IcebergMaintenanceMs int
+
+	// Metrics, health and readiness; profiles (port 0: off).
+	MetricsIP   string
+	MetricsPort int
+	PprofIP     string
+	PprofPort   int
+}

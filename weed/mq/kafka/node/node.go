@@ -1,0 +1,611 @@
+// Package node is one gateway put together: the SeaweedMQ client, the
+// membership among the cluster's gateways, the coordinators, the Kafka
+// server and the HTTP servers beside it, built in one place from one
+// Config (New), started (Start) and closed (Close) in the reverse order of
+// their building, the same on a failed start as on shutdown. Every
+// background loop the node runs itself is in its wait group.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+	"github.com/seaweedfs/seaweedfs/weed/pb"
+	"github.com/seaweedfs/seaweedfs/weed/security"
+	"github.com/seaweedfs/seaweedfs/weed/util"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/iceberg"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/registry"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
+)
+
+// Node is a gateway.
+type Node struct {
+	cfg  Config
+	self membership.Member
+
+	// closers are what New and Start built, in that order; Close runs
+	// them in reverse.
+	closers   []closer
+	wg        sync.WaitGroup // the node's own loops
+	stop      chan struct{}  // closed by Close: those loops end
+	closeOnce sync.Once
+	closed    chan struct{} // closed when Close is done
+	served    chan error    // the Kafka server's end
+
+	client        *seaweedmq.Client
+	backend       protocol.Backend // instrumented, not leadership-checked
+	members       *membership.Membership
+	authz         *acl.Authorizer // nil without -authorizer.enabled
+	groups        *group.Coordinator
+	txns          *txn.Coordinator
+	users         *user.Store
+	tokens        *user.Tokens
+	quotas        *quota.Store
+	clientMetrics *telemetry.Manager
+	features      *feature.Store
+	peerOpts      gateway.PeerOptions
+	identity      *gateway.Identity // the gateways' own user, with SASL between them
+	srv           *gateway.Server
+	schemaState   *registry.State // nil without a registry
+	regListeners  []registryListener
+	metricsLn     net.Listener // nil without -metricsPort
+	pprofLn       net.Listener // nil without -port.pprof
+
+	// What ClusterReady waits for besides the parts' own readiness.
+	usersCreated, identityRead atomic.Bool
+	initialUsers               map[string]string
+}
+
+type closer struct {
+	what  string
+	close func()
+}
+
+// onClose adds a step to Close, after (in Close: before) those added
+// earlier.
+func (n *Node) onClose(what string, close func()) {
+	n.closers = append(n.closers, closer{what, close})
+}
+
+// goLoop runs f in the node's wait group; f returns once n.stop is closed.
+func (n *Node) goLoop(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+// sleep waits d, or until the node closes (false then).
+func (n *Node) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-n.stop:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// New builds a gateway from cfg: every part, its listeners bound, nothing
+// served yet. On an error, what was built is closed again.
+func New(cfg Config) (_ *Node, err error) {
+	n := &Node{cfg: cfg, stop: make(chan struct{}), closed: make(chan struct{}), served: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			n.Close(context.Background()) //nolint:errcheck // without a deadline it does not fail
+		}
+	}()
+	if tv := cfg.TransactionVersion; tv < 0 || tv > 2 {
+		return nil, fmt.Errorf("-transaction.version %d: 0, 1 or 2", tv)
+	}
+	listeners, err := n.listeners()
+	if err != nil {
+		return nil, err
+	}
+	if n.self, err = selfMember(int32(cfg.NodeID), listeners, cfg.Authorizer); err != nil {
+		return nil, err
+	}
+	if cfg.RegistryListeners != "none" {
+		if n.regListeners, n.self.Registry, err = parseRegistryListeners(cfg.RegistryListeners, cfg.IP); err != nil {
+			return nil, err
+		}
+	}
+	if n.self.NodeID < 0 {
+		// From the first listener's address (-ip and -port without
+		// -listeners), so it stays the same across restarts.
+		first := listeners[0].Advertised
+		if first == "" {
+			first = listeners[0].Bind
+		}
+		host, port, _ := net.SplitHostPort(first)
+		p, _ := strconv.Atoi(port)
+		n.self.NodeID = membership.NodeID(host, int32(p))
+	}
+	assignors := splitList(cfg.ConsumerAssignors, ",")
+	for _, a := range assignors {
+		if !slices.Contains(group.DefaultConsumerAssignors, a) {
+			return nil, fmt.Errorf("-group.consumer.assignors: %q is not an assignor (uniform, range)", a)
+		}
+	}
+	if cfg.SASLUsersFile != "" {
+		if n.initialUsers, err = readUsersFile(cfg.SASLUsersFile); err != nil {
+			return nil, fmt.Errorf("-sasl.users: %w", err)
+		}
+	}
+
+	n.client = seaweedmq.New(seaweedmq.Options{
+		Masters:    pb.ServerAddresses(cfg.Masters).ToAddresses(),
+		FilerGroup: cfg.FilerGroup,
+		DialOption: security.LoadClientTLS(util.GetViper(), "grpc.mq"),
+		// The write-ahead log is the node's: a restarted gateway trims
+		// what it left, and whoever takes its partitions reads it.
+		WALName: strconv.Itoa(int(n.self.NodeID)),
+	})
+	n.onClose("the SeaweedMQ client", n.client.Close)
+	// The handlers, groups and transactions reach SeaweedFS through
+	// wrappers that time every call for the metrics.
+	n.backend = gateway.Instrument(n.client)
+	files := gateway.InstrumentFiles(n.client)
+
+	// The gateways of the cluster share its partitions, groups and
+	// transactional ids: this one serves only what it owns.
+	members := membership.New(membership.Options{Self: n.self, Filer: n.client})
+	n.members = members
+	n.onClose("the membership", members.Close) // the others take over without waiting for the lock to expire
+	n.client.SetTerm(func(topic string, index int32) int64 {
+		if term, ok := members.Serving(membership.PartitionKey(topic, index)); ok {
+			return term
+		}
+		return 0
+	})
+	serving := func(key func(string) string) func(string) (int64, bool) {
+		return func(name string) (int64, bool) { return members.Serving(key(name)) }
+	}
+	// Share groups' settings, and their share-partitions of the
+	// partitions this gateway leads (released with the leadership).
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	limits := share.DefaultLimits
+	limits.SessionTimeout, limits.MinSessionTimeout = ms(cfg.ShareSessionMs), ms(cfg.ShareMinSessionMs)
+	limits.HeartbeatInterval, limits.MinHeartbeatInterval = ms(cfg.ShareHeartbeatMs), ms(cfg.ShareMinHeartbeatMs)
+	limits.LockDuration, limits.MinLockDuration = ms(cfg.ShareLockMs), ms(cfg.ShareMinLockMs)
+	limits.DeliveryLimit, limits.MaxRecordLocks = int16(cfg.ShareDeliveryLimit), cfg.ShareMaxLocks
+	shareConfigs := share.NewConfigs(files, limits)
+	shares := share.NewStore(files, shareConfigs)
+	n.onClose("the share-partitions", shares.Close)
+	owned := gateway.NewOwned(n.backend, gateway.Releasers{n.client, shares}, members.Serving, members.Changed)
+	n.onClose("partition ownership", owned.Close)
+	if cfg.CleanerBackoffMs >= 0 {
+		n.client.StartCleaner(seaweedmq.CleanerOptions{
+			Backoff: max(ms(cfg.CleanerBackoffMs), 100*time.Millisecond),
+			Leads: func(topic string, index int32) bool {
+				_, ok := members.Serving(membership.PartitionKey(topic, index))
+				return ok
+			},
+		})
+	}
+
+	if cfg.Authorizer {
+		n.authz = acl.New(acl.Options{Files: files, AllowIfNoACL: cfg.AllowIfNoACL,
+			SuperUsers: append(splitList(cfg.SuperUsers, ";"), gateway.GatewayPrincipal)})
+		n.onClose("the ACL refresh", n.authz.Close)
+	}
+	authz := n.authz
+	n.groups = group.New(group.Options{
+		Store:                     offset.NewStore(files),
+		ShareConfigs:              shareConfigs,
+		ShareStates:               shares,
+		ShareMaxSize:              cfg.ShareMaxSize,
+		Topics:                    protocol.GroupTopics(n.client),
+		ConsumerSessionTimeout:    ms(cfg.ConsumerSessionMs),
+		ConsumerHeartbeatInterval: ms(cfg.ConsumerHeartbeatMs),
+		ConsumerAssignors:         assignors,
+		ConsumerMaxSize:           cfg.ConsumerMaxSize,
+		StreamsSessionTimeout:     ms(cfg.StreamsSessionMs),
+		StreamsHeartbeatInterval:  ms(cfg.StreamsHeartbeatMs),
+		StreamsInitialDelay:       ms(cfg.StreamsDelayMs),
+		StreamsNumStandbyReplicas: cfg.StreamsStandbys,
+		StreamsMaxSize:            cfg.StreamsMaxSize,
+		TopicVisible: func(principal, host, topic string) bool {
+			return authz == nil || authz.Authorize(principal, host, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic)
+		},
+		InitialRebalanceDelay: max(time.Millisecond, ms(cfg.GroupInitialDelayMs)),
+		MinSessionTimeout:     ms(cfg.GroupMinSessionMs),
+		MaxSessionTimeout:     ms(cfg.GroupMaxSessionMs),
+		OffsetsRetention:      retention(cfg.OffsetsRetentionMin, time.Minute),
+		RetentionCheck:        ms(cfg.RetentionCheckMs),
+		Serving:               serving(membership.GroupKey),
+		Changed:               members.Changed,
+	})
+	n.onClose("the group coordinator", n.groups.Close)
+
+	// Transactions reach the partitions and groups they span on whichever
+	// gateway leads or coordinates them. The gateways reach one another
+	// on interListener: logged in as their own user when it has SASL (as
+	// their own super user, with the authorizer), over TLS when it has
+	// TLS.
+	n.users = user.NewStore(files)
+	inter := interListener(listeners, cfg.Authorizer)
+	if inter.SASL() {
+		if !slices.Contains(splitList(cfg.SASLMechanisms, ","), sasl.ScramSHA512) {
+			return nil, errors.New("the gateways log in to one another with SCRAM-SHA-512: add it to -sasl.enabled.mechanisms")
+		}
+		n.identity = &gateway.Identity{}
+		n.peerOpts.Identity = n.identity
+	} else if cfg.Authorizer {
+		glog.Warningf("kafka gateway: -authorizer.enabled without a SASL listener: the gateways reach one another on %s as %s, which needs to be in -super.users for transactions that span gateways", inter.Name, gateway.Anonymous)
+	}
+	if inter.TLS() {
+		if n.peerOpts.TLS, err = peerTLS(cfg.SSLClientCA); err != nil {
+			return nil, err
+		}
+	}
+	peers := gateway.NewPeers(n.peerOpts)
+	n.onClose("the connections to other gateways", peers.Close)
+	forward := &gateway.Forwarder{Log: owned, Watermark: n.client.HighWatermark, Groups: n.groups, Members: members, Peers: peers}
+	n.txns = txn.New(txn.Options{Files: files, Log: forward, Groups: forward, Serving: serving(membership.TxnKey),
+		Changed: members.Changed, IDExpiration: retention(cfg.TxnIDExpirationMs, time.Millisecond)})
+	forward.Txns = n.txns
+	n.onClose("the transaction coordinator", n.txns.Close)
+	unregister, err := metrics.RegisterGroups(n.groups, forward.HighWatermark)
+	if err != nil {
+		return nil, fmt.Errorf("the groups' metrics: %w", err)
+	}
+	n.onClose("the groups' metrics", unregister)
+
+	// Logins: SCRAM and PLAIN check the users every gateway shares, SCRAM
+	// the delegation tokens too.
+	ms64 := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+	n.tokens = user.NewTokens(user.TokenOptions{Files: files, Secret: cfg.TokenSecret,
+		MaxLifetime: ms64(cfg.TokenMaxLifetimeMs), RenewTime: ms64(cfg.TokenExpiryMs), CheckEvery: ms64(cfg.TokenCheckMs)})
+	n.onClose("the delegation tokens' sweep", n.tokens.Close)
+	auth, err := sasl.New(sasl.Config{
+		Mechanisms: splitList(cfg.SASLMechanisms, ","),
+		Users:      n.users,
+		Tokens:     n.tokens,
+		OAuth: sasl.OAuthConfig{
+			JWKSFile: cfg.OAuthJWKS, Unsecured: cfg.OAuthUnsecured,
+			Issuer: cfg.OAuthIssuer, Audience: cfg.OAuthAudience, SubClaim: cfg.OAuthSubClaim,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Client quotas: kept in the filer, read again every 2 s; the rates
+	// of quota'd clients shared with the other gateways every second.
+	n.quotas = quota.New(quota.Options{Files: files, Samples: cfg.QuotaSamples, Window: time.Duration(cfg.QuotaWindowSeconds) * time.Second,
+		Node: strconv.Itoa(int(n.self.NodeID)), Gateways: func() int { return len(members.Members()) }})
+	n.onClose("the client quotas' refresh", n.quotas.Close)
+	// Client metrics subscriptions (KIP-714): kept in the filer, read
+	// again every 2 s; what clients push is served on /metrics.
+	n.clientMetrics = telemetry.New(telemetry.Options{Files: files})
+	n.onClose("the client metrics' refresh", n.clientMetrics.Close)
+	unregister, err = metrics.Register(n.clientMetrics)
+	if err != nil {
+		return nil, fmt.Errorf("client metrics on /metrics: %w", err)
+	}
+	n.onClose("the client metrics on /metrics", unregister)
+	// The finalized features: -transaction.version until UpdateFeatures
+	// sets them for the cluster.
+	n.features = feature.New(files, map[string]int16{feature.Group: 1, feature.Share: 1, feature.Streams: 1, feature.Transaction: int16(cfg.TransactionVersion)})
+	n.onClose("the features' refresh", n.features.Close)
+	if len(n.regListeners) > 0 {
+		// The schema registry's state also checks the schema ids of
+		// topics that validate them.
+		n.schemaState = registry.NewState()
+	}
+
+	// The partitions' tails are written to segments once no request is
+	// in flight (the write-ahead log holds them anyway), before the
+	// partitions are handed over.
+	n.onClose("the partitions' tails", func() { n.client.FlushTails(2 * time.Second) })
+	n.srv, err = gateway.NewServer(gateway.Options{
+		Listeners: listeners,
+		TLS: gateway.TLSOptions{
+			CertFile: cfg.SSLCert, KeyFile: cfg.SSLKey,
+			ClientCAFile: cfg.SSLClientCA, ClientAuth: cfg.SSLClientAuth,
+			PrincipalRules: cfg.SSLPrincipalRules,
+		},
+		SASL:                  auth,
+		MaxReauth:             ms(cfg.MaxReauthMs),
+		Users:                 n.users,
+		Tokens:                n.tokens,
+		Quotas:                n.quotas,
+		Schemas:               n.schemaState,
+		ClientMetrics:         n.clientMetrics,
+		Features:              n.features,
+		Authorizer:            n.authz,
+		NodeID:                n.self.NodeID,
+		ClusterID:             clusterID(cfg.Masters, cfg.FilerGroup),
+		DefaultPartitions:     int32(cfg.DefaultPartitions),
+		AutoCreateTopics:      cfg.AutoCreateTopics,
+		MaxRequestSize:        cfg.MaxRequestBytes,
+		MaxIdle:               ms(cfg.MaxIdleMs),
+		MaxConnections:        cfg.MaxConnections,
+		FetchMaxBytes:         cfg.FetchMaxBytes,
+		FetchSessionSlots:     int(orNone(int64(cfg.FetchSessionSlots))),
+		TransactionVersion:    int16(cfg.TransactionVersion),
+		FetchBatchCacheBytes:  orNone(cfg.FetchBatchCache),
+		DecompressionMaxBytes: cfg.DecompressMaxBytes,
+		MaxConnectionsPerIP:   cfg.MaxConnectionsPerIP,
+		Backend:               owned,
+		Groups:                n.groups,
+		Shares:                shares,
+		ShareSessionSlots:     cfg.ShareSessions,
+		HighWatermark:         forward.HighWatermark,
+		Txns:                  n.txns,
+		Cluster:               members,
+		Verifier:              forward,
+		ClusterReady:          n.ready,
+	})
+	if err != nil {
+		return nil, err
+	}
+	n.onClose("the listeners and requests in flight", func() { n.srv.Close() })
+
+	// The HTTP ports are bound here too: not serving a port asked for is
+	// a failure to start, as for the Kafka listeners (probes and scrapes
+	// would find nothing, or something else).
+	if cfg.MetricsPort > 0 {
+		ip := cfg.MetricsIP
+		if ip == "" {
+			ip = n.bindIP()
+		}
+		addr := net.JoinHostPort(ip, strconv.Itoa(cfg.MetricsPort))
+		if n.metricsLn, err = net.Listen("tcp", addr); err != nil {
+			return nil, fmt.Errorf("metrics on %s: %w", addr, err)
+		}
+		n.onClose("the metrics port", func() { n.metricsLn.Close() })
+	}
+	if cfg.PprofPort > 0 {
+		addr := net.JoinHostPort(cfg.PprofIP, strconv.Itoa(cfg.PprofPort))
+		if n.pprofLn, err = net.Listen("tcp", addr); err != nil {
+			return nil, fmt.Errorf("pprof on %s: %w", addr, err)
+		}
+		n.onClose("the pprof port", func() { n.pprofLn.Close() })
+	}
+	return n, nil
+}
+
+// bindIP is the address the listeners bind by default.
+func (n *Node) bindIP() string {
+	if n.cfg.IPBind != "" {
+		return n.cfg.IPBind
+	}
+	return n.cfg.IP
+}
+
+// listeners are -listeners, or one PLAINTEXT listener on -ip.bind:-port.
+func (n *Node) listeners() ([]gateway.Listener, error) {
+	list := n.cfg.Listeners
+	if list == "" {
+		list = gateway.Plaintext + "://" + net.JoinHostPort(n.bindIP(), strconv.Itoa(n.cfg.Port))
+	}
+	return gateway.ParseListeners(list, n.cfg.AdvertisedListeners, n.cfg.IP)
+}
+
+// ready is the server's ClusterReady: SeaweedFS reached, and every part
+// that reads the filer at start has read it.
+func (n *Node) ready(ctx context.Context) error {
+	if err := n.client.Ready(ctx); err != nil {
+		return err
+	}
+	if !n.usersCreated.Load() {
+		return errors.New("the users of -sasl.users are not created yet")
+	}
+	if !n.identityRead.Load() {
+		return errors.New("the gateways' own user is not ready yet")
+	}
+	if n.authz != nil {
+		if err := n.authz.Ready(); err != nil {
+			return err
+		}
+	}
+	if err := n.quotas.Ready(); err != nil {
+		return err
+	}
+	if err := n.clientMetrics.Ready(); err != nil {
+		return err
+	}
+	if err := n.features.Ready(); err != nil {
+		return err
+	}
+	return n.members.Ready()
+}
+
+// Start serves: the background loops, the HTTP servers, the schema
+// registry and the Iceberg tables, then the Kafka listeners. What it
+// starts is closed by Close, also after a failed Start.
+func (n *Node) Start() error {
+	if n.authz != nil {
+		n.authz.Start()
+	}
+	n.quotas.Start()
+	n.clientMetrics.Start()
+	n.features.Start()
+	n.usersCreated.Store(len(n.initialUsers) == 0)
+	if len(n.initialUsers) > 0 {
+		n.goLoop(n.createUsers)
+	}
+	n.identityRead.Store(n.identity == nil)
+	if n.identity != nil {
+		n.goLoop(n.ensureIdentity)
+	}
+	if n.metricsLn != nil {
+		mon := &http.Server{Handler: n.srv.MonitorHandler(), ReadHeaderTimeout: 10 * time.Second}
+		n.serveHTTP("metrics", mon, n.metricsLn)
+		glog.V(0).Infof("kafka gateway: metrics, health and readiness on http://%s (/metrics, /health, /ready)", n.metricsLn.Addr())
+	}
+	if n.pprofLn != nil {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		n.serveHTTP("pprof", &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, n.pprofLn)
+	}
+	var schemasOf iceberg.Schemas // the registry's, when this gateway serves one
+	if len(n.regListeners) > 0 {
+		schemas, err := startSchemaRegistry(n.schemaState, n.regListeners, append(n.peerOpts.ClientOpts(), kgo.SeedBrokers(n.self.Addr())), n.members,
+			registrySecurity(n.cfg.RegistryBasicAuth, n.users, n.authz), n.cfg.SSLCert, n.cfg.SSLKey)
+		if err != nil {
+			return err
+		}
+		n.onClose("the schema registry", schemas.Close)
+		schemasOf = schemas
+	}
+	tables, err := startIcebergTables(n.icebergOptions(), n.backend, n.client.WithFiler, n.members, schemasOf, time.Duration(n.cfg.IcebergMaintenanceMs)*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	if tables != nil {
+		n.onClose("the Iceberg tables", tables.Close)
+	}
+	glog.V(0).Infof("kafka gateway: node %d listening on %s, serving SeaweedFS at masters %s", n.self.NodeID, n.srv.Listeners(), n.cfg.Masters)
+	n.goLoop(n.watchCluster)
+	n.members.Start()
+	n.groups.Start()
+	n.txns.Start()
+	n.tokens.Start()
+	n.goLoop(func() { n.served <- n.srv.Serve() })
+	return nil
+}
+
+// serveHTTP serves srv on ln until Close shuts it down.
+func (n *Node) serveHTTP(what string, srv *http.Server, ln net.Listener) {
+	n.onClose("the "+what+" server", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx) //nolint:errcheck // closing anyway
+	})
+	n.goLoop(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			glog.Errorf("kafka gateway: %s on %s: %v", what, ln.Addr(), err)
+		}
+	})
+}
+
+// Served is sent the Kafka server's end: an error if a listener failed,
+// nil once it was closed.
+func (n *Node) Served() <-chan error { return n.served }
+
+// Close stops everything New and Start started, in the reverse order,
+// logging each step that takes long. It returns once done, or with ctx's
+// error when ctx ends first (the steps go on). Closing again waits for
+// the first.
+func (n *Node) Close(ctx context.Context) error {
+	n.closeOnce.Do(func() {
+		go func() {
+			began := time.Now()
+			close(n.stop)
+			for _, c := range slices.Backward(n.closers) {
+				start := time.Now()
+				c.close()
+				if d := time.Since(start); d > 500*time.Millisecond {
+					glog.V(0).Infof("kafka gateway: stopping %s took %v", c.what, d.Round(time.Millisecond))
+				}
+			}
+			n.wg.Wait()
+			glog.V(0).Infof("kafka gateway: stopped in %v", time.Since(began).Round(time.Millisecond))
+			close(n.closed)
+		}()
+	})
+	select {
+	case <-n.closed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// createUsers gives the users of -sasl.users their credentials, retrying
+// until the filer takes them (it may not be up yet when the gateway
+// starts).
+func (n *Node) createUsers() {
+	for name, pass := range n.initialUsers {
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := n.users.SetPassword(ctx, name, pass)
+			cancel()
+			if err == nil {
+				glog.V(0).Infof("kafka gateway: user %s has SCRAM credentials (from -sasl.users)", name)
+				break
+			}
+			glog.V(1).Infof("kafka gateway: user %s from -sasl.users: %v; retrying", name, err)
+			if !n.sleep(time.Second) {
+				return
+			}
+		}
+	}
+	n.usersCreated.Store(true)
+}
+
+// ensureIdentity makes the gateways' own user (their SCRAM login to one
+// another), retrying until the filer takes it.
+func (n *Node) ensureIdentity() {
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := n.identity.Ensure(ctx, gateway.InstrumentFiles(n.client), n.client, n.users, strconv.Itoa(int(n.self.NodeID)))
+		cancel()
+		if err == nil {
+			n.identityRead.Store(true)
+			return
+		}
+		glog.V(1).Infof("kafka gateway: the gateways' own user: %v; retrying", err)
+		if !n.sleep(time.Second) {
+			return
+		}
+	}
+}
+
+// watchCluster logs when the SeaweedFS cluster becomes reachable and when
+// it is lost, so an operator sees why clients get retriable errors.
+func (n *Node) watchCluster() {
+	ready := false
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := n.client.Ready(ctx)
+		cancel()
+		switch {
+		case err == nil && !ready:
+			glog.V(0).Infof("kafka gateway: SeaweedFS cluster at %s is ready", n.cfg.Masters)
+		case err != nil && ready:
+			glog.Warningf("kafka gateway: SeaweedFS cluster at %s unreachable, clients get retriable errors: %v", n.cfg.Masters, err)
+		case err != nil:
+			glog.V(0).Infof("kafka gateway: waiting for SeaweedFS at %s: %v", n.cfg.Masters, err)
+		}
+		ready = err == nil
+		if !n.sleep(5 * time.Second) {
+			return
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package node
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
+)
+
+// ignored are goroutines of the process, not of a node: those running
+// before the test (packages' init: glog's flusher, SeaweedFS's metrics
+// and signal handler), and the gRPC connections SeaweedFS's pb package
+// keeps for the life of the process.
+func ignored() []goleak.Option {
+	return append([]goleak.Option{goleak.IgnoreCurrent()}, grpcCache...)
+}
+
+var grpcCache = []goleak.Option{
+	goleak.IgnoreAnyFunction("google.golang.org/grpc.(*addrConn).resetTransportAndUnlock"),
+	goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"),
+	goleak.IgnoreAnyFunction("google.golang.org/grpc.(*ccBalancerWrapper).watcher"),
+	goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/transport.(*http2Client).keepalive"),
+	goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/transport.(*controlBuffer).get"),
+}
+
+// config is a gateway on 127.0.0.1 with the flags' defaults, whose
+// SeaweedFS (masters) is nowhere.
+func config(t *testing.T) Config {
+	t.Helper()
+	nowhere, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	masters := nowhere.Addr().String()
+	nowhere.Close()
+	sl := share.DefaultLimits
+	ms := func(d time.Duration) int { return int(d / time.Millisecond) }
+	return Config{
+		IP: "127.0.0.1", Listeners: "PLAINTEXT://127.0.0.1:" + strconv.Itoa(freePort(t)), NodeID: 1, Masters: masters,
+		DefaultPartitions: 1, AutoCreateTopics: true, MaxRequestBytes: protocol.DefaultMaxRequestSize,
+		MaxIdleMs: ms(protocol.DefaultMaxIdle), FetchMaxBytes: protocol.DefaultFetchMaxBytes, FetchSessionSlots: protocol.DefaultFetchSessionSlots,
+		TransactionVersion: 2, CleanerBackoffMs: 15000, TxnIDExpirationMs: -1,
+		GroupInitialDelayMs: 0, GroupMinSessionMs: ms(group.DefaultMinSessionTimeout), GroupMaxSessionMs: ms(group.DefaultMaxSessionTimeout),
+		OffsetsRetentionMin: -1, RetentionCheckMs: ms(group.DefaultRetentionCheck),
+		ConsumerSessionMs: ms(group.DefaultConsumerSessionTimeout), ConsumerHeartbeatMs: ms(group.DefaultConsumerHeartbeatInterval),
+		ConsumerAssignors: strings.Join(group.DefaultConsumerAssignors, ","),
+		StreamsSessionMs:  ms(group.DefaultStreamsSessionTimeout), StreamsHeartbeatMs: ms(group.DefaultStreamsHeartbeatInterval),
+		ShareSessionMs: ms(sl.SessionTimeout), ShareMinSessionMs: ms(sl.MinSessionTimeout), ShareHeartbeatMs: ms(sl.HeartbeatInterval),
+		ShareMinHeartbeatMs: ms(sl.MinHeartbeatInterval), ShareLockMs: ms(sl.LockDuration), ShareMinLockMs: ms(sl.MinLockDuration),
+		ShareDeliveryLimit: int(sl.DeliveryLimit), ShareMaxLocks: sl.MaxRecordLocks, ShareMaxSize: group.DefaultShareMaxSize,
+		ShareSessions: protocol.DefaultShareSessions, QuotaSamples: quota.DefaultSamples, QuotaWindowSeconds: int(quota.DefaultWindow / time.Second),
+		SASLMechanisms: "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", OAuthSubClaim: "sub", SSLClientAuth: "none", SSLPrincipalRules: "DEFAULT",
+		RegistryListeners: "none", PprofIP: "127.0.0.1",
+	}
+}
+
+// A node whose start fails (its metrics port is taken) closes everything
+// it built: no goroutine of it is left (the command's error path once
+// left the ACL refresh and the peers running).
+func TestFailedStartLeavesNothing(t *testing.T) {
+	defer goleak.VerifyNone(t, ignored()...)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	cfg := config(t)
+	cfg.Authorizer, cfg.SuperUsers = true, "User:admin"
+	cfg.MetricsIP, cfg.MetricsPort = "127.0.0.1", taken.Addr().(*net.TCPAddr).Port
+	if n, err := New(cfg); err == nil || !strings.Contains(err.Error(), "metrics on 127.0.0.1:"+strconv.Itoa(cfg.MetricsPort)) {
+		if n != nil {
+			n.Close(context.Background()) //nolint:errcheck
+		}
+		t.Fatalf("New with the metrics port taken: %v", err)
+	}
+}
+
+// A node started and closed, with its SeaweedFS unreachable all along
+// (every part retrying), stops every loop it started, and its Kafka
+// server reports the end.
+func TestCloseStopsEverything(t *testing.T) {
+	defer goleak.VerifyNone(t, ignored()...)
+	cfg := config(t)
+	cfg.Authorizer, cfg.SuperUsers = true, "User:admin"
+	cfg.Listeners = "PLAINTEXT://127.0.0.1:" + strconv.Itoa(freePort(t)) + ",SASL_PLAINTEXT://127.0.0.1:" + strconv.Itoa(freePort(t))
+	cfg.MetricsIP, cfg.MetricsPort = "127.0.0.1", freePort(t)
+	cfg.PprofPort = freePort(t)
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the loops are running, retrying
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n.Close(ctx); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	select {
+	case err := <-n.Served():
+		if err != nil {
+			t.Fatalf("the server's end: %v", err)
+		}
+	default:
+		t.Fatal("the server's end not reported")
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
