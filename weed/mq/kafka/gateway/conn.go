@@ -265,55 +265,62 @@ func (c *conn) readLoop() error {
 			c.srv.queued.Release(held)
 			return err
 		}
-		// held is size now: the growths add up to the frame.
-		// A throttled client's next request waits out the throttle
-		// (the mute may have begun while this one was being read).
-		if err := c.waitMuted(); err != nil {
+		// held is size now: the growths add up to the frame. The bytes
+		// stay held until the writer has answered the request; one
+		// that does not reach the writer gives them back here.
+		queued, err := c.request(frame, int64(size))
+		if !queued {
 			c.srv.queued.Release(int64(size))
-			return err
 		}
-		if s := c.session; s != nil && s.bare && s.login != nil {
-			if err := c.bareLogin(frame, int64(size)); err != nil {
-				return err
-			}
-			continue
-		}
-		req, err := protocol.Decode(frame)
 		if err != nil {
-			c.srv.queued.Release(int64(size))
 			return err
-		}
-		if s := c.session; s != nil {
-			if !s.allowed(req.Key) {
-				c.srv.queued.Release(int64(size))
-				return fmt.Errorf("%s request before authentication", kmsg.NameForKey(req.Key))
-			}
-			if s.expired(time.Now()) && req.Key != int16(kmsg.SASLHandshake) && req.Key != int16(kmsg.SASLAuthenticate) {
-				c.srv.queued.Release(int64(size))
-				return fmt.Errorf("session of %s expired at %v without re-authentication", s.principal, s.expires)
-			}
-			req.Session = s
-		}
-		req.ClientHost, req.Listener, req.Principal = c.clientHost, c.listener.Name, c.principal
-		req.Size, req.Conn, req.ConnID = int(size), c, c.id
-		if s := c.session; s != nil && s.authenticated() {
-			req.Principal, req.TokenAuthenticated = s.principal, s.token
-		}
-		api := kmsg.NameForKey(req.Key)
-		metrics.Requests.WithLabelValues(api, strconv.Itoa(int(req.Version))).Inc()
-		read := time.Now()
-		reply, err := c.handle(req, api)
-		if err != nil {
-			c.srv.queued.Release(int64(size))
-			return err
-		}
-		if err := c.queue(pendingReply{correlationID: req.CorrelationID, reply: reply, size: int64(size), api: api, read: read}); err != nil {
-			return err
-		}
-		if s := c.session; s != nil && s.failed != nil {
-			return s.failed // answered, then closed
 		}
 	}
+}
+
+// request takes one request's frame: checked, handled, its reply handed
+// to the writer (queued: the writer releases its bytes then).
+func (c *conn) request(frame []byte, size int64) (queued bool, err error) {
+	// A throttled client's next request waits out the throttle (the mute
+	// may have begun while this one was being read).
+	if err := c.waitMuted(); err != nil {
+		return false, err
+	}
+	if s := c.session; s != nil && s.bare && s.login != nil {
+		return c.bareLogin(frame, size)
+	}
+	req, err := protocol.Decode(frame)
+	if err != nil {
+		return false, err
+	}
+	if s := c.session; s != nil {
+		if !s.allowed(req.Key) {
+			return false, fmt.Errorf("%s request before authentication", kmsg.NameForKey(req.Key))
+		}
+		if s.expired(time.Now()) && req.Key != int16(kmsg.SASLHandshake) && req.Key != int16(kmsg.SASLAuthenticate) {
+			return false, fmt.Errorf("session of %s expired at %v without re-authentication", s.principal, s.expires)
+		}
+		req.Session = s
+	}
+	req.ClientHost, req.Listener, req.Principal = c.clientHost, c.listener.Name, c.principal
+	req.Size, req.Conn, req.ConnID = int(size), c, c.id
+	if s := c.session; s != nil && s.authenticated() {
+		req.Principal, req.TokenAuthenticated = s.principal, s.token
+	}
+	api := kmsg.NameForKey(req.Key)
+	metrics.Requests.WithLabelValues(api, strconv.Itoa(int(req.Version))).Inc()
+	read := time.Now()
+	reply, err := c.handle(req, api)
+	if err != nil {
+		return false, err
+	}
+	if err := c.queue(pendingReply{correlationID: req.CorrelationID, reply: reply, size: size, api: api, read: read}); err != nil {
+		return false, err
+	}
+	if s := c.session; s != nil && s.failed != nil {
+		return true, s.failed // answered, then closed
+	}
+	return true, nil
 }
 
 // queue hands a reply to the writer.
@@ -322,7 +329,6 @@ func (c *conn) queue(p pendingReply) error {
 	case c.replies <- p:
 		return nil
 	case <-c.ctx.Done():
-		c.srv.queued.Release(p.size)
 		return c.ctx.Err()
 	}
 }
@@ -330,11 +336,10 @@ func (c *conn) queue(p pendingReply) error {
 // bareLogin takes one message of a login begun by a v0 SaslHandshake: a
 // bare frame, answered with a bare frame. A failed login closes the
 // connection without an answer, as Kafka does (v0 has no error field).
-func (c *conn) bareLogin(msg []byte, size int64) error {
+func (c *conn) bareLogin(msg []byte, size int64) (queued bool, err error) {
 	answer, _, refused, text := c.session.Authenticate(c.ctx, msg)
 	if refused != nil {
-		c.srv.queued.Release(size)
-		return errors.New(text)
+		return false, errors.New(text)
 	}
 	if answer == nil {
 		answer = []byte{}
@@ -342,7 +347,10 @@ func (c *conn) bareLogin(msg []byte, size int64) error {
 	if c.session.authenticated() {
 		c.session.bare = false
 	}
-	return c.queue(pendingReply{size: size, api: "SASLAuthenticate", read: time.Now(), bare: answer})
+	if err := c.queue(pendingReply{size: size, api: "SASLAuthenticate", read: time.Now(), bare: answer}); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // readFrame reads a frame of size bytes, growing its buffer as the bytes

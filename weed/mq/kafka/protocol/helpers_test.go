@@ -64,6 +64,8 @@ type gatewayOptions struct {
 	// maxReauth is connections.max.reauth.ms (0: sessions do not end).
 	maxReauth    time.Duration
 	noAutoCreate bool
+	// shareSessions is group.share.max.share.sessions (0: the default).
+	shareSessions int
 	// classicTxns finalizes transaction.version 0, not 2 (the gateway's
 	// default): clients keep the classic transaction protocol.
 	classicTxns bool
@@ -129,7 +131,7 @@ func startGateway(t *testing.T, o gatewayOptions) *testGateway {
 		}
 	}
 	opts := gateway.Options{Listen: "127.0.0.1:0", Backend: g.backend, Groups: g.groups, Shares: g.shares, Txns: g.txns, Users: g.users,
-		DefaultPartitions: 3, AutoCreateTopics: !o.noAutoCreate, ClusterID: "in-process", TransactionVersion: 2}
+		DefaultPartitions: 3, AutoCreateTopics: !o.noAutoCreate, ClusterID: "in-process", TransactionVersion: 2, ShareSessionSlots: o.shareSessions}
 	if o.classicTxns {
 		opts.TransactionVersion = 0
 	}

@@ -106,12 +106,23 @@ func (h *Handler) handleShareFetch(ctx context.Context, r *Request) Reply {
 		})
 	}
 	if e != nil {
-		if e == kerr.ShareSessionLimitReached {
-			waitStart := time.Now()
-			time.Sleep(min(time.Duration(req.MaxWaitMillis)*time.Millisecond, MaxFetchWait))
-			r.waitedSince(waitStart)
+		if e != kerr.ShareSessionLimitReached {
+			return fail(e, "")
 		}
-		return fail(e, "")
+		// The answer waits out the fetch's wait, as Kafka's does, on
+		// the connection's writer: the reader goes on taking requests.
+		answer := fail(e, "")
+		return func() (kmsg.Response, error) {
+			waitStart := time.Now()
+			t := time.NewTimer(min(time.Duration(req.MaxWaitMillis)*time.Millisecond, MaxFetchWait))
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			r.waitedSince(waitStart)
+			return answer()
+		}
 	}
 	metrics.ShareSessions.Set(float64(h.shareSessions.count()))
 	return func() (kmsg.Response, error) {

@@ -387,3 +387,31 @@ func TestShareSessionPartitions(t *testing.T) {
 		t.Fatalf("records of partitions 1 (forgotten) and 2: acquired %v in %+v, want offset 0 of partition 2", got, resp.Topics)
 	}
 }
+
+// With every share session slot taken, a new session's fetch is answered
+// SHARE_SESSION_LIMIT_REACHED once its wait is over, as Kafka answers it
+// (the wait is the reply's, on the connection's writer; it once slept on
+// the reader).
+func TestShareSessionLimitWaits(t *testing.T) {
+	g := startGateway(t, gatewayOptions{shareSessions: 1})
+	id := g.topic(t, "ssl", 1, nil).ID
+	c1 := dial(t, g.addr)
+	sg(t, c1, sgHeartbeat("ssl-g", "m1", 0, "ssl"), nil)
+	first := shareFetchReq("ssl-g", "m1", 0, id, 0, 10)
+	first.MaxWaitMillis = 10
+	shareFetchOK(t, c1, first)
+	c2 := dial(t, g.addr)
+	sg(t, c2, sgHeartbeat("ssl-g", "m2", 0, "ssl"), nil)
+	req := shareFetchReq("ssl-g", "m2", 0, id, 0, 10)
+	req.MaxWaitMillis = 300
+	start := time.Now()
+	resp := c2.do(req, 2).(*kmsg.ShareFetchResponse)
+	code(t, "a session over the limit", resp.ErrorCode, kerr.ShareSessionLimitReached)
+	if waited := time.Since(start); waited < 250*time.Millisecond {
+		t.Fatalf("answered after %v, before the fetch's wait of 300 ms", waited)
+	}
+	// The next request on that connection is answered as usual.
+	if _, err := c2.send(kmsg.NewPtrApiVersionsRequest(), 3); err != nil {
+		t.Fatal(err)
+	}
+}
