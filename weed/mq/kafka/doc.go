@@ -3,6 +3,7 @@
 // `go list`, and that the README's layout names each package).
 //
 //	0  record, metrics, filerfs       the wire's records, the metrics, the filer's small files
+//	   guard                          panics turned into errors, logged and counted
 //	1  offset, membership, acl,       what is kept in the filer: offsets, the gateways'
 //	   user, quota, feature,          view, ACLs, users and delegation tokens, client
 //	   telemetry, txn, share,         quotas, finalized features, client metrics

@@ -36,7 +36,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 )
 
 // Dir is where the filer keeps the ACLs.
@@ -210,7 +210,7 @@ type Authorizer struct {
 func New(opts Options) *Authorizer {
 	a := &Authorizer{opts: opts, super: map[string]bool{}}
 	a.loop = filerfs.NewLoop(RefreshEvery, func(ctx context.Context) {
-		if err := metrics.Try("AclRefresh", func() error { return a.Refresh(ctx) }); err != nil {
+		if err := guard.Try("AclRefresh", func() error { return a.Refresh(ctx) }); err != nil {
 			glog.V(1).Infof("kafka acls: reading %s: %v", Dir, err)
 		}
 	})

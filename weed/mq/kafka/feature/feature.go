@@ -27,7 +27,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 )
 
 // Dir and File are where the filer keeps the levels.
@@ -105,7 +105,7 @@ func New(files filerfs.VersionedFiles, defaults map[string]int16) *Store {
 	s := &Store{files: files, defaults: maps.Clone(defaults)}
 	s.cur = Levels{Epoch: 1, Levels: s.defaults}
 	s.loop = filerfs.NewLoop(RefreshEvery, func(ctx context.Context) {
-		if err := metrics.Try("FeatureRefresh", func() error { return s.Refresh(ctx) }); err != nil {
+		if err := guard.Try("FeatureRefresh", func() error { return s.Refresh(ctx) }); err != nil {
 			glog.V(1).Infof("kafka features: reading %s/%s: %v", Dir, File, err)
 		}
 	})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 )
@@ -475,5 +476,5 @@ func (c *conn) reply(p pendingReply) (resp kmsg.Response, err error) {
 }
 
 func (c *conn) panicked(api string, v any) error {
-	return metrics.Recovered(api, "connection "+c.name, v)
+	return guard.Recovered(api, "connection "+c.name, v)
 }

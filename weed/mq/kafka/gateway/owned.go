@@ -8,8 +8,8 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
@@ -74,8 +74,8 @@ func (o *Owned) Close() {
 func (o *Owned) sweepLoop() {
 	defer close(o.done)
 	for {
-		changed := o.changed()                   // before looking: no change goes unseen
-		metrics.Guard("PartitionSweep", o.sweep) //nolint:errcheck // logged and counted; the next change tries again
+		changed := o.changed()               // before looking: no change goes unseen
+		guard.Run("PartitionSweep", o.sweep) //nolint:errcheck // logged and counted; the next change tries again
 		select {
 		case <-o.stop:
 			return

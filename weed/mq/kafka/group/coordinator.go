@@ -20,7 +20,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 )
@@ -192,10 +192,10 @@ func (c *Coordinator) Start() {
 			case <-c.stop:
 				return
 			case <-changed:
-				changed = c.changed()                // before looking: no change goes unseen
-				metrics.Guard("GroupSweep", c.sweep) //nolint:errcheck // logged and counted; the next change tries again
+				changed = c.changed()            // before looking: no change goes unseen
+				guard.Run("GroupSweep", c.sweep) //nolint:errcheck // logged and counted; the next change tries again
 			case <-expire.C:
-				metrics.Guard("OffsetExpiry", func() { c.ExpireOffsets(clock.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
+				guard.Run("OffsetExpiry", func() { c.ExpireOffsets(clock.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
 			}
 		}
 	}()

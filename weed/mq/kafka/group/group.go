@@ -16,7 +16,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
@@ -155,7 +155,7 @@ func (g *group) manage() {
 func (g *group) run(fn func()) (ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
-			metrics.Recovered("Group", "group "+g.name, v)
+			guard.Recovered("Group", "group "+g.name, v)
 			g.c.mu.Lock()
 			g.c.unloadLocked(g)
 			g.c.mu.Unlock()

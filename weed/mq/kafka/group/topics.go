@@ -21,7 +21,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 )
 
 // Topic is what the server-side assignors know of a topic.
@@ -277,7 +277,7 @@ func (c *Coordinator) watchTopics() {
 			continue
 		}
 		var changed bool
-		metrics.Guard("ConsumerGroupTopics", func() { //nolint:errcheck // logged and counted; the next round tries again
+		guard.Run("ConsumerGroupTopics", func() { //nolint:errcheck // logged and counted; the next round tries again
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			changed = c.topics.refresh(ctx, subscriptions{})

@@ -30,6 +30,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 )
@@ -214,7 +215,7 @@ func (t *Tables) Start() {
 				return
 			case <-tick.C:
 			}
-			metrics.Guard("IcebergTables", func() { t.round(time.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
+			guard.Run("IcebergTables", func() { t.round(time.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
 		}
 	}()
 }

@@ -34,7 +34,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 )
 
 // Filer is what the membership needs of the filer: small files and locks.
@@ -173,7 +173,7 @@ func (m *Membership) Start() {
 		defer next.Stop()
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), m.opts.Poll*2)
-			metrics.Guard("Membership", func() { m.poll(ctx) }) //nolint:errcheck // logged and counted; polled again next round
+			guard.Run("Membership", func() { m.poll(ctx) }) //nolint:errcheck // logged and counted; polled again next round
 			cancel()
 			for polled := false; !polled; {
 				m.mu.Lock()

@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 )
 
 // Dir is where the filer keeps the groups' files.
@@ -231,7 +231,7 @@ func (s *Store) drain(g *groupOffsets) {
 
 		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 		// A panic fails the batch's commits; their clients retry them.
-		err := metrics.Try("OffsetWrite", func() error {
+		err := guard.Try("OffsetWrite", func() error {
 			if g.stale.Load() {
 				return fmt.Errorf("offsets of group %q: %w", g.name, filerfs.ErrChanged)
 			}

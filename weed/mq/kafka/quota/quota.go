@@ -47,6 +47,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
@@ -119,13 +120,13 @@ func New(opts Options) *Store {
 	}
 	s := &Store{opts: opts, entries: map[ident]Entry{}, rates: map[Sensor]*rate{}, buckets: map[Sensor]*bucket{}, peers: map[string]*peerUsage{}}
 	s.loop = filerfs.NewLoop(RefreshEvery, func(ctx context.Context) {
-		if err := metrics.Try("QuotaRefresh", func() error { return s.Refresh(ctx) }); err != nil {
+		if err := guard.Try("QuotaRefresh", func() error { return s.Refresh(ctx) }); err != nil {
 			glog.V(1).Infof("kafka quotas: reading %s: %v", Dir, err)
 		}
 		s.dropQuiet()
 	})
 	s.shareLoop = filerfs.NewLoop(ShareEvery, func(ctx context.Context) {
-		_ = metrics.Try("QuotaShare", func() error { s.share(ctx); return nil })
+		_ = guard.Try("QuotaShare", func() error { s.share(ctx); return nil })
 	})
 	return s
 }

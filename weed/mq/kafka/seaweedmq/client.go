@@ -25,6 +25,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/master_pb"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
 )
@@ -128,7 +129,7 @@ func (c *Client) saveLoop() {
 			}
 			metrics.TailBytes.Set(float64(tail))
 			for _, p := range all {
-				metrics.Guard("ProducerStateSave", func() { c.saveProducers(p, false) }) //nolint:errcheck // logged and counted; saved again next round
+				guard.Run("ProducerStateSave", func() { c.saveProducers(p, false) }) //nolint:errcheck // logged and counted; saved again next round
 			}
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/util"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
@@ -62,7 +63,7 @@ func (c *Client) StartCleaner(o CleanerOptions) {
 				return
 			case <-t.C:
 			}
-			metrics.Guard("LogCleaner", func() { c.cleanRound(o) }) //nolint:errcheck // logged and counted; the next round tries again
+			guard.Run("LogCleaner", func() { c.cleanRound(o) }) //nolint:errcheck // logged and counted; the next round tries again
 			t.Reset(o.Backoff)
 		}
 	}()

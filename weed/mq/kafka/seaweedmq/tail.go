@@ -19,6 +19,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
@@ -106,7 +107,7 @@ func (f *flusher) loop() {
 		case <-t.C:
 		case <-f.kick:
 		}
-		metrics.Guard("TailFlush", func() { f.round(time.Now(), false) }) //nolint:errcheck // logged and counted; the next round tries again
+		guard.Run("TailFlush", func() { f.round(time.Now(), false) }) //nolint:errcheck // logged and counted; the next round tries again
 	}
 }
 
@@ -138,8 +139,8 @@ func (f *flusher) round(now time.Time, force bool) {
 			if save {
 				f.c.saveProducers(p, true)
 			}
-			metrics.Guard("TailFlush", func() { f.c.flushTail(p) }) //nolint:errcheck // logged and counted
-			f.requeue(p)                                            // what is left, if the write failed
+			guard.Run("TailFlush", func() { f.c.flushTail(p) }) //nolint:errcheck // logged and counted
+			f.requeue(p)                                        // what is left, if the write failed
 		}()
 	}
 	for _, p := range f.c.parts.all() {
@@ -158,7 +159,7 @@ func (f *flusher) round(now time.Time, force bool) {
 			f.group.Add(1)
 			go func() {
 				defer func() { <-f.sem; f.group.Done() }()
-				metrics.Guard("TailFlush", func() { f.c.flushTail(p) }) //nolint:errcheck // logged and counted
+				guard.Run("TailFlush", func() { f.c.flushTail(p) }) //nolint:errcheck // logged and counted
 			}()
 		case idle:
 			f.c.dropIdle(p, now)

@@ -27,7 +27,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb/schema_pb"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 )
 
@@ -633,7 +633,7 @@ func (c *Client) removeLeftovers(topicDir string, partDirs []string) {
 			case <-time.After(wait):
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			err := metrics.Try("TopicLeftovers", func() error {
+			err := guard.Try("TopicLeftovers", func() error {
 				return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 					for _, dir := range partDirs {
 						only, err := onlyCheckpoint(ctx, fc, dir)

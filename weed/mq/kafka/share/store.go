@@ -31,7 +31,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 )
 
 // Dir holds the share-partitions' states.
@@ -269,7 +269,7 @@ func (s *Store) saveLater(p *Partition) {
 	go func() {
 		defer s.wg.Done()
 		defer p.later.Add(-1)
-		metrics.Guard("SharePartitionSave", func() { //nolint:errcheck // logged and counted
+		guard.Run("SharePartitionSave", func() { //nolint:errcheck // logged and counted
 			ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
 			defer cancel()
 			s.save(ctx, p) //nolint:errcheck // logged; the next save writes it

@@ -45,7 +45,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 )
 
 // Dir is where the filer keeps the subscriptions.
@@ -102,7 +102,7 @@ func New(opts Options) *Manager {
 	}
 	m := &Manager{opts: opts, configs: map[string]map[string]string{}, inst: map[[16]byte]*instance{}}
 	m.loop = filerfs.NewLoop(RefreshEvery, func(ctx context.Context) {
-		if err := metrics.Try("ClientMetricsRefresh", func() error { return m.Refresh(ctx) }); err != nil {
+		if err := guard.Try("ClientMetricsRefresh", func() error { return m.Refresh(ctx) }); err != nil {
 			glog.V(1).Infof("kafka client metrics: reading %s: %v", Dir, err)
 		}
 		m.expire()

@@ -14,7 +14,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 )
 
 // With several gateways, the decided transactions whose markers could not
@@ -38,7 +38,7 @@ func (c *Coordinator) Start() {
 		defer c.wg.Done()
 		changed := c.changed() // before the first listing: no change goes unseen
 		for {
-			err := metrics.Try("TxnLoad", c.load)
+			err := guard.Try("TxnLoad", c.load)
 			if err == nil {
 				break
 			}
@@ -57,7 +57,7 @@ func (c *Coordinator) Start() {
 				case <-c.stop:
 					return
 				case <-expire.C:
-					metrics.Guard("TxnExpiry", func() { c.ExpireIDs(clock.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
+					guard.Run("TxnExpiry", func() { c.ExpireIDs(clock.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
 				}
 			}
 		}
@@ -72,19 +72,19 @@ func (c *Coordinator) Start() {
 			case <-c.stop:
 				return
 			case <-expire.C:
-				metrics.Guard("TxnExpiry", func() { c.ExpireIDs(clock.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
+				guard.Run("TxnExpiry", func() { c.ExpireIDs(clock.Now()) }) //nolint:errcheck // logged and counted; the next round tries again
 			case <-changed:
-				changed = c.changed()              // before looking: no change goes unseen
-				metrics.Guard("TxnSweep", c.sweep) //nolint:errcheck // logged and counted; the next change tries again
+				changed = c.changed()          // before looking: no change goes unseen
+				guard.Run("TxnSweep", c.sweep) //nolint:errcheck // logged and counted; the next change tries again
 				list = true
 			case <-relist.C:
 				list = true
 			case <-retry.C:
-				metrics.Guard("TxnRetry", c.retryUnfinished) //nolint:errcheck // logged and counted; the next round tries again
+				guard.Run("TxnRetry", c.retryUnfinished) //nolint:errcheck // logged and counted; the next round tries again
 				list = failed
 			}
 			if list {
-				err := metrics.Try("TxnLoad", c.load)
+				err := guard.Try("TxnLoad", c.load)
 				if failed = err != nil; failed {
 					glog.Warningf("kafka transactions: %v (listed again in %v)", err, retryEvery)
 				}

@@ -31,6 +31,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/storage/types"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
@@ -227,7 +228,7 @@ func (w *Log) commitLoop() {
 			metrics.WALBytes.Add(float64(len(frame)))
 		}
 		for _, e := range batch {
-			metrics.Guard("WALCommitted", func() { e.done(err) }) //nolint:errcheck // logged and counted; the other batches are still told
+			guard.Run("WALCommitted", func() { e.done(err) }) //nolint:errcheck // logged and counted; the other batches are still told
 		}
 		w.mu.Lock()
 		w.written += uint64(len(batch))
@@ -249,7 +250,7 @@ func (w *Log) commitRetrying(frame []byte, batch []*pending) error {
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
 		// A panic is tried again, as a filer that does not answer.
-		err := metrics.Try("WALCommit", func() error { return w.commit(frame, batch) })
+		err := guard.Try("WALCommit", func() error { return w.commit(frame, batch) })
 		metrics.WALCommitSeconds.Observe(time.Since(start).Seconds())
 		if err == nil {
 			if logged != "" {
@@ -330,7 +331,7 @@ func (w *Log) commit(frame []byte, batch []*pending) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	uploaded := make(chan error, 1)
-	go func() { uploaded <- metrics.Try("WALUpload", func() error { return w.put(ctx, slot, frame) }) }()
+	go func() { uploaded <- guard.Try("WALUpload", func() error { return w.put(ctx, slot, frame) }) }()
 	err = w.opts.Store.Save(ctx, w.dir, f.entry)
 	if uerr := <-uploaded; uerr != nil {
 		w.fids.base = nil // the volume may be gone or full

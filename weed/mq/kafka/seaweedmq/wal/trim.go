@@ -10,7 +10,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 )
 
 // trimLoop removes log files whose records are all in the segments. It
@@ -24,7 +24,7 @@ func (w *Log) trimLoop() {
 		case <-w.done:
 			return
 		case <-t.C:
-			metrics.Guard("WALTrim", w.trim) //nolint:errcheck // logged and counted; trimmed again next round
+			guard.Run("WALTrim", w.trim) //nolint:errcheck // logged and counted; trimmed again next round
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package metrics
+package guard
 
 import (
 	"errors"
@@ -6,12 +6,14 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
-func TestGuard(t *testing.T) {
-	before := testutil.ToFloat64(Panics.WithLabelValues("TestLoop"))
+func TestRun(t *testing.T) {
+	before := testutil.ToFloat64(metrics.Panics.WithLabelValues("TestLoop"))
 	for round := 0; round < 3; round++ {
-		err := Guard("TestLoop", func() {
+		err := Run("TestLoop", func() {
 			var m map[string]int
 			m["x"]++ // a nil map: the kind of bug a background loop may meet
 		})
@@ -19,10 +21,10 @@ func TestGuard(t *testing.T) {
 			t.Fatalf("round %d: %v", round, err)
 		}
 	}
-	if got := testutil.ToFloat64(Panics.WithLabelValues("TestLoop")) - before; got != 3 {
+	if got := testutil.ToFloat64(metrics.Panics.WithLabelValues("TestLoop")) - before; got != 3 {
 		t.Fatalf("%v panics counted, want 3", got)
 	}
-	if err := Guard("TestLoop", func() {}); err != nil {
+	if err := Run("TestLoop", func() {}); err != nil {
 		t.Fatal(err)
 	}
 	failed := errors.New("filer gone")
