@@ -578,16 +578,15 @@ func (c *Coordinator) DeleteGroup(ctx context.Context, name string) *kerr.Error 
 	return res
 }
 
-// GroupStats implements metrics.GroupSource: every group with its members
-// and committed offsets.
-func (c *Coordinator) GroupStats(ctx context.Context) ([]metrics.GroupStat, error) {
+// GroupStats is every group with its members and committed offsets.
+func (c *Coordinator) GroupStats(ctx context.Context) ([]Stat, error) {
 	listed, e := c.List(ctx)
 	if e != nil {
 		return nil, e
 	}
-	out := make([]metrics.GroupStat, 0, len(listed))
+	out := make([]Stat, 0, len(listed))
 	for _, l := range listed {
-		st := metrics.GroupStat{Name: l.Name, Committed: map[string]map[int32]int64{}}
+		st := Stat{Name: l.Name, Committed: map[string]map[int32]int64{}}
 		if g, _ := c.lookup(ctx, l.Name, false); g != nil {
 			st.Members, _ = call(ctx, g, func() int {
 				if g.cg != nil {

@@ -10,10 +10,7 @@
 package metrics
 
 import (
-	"context"
-	"strconv"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -389,142 +386,13 @@ func Topic(name string) string { return topics.value(name) }
 // Group is the label value for a consumer group.
 func Group(name string) string { return groups.value(name) }
 
-// GroupStat is one consumer group as the group metrics show it.
-type GroupStat struct {
-	Name      string
-	Members   int
-	Committed map[string]map[int32]int64 // topic -> partition -> committed offset
-}
-
-// GroupSource lists the groups for the group metrics: the coordinator.
-type GroupSource interface {
-	GroupStats(ctx context.Context) ([]GroupStat, error)
-}
-
-// HighWatermark returns a partition's high watermark.
-type HighWatermark func(ctx context.Context, topic string, partition int32) (int64, error)
-
-// groupCollector reports, at each scrape, the groups with their members,
-// committed offsets and lag, under kafka_exporter's names.
-type groupCollector struct {
-	groups GroupSource
-	hw     HighWatermark
-}
-
+// The consumer group metrics, under kafka_exporter's names: collected at
+// each scrape by the group coordinator (group.Coordinator.Metrics).
 var (
-	groupsDesc  = prometheus.NewDesc(namespace+"_"+subsystem+"_groups", "Consumer groups this gateway coordinates.", nil, nil)
-	membersDesc = prometheus.NewDesc("kafka_consumergroup_members", "Members of a consumer group.", []string{"consumergroup"}, nil)
-	currentDesc = prometheus.NewDesc("kafka_consumergroup_current_offset", "Committed offset of a consumer group in a partition.",
+	GroupsDesc       = prometheus.NewDesc(namespace+"_"+subsystem+"_groups", "Consumer groups this gateway coordinates.", nil, nil)
+	GroupMembersDesc = prometheus.NewDesc("kafka_consumergroup_members", "Members of a consumer group.", []string{"consumergroup"}, nil)
+	GroupOffsetDesc  = prometheus.NewDesc("kafka_consumergroup_current_offset", "Committed offset of a consumer group in a partition.",
 		[]string{"consumergroup", "topic", "partition"}, nil)
-	lagDesc = prometheus.NewDesc("kafka_consumergroup_lag", "High watermark minus committed offset of a consumer group in a partition.",
+	GroupLagDesc = prometheus.NewDesc("kafka_consumergroup_lag", "High watermark minus committed offset of a consumer group in a partition.",
 		[]string{"consumergroup", "topic", "partition"}, nil)
 )
-
-// scrapeTimeout bounds the backend calls of one scrape.
-const scrapeTimeout = 5 * time.Second
-
-// scrapeLookups is how many high watermarks one scrape looks up at once: a
-// gateway coordinating many groups over many partitions answers its scrape
-// within scrapeTimeout, and one slow partition holds up only itself.
-const scrapeLookups = 16
-
-type topicPartition struct {
-	topic     string
-	partition int32
-}
-
-// highWatermarks looks up the high watermark of every partition in which a
-// group committed, scrapeLookups at a time; a partition whose lookup failed
-// or did not end in time is left out (and so is its lag).
-func (c *groupCollector) highWatermarks(ctx context.Context, gs []GroupStat) map[topicPartition]int64 {
-	seen := map[topicPartition]bool{}
-	var tps []topicPartition
-	for _, g := range gs {
-		for topic, parts := range g.Committed {
-			for p := range parts {
-				tp := topicPartition{topic, p}
-				if !seen[tp] {
-					seen[tp] = true
-					tps = append(tps, tp)
-				}
-			}
-		}
-	}
-	var (
-		mu  sync.Mutex
-		hws = make(map[topicPartition]int64, len(tps))
-		wg  sync.WaitGroup
-		sem = make(chan struct{}, scrapeLookups)
-	)
-	for _, tp := range tps {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if hw, err := c.hw(ctx, tp.topic, tp.partition); err == nil && hw >= 0 {
-				mu.Lock()
-				hws[tp] = hw
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return hws
-}
-
-// RegisterGroups adds the consumer group metrics, read from groups with
-// high watermarks from hw at each scrape, until unregister takes them off.
-func RegisterGroups(groups GroupSource, hw HighWatermark) (unregister func(), err error) {
-	return Register(&groupCollector{groups: groups, hw: hw})
-}
-
-func (c *groupCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- groupsDesc
-	ch <- membersDesc
-	ch <- currentDesc
-	ch <- lagDesc
-}
-
-func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
-	defer cancel()
-	gs, err := c.groups.GroupStats(ctx)
-	if err != nil {
-		return
-	}
-	ch <- prometheus.MustNewConstMetric(groupsDesc, prometheus.GaugeValue, float64(len(gs)))
-	hws := c.highWatermarks(ctx, gs)
-	// Series are summed by their label values: groups and topics past
-	// MaxLabelValues share the label "other", and one series each.
-	type series struct{ group, topic, partition string }
-	members := map[string]float64{}
-	current, lag := map[series]float64{}, map[series]float64{}
-	for _, g := range gs {
-		name := Group(g.Name)
-		members[name] += float64(g.Members)
-		for topic, parts := range g.Committed {
-			for p, off := range parts {
-				k := series{name, Topic(topic), strconv.Itoa(int(p))}
-				current[k] += float64(off)
-				if hw, ok := hws[topicPartition{topic, p}]; ok {
-					lag[k] += float64(max(hw-off, 0))
-				}
-			}
-		}
-	}
-	for name, n := range members {
-		ch <- prometheus.MustNewConstMetric(membersDesc, prometheus.GaugeValue, n, name)
-	}
-	for k, v := range current {
-		ch <- prometheus.MustNewConstMetric(currentDesc, prometheus.GaugeValue, v, k.group, k.topic, k.partition)
-	}
-	for k, v := range lag {
-		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, v, k.group, k.topic, k.partition)
-	}
-}

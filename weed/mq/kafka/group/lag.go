@@ -1,0 +1,148 @@
+package group
+
+// The group metrics: every group this gateway coordinates, its members,
+// committed offsets and lag, collected at each scrape.
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+)
+
+// Stat is one group as the group metrics show it.
+type Stat struct {
+	Name      string
+	Members   int
+	Committed map[string]map[int32]int64 // topic -> partition -> committed offset
+}
+
+// statsSource lists the groups for the metrics: the coordinator (a fake
+// in tests).
+type statsSource interface {
+	GroupStats(ctx context.Context) ([]Stat, error)
+}
+
+// HighWatermark returns a partition's high watermark.
+type HighWatermark func(ctx context.Context, topic string, partition int32) (int64, error)
+
+// lagCollector reports, at each scrape, the groups with their members,
+// committed offsets and lag, under kafka_exporter's names.
+type lagCollector struct {
+	groups statsSource
+	hw     HighWatermark
+}
+
+// Metrics is the collector of the coordinator's groups for /metrics: at
+// each scrape, their members, committed offsets and lag, with high
+// watermarks from hw (looked up on the partitions' leaders).
+func (c *Coordinator) Metrics(hw HighWatermark) prometheus.Collector {
+	return &lagCollector{groups: c, hw: hw}
+}
+
+// scrapeTimeout bounds the backend calls of one scrape.
+const scrapeTimeout = 5 * time.Second
+
+// scrapeLookups is how many high watermarks one scrape looks up at once: a
+// gateway coordinating many groups over many partitions answers its scrape
+// within scrapeTimeout, and one slow partition holds up only itself.
+const scrapeLookups = 16
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// highWatermarks looks up the high watermark of every partition in which a
+// group committed, scrapeLookups at a time; a partition whose lookup failed
+// or did not end in time is left out (and so is its lag).
+func (c *lagCollector) highWatermarks(ctx context.Context, gs []Stat) map[topicPartition]int64 {
+	seen := map[topicPartition]bool{}
+	var tps []topicPartition
+	for _, g := range gs {
+		for topic, parts := range g.Committed {
+			for p := range parts {
+				tp := topicPartition{topic, p}
+				if !seen[tp] {
+					seen[tp] = true
+					tps = append(tps, tp)
+				}
+			}
+		}
+	}
+	var (
+		mu  sync.Mutex
+		hws = make(map[topicPartition]int64, len(tps))
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, scrapeLookups)
+	)
+	for _, tp := range tps {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if hw, err := c.hw(ctx, tp.topic, tp.partition); err == nil && hw >= 0 {
+				mu.Lock()
+				hws[tp] = hw
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return hws
+}
+
+func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- metrics.GroupsDesc
+	ch <- metrics.GroupMembersDesc
+	ch <- metrics.GroupOffsetDesc
+	ch <- metrics.GroupLagDesc
+}
+
+func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	gs, err := c.groups.GroupStats(ctx)
+	if err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(metrics.GroupsDesc, prometheus.GaugeValue, float64(len(gs)))
+	hws := c.highWatermarks(ctx, gs)
+	// Series are summed by their label values: groups and topics past
+	// metrics.MaxLabelValues share the label "other", and one series each.
+	type series struct{ group, topic, partition string }
+	members := map[string]float64{}
+	current, lag := map[series]float64{}, map[series]float64{}
+	for _, g := range gs {
+		name := metrics.Group(g.Name)
+		members[name] += float64(g.Members)
+		for topic, parts := range g.Committed {
+			for p, off := range parts {
+				k := series{name, metrics.Topic(topic), strconv.Itoa(int(p))}
+				current[k] += float64(off)
+				if hw, ok := hws[topicPartition{topic, p}]; ok {
+					lag[k] += float64(max(hw-off, 0))
+				}
+			}
+		}
+	}
+	for name, n := range members {
+		ch <- prometheus.MustNewConstMetric(metrics.GroupMembersDesc, prometheus.GaugeValue, n, name)
+	}
+	for k, v := range current {
+		ch <- prometheus.MustNewConstMetric(metrics.GroupOffsetDesc, prometheus.GaugeValue, v, k.group, k.topic, k.partition)
+	}
+	for k, v := range lag {
+		ch <- prometheus.MustNewConstMetric(metrics.GroupLagDesc, prometheus.GaugeValue, v, k.group, k.topic, k.partition)
+	}
+}

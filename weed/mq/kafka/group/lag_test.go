@@ -1,0 +1,113 @@
+package group
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+)
+
+type manyGroups int
+
+func (n manyGroups) GroupStats(context.Context) ([]Stat, error) {
+	var out []Stat
+	for i := 0; i < int(n); i++ {
+		out = append(out, Stat{Name: fmt.Sprintf("scrape-group-%d", i), Members: 1,
+			Committed: map[string]map[int32]int64{"scrape-topic": {0: 10}}})
+	}
+	return out, nil
+}
+
+// More groups than metrics.MaxLabelValues: the scrape still succeeds (it answered
+// HTTP 500 once the overflow label made duplicate series), with the
+// overflowing groups summed into "other".
+func TestGroupMetricsOverflow(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(&lagCollector{groups: manyGroups(metrics.MaxLabelValues + 100), hw: func(context.Context, string, int32) (int64, error) { return 15, nil }})
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	var otherMembers float64
+	series := 0
+	for _, f := range families {
+		if f.GetName() != "kafka_consumergroup_members" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			series++
+			if m.GetLabel()[0].GetValue() == "other" {
+				otherMembers = m.GetGauge().GetValue()
+			}
+		}
+	}
+	if series > metrics.MaxLabelValues+1 || otherMembers < 100 {
+		t.Fatalf("%d member series, %v members under other", series, otherMembers)
+	}
+}
+
+// groupsOnTopics is one group per topic, each with a commit at offset 10 in
+// partition 0.
+type groupsOnTopics []string
+
+func (ts groupsOnTopics) GroupStats(context.Context) ([]Stat, error) {
+	var out []Stat
+	for _, topic := range ts {
+		out = append(out, Stat{Name: topic + "-group", Committed: map[string]map[int32]int64{topic: {0: 10}}})
+	}
+	return out, nil
+}
+
+// A partition whose high watermark lookup never answers costs the scrape its
+// own lag only: the lookups ran one after the other in one 5 s budget, so a
+// gateway that had seen many groups reported no lag at all for the
+// partitions after a slow one.
+func TestGroupLagSlowPartition(t *testing.T) {
+	var topics groupsOnTopics
+	for i := 0; i < 200; i++ {
+		topics = append(topics, fmt.Sprintf("lag-topic-%03d", i))
+	}
+	hw := func(ctx context.Context, topic string, _ int32) (int64, error) {
+		if topic == "lag-topic-000" {
+			<-ctx.Done()
+			return 0, ctx.Err()
+		}
+		select {
+		case <-time.After(30 * time.Millisecond):
+			return 25, nil
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(&lagCollector{groups: topics, hw: hw})
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	lags := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "kafka_consumergroup_lag" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "topic" {
+					lags[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	if _, ok := lags["lag-topic-000"]; ok {
+		t.Error("a lag reported for the partition whose high watermark is unknown")
+	}
+	for _, topic := range topics[1:] {
+		if lags[topic] != 15 {
+			t.Errorf("%s: lag %v, want 25 - 10", topic, lags[topic])
+		}
+	}
+}
