@@ -90,6 +90,23 @@ func start(t *testing.T, files filerfs.VersionedFiles, log *fakeLog, groups *fak
 	}
 }
 
+// gateways are n coordinators of as many gateways over one filer and
+// log, owning as own says, loaded.
+func gateways(t *testing.T, files filerfs.VersionedFiles, log *fakeLog, groups *fakeGroups, own *membershiptest.Owners, n int) []*Coordinator {
+	t.Helper()
+	var cs []*Coordinator
+	for i := 0; i < n; i++ {
+		c := New(Options{Files: files, Log: log, Groups: groups, Serving: own.Serving(i), Changed: own.Changed})
+		c.Start()
+		t.Cleanup(c.Close)
+		for _, e := c.List(); e != nil; _, e = c.List() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
 func TestCommitWritesMarkersAndOffsets(t *testing.T) {
 	files, log, groups := filerfstest.New(), &fakeLog{}, &fakeGroups{}
 	c := start(t, files, log, groups)
@@ -205,16 +222,7 @@ func TestRestartFinishesDecidedTransactions(t *testing.T) {
 func TestOwnershipMoves(t *testing.T) {
 	files, log, groups := filerfstest.New(), &fakeLog{}, &fakeGroups{}
 	own := membershiptest.New(0)
-	var cs []*Coordinator
-	for i := 0; i < 2; i++ {
-		c := New(Options{Files: files, Log: log, Groups: groups, Serving: own.Serving(i), Changed: own.Changed})
-		c.Start()
-		t.Cleanup(c.Close)
-		for _, e := c.List(); e != nil; _, e = c.List() {
-			time.Sleep(5 * time.Millisecond)
-		}
-		cs = append(cs, c)
-	}
+	cs := gateways(t, files, log, groups, own, 2)
 	ctx := context.Background()
 	id := "moving"
 	if _, _, e := cs[1].InitProducerID(ctx, id, time.Minute, -1, -1); e != kerr.NotCoordinator {
@@ -315,16 +323,7 @@ func TestTransactionalIDsExpire(t *testing.T) {
 func TestIDsListedWhenTheViewChanges(t *testing.T) {
 	files, log, groups := filerfstest.New(), &fakeLog{}, &fakeGroups{}
 	own := membershiptest.New(0)
-	var cs []*Coordinator
-	for i := 0; i < 2; i++ {
-		c := New(Options{Files: files, Log: log, Groups: groups, Serving: own.Serving(i), Changed: own.Changed})
-		c.Start()
-		t.Cleanup(c.Close)
-		for _, e := c.List(); e != nil; _, e = c.List() {
-			time.Sleep(5 * time.Millisecond)
-		}
-		cs = append(cs, c)
-	}
+	cs := gateways(t, files, log, groups, own, 2)
 	if _, _, e := cs[0].InitProducerID(context.Background(), "moving", time.Minute, -1, -1); e != nil {
 		t.Fatal(e)
 	}

@@ -89,16 +89,7 @@ func TestTimeoutAbortNotSavedWritesNoMarker(t *testing.T) {
 func TestMarkersCarryTheCoordinatorsTerm(t *testing.T) {
 	files, log, groups := filerfstest.New(), &fakeLog{}, &fakeGroups{}
 	own := membershiptest.New(0)
-	var cs []*Coordinator
-	for i := 0; i < 2; i++ {
-		c := New(Options{Files: files, Log: log, Groups: groups, Serving: own.Serving(i), Changed: own.Changed})
-		c.Start()
-		t.Cleanup(c.Close)
-		for _, e := c.List(); e != nil; _, e = c.List() {
-			time.Sleep(5 * time.Millisecond)
-		}
-		cs = append(cs, c)
-	}
+	cs := gateways(t, files, log, groups, own, 2)
 	ctx := context.Background()
 	pid, epoch, e := cs[0].InitProducerID(ctx, "m", time.Minute, -1, -1)
 	if e != nil {
