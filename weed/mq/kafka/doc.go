@@ -3,7 +3,8 @@
 // `go list`, and that the README's layout names each package).
 //
 //	0  record, metrics, filerfs       the wire's records, the metrics, the filer's small files
-//	   guard                          panics turned into errors, logged and counted
+//	   guard, storage                 panics turned into errors, logged and counted; the
+//	                                  Backend contract between the handlers and storage
 //	1  offset, membership, acl,       what is kept in the filer: offsets, the gateways'
 //	   user, quota, feature,          view, ACLs, users and delegation tokens, client
 //	   telemetry, txn, share,         quotas, finalized features, client metrics
@@ -14,7 +15,7 @@
 //	2  group, sasl, seaweedmq/wal,    the group coordinator (classic, consumer, streams
 //	   seaweedmq/compaction           and share groups), the SASL logins, the write-ahead
 //	                                  log, the log cleaner of compacted topics
-//	3  protocol                       one file per Kafka API, over a Backend interface
+//	3  protocol                       one file per Kafka API, over storage.Backend
 //	4  seaweedmq, gateway             SeaweedMQ as that Backend; the network server
 //	   node                           a gateway put together: built, started, closed
 //	5  weed/command                   the weed subcommands: flags into node.Config

@@ -17,6 +17,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
 
@@ -100,7 +101,7 @@ func (p *Peers) Close() {
 // coordinator (protocol.TxnVerifier) here, or on its gateway with
 // AddPartitionsToTxn VerifyOnly (KIP-890).
 type Forwarder struct {
-	Log protocol.Backend // this gateway's, leading-checked
+	Log storage.Backend // this gateway's, leading-checked
 	// Watermark is a partition's high watermark as this gateway knows it
 	// without leading it (what the segments hold).
 	Watermark func(ctx context.Context, topic string, partition int32) (int64, error)

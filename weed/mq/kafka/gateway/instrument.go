@@ -8,8 +8,8 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // observe records a call to SeaweedFS that started at start.
@@ -22,32 +22,32 @@ func observe(call string, start time.Time, err error) {
 
 // Instrument wraps a backend so that the time each call waits on SeaweedFS,
 // and its failures, are in the metrics.
-func Instrument(b protocol.Backend) protocol.Backend { return instrumented{b} }
+func Instrument(b storage.Backend) storage.Backend { return instrumented{b} }
 
-type instrumented struct{ b protocol.Backend }
+type instrumented struct{ b storage.Backend }
 
-func (i instrumented) ListTopics(ctx context.Context) ([]protocol.TopicInfo, error) {
+func (i instrumented) ListTopics(ctx context.Context) ([]storage.TopicInfo, error) {
 	start := time.Now()
 	t, err := i.b.ListTopics(ctx)
 	observe("ListTopics", start, err)
 	return t, err
 }
 
-func (i instrumented) DescribeTopic(ctx context.Context, name string) (protocol.TopicInfo, error) {
+func (i instrumented) DescribeTopic(ctx context.Context, name string) (storage.TopicInfo, error) {
 	start := time.Now()
 	t, err := i.b.DescribeTopic(ctx, name)
 	observe("DescribeTopic", start, ignoreKafka(err))
 	return t, err
 }
 
-func (i instrumented) TopicByID(ctx context.Context, id [16]byte) (protocol.TopicInfo, error) {
+func (i instrumented) TopicByID(ctx context.Context, id [16]byte) (storage.TopicInfo, error) {
 	start := time.Now()
 	t, err := i.b.TopicByID(ctx, id)
 	observe("TopicByID", start, ignoreKafka(err))
 	return t, err
 }
 
-func (i instrumented) CreateTopic(ctx context.Context, spec protocol.TopicSpec) (protocol.TopicInfo, error) {
+func (i instrumented) CreateTopic(ctx context.Context, spec storage.TopicSpec) (storage.TopicInfo, error) {
 	start := time.Now()
 	t, err := i.b.CreateTopic(ctx, spec)
 	observe("CreateTopic", start, ignoreKafka(err))
@@ -94,43 +94,43 @@ func (i instrumented) PartitionSize(ctx context.Context, topic string, partition
 
 // Append is timed until the records are stored (acknowledged, or flushed
 // for acks=all).
-func (i instrumented) Append(ctx context.Context, topic string, partition int32, records []record.Record, durable bool) *protocol.Appended {
+func (i instrumented) Append(ctx context.Context, topic string, partition int32, records []record.Record, durable bool) *storage.Appended {
 	start := time.Now()
 	app := i.b.Append(ctx, topic, partition, records, durable)
 	call := "Append"
 	if durable {
 		call = "AppendDurable"
 	}
-	app.Then(func(app *protocol.Appended) { observe(call, start, ignoreKafka(app.Err)) })
+	app.Then(func(app *storage.Appended) { observe(call, start, ignoreKafka(app.Err)) })
 	return app
 }
 
-func (i instrumented) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *protocol.Appended {
+func (i instrumented) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *storage.Appended {
 	start := time.Now()
 	app := i.b.AppendBatch(ctx, topic, partition, batch, records, durable)
 	call := "Append"
 	if durable {
 		call = "AppendDurable"
 	}
-	app.Then(func(app *protocol.Appended) { observe(call, start, ignoreKafka(app.Err)) })
+	app.Then(func(app *storage.Appended) { observe(call, start, ignoreKafka(app.Err)) })
 	return app
 }
 
-func (i instrumented) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (protocol.ReadResult, error) {
+func (i instrumented) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (storage.ReadResult, error) {
 	start := time.Now()
 	r, err := i.b.ReadBatches(ctx, topic, partition, offset, maxBytes)
 	observe("Read", start, ignoreKafka(err))
 	return r, err
 }
 
-func (i instrumented) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (protocol.ReadResult, error) {
+func (i instrumented) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (storage.ReadResult, error) {
 	start := time.Now()
 	r, err := i.b.Read(ctx, topic, partition, offset, maxBytes)
 	observe("Read", start, ignoreKafka(err))
 	return r, err
 }
 
-func (i instrumented) Offsets(ctx context.Context, topic string, partition int32) (protocol.Offsets, error) {
+func (i instrumented) Offsets(ctx context.Context, topic string, partition int32) (storage.Offsets, error) {
 	start := time.Now()
 	o, err := i.b.Offsets(ctx, topic, partition)
 	observe("Offsets", start, ignoreKafka(err))
@@ -169,14 +169,14 @@ func (i instrumented) WriteMarker(ctx context.Context, topic string, partition i
 	return err
 }
 
-func (i instrumented) Transactions(ctx context.Context, topic string, partition int32, from, to int64) (protocol.PartitionTxns, error) {
+func (i instrumented) Transactions(ctx context.Context, topic string, partition int32, from, to int64) (storage.PartitionTxns, error) {
 	start := time.Now()
 	t, err := i.b.Transactions(ctx, topic, partition, from, to)
 	observe("Transactions", start, ignoreKafka(err))
 	return t, err
 }
 
-func (i instrumented) Producers(ctx context.Context, topic string, partition int32) ([]protocol.ProducerInfo, error) {
+func (i instrumented) Producers(ctx context.Context, topic string, partition int32) ([]storage.ProducerInfo, error) {
 	start := time.Now()
 	p, err := i.b.Producers(ctx, topic, partition)
 	observe("Producers", start, ignoreKafka(err))
@@ -186,7 +186,7 @@ func (i instrumented) Producers(ctx context.Context, topic string, partition int
 // ignoreKafka keeps the failures of SeaweedFS: a Kafka error the client is
 // told about (an unknown topic, a sequence gap) is not one.
 func ignoreKafka(err error) error {
-	if protocol.IsKafkaError(err) {
+	if storage.IsKafkaError(err) {
 		return nil
 	}
 	return err

@@ -10,8 +10,8 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // Releaser forgets what a backend holds of a partition: its publish stream
@@ -35,11 +35,11 @@ func (rs Releasers) Release(topic string, partition int32) {
 // another gateway may have written it meanwhile, so it is read afresh from
 // SeaweedMQ and the filer when it comes back. Close stops it.
 //
-// Every method of protocol.Backend is spelled out here, with or without
+// Every method of storage.Backend is spelled out here, with or without
 // the check: a method added to the contract does not compile until it is
 // decided which.
 type Owned struct {
-	b       protocol.Backend
+	b       storage.Backend
 	rel     Releaser
 	serving func(key string) (term int64, ok bool)
 	changed func() <-chan struct{}
@@ -59,7 +59,7 @@ type partition struct {
 // NewOwned wraps b; serving and changed are the membership's Serving and
 // Changed: the partitions whose leadership ended are released at each
 // change.
-func NewOwned(b protocol.Backend, rel Releaser, serving func(key string) (int64, bool), changed func() <-chan struct{}) *Owned {
+func NewOwned(b storage.Backend, rel Releaser, serving func(key string) (int64, bool), changed func() <-chan struct{}) *Owned {
 	o := &Owned{b: b, rel: rel, serving: serving, changed: changed, terms: map[partition]int64{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go o.sweepLoop()
 	return o
@@ -128,24 +128,24 @@ func (o *Owned) lead(topic string, index int32) error {
 	return nil
 }
 
-var _ protocol.Backend = (*Owned)(nil)
+var _ storage.Backend = (*Owned)(nil)
 
 // What concerns a topic as a whole is done by any gateway: the filer
 // orders it (topics' configurations are written conditionally).
 
-func (o *Owned) ListTopics(ctx context.Context) ([]protocol.TopicInfo, error) {
+func (o *Owned) ListTopics(ctx context.Context) ([]storage.TopicInfo, error) {
 	return o.b.ListTopics(ctx)
 }
 
-func (o *Owned) DescribeTopic(ctx context.Context, name string) (protocol.TopicInfo, error) {
+func (o *Owned) DescribeTopic(ctx context.Context, name string) (storage.TopicInfo, error) {
 	return o.b.DescribeTopic(ctx, name)
 }
 
-func (o *Owned) TopicByID(ctx context.Context, id [16]byte) (protocol.TopicInfo, error) {
+func (o *Owned) TopicByID(ctx context.Context, id [16]byte) (storage.TopicInfo, error) {
 	return o.b.TopicByID(ctx, id)
 }
 
-func (o *Owned) CreateTopic(ctx context.Context, spec protocol.TopicSpec) (protocol.TopicInfo, error) {
+func (o *Owned) CreateTopic(ctx context.Context, spec storage.TopicSpec) (storage.TopicInfo, error) {
 	return o.b.CreateTopic(ctx, spec)
 }
 
@@ -205,33 +205,33 @@ func (o *Owned) DeleteRecords(ctx context.Context, topic string, partition int32
 // than that lease, so a write stored while this gateway still served is
 // one the next leader's recovery finds; any other is answered
 // NOT_LEADER_OR_FOLLOWER and the producer sends it again.
-func (o *Owned) Append(ctx context.Context, topic string, partition int32, records []record.Record, durable bool) *protocol.Appended {
+func (o *Owned) Append(ctx context.Context, topic string, partition int32, records []record.Record, durable bool) *storage.Appended {
 	if err := o.lead(topic, partition); err != nil {
-		return protocol.FailedAppend(err)
+		return storage.FailedAppend(err)
 	}
-	return o.whileLeading(topic, partition, func() *protocol.Appended {
+	return o.whileLeading(topic, partition, func() *storage.Appended {
 		return o.b.Append(ctx, topic, partition, records, durable)
 	})
 }
 
 // AppendBatch is Append of one batch as produced.
-func (o *Owned) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *protocol.Appended {
+func (o *Owned) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *storage.Appended {
 	if err := o.lead(topic, partition); err != nil {
-		return protocol.FailedAppend(err)
+		return storage.FailedAppend(err)
 	}
-	return o.whileLeading(topic, partition, func() *protocol.Appended {
+	return o.whileLeading(topic, partition, func() *storage.Appended {
 		return o.b.AppendBatch(ctx, topic, partition, batch, records, durable)
 	})
 }
 
 // whileLeading runs an append and answers it only if the partition's
 // leadership held, in the same term, until it was done.
-func (o *Owned) whileLeading(topic string, partition int32, appendFn func() *protocol.Appended) *protocol.Appended {
+func (o *Owned) whileLeading(topic string, partition int32, appendFn func() *storage.Appended) *storage.Appended {
 	key := membership.PartitionKey(topic, partition)
 	term, _ := o.serving(key)
 	app := appendFn()
-	out := protocol.NewAppended()
-	app.Then(func(a *protocol.Appended) {
+	out := storage.NewAppended()
+	app.Then(func(a *storage.Appended) {
 		if now, ok := o.serving(key); a.Err == nil && (!ok || now != term) {
 			out.Finish(-1, kerr.NotLeaderForPartition)
 			return
@@ -241,23 +241,23 @@ func (o *Owned) whileLeading(topic string, partition int32, appendFn func() *pro
 	return out
 }
 
-func (o *Owned) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (protocol.ReadResult, error) {
+func (o *Owned) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (storage.ReadResult, error) {
 	if err := o.lead(topic, partition); err != nil {
-		return protocol.ReadResult{}, err
+		return storage.ReadResult{}, err
 	}
 	return o.b.Read(ctx, topic, partition, offset, maxBytes)
 }
 
-func (o *Owned) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (protocol.ReadResult, error) {
+func (o *Owned) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (storage.ReadResult, error) {
 	if err := o.lead(topic, partition); err != nil {
-		return protocol.ReadResult{}, err
+		return storage.ReadResult{}, err
 	}
 	return o.b.ReadBatches(ctx, topic, partition, offset, maxBytes)
 }
 
-func (o *Owned) Offsets(ctx context.Context, topic string, partition int32) (protocol.Offsets, error) {
+func (o *Owned) Offsets(ctx context.Context, topic string, partition int32) (storage.Offsets, error) {
 	if err := o.lead(topic, partition); err != nil {
-		return protocol.Offsets{}, err
+		return storage.Offsets{}, err
 	}
 	return o.b.Offsets(ctx, topic, partition)
 }
@@ -283,14 +283,14 @@ func (o *Owned) WriteMarker(ctx context.Context, topic string, partition int32, 
 	return o.b.WriteMarker(ctx, topic, partition, producerID, epoch, coordinatorEpoch, commit)
 }
 
-func (o *Owned) Transactions(ctx context.Context, topic string, partition int32, from, to int64) (protocol.PartitionTxns, error) {
+func (o *Owned) Transactions(ctx context.Context, topic string, partition int32, from, to int64) (storage.PartitionTxns, error) {
 	if err := o.lead(topic, partition); err != nil {
-		return protocol.PartitionTxns{}, err
+		return storage.PartitionTxns{}, err
 	}
 	return o.b.Transactions(ctx, topic, partition, from, to)
 }
 
-func (o *Owned) Producers(ctx context.Context, topic string, partition int32) ([]protocol.ProducerInfo, error) {
+func (o *Owned) Producers(ctx context.Context, topic string, partition int32) ([]storage.ProducerInfo, error) {
 	if err := o.lead(topic, partition); err != nil {
 		return nil, err
 	}

@@ -11,14 +11,14 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
 
 // panicky is a backend whose topic lookups panic.
-type panicky struct{ protocol.Backend }
+type panicky struct{ storage.Backend }
 
-func (panicky) DescribeTopic(context.Context, string) (protocol.TopicInfo, error) {
+func (panicky) DescribeTopic(context.Context, string) (storage.TopicInfo, error) {
 	panic("a bug in a handler")
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/registry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
@@ -101,7 +102,7 @@ type Options struct {
 	DecompressionMaxBytes int64
 
 	// Backend stores topics and records: SeaweedMQ.
-	Backend protocol.Backend
+	Backend storage.Backend
 	// Groups coordinates consumer groups and keeps their offsets.
 	Groups *group.Coordinator
 	// Shares keeps share groups' share-partitions and configs

@@ -12,7 +12,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/iceberg"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // icebergOptions are where the topics' tables are; no catalog: no tables.
@@ -23,7 +23,7 @@ func (n *Node) icebergOptions() iceberg.RESTOptions {
 // startIcebergTables writes the topics with iceberg.mode to their tables,
 // each partition by the gateway that leads it, values of the schema modes
 // decoded by the registry's schemas; nil without a catalog.
-func startIcebergTables(o iceberg.RESTOptions, backend protocol.Backend, filer func(context.Context, func(filer_pb.SeaweedFilerClient) error) error,
+func startIcebergTables(o iceberg.RESTOptions, backend storage.Backend, filer func(context.Context, func(filer_pb.SeaweedFilerClient) error) error,
 	members *membership.Membership, schemas iceberg.Schemas, maintenance time.Duration) (*iceberg.Tables, error) {
 	if o.URI == "" {
 		return nil, nil
@@ -76,7 +76,7 @@ func compactor(filer func(context.Context, func(filer_pb.SeaweedFilerClient) err
 
 // icebergSource is the gateway's backend as the tables read it.
 type icebergSource struct {
-	backend protocol.Backend
+	backend storage.Backend
 	members *membership.Membership
 }
 
@@ -130,7 +130,7 @@ func (s *icebergSource) Read(ctx context.Context, topic string, partition int32,
 	if err != nil {
 		return nil, from, err
 	}
-	aborted := func(r protocol.StoredRecord) bool {
+	aborted := func(r storage.StoredRecord) bool {
 		for _, a := range txns.Aborted {
 			if r.Txn != nil && r.Txn.ProducerID == a.ProducerID && r.Offset >= a.FirstOffset && r.Offset <= a.LastOffset {
 				return true

@@ -40,6 +40,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
@@ -60,7 +61,7 @@ type Node struct {
 	served    chan error    // the Kafka server's end
 
 	client        *seaweedmq.Client
-	backend       protocol.Backend // instrumented, not leadership-checked
+	backend       storage.Backend // instrumented, not leadership-checked
 	members       *membership.Membership
 	authz         *acl.Authorizer // nil without -authorizer.enabled
 	groups        *group.Coordinator

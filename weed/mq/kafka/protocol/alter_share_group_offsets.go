@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 func init() { register(kmsg.AlterShareGroupOffsets, 0, 0, (*Handler).handleAlterShareGroupOffsets) }
@@ -39,7 +40,7 @@ func (h *Handler) handleAlterShareGroupOffsets(ctx context.Context, r *Request) 
 			return fail(kerr.InvalidGroupID, "")
 		}
 		// Topics first: their errors are answered whatever the group.
-		infos := make([]*TopicInfo, len(req.Topics))
+		infos := make([]*storage.TopicInfo, len(req.Topics))
 		codes := make([]int16, len(req.Topics))
 		for i, rt := range req.Topics {
 			if !h.allowedTopic(r, kmsg.ACLOperationRead, rt.Topic) {

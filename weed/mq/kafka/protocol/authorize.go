@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // clientIP is the request's client address as ACL hosts name it.
@@ -66,9 +67,9 @@ func (h *Handler) authorizedOperations(r *Request, asked bool, rt acl.ResourceTy
 // authorizedTopic describes a topic the principal may do op on;
 // TOPIC_AUTHORIZATION_FAILED, before looking, for one it may not (so that
 // an unauthorized principal does not learn which topics exist).
-func (h *Handler) authorizedTopic(ctx context.Context, r *Request, op acl.Operation, name string) (TopicInfo, *kerr.Error) {
+func (h *Handler) authorizedTopic(ctx context.Context, r *Request, op acl.Operation, name string) (storage.TopicInfo, *kerr.Error) {
 	if !h.allowedTopic(r, op, name) {
-		return TopicInfo{}, kerr.TopicAuthorizationFailed
+		return storage.TopicInfo{}, kerr.TopicAuthorizationFailed
 	}
 	info, err := h.describeTopic(ctx, name)
 	return info, kafkaErr(err, kerr.KafkaStorageError)
@@ -77,7 +78,7 @@ func (h *Handler) authorizedTopic(ctx context.Context, r *Request, op acl.Operat
 // lookupTopic finds a topic by id (byID) or by name, with the Kafka error
 // for one that does not exist or cannot be looked up, or that the
 // principal may not do op on (TOPIC_AUTHORIZATION_FAILED).
-func (h *Handler) lookupTopic(ctx context.Context, r *Request, op acl.Operation, byID bool, name string, id [16]byte) (TopicInfo, *kerr.Error) {
+func (h *Handler) lookupTopic(ctx context.Context, r *Request, op acl.Operation, byID bool, name string, id [16]byte) (storage.TopicInfo, *kerr.Error) {
 	if !byID {
 		return h.authorizedTopic(ctx, r, op, name)
 	}
@@ -86,7 +87,7 @@ func (h *Handler) lookupTopic(ctx context.Context, r *Request, op acl.Operation,
 		return info, kafkaErr(err, kerr.KafkaStorageError)
 	}
 	if !h.allowedTopic(r, op, info.Name) {
-		return TopicInfo{}, kerr.TopicAuthorizationFailed
+		return storage.TopicInfo{}, kerr.TopicAuthorizationFailed
 	}
 	return info, nil
 }

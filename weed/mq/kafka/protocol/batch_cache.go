@@ -22,6 +22,7 @@ import (
 	"sync"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // DefaultFetchBatchCacheBytes bounds the cached batches.
@@ -97,7 +98,7 @@ func (c *batchCache) get(key batchKey) *cachedBatch {
 
 // nextCached returns the index of the first of recs after the first that
 // begins a cached batch (len(recs) if none does), under one lock.
-func (c *batchCache) nextCached(topicID [16]byte, partition int32, recs []StoredRecord) int {
+func (c *batchCache) nextCached(topicID [16]byte, partition int32, recs []storage.StoredRecord) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := 1; i < len(recs); i++ {
@@ -110,7 +111,7 @@ func (c *batchCache) nextCached(topicID [16]byte, partition int32, recs []Stored
 
 // learn remembers the codec a produced record set was sent with, for the
 // topic's records built into batches (see codecFor).
-func (c *batchCache) learn(info TopicInfo, raw []byte) {
+func (c *batchCache) learn(info storage.TopicInfo, raw []byte) {
 	record.Batches(raw, func(_ []byte, _ int32, codec record.Codec) {
 		if v, ok := c.codecs.Load(info.ID); !ok || v.(record.Codec) != codec {
 			c.codecs.Store(info.ID, codec)
@@ -121,7 +122,7 @@ func (c *batchCache) learn(info TopicInfo, raw []byte) {
 // produced caches the batches of a produced record set stored from base on,
 // compressed as the producer sent them, when the topic keeps the
 // producer's codec. raw is kept: it is the caller's copy.
-func (c *batchCache) produced(info TopicInfo, partition int32, base int64, raw []byte) {
+func (c *batchCache) produced(info storage.TopicInfo, partition int32, base int64, raw []byte) {
 	topicCodec, keepsProducers := compressionOf(info)
 	record.Batches(raw, func(batch []byte, count int32, codec record.Codec) {
 		if keepsProducers || codec == topicCodec {
@@ -133,7 +134,7 @@ func (c *batchCache) produced(info TopicInfo, partition int32, base int64, raw [
 }
 
 // codecFor is the codec batches built of the topic's stored records get.
-func (c *batchCache) codecFor(info TopicInfo) record.Codec {
+func (c *batchCache) codecFor(info storage.TopicInfo) record.Codec {
 	codec, keepsProducers := compressionOf(info)
 	if !keepsProducers {
 		return codec
@@ -146,7 +147,7 @@ func (c *batchCache) codecFor(info TopicInfo) record.Codec {
 
 // compressionOf reads the topic's compression.type: a codec, or that the
 // producer's is kept ("producer", Kafka's default).
-func compressionOf(info TopicInfo) (record.Codec, bool) {
+func compressionOf(info storage.TopicInfo) (record.Codec, bool) {
 	switch info.Configs["compression.type"] {
 	case "uncompressed":
 		return record.CodecNone, false

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // text is n compressible records, as applications produce them.
@@ -115,7 +116,7 @@ func fastGzip(t *testing.T, recs []record.Record) []byte {
 // producer compressed them (base offset set), as Kafka returns them.
 func TestProducedBatchesFetchedAsProduced(t *testing.T) {
 	b := newMemBackend()
-	if _, err := b.CreateTopic(context.Background(), TopicSpec{Name: "t", Partitions: 1}); err != nil {
+	if _, err := b.CreateTopic(context.Background(), storage.TopicSpec{Name: "t", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	h := New(Config{}, b, nil, nil)
@@ -148,7 +149,7 @@ func TestProducedBatchesFetchedAsProduced(t *testing.T) {
 // built batch cached before is not served either.
 func TestCachedBatchesFollowCompaction(t *testing.T) {
 	b := newMemBackend()
-	if _, err := b.CreateTopic(context.Background(), TopicSpec{Name: "t", Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}}); err != nil {
+	if _, err := b.CreateTopic(context.Background(), storage.TopicSpec{Name: "t", Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}}); err != nil {
 		t.Fatal(err)
 	}
 	h := New(Config{}, b, nil, nil)
@@ -184,7 +185,7 @@ func TestCachedBatchesFollowCompaction(t *testing.T) {
 func TestStoredRecordsCompressedWithTheTopicsCodec(t *testing.T) {
 	b := newMemBackend()
 	ctx := context.Background()
-	if _, err := b.CreateTopic(ctx, TopicSpec{Name: "z", Partitions: 1, Configs: map[string]string{"compression.type": "zstd"}}); err != nil {
+	if _, err := b.CreateTopic(ctx, storage.TopicSpec{Name: "z", Partitions: 1, Configs: map[string]string{"compression.type": "zstd"}}); err != nil {
 		t.Fatal(err)
 	}
 	recs := text(200, 0)
@@ -223,7 +224,7 @@ func TestStoredRecordsCompressedWithTheTopicsCodec(t *testing.T) {
 func TestProducersCodecUsedForOtherRecords(t *testing.T) {
 	b := newMemBackend()
 	ctx := context.Background()
-	if _, err := b.CreateTopic(ctx, TopicSpec{Name: "t", Partitions: 1}); err != nil {
+	if _, err := b.CreateTopic(ctx, storage.TopicSpec{Name: "t", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	h := New(Config{}, b, nil, nil)
@@ -235,7 +236,7 @@ func TestProducersCodecUsedForOtherRecords(t *testing.T) {
 	}
 	sameRecords(t, got, text(10, 10))
 
-	if _, err := b.CreateTopic(ctx, TopicSpec{Name: "s", Partitions: 1, Configs: map[string]string{"compression.type": "snappy"}}); err != nil {
+	if _, err := b.CreateTopic(ctx, storage.TopicSpec{Name: "s", Partitions: 1, Configs: map[string]string{"compression.type": "snappy"}}); err != nil {
 		t.Fatal(err)
 	}
 	req := produceRaw(compressedOf(t, 0, record.CodecGzip, text(10, 0)), 5000)
@@ -248,7 +249,7 @@ func TestProducersCodecUsedForOtherRecords(t *testing.T) {
 	sameRecords(t, got, text(10, 0))
 }
 
-func mustTopic(t *testing.T, b *memBackend, name string) TopicInfo {
+func mustTopic(t *testing.T, b *memBackend, name string) storage.TopicInfo {
 	t.Helper()
 	info, err := b.DescribeTopic(context.Background(), name)
 	if err != nil {
@@ -261,9 +262,9 @@ func mustTopic(t *testing.T, b *memBackend, name string) TopicInfo {
 // see produced costs per MB (uncompressed), by codec: what the cache saves
 // the consumers after the first.
 func BenchmarkFetchCompress(b *testing.B) {
-	recs := make([]StoredRecord, 1000)
+	recs := make([]storage.StoredRecord, 1000)
 	for i, r := range text(1000, 0) {
-		recs[i] = StoredRecord{Offset: int64(i), Record: r}
+		recs[i] = storage.StoredRecord{Offset: int64(i), Record: r}
 	}
 	var plain record.Builder
 	plain.Reset(0)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 func init() { register(kmsg.CreateTopics, 2, 7, (*Handler).handleCreateTopics) }
@@ -79,7 +81,7 @@ func (h *Handler) handleCreateTopics(ctx context.Context, r *Request) Reply {
 				fail(kerr.ThrottlingQuotaExceeded, throttleMessage)
 				break
 			}
-			info, err := h.backend.CreateTopic(ctx, TopicSpec{Name: rt.Topic, Partitions: partitions, Configs: configs, ValidateOnly: req.ValidateOnly})
+			info, err := h.backend.CreateTopic(ctx, storage.TopicSpec{Name: rt.Topic, Partitions: partitions, Configs: configs, ValidateOnly: req.ValidateOnly})
 			if err != nil {
 				fail(kafkaErr(err, kerr.RequestTimedOut), err.Error())
 				break

@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 func init() { register(kmsg.DescribeProducers, 0, 0, (*Handler).handleDescribeProducers) }
@@ -24,7 +26,7 @@ func (h *Handler) handleDescribeProducers(ctx context.Context, r *Request) Reply
 			for _, p := range rt.Partitions {
 				sp := kmsg.NewDescribeProducersResponseTopicPartition()
 				sp.Partition = p
-				var producers []ProducerInfo
+				var producers []storage.ProducerInfo
 				if !h.allowedTopic(r, kmsg.ACLOperationRead, rt.Topic) {
 					sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				} else if e := knownName(rt.Topic); e != nil {

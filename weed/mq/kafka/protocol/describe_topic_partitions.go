@@ -30,6 +30,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 func init() {
@@ -47,7 +49,7 @@ func (h *Handler) handleDescribeTopicPartitions(ctx context.Context, r *Request)
 
 	// The topics to answer, from the cursor's on, in name order.
 	var names []string
-	listed := map[string]TopicInfo{}
+	listed := map[string]storage.TopicInfo{}
 	if all {
 		topics, err := h.backend.ListTopics(ctx)
 		if err != nil {

@@ -29,6 +29,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 func init() { register(kmsg.Fetch, 4, 18, (*Handler).handleFetch) }
@@ -138,13 +139,13 @@ func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequ
 // batch, as it is; the others are built into batches compressed with the
 // topic's codec (see batch_cache.go). It returns the channel that signals
 // new records when there were none.
-func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, version int16, info TopicInfo, rp *fetchPart, sp *kmsg.FetchResponseTopicPartition, b *record.Builder, left int, first bool) <-chan struct{} {
+func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, version int16, info storage.TopicInfo, rp *fetchPart, sp *kmsg.FetchResponseTopicPartition, b *record.Builder, left int, first bool) <-chan struct{} {
 	topic := info.Name
 	limit := min(int(rp.maxBytes), left)
 	if first && limit <= 0 {
 		limit = 1
 	}
-	var res ReadResult
+	var res storage.ReadResult
 	var err error
 	if limit > 0 {
 		res, err = h.backend.ReadBatches(ctx, topic, rp.partition, rp.offset, limit)
@@ -197,9 +198,9 @@ func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, ve
 				continue // stored whole and checked: not reached
 			}
 			decoded.Mark()
-			stored := make([]StoredRecord, len(decoded.Records))
+			stored := make([]storage.StoredRecord, len(decoded.Records))
 			for i := range decoded.Records {
-				stored[i] = StoredRecord{Offset: rb.Base + int64(i), Record: decoded.Records[i]}
+				stored[i] = storage.StoredRecord{Offset: rb.Base + int64(i), Record: decoded.Records[i]}
 			}
 			sp.RecordBatches = h.appendBatches(b, sp.RecordBatches, info.ID, rp.partition, stored, codec)
 			continue
@@ -243,7 +244,7 @@ func wholeBatches(data []byte, limit int, minOne bool) ([]byte, int) {
 // appendRecords encodes records stored one by one into sp's batches: those
 // that begin a batch cached as produced go out as that batch, the others
 // are built into batches compressed with codec (see batch_cache.go).
-func (h *Handler) appendRecords(b *record.Builder, sp *kmsg.FetchResponseTopicPartition, info TopicInfo, partition int32, recs []StoredRecord, upper int64, compacted bool, codec record.Codec, usable func(record.Codec) bool) {
+func (h *Handler) appendRecords(b *record.Builder, sp *kmsg.FetchResponseTopicPartition, info storage.TopicInfo, partition int32, recs []storage.StoredRecord, upper int64, compacted bool, codec record.Codec, usable func(record.Codec) bool) {
 	for len(recs) > 0 {
 		at := recs[0].Offset
 		// A cached batch of a compacted topic is served only while the
@@ -266,7 +267,7 @@ func (h *Handler) appendRecords(b *record.Builder, sp *kmsg.FetchResponseTopicPa
 // readCommitted keeps the records below the partition's last stable offset
 // (the first of the earliest open transaction) and names the aborted
 // transactions among them.
-func (h *Handler) readCommitted(ctx context.Context, topic string, sp *kmsg.FetchResponseTopicPartition, res *ReadResult) error {
+func (h *Handler) readCommitted(ctx context.Context, topic string, sp *kmsg.FetchResponseTopicPartition, res *storage.ReadResult) error {
 	from, to := int64(1), int64(0) // no records: no aborted transaction is asked for
 	span := func() {
 		from, to = int64(1), int64(0)
@@ -330,7 +331,7 @@ func sameBatch(a, b *record.TxnMark) bool {
 // appendBatches encodes records as batches compressed with codec, and
 // caches them; a batch ends at a gap in the offsets, since its records'
 // offsets are relative to its first, and where transactions begin or end.
-func (h *Handler) appendBatches(b *record.Builder, dst []byte, topicID [16]byte, partition int32, records []StoredRecord, codec record.Codec) []byte {
+func (h *Handler) appendBatches(b *record.Builder, dst []byte, topicID [16]byte, partition int32, records []storage.StoredRecord, codec record.Codec) []byte {
 	for len(records) > 0 {
 		n := 1
 		for n < len(records) && n < recordsPerBatch && records[n].Offset == records[0].Offset+int64(n) &&

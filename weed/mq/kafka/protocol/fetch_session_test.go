@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // sessionGateway is a handler over the in-memory backend with topic "s" of
@@ -17,7 +18,7 @@ func sessionGateway(t *testing.T, parts int32, slots int) (*Handler, *memBackend
 	t.Helper()
 	b := newMemBackend()
 	ctx := context.Background()
-	if _, err := b.CreateTopic(ctx, TopicSpec{Name: "s", Partitions: parts}); err != nil {
+	if _, err := b.CreateTopic(ctx, storage.TopicSpec{Name: "s", Partitions: parts}); err != nil {
 		t.Fatal(err)
 	}
 	for p := int32(0); p < parts; p++ {

@@ -14,30 +14,31 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // readsBackend has one topic of 10 records, which its reads do not return,
 // and remembers what each Read asked.
 type readsBackend struct {
-	Backend // not called
-	asked   []int
+	storage.Backend // not called
+	asked           []int
 }
 
-func (b *readsBackend) DescribeTopic(_ context.Context, name string) (TopicInfo, error) {
-	return TopicInfo{Name: name, Partitions: 2}, nil
+func (b *readsBackend) DescribeTopic(_ context.Context, name string) (storage.TopicInfo, error) {
+	return storage.TopicInfo{Name: name, Partitions: 2}, nil
 }
 
-func (b *readsBackend) Read(_ context.Context, _ string, _ int32, _ int64, maxBytes int) (ReadResult, error) {
+func (b *readsBackend) Read(_ context.Context, _ string, _ int32, _ int64, maxBytes int) (storage.ReadResult, error) {
 	b.asked = append(b.asked, maxBytes)
-	return ReadResult{}, nil
+	return storage.ReadResult{}, nil
 }
 
-func (b *readsBackend) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error) {
+func (b *readsBackend) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (storage.ReadResult, error) {
 	return b.Read(ctx, topic, partition, offset, maxBytes)
 }
 
-func (b *readsBackend) Offsets(context.Context, string, int32) (Offsets, error) {
-	return Offsets{HighWatermark: 10}, nil
+func (b *readsBackend) Offsets(context.Context, string, int32) (storage.Offsets, error) {
+	return storage.Offsets{HighWatermark: 10}, nil
 }
 
 func (b *readsBackend) Changed(string, int32, int64) <-chan struct{} { return closedChan }
@@ -180,7 +181,7 @@ func TestFetchVersions(t *testing.T) {
 		t.Fatalf("Fetch served %d-%d, want 4-18", min, max)
 	}
 	h, b := testHandler(t, nil)
-	info, _ := b.CreateTopic(context.Background(), TopicSpec{Name: "f", Partitions: 2})
+	info, _ := b.CreateTopic(context.Background(), storage.TopicSpec{Name: "f", Partitions: 2})
 	appendValues(t, b, "f", 0, nil, "a", "b", "c", "d", "e")
 	for _, v := range []int16{4, 5, 7, 11, 12, 13, 15, 18} {
 		var id [16]byte
@@ -229,7 +230,7 @@ func TestFetchVersions(t *testing.T) {
 func TestFetchErrors(t *testing.T) {
 	h, b := testHandler(t, nil)
 	ctx := context.Background()
-	b.CreateTopic(ctx, TopicSpec{Name: "fe", Partitions: 1})
+	b.CreateTopic(ctx, storage.TopicSpec{Name: "fe", Partitions: 1})
 	appendValues(t, b, "fe", 0, nil, "0", "1", "2", "3", "4")
 	parts := fetched(t, exchange(t, h, anonymous, fetchReq("fe", [16]byte{}, map[int32]int64{0: 6, 3: 0, -1: 0}), 12))
 	wantCode(t, "past the high watermark", parts[0].ErrorCode, kerr.OffsetOutOfRange)
@@ -264,7 +265,7 @@ func TestFetchErrors(t *testing.T) {
 // used up the other partitions get no records but their offsets.
 func TestFetchBatchesAndSizes(t *testing.T) {
 	h, b := testHandler(t, nil)
-	b.CreateTopic(context.Background(), TopicSpec{Name: "fb", Partitions: 2})
+	b.CreateTopic(context.Background(), storage.TopicSpec{Name: "fb", Partitions: 2})
 	many := make([]string, 1500)
 	for i := range many {
 		many[i] = strconv.Itoa(i)
@@ -299,7 +300,7 @@ func TestFetchBatchesAndSizes(t *testing.T) {
 // connection on a larger response and consumed nothing from then on.
 func TestFetchMaxBytesWholeBatches(t *testing.T) {
 	h, b := testHandler(t, nil)
-	b.CreateTopic(context.Background(), TopicSpec{Name: "fm", Partitions: 3})
+	b.CreateTopic(context.Background(), storage.TopicSpec{Name: "fm", Partitions: 3})
 	big := strings.Repeat("v", 40_000)
 	for p := int32(0); p < 3; p++ {
 		appendValues(t, b, "fm", p, nil, big)
@@ -347,7 +348,7 @@ func wholeBatchesWithin(t *testing.T, v int16, maxBytes int32, want [3]int, part
 func TestFetchReadCommitted(t *testing.T) {
 	h, b := testHandler(t, nil)
 	ctx := context.Background()
-	b.CreateTopic(ctx, TopicSpec{Name: "rc", Partitions: 1})
+	b.CreateTopic(ctx, storage.TopicSpec{Name: "rc", Partitions: 1})
 	appendValues(t, b, "rc", 0, nil, "before")
 	mark := &record.TxnMark{ProducerID: 42, Epoch: 3, Control: record.NotControl}
 	appendValues(t, b, "rc", 0, mark, "t1", "t2")
@@ -402,8 +403,8 @@ func (b *waitedBackend) Changed(topic string, partition int32, hw int64) <-chan 
 // soon as a record comes, and empty once the max wait has passed.
 func TestFetchLongPoll(t *testing.T) {
 	waiting := make(chan struct{}, 1)
-	h, b := testHandler(t, nil, func(m *memBackend) Backend { return &waitedBackend{m, waiting} })
-	b.CreateTopic(context.Background(), TopicSpec{Name: "lp", Partitions: 1})
+	h, b := testHandler(t, nil, func(m *memBackend) storage.Backend { return &waitedBackend{m, waiting} })
+	b.CreateTopic(context.Background(), storage.TopicSpec{Name: "lp", Partitions: 1})
 	req := fetchReq("lp", [16]byte{}, map[int32]int64{0: 0})
 	req.MinBytes, req.MaxWaitMillis = 1, 10_000
 	go func() {
@@ -432,8 +433,8 @@ func TestFetchAuthorization(t *testing.T) {
 		allow(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, "described"))
 	h, b := testHandler(t, authz)
 	ctx := context.Background()
-	b.CreateTopic(ctx, TopicSpec{Name: "readable", Partitions: 1})
-	described, _ := b.CreateTopic(ctx, TopicSpec{Name: "described", Partitions: 1})
+	b.CreateTopic(ctx, storage.TopicSpec{Name: "readable", Partitions: 1})
+	described, _ := b.CreateTopic(ctx, storage.TopicSpec{Name: "described", Partitions: 1})
 	appendValues(t, b, "readable", 0, nil, "r")
 	for name, want := range map[string]*kerr.Error{"readable": nil, "described": kerr.TopicAuthorizationFailed, "absent": kerr.TopicAuthorizationFailed} {
 		p := fetched(t, exchange(t, h, anonymous, fetchReq(name, [16]byte{}, map[int32]int64{0: 0}), 12))[0]

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // TopicNamer is a backend that lists topic names without reading every
@@ -21,9 +22,9 @@ type TopicNamer interface {
 // GroupTopics gives consumer groups the topics of b and Kafka's internal
 // topics, as Kafka's regexes see them (a TopicNamer lists them cheaply;
 // otherwise ListTopics does).
-func GroupTopics(b Backend) group.Topics { return groupTopics{b} }
+func GroupTopics(b storage.Backend) group.Topics { return groupTopics{b} }
 
-type groupTopics struct{ b Backend }
+type groupTopics struct{ b storage.Backend }
 
 func (t groupTopics) Names(ctx context.Context) ([]string, error) {
 	var names []string

@@ -20,6 +20,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/registry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
@@ -114,7 +115,7 @@ type TxnVerifier interface {
 type Handler struct {
 	cfg     Config
 	cluster Cluster
-	backend Backend
+	backend storage.Backend
 	groups  *group.Coordinator
 	txns    *txn.Coordinator
 	inflate *semaphore.Weighted // DecompressionMaxBytes
@@ -146,7 +147,7 @@ func (h *Handler) draining() bool {
 
 // New returns a Handler serving cfg's cluster from backend, with groups
 // coordinated by groups and transactions by txns.
-func New(cfg Config, backend Backend, groups *group.Coordinator, txns *txn.Coordinator) *Handler {
+func New(cfg Config, backend storage.Backend, groups *group.Coordinator, txns *txn.Coordinator) *Handler {
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
@@ -32,7 +33,7 @@ func inProcess(tb testing.TB) *Handler {
 	txns := txn.New(txn.Options{Files: files, Log: b, Groups: groups})
 	txns.Start()
 	ctx := context.Background()
-	if _, err := b.CreateTopic(ctx, TopicSpec{Name: "t", Partitions: 3}); err != nil {
+	if _, err := b.CreateTopic(ctx, storage.TopicSpec{Name: "t", Partitions: 3}); err != nil {
 		tb.Fatal(err)
 	}
 	for p := int32(0); p < 3; p++ {

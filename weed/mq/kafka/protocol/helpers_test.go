@@ -37,6 +37,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
@@ -316,9 +317,9 @@ const anonymous = "User:ANONYMOUS"
 func internal(topic string) bool { return strings.HasPrefix(topic, "__") }
 
 // topic creates a topic in the backend, with configs.
-func (g *testGateway) topic(t *testing.T, name string, partitions int32, configs map[string]string) protocol.TopicInfo {
+func (g *testGateway) topic(t *testing.T, name string, partitions int32, configs map[string]string) storage.TopicInfo {
 	t.Helper()
-	info, err := g.backend.CreateTopic(context.Background(), protocol.TopicSpec{Name: name, Partitions: partitions, Configs: configs})
+	info, err := g.backend.CreateTopic(context.Background(), storage.TopicSpec{Name: name, Partitions: partitions, Configs: configs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // The internal topics' names, as Kafka spells them.
@@ -52,7 +53,7 @@ const internalPartitions = 50
 
 // internalTopicInfos are the internal topics with the settings Kafka's group
 // and transaction coordinators create them with (segments of 100 MiB).
-var internalTopicInfos = []TopicInfo{
+var internalTopicInfos = []storage.TopicInfo{
 	{Name: consumerOffsetsTopic, ID: internalTopicID(consumerOffsetsTopic), Partitions: internalPartitions,
 		Configs: map[string]string{"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}},
 	{Name: transactionStateTopic, ID: internalTopicID(transactionStateTopic), Partitions: internalPartitions,
@@ -78,14 +79,14 @@ func internalTopic(name string) bool {
 
 // internalTopicInfo returns the internal topic named name, with a copy of
 // its settings that the caller may change.
-func internalTopicInfo(name string) (TopicInfo, bool) {
+func internalTopicInfo(name string) (storage.TopicInfo, bool) {
 	for _, t := range internalTopicInfos {
 		if t.Name == name {
 			t.Configs = maps.Clone(t.Configs)
 			return t, true
 		}
 	}
-	return TopicInfo{}, false
+	return storage.TopicInfo{}, false
 }
 
 // internalPartition checks a partition of an internal topic.
@@ -101,14 +102,14 @@ func internalPartition(partition int32) error {
 var never = make(chan struct{})
 
 // internalBackend is the handler's backend with the internal topics added.
-type internalBackend struct{ Backend }
+type internalBackend struct{ storage.Backend }
 
-func (b internalBackend) ListTopics(ctx context.Context) ([]TopicInfo, error) {
+func (b internalBackend) ListTopics(ctx context.Context) ([]storage.TopicInfo, error) {
 	topics, err := b.Backend.ListTopics(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]TopicInfo, 0, len(topics)+len(internalTopicInfos))
+	out := make([]storage.TopicInfo, 0, len(topics)+len(internalTopicInfos))
 	for _, t := range topics {
 		if !internalTopic(t.Name) { // a SeaweedMQ topic of that name is not Kafka's
 			out = append(out, t)
@@ -121,14 +122,14 @@ func (b internalBackend) ListTopics(ctx context.Context) ([]TopicInfo, error) {
 	return out, nil
 }
 
-func (b internalBackend) DescribeTopic(ctx context.Context, name string) (TopicInfo, error) {
+func (b internalBackend) DescribeTopic(ctx context.Context, name string) (storage.TopicInfo, error) {
 	if t, ok := internalTopicInfo(name); ok {
 		return t, nil
 	}
 	return b.Backend.DescribeTopic(ctx, name)
 }
 
-func (b internalBackend) TopicByID(ctx context.Context, id [16]byte) (TopicInfo, error) {
+func (b internalBackend) TopicByID(ctx context.Context, id [16]byte) (storage.TopicInfo, error) {
 	for _, t := range internalTopicInfos {
 		if t.ID == id {
 			t, _ = internalTopicInfo(t.Name)
@@ -138,9 +139,9 @@ func (b internalBackend) TopicByID(ctx context.Context, id [16]byte) (TopicInfo,
 	return b.Backend.TopicByID(ctx, id)
 }
 
-func (b internalBackend) CreateTopic(ctx context.Context, spec TopicSpec) (TopicInfo, error) {
+func (b internalBackend) CreateTopic(ctx context.Context, spec storage.TopicSpec) (storage.TopicInfo, error) {
 	if internalTopic(spec.Name) {
-		return TopicInfo{}, kerr.TopicAlreadyExists
+		return storage.TopicInfo{}, kerr.TopicAlreadyExists
 	}
 	return b.Backend.CreateTopic(ctx, spec)
 }
@@ -184,37 +185,37 @@ func (b internalBackend) PartitionSize(ctx context.Context, topic string, partit
 	return b.Backend.PartitionSize(ctx, topic, partition)
 }
 
-func (b internalBackend) Append(ctx context.Context, topic string, partition int32, records []record.Record, durable bool) *Appended {
+func (b internalBackend) Append(ctx context.Context, topic string, partition int32, records []record.Record, durable bool) *storage.Appended {
 	if internalTopic(topic) {
-		return FailedAppend(kerr.InvalidTopicException)
+		return storage.FailedAppend(kerr.InvalidTopicException)
 	}
 	return b.Backend.Append(ctx, topic, partition, records, durable)
 }
 
-func (b internalBackend) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *Appended {
+func (b internalBackend) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *storage.Appended {
 	if internalTopic(topic) {
-		return FailedAppend(kerr.InvalidTopicException)
+		return storage.FailedAppend(kerr.InvalidTopicException)
 	}
 	return b.Backend.AppendBatch(ctx, topic, partition, batch, records, durable)
 }
 
-func (b internalBackend) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error) {
+func (b internalBackend) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (storage.ReadResult, error) {
 	if internalTopic(topic) {
-		return ReadResult{}, internalPartition(partition)
+		return storage.ReadResult{}, internalPartition(partition)
 	}
 	return b.Backend.ReadBatches(ctx, topic, partition, offset, maxBytes)
 }
 
-func (b internalBackend) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error) {
+func (b internalBackend) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (storage.ReadResult, error) {
 	if internalTopic(topic) {
-		return ReadResult{}, internalPartition(partition)
+		return storage.ReadResult{}, internalPartition(partition)
 	}
 	return b.Backend.Read(ctx, topic, partition, offset, maxBytes)
 }
 
-func (b internalBackend) Offsets(ctx context.Context, topic string, partition int32) (Offsets, error) {
+func (b internalBackend) Offsets(ctx context.Context, topic string, partition int32) (storage.Offsets, error) {
 	if internalTopic(topic) {
-		return Offsets{}, internalPartition(partition)
+		return storage.Offsets{}, internalPartition(partition)
 	}
 	return b.Backend.Offsets(ctx, topic, partition)
 }
@@ -249,14 +250,14 @@ func (b internalBackend) WriteMarker(ctx context.Context, topic string, partitio
 	return b.Backend.WriteMarker(ctx, topic, partition, producerID, epoch, coordinatorEpoch, commit)
 }
 
-func (b internalBackend) Transactions(ctx context.Context, topic string, partition int32, from, to int64) (PartitionTxns, error) {
+func (b internalBackend) Transactions(ctx context.Context, topic string, partition int32, from, to int64) (storage.PartitionTxns, error) {
 	if internalTopic(topic) {
-		return PartitionTxns{FirstUnstable: -1}, internalPartition(partition)
+		return storage.PartitionTxns{FirstUnstable: -1}, internalPartition(partition)
 	}
 	return b.Backend.Transactions(ctx, topic, partition, from, to)
 }
 
-func (b internalBackend) Producers(ctx context.Context, topic string, partition int32) ([]ProducerInfo, error) {
+func (b internalBackend) Producers(ctx context.Context, topic string, partition int32) ([]storage.ProducerInfo, error) {
 	if internalTopic(topic) {
 		return nil, internalPartition(partition)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // memBackend is an in-memory Backend for in-process handler tests and
@@ -22,18 +23,18 @@ type memBackend struct {
 }
 
 type memTopic struct {
-	info  TopicInfo
+	info  storage.TopicInfo
 	parts []*memPart
 }
 
 type memPart struct {
 	start   int64
-	recs    []StoredRecord  // from offset start on
-	changed chan struct{}   // closed when records come
-	ongoing map[int64]int64 // producer id -> first offset of its open transaction
-	aborted []AbortedTxn
+	recs    []storage.StoredRecord // from offset start on
+	changed chan struct{}          // closed when records come
+	ongoing map[int64]int64        // producer id -> first offset of its open transaction
+	aborted []storage.AbortedTxn
 	// producers are the idempotent producers' last batches, by id
-	producers map[int64]ProducerInfo
+	producers map[int64]storage.ProducerInfo
 	// coordinators: producer id -> the coordinator epoch of its last marker
 	coordinators map[int64]int32
 	// removed are offsets a log cleaner took out (compact): reads skip them
@@ -73,26 +74,26 @@ func (b *memBackend) part(topic string, partition int32) (*memPart, error) {
 	return t.parts[partition], nil
 }
 
-func (b *memBackend) ListTopics(context.Context) ([]TopicInfo, error) {
+func (b *memBackend) ListTopics(context.Context) ([]storage.TopicInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out []TopicInfo
+	var out []storage.TopicInfo
 	for _, name := range slices.Sorted(maps.Keys(b.topics)) {
 		out = append(out, b.topics[name].info)
 	}
 	return out, nil
 }
 
-func (b *memBackend) DescribeTopic(_ context.Context, name string) (TopicInfo, error) {
+func (b *memBackend) DescribeTopic(_ context.Context, name string) (storage.TopicInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if t, ok := b.topics[name]; ok {
 		return t.info, nil
 	}
-	return TopicInfo{}, kerr.UnknownTopicOrPartition
+	return storage.TopicInfo{}, kerr.UnknownTopicOrPartition
 }
 
-func (b *memBackend) TopicByID(_ context.Context, id [16]byte) (TopicInfo, error) {
+func (b *memBackend) TopicByID(_ context.Context, id [16]byte) (storage.TopicInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, t := range b.topics {
@@ -100,7 +101,7 @@ func (b *memBackend) TopicByID(_ context.Context, id [16]byte) (TopicInfo, error
 			return t.info, nil
 		}
 	}
-	return TopicInfo{}, kerr.UnknownTopicID
+	return storage.TopicInfo{}, kerr.UnknownTopicID
 }
 
 // memTopicID is a topic's id in the in-memory backend: from its name.
@@ -131,13 +132,13 @@ func (b *memBackend) CreatePartitions(_ context.Context, name string, count int3
 	return nil
 }
 
-func (b *memBackend) CreateTopic(_ context.Context, spec TopicSpec) (TopicInfo, error) {
+func (b *memBackend) CreateTopic(_ context.Context, spec storage.TopicSpec) (storage.TopicInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.topics[spec.Name]; ok {
-		return TopicInfo{}, kerr.TopicAlreadyExists
+		return storage.TopicInfo{}, kerr.TopicAlreadyExists
 	}
-	info := TopicInfo{Name: spec.Name, Partitions: spec.Partitions, Configs: maps.Clone(spec.Configs), ID: memTopicID(spec.Name)}
+	info := storage.TopicInfo{Name: spec.Name, Partitions: spec.Partitions, Configs: maps.Clone(spec.Configs), ID: memTopicID(spec.Name)}
 	if spec.ValidateOnly {
 		return info, nil
 	}
@@ -214,7 +215,7 @@ func (b *memBackend) PartitionSize(_ context.Context, topic string, partition in
 func (b *memBackend) appendLocked(p *memPart, records []record.Record) int64 {
 	base := p.end()
 	for i, r := range records {
-		p.recs = append(p.recs, StoredRecord{Offset: base + int64(i), Record: r})
+		p.recs = append(p.recs, storage.StoredRecord{Offset: base + int64(i), Record: r})
 	}
 	if t := records[0].Txn; t != nil {
 		if p.ongoing == nil {
@@ -227,7 +228,7 @@ func (b *memBackend) appendLocked(p *memPart, records []record.Record) int64 {
 		case t.Control != record.NotControl:
 			delete(p.ongoing, t.ProducerID)
 			if t.Control == record.ControlAbort && open {
-				p.aborted = append(p.aborted, AbortedTxn{ProducerID: t.ProducerID, FirstOffset: first, LastOffset: base})
+				p.aborted = append(p.aborted, storage.AbortedTxn{ProducerID: t.ProducerID, FirstOffset: first, LastOffset: base})
 			}
 		}
 	}
@@ -236,12 +237,12 @@ func (b *memBackend) appendLocked(p *memPart, records []record.Record) int64 {
 	return base
 }
 
-func (b *memBackend) Append(_ context.Context, topic string, partition int32, records []record.Record, _ bool) *Appended {
+func (b *memBackend) Append(_ context.Context, topic string, partition int32, records []record.Record, _ bool) *storage.Appended {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
 	if err != nil {
-		return FailedAppend(err)
+		return storage.FailedAppend(err)
 	}
 	// The records' bytes are the request's: keep copies, as a log does.
 	kept := make([]record.Record, len(records))
@@ -251,16 +252,16 @@ func (b *memBackend) Append(_ context.Context, topic string, partition int32, re
 	}
 	if pb := records[0].Producer; pb != nil {
 		if p.producers == nil {
-			p.producers = map[int64]ProducerInfo{}
+			p.producers = map[int64]storage.ProducerInfo{}
 		}
-		p.producers[pb.ID] = ProducerInfo{ProducerID: pb.ID, Epoch: pb.Epoch, LastSequence: pb.LastSeq, LastTimestamp: records[len(records)-1].Timestamp}
+		p.producers[pb.ID] = storage.ProducerInfo{ProducerID: pb.ID, Epoch: pb.Epoch, LastSequence: pb.LastSeq, LastTimestamp: records[len(records)-1].Timestamp}
 	}
-	app := NewAppended()
+	app := storage.NewAppended()
 	app.Finish(b.appendLocked(p, kept), nil)
 	return app
 }
 
-func (b *memBackend) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *Appended {
+func (b *memBackend) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *storage.Appended {
 	app := b.Append(ctx, topic, partition, records, durable)
 	if app.Err != nil {
 		return app
@@ -269,7 +270,7 @@ func (b *memBackend) AppendBatch(ctx context.Context, topic string, partition in
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
 	if err != nil {
-		return FailedAppend(err)
+		return storage.FailedAppend(err)
 	}
 	kept := slices.Clone(batch)
 	record.SetBaseOffset(kept, app.Base)
@@ -285,7 +286,7 @@ func (b *memBackend) AppendBatch(ctx context.Context, topic string, partition in
 
 // ReadBatches is Read with the batches AppendBatch stored whole, those of
 // them the log cleaner did not touch.
-func (b *memBackend) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error) {
+func (b *memBackend) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (storage.ReadResult, error) {
 	res, err := b.Read(ctx, topic, partition, offset, maxBytes)
 	if err != nil || len(res.Records) == 0 {
 		return res, err
@@ -308,7 +309,7 @@ func (b *memBackend) ReadBatches(ctx context.Context, topic string, partition in
 			recs = recs[1:]
 			continue
 		}
-		res.Raw = append(res.Raw, RawBatch{Base: base, Count: int32(span), Codec: record.BatchCodec(raw), Data: raw})
+		res.Raw = append(res.Raw, storage.RawBatch{Base: base, Count: int32(span), Codec: record.BatchCodec(raw), Data: raw})
 		for len(recs) > 0 && recs[0].Offset < base+span {
 			recs = recs[1:]
 		}
@@ -316,14 +317,14 @@ func (b *memBackend) ReadBatches(ctx context.Context, topic string, partition in
 	return res, nil
 }
 
-func (b *memBackend) Read(_ context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error) {
+func (b *memBackend) Read(_ context.Context, topic string, partition int32, offset int64, maxBytes int) (storage.ReadResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
 	if err != nil {
-		return ReadResult{}, err
+		return storage.ReadResult{}, err
 	}
-	res := ReadResult{Offsets: Offsets{LogStart: p.start, HighWatermark: p.end()}}
+	res := storage.ReadResult{Offsets: storage.Offsets{LogStart: p.start, HighWatermark: p.end()}}
 	if offset < p.start || offset > p.end() {
 		return res, kerr.OffsetOutOfRange
 	}
@@ -341,14 +342,14 @@ func (b *memBackend) Read(_ context.Context, topic string, partition int32, offs
 	return res, nil
 }
 
-func (b *memBackend) Offsets(_ context.Context, topic string, partition int32) (Offsets, error) {
+func (b *memBackend) Offsets(_ context.Context, topic string, partition int32) (storage.Offsets, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
 	if err != nil {
-		return Offsets{}, err
+		return storage.Offsets{}, err
 	}
-	return Offsets{LogStart: p.start, HighWatermark: p.end()}, nil
+	return storage.Offsets{LogStart: p.start, HighWatermark: p.end()}, nil
 }
 
 func (b *memBackend) OffsetForTime(_ context.Context, topic string, partition int32, ts int64) (int64, int64, error) {
@@ -424,14 +425,14 @@ func (b *memBackend) WriteMarker(_ context.Context, topic string, partition int3
 	return nil
 }
 
-func (b *memBackend) Transactions(_ context.Context, topic string, partition int32, from, to int64) (PartitionTxns, error) {
+func (b *memBackend) Transactions(_ context.Context, topic string, partition int32, from, to int64) (storage.PartitionTxns, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
 	if err != nil {
-		return PartitionTxns{}, err
+		return storage.PartitionTxns{}, err
 	}
-	out := PartitionTxns{FirstUnstable: -1}
+	out := storage.PartitionTxns{FirstUnstable: -1}
 	for _, first := range p.ongoing {
 		if out.FirstUnstable < 0 || first < out.FirstUnstable {
 			out.FirstUnstable = first
@@ -445,14 +446,14 @@ func (b *memBackend) Transactions(_ context.Context, topic string, partition int
 	return out, nil
 }
 
-func (b *memBackend) Producers(_ context.Context, topic string, partition int32) ([]ProducerInfo, error) {
+func (b *memBackend) Producers(_ context.Context, topic string, partition int32) ([]storage.ProducerInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
 	if err != nil {
 		return nil, err
 	}
-	var out []ProducerInfo
+	var out []storage.ProducerInfo
 	for _, id := range slices.Sorted(maps.Keys(p.producers)) {
 		info := p.producers[id]
 		info.TxnStartOffset = -1

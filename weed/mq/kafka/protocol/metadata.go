@@ -29,6 +29,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 func init() { register(kmsg.Metadata, 0, 13, (*Handler).handleMetadata) }
@@ -83,12 +84,12 @@ func (h *Handler) metadataTopics(ctx context.Context, r *Request, req *kmsg.Meta
 	}
 
 	autoCreate := h.cfg.AutoCreateTopics && (r.Version < 4 || req.AllowAutoTopicCreation)
-	var byID map[[16]byte]TopicInfo
+	var byID map[[16]byte]storage.TopicInfo
 	for _, rt := range req.Topics {
 		if rt.Topic == nil || *rt.Topic == "" {
 			// Lookup by topic id (v10+).
 			if byID == nil {
-				byID = map[[16]byte]TopicInfo{}
+				byID = map[[16]byte]storage.TopicInfo{}
 				if topics, err := h.backend.ListTopics(ctx); err == nil {
 					for _, t := range topics {
 						byID[t.ID] = t
@@ -130,7 +131,7 @@ func (h *Handler) metadataTopics(ctx context.Context, r *Request, req *kmsg.Meta
 			if !h.allowedCluster(r, kmsg.ACLOperationCreate) && !h.allowedTopic(r, kmsg.ACLOperationCreate, name) {
 				err = kerr.TopicAuthorizationFailed // as Kafka: it would be created, but not by this principal
 			} else {
-				t, err = h.backend.CreateTopic(ctx, TopicSpec{Name: name, Partitions: h.cfg.DefaultPartitions})
+				t, err = h.backend.CreateTopic(ctx, storage.TopicSpec{Name: name, Partitions: h.cfg.DefaultPartitions})
 				if kafkaErr(err, nil) == kerr.TopicAlreadyExists { // made by another client meanwhile
 					t, err = h.describeTopic(ctx, name)
 				}
@@ -147,7 +148,7 @@ func (h *Handler) metadataTopics(ctx context.Context, r *Request, req *kmsg.Meta
 	}
 }
 
-func (h *Handler) topicMetadata(t TopicInfo) kmsg.MetadataResponseTopic {
+func (h *Handler) topicMetadata(t storage.TopicInfo) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name

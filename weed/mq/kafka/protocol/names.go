@@ -13,6 +13,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // ValidTopicName applies Kafka's rule for topic names: [a-zA-Z0-9._-],
@@ -35,9 +37,9 @@ func validTopicName(name string) *kerr.Error { return ValidTopicName(name) }
 
 // describeTopic is the backend's DescribeTopic behind the name check: a
 // name no topic can have is an unknown topic.
-func (h *Handler) describeTopic(ctx context.Context, name string) (TopicInfo, error) {
+func (h *Handler) describeTopic(ctx context.Context, name string) (storage.TopicInfo, error) {
 	if validTopicName(name) != nil {
-		return TopicInfo{}, kerr.UnknownTopicOrPartition
+		return storage.TopicInfo{}, kerr.UnknownTopicOrPartition
 	}
 	return h.backend.DescribeTopic(ctx, name)
 }

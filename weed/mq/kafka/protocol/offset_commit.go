@@ -22,6 +22,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 func init() { register(kmsg.OffsetCommit, 0, 10, (*Handler).handleOffsetCommit) }
@@ -105,7 +106,7 @@ func (h *Handler) handleOffsetCommit(ctx context.Context, r *Request) Reply {
 // addCommit adds a partition's commit to offsets, or returns the Kafka
 // error that refuses it: a partition the topic does not have, or metadata
 // over offset.metadata.max.bytes.
-func addCommit(offsets offset.Topics, info TopicInfo, partition int32, c offset.Committed) int16 {
+func addCommit(offsets offset.Topics, info storage.TopicInfo, partition int32, c offset.Committed) int16 {
 	switch {
 	case partition < 0 || partition >= info.Partitions:
 		return kerr.UnknownTopicOrPartition.Code

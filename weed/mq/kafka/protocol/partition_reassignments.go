@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 func init() {
@@ -56,7 +57,7 @@ func (h *Handler) handleAlterPartitionReassignments(ctx context.Context, r *Requ
 
 // reassign answers the reassignment of one partition to replicas (nil: a
 // cancellation): nil if it is done.
-func (h *Handler) reassign(info TopicInfo, lookup error, partition int32, replicas []int32) (*kerr.Error, string) {
+func (h *Handler) reassign(info storage.TopicInfo, lookup error, partition int32, replicas []int32) (*kerr.Error, string) {
 	switch {
 	case lookup != nil:
 		return kafkaErr(lookup, kerr.UnknownTopicOrPartition), ""

@@ -37,13 +37,14 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 func init() { register(kmsg.Produce, 0, 13, (*Handler).handleProduce) }
 
 type pendingAppend struct {
 	part *kmsg.ProduceResponseTopicPartition
-	app  *Appended
+	app  *storage.Appended
 }
 
 func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
@@ -76,7 +77,7 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		// Sized up front: pending keeps pointers into it.
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(rt.Partitions))
-		var info TopicInfo
+		var info storage.TopicInfo
 		var topicErr *kerr.Error
 		if txnDenied {
 			topicErr = kerr.TransactionalIDAuthorizationFailed
@@ -139,7 +140,7 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				// A transaction's records: its partition must be in
 				// the producer's open transaction, which cannot end
 				// while they are handed to the log.
-				var app *Appended
+				var app *storage.Appended
 				// v12+ (transaction.version 2) adds the partition to
 				// the transaction itself (KIP-890).
 				e := h.verifyTxn(ctx, req.TransactionID, mark, info.Name, rp.Partition, r.Version >= 12, func() {
@@ -224,7 +225,7 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 // another codec than the batch's (Kafka compresses such records again; so
 // does a fetch of them here). Anything else is stored record by record,
 // its batches cached for fetches.
-func (h *Handler) appendProduced(ctx context.Context, info TopicInfo, partition int32, raw []byte, records []record.Record, durable bool) *Appended {
+func (h *Handler) appendProduced(ctx context.Context, info storage.TopicInfo, partition int32, raw []byte, records []record.Record, durable bool) *storage.Appended {
 	if batches, codec := record.Count(raw); batches == 1 && !Compacted(info.Configs) {
 		if topicCodec, keeps := compressionOf(info); keeps || codec == topicCodec {
 			h.batches.learn(info, raw)
@@ -238,13 +239,13 @@ func (h *Handler) appendProduced(ctx context.Context, info TopicInfo, partition 
 
 // cacheProduced keeps the batches for fetches once they are stored (see
 // batch_cache.go), from a copy: the request's bytes are not kept.
-func (h *Handler) cacheProduced(info TopicInfo, partition int32, raw []byte, app *Appended) {
+func (h *Handler) cacheProduced(info storage.TopicInfo, partition int32, raw []byte, app *storage.Appended) {
 	h.batches.learn(info, raw)
 	if !h.batches.keeps(len(raw)) {
 		return
 	}
 	raw = bytes.Clone(raw)
-	app.Then(func(app *Appended) {
+	app.Then(func(app *storage.Appended) {
 		if app.Err == nil {
 			h.batches.produced(info, partition, app.Base, raw)
 		}
@@ -344,7 +345,7 @@ func hasZstd(raw []byte) bool {
 // all pass, else the partition's error (INVALID_TIMESTAMP if a timestamp
 // failed, INVALID_RECORD otherwise), every bad record by its index in the
 // batch with why, and the partition's message.
-func invalidRecords(info TopicInfo, partition int32, records []record.Record, now time.Time, schemas func(*record.Record) string) (*kerr.Error, []kmsg.ProduceResponseTopicPartitionErrorRecord, string) {
+func invalidRecords(info storage.TopicInfo, partition int32, records []record.Record, now time.Time, schemas func(*record.Record) string) (*kerr.Error, []kmsg.ProduceResponseTopicPartitionErrorRecord, string) {
 	compacted := Compacted(info.Configs)
 	before := topicLong(info, "message.timestamp.before.max.ms", math.MaxInt64)
 	after := topicLong(info, "message.timestamp.after.max.ms", 3_600_000)
@@ -387,7 +388,7 @@ func invalidRecords(info TopicInfo, partition int32, records []record.Record, no
 }
 
 // topicLong is a topic's setting as a number, or def.
-func topicLong(t TopicInfo, name string, def int64) int64 {
+func topicLong(t storage.TopicInfo, name string, def int64) int64 {
 	if v, ok := t.Configs[name]; ok {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 			return n
@@ -411,7 +412,7 @@ func satSub(a, b int64) int64 {
 }
 
 // topicMaxMessageBytes is the topic's max.message.bytes, or def.
-func topicMaxMessageBytes(t TopicInfo, def int32) int {
+func topicMaxMessageBytes(t storage.TopicInfo, def int32) int {
 	if v, ok := t.Configs["max.message.bytes"]; ok {
 		if n, err := strconv.Atoi(v); err == nil && n > 0 {
 			return n

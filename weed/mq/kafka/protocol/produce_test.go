@@ -20,26 +20,27 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
 
 // stalledBackend has one topic whose appends never finish: a broker that
 // takes records and does not answer.
 type stalledBackend struct {
-	Backend // not called
-	appends int
+	storage.Backend // not called
+	appends         int
 }
 
-func (b *stalledBackend) DescribeTopic(_ context.Context, name string) (TopicInfo, error) {
-	return TopicInfo{Name: name, Partitions: 3}, nil
+func (b *stalledBackend) DescribeTopic(_ context.Context, name string) (storage.TopicInfo, error) {
+	return storage.TopicInfo{Name: name, Partitions: 3}, nil
 }
 
-func (b *stalledBackend) Append(context.Context, string, int32, []record.Record, bool) *Appended {
+func (b *stalledBackend) Append(context.Context, string, int32, []record.Record, bool) *storage.Appended {
 	b.appends++
-	return NewAppended()
+	return storage.NewAppended()
 }
 
-func (b *stalledBackend) AppendBatch(ctx context.Context, topic string, partition int32, _ []byte, records []record.Record, durable bool) *Appended {
+func (b *stalledBackend) AppendBatch(ctx context.Context, topic string, partition int32, _ []byte, records []record.Record, durable bool) *storage.Appended {
 	return b.Append(ctx, topic, partition, records, durable)
 }
 
@@ -135,18 +136,18 @@ type gatedBackend struct {
 	values  int
 }
 
-func (b *gatedBackend) Append(_ context.Context, _ string, _ int32, records []record.Record, _ bool) *Appended {
+func (b *gatedBackend) Append(_ context.Context, _ string, _ int32, records []record.Record, _ bool) *storage.Appended {
 	b.mu.Lock()
 	b.entered++
 	b.values += len(records)
 	b.mu.Unlock()
 	<-b.gate
-	app := NewAppended()
+	app := storage.NewAppended()
 	app.Finish(0, nil)
 	return app
 }
 
-func (b *gatedBackend) AppendBatch(ctx context.Context, topic string, partition int32, _ []byte, records []record.Record, durable bool) *Appended {
+func (b *gatedBackend) AppendBatch(ctx context.Context, topic string, partition int32, _ []byte, records []record.Record, durable bool) *storage.Appended {
 	return b.Append(ctx, topic, partition, records, durable)
 }
 
@@ -221,10 +222,10 @@ func TestDecompressionBudget(t *testing.T) {
 // transaction coordinators, as the gateway runs it; authz (if not nil)
 // decides its requests; wrap (if given) puts a backend around the
 // in-memory one.
-func testHandler(t *testing.T, authz *acl.Authorizer, wrap ...func(*memBackend) Backend) (*Handler, *memBackend) {
+func testHandler(t *testing.T, authz *acl.Authorizer, wrap ...func(*memBackend) storage.Backend) (*Handler, *memBackend) {
 	t.Helper()
 	b := newMemBackend()
-	var backend Backend = b
+	var backend storage.Backend = b
 	for _, w := range wrap {
 		backend = w(b)
 	}
@@ -416,7 +417,7 @@ func TestProduceVersions(t *testing.T) {
 		t.Fatalf("Produce served %d-%d, want 0-13", min, max)
 	}
 	h, b := testHandler(t, nil)
-	info, _ := b.CreateTopic(context.Background(), TopicSpec{Name: "p", Partitions: 2})
+	info, _ := b.CreateTopic(context.Background(), storage.TopicSpec{Name: "p", Partitions: 2})
 	base := int64(0)
 	for _, v := range []int16{3, 5, 8, 9, 12, 13} {
 		var id [16]byte
@@ -473,8 +474,8 @@ func TestProduceVersions(t *testing.T) {
 func TestProduceErrors(t *testing.T) {
 	h, b := testHandler(t, nil)
 	ctx := context.Background()
-	b.CreateTopic(ctx, TopicSpec{Name: "e", Partitions: 3})
-	b.CreateTopic(ctx, TopicSpec{Name: "small", Partitions: 1, Configs: map[string]string{"max.message.bytes": "200"}})
+	b.CreateTopic(ctx, storage.TopicSpec{Name: "e", Partitions: 3})
+	b.CreateTopic(ctx, storage.TopicSpec{Name: "small", Partitions: 1, Configs: map[string]string{"max.message.bytes": "200"}})
 	good := batchOf(t, nil, "ok")
 	for _, name := range []string{"nope", "bad/name"} {
 		resp := exchange(t, h, anonymous, produceReq(name, [16]byte{}, map[int32][]byte{0: good}), 12)
@@ -552,7 +553,7 @@ func TestProduceErrors(t *testing.T) {
 // answered once the records are stored.
 func TestProduceAcks(t *testing.T) {
 	h, b := testHandler(t, nil)
-	b.CreateTopic(context.Background(), TopicSpec{Name: "a", Partitions: 1})
+	b.CreateTopic(context.Background(), storage.TopicSpec{Name: "a", Partitions: 1})
 	for i, acks := range []int16{0, 1, -1} {
 		req := produceReq("a", [16]byte{}, map[int32][]byte{0: batchOf(t, nil, strconv.Itoa(i))})
 		req.Acks = acks
@@ -588,7 +589,7 @@ func TestProduceAcks(t *testing.T) {
 // one gets INVALID_PRODUCER_EPOCH.
 func TestProduceTransactional(t *testing.T) {
 	h, b := testHandler(t, nil)
-	b.CreateTopic(context.Background(), TopicSpec{Name: "tx", Partitions: 2})
+	b.CreateTopic(context.Background(), storage.TopicSpec{Name: "tx", Partitions: 2})
 	id := "tx-prod"
 	initReq := kmsg.NewPtrInitProducerIDRequest()
 	initReq.TransactionalID, initReq.TransactionTimeoutMillis = &id, 60_000
@@ -631,8 +632,8 @@ func TestProduceAuthorization(t *testing.T) {
 		allow(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, "r"))
 	ctx := context.Background()
 	h, b := testHandler(t, authz)
-	b.CreateTopic(ctx, TopicSpec{Name: "w", Partitions: 1})
-	b.CreateTopic(ctx, TopicSpec{Name: "r", Partitions: 1})
+	b.CreateTopic(ctx, storage.TopicSpec{Name: "w", Partitions: 1})
+	b.CreateTopic(ctx, storage.TopicSpec{Name: "r", Partitions: 1})
 	for name, want := range map[string]*kerr.Error{"w": nil, "r": kerr.TopicAuthorizationFailed, "absent": kerr.TopicAuthorizationFailed} {
 		resp := exchange(t, h, anonymous, produceReq(name, [16]byte{}, map[int32][]byte{0: batchOf(t, nil, "v")}), 12)
 		wantCode(t, "topic "+name, produceCodes(resp)[0], want)
@@ -657,9 +658,9 @@ func TestProduceAuthorization(t *testing.T) {
 func TestProduceCompactedNeedsKeys(t *testing.T) {
 	h, b := testHandler(t, nil)
 	ctx := context.Background()
-	b.CreateTopic(ctx, TopicSpec{Name: "c", Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
-	b.CreateTopic(ctx, TopicSpec{Name: "cd", Partitions: 1, Configs: map[string]string{"cleanup.policy": "delete,compact"}})
-	b.CreateTopic(ctx, TopicSpec{Name: "d", Partitions: 1, Configs: map[string]string{"cleanup.policy": "delete"}})
+	b.CreateTopic(ctx, storage.TopicSpec{Name: "c", Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
+	b.CreateTopic(ctx, storage.TopicSpec{Name: "cd", Partitions: 1, Configs: map[string]string{"cleanup.policy": "delete,compact"}})
+	b.CreateTopic(ctx, storage.TopicSpec{Name: "d", Partitions: 1, Configs: map[string]string{"cleanup.policy": "delete"}})
 	keyless := func(keys ...[]byte) []byte {
 		var rb record.Builder
 		rb.Reset(0)
@@ -710,9 +711,9 @@ func TestProduceCompactedNeedsKeys(t *testing.T) {
 func TestProduceTimestampBounds(t *testing.T) {
 	h, b := testHandler(t, nil)
 	ctx := context.Background()
-	b.CreateTopic(ctx, TopicSpec{Name: "ts", Partitions: 1})
-	b.CreateTopic(ctx, TopicSpec{Name: "ts-before", Partitions: 1, Configs: map[string]string{"message.timestamp.before.max.ms": "60000"}})
-	b.CreateTopic(ctx, TopicSpec{Name: "ts-compact", Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
+	b.CreateTopic(ctx, storage.TopicSpec{Name: "ts", Partitions: 1})
+	b.CreateTopic(ctx, storage.TopicSpec{Name: "ts-before", Partitions: 1, Configs: map[string]string{"message.timestamp.before.max.ms": "60000"}})
+	b.CreateTopic(ctx, storage.TopicSpec{Name: "ts-compact", Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
 	now := time.Now().UnixMilli()
 	batch := func(recs ...record.Record) []byte {
 		var rb record.Builder

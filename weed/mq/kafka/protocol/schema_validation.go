@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // The subject name strategies, as Confluent's serializers name them.
@@ -45,7 +46,7 @@ func strategyOf(v string) string {
 
 // schemaCheck returns why a record of the topic fails its schema
 // validation (""; it passes), or nil when the topic validates nothing.
-func (h *Handler) schemaCheck(info TopicInfo) func(r *record.Record) string {
+func (h *Handler) schemaCheck(info storage.TopicInfo) func(r *record.Record) string {
 	keys, values := info.Configs["confluent.key.schema.validation"] == "true", info.Configs["confluent.value.schema.validation"] == "true"
 	if !keys && !values {
 		return nil

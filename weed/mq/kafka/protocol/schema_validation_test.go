@@ -13,6 +13,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/registry"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // registerSchema puts a schema under a subject's version with an id, as a
@@ -45,10 +46,10 @@ func TestProduceSchemaValidation(t *testing.T) {
 	registerSchema(t, st, 1, "shop.Order", 1, 9, `{"type":"record","name":"Order","namespace":"shop","fields":[{"name":"id","type":"long"}]}`)
 	registerSchema(t, st, 2, "svr-shop.Order", 1, 9, `{"type":"record","name":"Order","namespace":"shop","fields":[{"name":"id","type":"long"}]}`)
 	ctx := context.Background()
-	b.CreateTopic(ctx, TopicSpec{Name: "sv", Partitions: 1, Configs: map[string]string{"confluent.value.schema.validation": "true"}})
-	b.CreateTopic(ctx, TopicSpec{Name: "svr", Partitions: 1, Configs: map[string]string{"confluent.value.schema.validation": "true",
+	b.CreateTopic(ctx, storage.TopicSpec{Name: "sv", Partitions: 1, Configs: map[string]string{"confluent.value.schema.validation": "true"}})
+	b.CreateTopic(ctx, storage.TopicSpec{Name: "svr", Partitions: 1, Configs: map[string]string{"confluent.value.schema.validation": "true",
 		"confluent.value.subject.name.strategy": RecordNameStrategy}})
-	b.CreateTopic(ctx, TopicSpec{Name: "plain", Partitions: 1})
+	b.CreateTopic(ctx, storage.TopicSpec{Name: "plain", Partitions: 1})
 	batch := func(values ...[]byte) []byte {
 		var rb record.Builder
 		rb.Reset(0)

@@ -27,6 +27,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 func init() { register(kmsg.ShareFetch, 1, 2, (*Handler).handleShareFetch) }
@@ -239,7 +240,7 @@ func (h *Handler) shareFetch(ctx context.Context, r *Request, req *kmsg.ShareFet
 // sharePartition is the group's share-partition of a topic partition,
 // held here if this gateway leads the partition; otherwise
 // NOT_LEADER_OR_FOLLOWER with the leader and its epoch.
-func (h *Handler) sharePartition(ctx context.Context, group string, info TopicInfo, partition int32) (*share.Partition, int32, int32, *kerr.Error) {
+func (h *Handler) sharePartition(ctx context.Context, group string, info storage.TopicInfo, partition int32) (*share.Partition, int32, int32, *kerr.Error) {
 	if partition < 0 || partition >= info.Partitions {
 		return nil, -1, -1, kerr.UnknownTopicOrPartition
 	}
@@ -291,13 +292,13 @@ func (h *Handler) shareStart(ctx context.Context, topic string, partition int32,
 // acquire reads a partition from its share-partition's next offset and
 // acquires up to limit records for member; it returns their batches, the
 // ranges acquired, and, when none were, what signals that some may be.
-func (h *Handler) acquire(ctx context.Context, p *share.Partition, info TopicInfo, partition int32, member string, maxBytes, limit, batch int, b *record.Builder) ([]byte, []share.Range, []<-chan struct{}, *kerr.Error) {
+func (h *Handler) acquire(ctx context.Context, p *share.Partition, info storage.TopicInfo, partition int32, member string, maxBytes, limit, batch int, b *record.Builder) ([]byte, []share.Range, []<-chan struct{}, *kerr.Error) {
 	topic := info.Name
 	idle := func(hw int64) []<-chan struct{} {
 		return []<-chan struct{}{h.backend.Changed(topic, partition, hw), p.Changed()}
 	}
 	var from int64
-	var res ReadResult
+	var res storage.ReadResult
 	// One read, as a fetch's; the offsets are asked for only when the
 	// share-partition's next offset is outside the log: before its start
 	// (the records are gone: the start moves there, and the read is made
@@ -376,7 +377,7 @@ func countRanges(rs []share.Range) int64 {
 }
 
 // abortedIn says which of recs belong to aborted transactions.
-func abortedIn(recs []StoredRecord, aborted []AbortedTxn) func(int64) bool {
+func abortedIn(recs []storage.StoredRecord, aborted []storage.AbortedTxn) func(int64) bool {
 	if len(aborted) == 0 {
 		return nil
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 func init() {
@@ -83,7 +84,7 @@ func (h *Handler) createInternalTopics(ctx context.Context, r *Request, groupNam
 			failed += fmt.Sprintf("; Creation failed: %s (%v)", t.Name, err)
 			continue
 		}
-		_, err := h.backend.CreateTopic(ctx, TopicSpec{Name: t.Name, Partitions: t.Partitions, Configs: configs})
+		_, err := h.backend.CreateTopic(ctx, storage.TopicSpec{Name: t.Name, Partitions: t.Partitions, Configs: configs})
 		if err != nil && kafkaErr(err, nil) != kerr.TopicAlreadyExists {
 			failed += fmt.Sprintf("; Creation failed: %s (%v)", t.Name, err)
 			continue

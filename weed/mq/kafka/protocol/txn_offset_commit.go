@@ -18,6 +18,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 func init() { register(kmsg.TxnOffsetCommit, 0, 6, (*Handler).handleTxnOffsetCommit) }
@@ -37,7 +38,7 @@ func (h *Handler) handleTxnOffsetCommit(ctx context.Context, r *Request) Reply {
 		}
 		for i, rt := range req.Topics {
 			codes[i] = make([]int16, len(rt.Partitions))
-			var info TopicInfo
+			var info storage.TopicInfo
 			e := denied
 			if e == nil {
 				info, e = h.lookupTopic(ctx, r, kmsg.ACLOperationRead, rt.Topic == "" && rt.TopicID != [16]byte{}, rt.Topic, rt.TopicID)

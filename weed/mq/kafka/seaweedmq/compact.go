@@ -32,6 +32,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/compaction"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // cleanerCheckpointFile holds the offset a partition's last cleaning
@@ -105,7 +106,7 @@ func (c *Client) cleanRound(o CleanerOptions) {
 type CleanResult = compaction.Result
 
 // CleanPartition cleans a compacted topic's partition if it needs it.
-func (c *Client) CleanPartition(ctx context.Context, info protocol.TopicInfo, index int32, now time.Time) (CleanResult, error) {
+func (c *Client) CleanPartition(ctx context.Context, info storage.TopicInfo, index int32, now time.Time) (CleanResult, error) {
 	a, err := c.assignment(ctx, info.Name, index)
 	if err != nil {
 		return CleanResult{}, err

@@ -6,7 +6,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/filer"
 )
 
-// PartitionSize implements protocol.Backend: the bytes of the partition's
+// PartitionSize implements storage.Backend: the bytes of the partition's
 // log segments in the filer (what the broker still holds unflushed is not
 // counted).
 func (c *Client) PartitionSize(ctx context.Context, topic string, index int32) (int64, error) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // partition is this gateway's state for one Kafka partition it leads: the
@@ -259,7 +259,7 @@ func (p *partition) waitPast(hw int64) <-chan struct{} {
 	return p.changed
 }
 
-// Changed implements protocol.Backend.
+// Changed implements storage.Backend.
 func (c *Client) Changed(topic string, index int32, hw int64) <-chan struct{} {
 	return c.parts.get(c, topic, index).waitPast(hw)
 }
@@ -283,7 +283,7 @@ type pendingBatch struct {
 	recs    []byte // the records in log form (wal_format.go)
 	lastTs  int64  // ts_ns of its last record
 	durable bool   // answered once logged; otherwise at once
-	app     *protocol.Appended
+	app     *storage.Appended
 	done    bool
 	err     error
 }

@@ -29,7 +29,7 @@ type producerIDs struct {
 	next, end int64
 }
 
-// NewProducerID implements protocol.Backend.
+// NewProducerID implements storage.Backend.
 func (c *Client) NewProducerID(ctx context.Context) (int64, error) {
 	c.pids.mu.Lock()
 	defer c.pids.mu.Unlock()

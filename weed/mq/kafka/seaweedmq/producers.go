@@ -28,8 +28,8 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // ProducersDir is where the filer keeps the partitions' producer states.
@@ -49,9 +49,9 @@ const saveProducersEvery = 10 * time.Second
 
 type producerBatch struct {
 	firstSeq, lastSeq int32
-	base              int64              // first offset, once stored
-	app               *protocol.Appended // while being written; nil once stored
-	lowBound          int64              // the batch's offsets are at least this
+	base              int64             // first offset, once stored
+	app               *storage.Appended // while being written; nil once stored
+	lowBound          int64             // the batch's offsets are at least this
 }
 
 type producerEntry struct {
@@ -75,7 +75,7 @@ type producerState struct {
 	// Transactions, under txnMu (fetches read them without writeMu).
 	txnMu   sync.Mutex
 	ongoing map[int64]int64 // producer id -> first offset (at least) of its open transaction here
-	aborted []protocol.AbortedTxn
+	aborted []storage.AbortedTxn
 	// pending markers being written -> the offset they are at least at.
 	pendingMarks map[int64]int64
 	markSeq      int64
@@ -177,7 +177,7 @@ func (ps *producerState) check(pb *record.ProducerBatch) (*producerBatch, *kerr.
 }
 
 // add records a batch being written (app) or stored at base (app nil).
-func (ps *producerState) add(pb *record.ProducerBatch, app *protocol.Appended, base, lowBound int64) {
+func (ps *producerState) add(pb *record.ProducerBatch, app *storage.Appended, base, lowBound int64) {
 	e := ps.m[pb.ID]
 	if e == nil || pb.Epoch > e.epoch {
 		e = &producerEntry{epoch: pb.Epoch, lastSeq: -1}
@@ -201,14 +201,14 @@ func (ps *producerState) add(pb *record.ProducerBatch, app *protocol.Appended, b
 }
 
 // duplicate answers a retried batch with the outcome of its first write.
-func duplicate(b *producerBatch) *protocol.Appended {
+func duplicate(b *producerBatch) *storage.Appended {
 	if b.app == nil {
-		app := protocol.NewAppended()
+		app := storage.NewAppended()
 		app.Finish(b.base, nil)
 		return app
 	}
-	app := protocol.NewAppended()
-	b.app.Then(func(orig *protocol.Appended) { app.Finish(orig.Base, orig.Err) })
+	app := storage.NewAppended()
+	b.app.Then(func(orig *storage.Appended) { app.Finish(orig.Base, orig.Err) })
 	return app
 }
 
@@ -219,8 +219,8 @@ type savedProducers struct {
 	Offset    int64                    `json:"offset"`
 	Producers map[string]savedProducer `json:"producers"`
 	// Ongoing: producer id -> first offset of its open transaction.
-	Ongoing map[string]int64      `json:"ongoing,omitempty"`
-	Aborted []protocol.AbortedTxn `json:"aborted,omitempty"`
+	Ongoing map[string]int64     `json:"ongoing,omitempty"`
+	Aborted []storage.AbortedTxn `json:"aborted,omitempty"`
 	// Coordinators: producer id -> the coordinator epoch of its markers.
 	Coordinators map[string]coordinatorMark `json:"coordinators,omitempty"`
 }
@@ -455,17 +455,17 @@ func (c *Client) saveProducers(p *partition, force bool) {
 // partition's producers wrote: a retry is answered with its first write's
 // outcome, a gap or an old epoch refused; otherwise the batch is written
 // by write. Called with writeMu held.
-func (c *Client) appendIdempotent(ctx context.Context, p *partition, records []record.Record, write func() *protocol.Appended) *protocol.Appended {
+func (c *Client) appendIdempotent(ctx context.Context, p *partition, records []record.Record, write func() *storage.Appended) *storage.Appended {
 	if !p.producers.loaded {
 		if err := c.loadProducers(ctx, p); err != nil {
 			glog.Warningf("kafka partition %s/%d: loading producer state: %v", p.topic, p.index, err)
-			return protocol.FailedAppend(fmt.Errorf("%w: loading producer state: %v", kerr.NotLeaderForPartition, err))
+			return storage.FailedAppend(fmt.Errorf("%w: loading producer state: %v", kerr.NotLeaderForPartition, err))
 		}
 	}
 	pb := records[0].Producer
 	dup, e := p.producers.check(pb)
 	if e != nil {
-		return protocol.FailedAppend(e)
+		return storage.FailedAppend(e)
 	}
 	if dup != nil {
 		return duplicate(dup)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 func TestProducerSequences(t *testing.T) {
@@ -17,13 +17,13 @@ func TestProducerSequences(t *testing.T) {
 	batch := func(epoch int16, first, last int32) *record.ProducerBatch {
 		return &record.ProducerBatch{ID: 7, Epoch: epoch, FirstSeq: first, LastSeq: last}
 	}
-	write := func(pb *record.ProducerBatch, base int64, err error) *protocol.Appended {
+	write := func(pb *record.ProducerBatch, base int64, err error) *storage.Appended {
 		t.Helper()
 		dup, e := ps.check(pb)
 		if dup != nil || e != nil {
 			t.Fatalf("batch %+v: duplicate %v, error %v", *pb, dup != nil, e)
 		}
-		app := protocol.NewAppended()
+		app := storage.NewAppended()
 		ps.add(pb, app, -1, 0)
 		if base >= 0 || err != nil {
 			app.Finish(base, err)
@@ -109,7 +109,7 @@ func TestAbortedTransactionsBounded(t *testing.T) {
 		ps.applyTxnMark(&record.TxnMark{ProducerID: 1, Control: record.NotControl}, 20*i)
 		ps.applyTxnMark(&record.TxnMark{ProducerID: 1, Control: record.ControlAbort}, 20*i+9)
 	}
-	firsts := func(a []protocol.AbortedTxn) []int64 {
+	firsts := func(a []storage.AbortedTxn) []int64 {
 		var out []int64
 		for _, x := range a {
 			out = append(out, x.FirstOffset)

@@ -16,20 +16,21 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // readRaw returns stored messages from offset on, up to about maxBytes,
 // with the partition's offsets: what the log segments hold, then the
 // partition's tail in memory.
-func (c *Client) readRaw(ctx context.Context, p *partition, offset int64, maxBytes int) ([]logentry.Raw, protocol.Offsets, error) {
+func (c *Client) readRaw(ctx context.Context, p *partition, offset int64, maxBytes int) ([]logentry.Raw, storage.Offsets, error) {
 	// The tail first: a flush takes batches out of it only once the
 	// segments listed afterwards hold them.
 	tail, hw := p.tailFrom(offset)
 	st, err := c.flushed(ctx, p.dir, false)
 	if err != nil {
-		return nil, protocol.Offsets{}, err
+		return nil, storage.Offsets{}, err
 	}
-	offs := protocol.Offsets{LogStart: st.start, HighWatermark: max(st.end, hw)}
+	offs := storage.Offsets{LogStart: st.start, HighWatermark: max(st.end, hw)}
 	if len(st.listing.segs) == 0 {
 		offs.LogStart = p.tailStart()
 	}
@@ -47,7 +48,7 @@ func (c *Client) readRaw(ctx context.Context, p *partition, offset int64, maxByt
 			}
 		}
 		if err != nil {
-			return nil, protocol.Offsets{}, err
+			return nil, storage.Offsets{}, err
 		}
 		if len(entries) > 0 {
 			// From the offset on, or past a hole in the segments (no
@@ -101,36 +102,36 @@ func (p *partition) tailStart() int64 {
 	return max(p.hw, 0)
 }
 
-// Read implements protocol.Backend. The partition is recovered first if
+// Read implements storage.Backend. The partition is recovered first if
 // this gateway has not yet (recover.go).
-func (c *Client) Read(ctx context.Context, topic string, index int32, offset int64, maxBytes int) (protocol.ReadResult, error) {
+func (c *Client) Read(ctx context.Context, topic string, index int32, offset int64, maxBytes int) (storage.ReadResult, error) {
 	p, err := c.ensureOpen(ctx, topic, index)
 	if err != nil {
-		return protocol.ReadResult{}, err
+		return storage.ReadResult{}, err
 	}
 	return c.read(ctx, p, offset, maxBytes)
 }
 
-// ReadBatches implements protocol.Backend: as Read, with the batches
+// ReadBatches implements storage.Backend: as Read, with the batches
 // stored as produced returned whole, not decoded (ReadResult.Raw).
-func (c *Client) ReadBatches(ctx context.Context, topic string, index int32, offset int64, maxBytes int) (protocol.ReadResult, error) {
+func (c *Client) ReadBatches(ctx context.Context, topic string, index int32, offset int64, maxBytes int) (storage.ReadResult, error) {
 	p, err := c.ensureOpen(ctx, topic, index)
 	if err != nil {
-		return protocol.ReadResult{}, err
+		return storage.ReadResult{}, err
 	}
 	return c.readEntries(ctx, p, offset, maxBytes, true)
 }
 
 // read is Read without the recovery.
-func (c *Client) read(ctx context.Context, p *partition, offset int64, maxBytes int) (protocol.ReadResult, error) {
+func (c *Client) read(ctx context.Context, p *partition, offset int64, maxBytes int) (storage.ReadResult, error) {
 	return c.readEntries(ctx, p, offset, maxBytes, false)
 }
 
 // readEntries reads a partition's entries from offset on, up to about
 // maxBytes: their records, or with raw the batch entries' batches as they
 // are.
-func (c *Client) readEntries(ctx context.Context, p *partition, offset int64, maxBytes int, raw bool) (protocol.ReadResult, error) {
-	var res protocol.ReadResult
+func (c *Client) readEntries(ctx context.Context, p *partition, offset int64, maxBytes int, raw bool) (storage.ReadResult, error) {
+	var res storage.ReadResult
 	if start := c.logStartOf(ctx, p.topic, p.index); offset < start {
 		offs, err := c.offsets(ctx, p)
 		res.Offsets = offs
@@ -161,7 +162,7 @@ func (c *Client) readEntries(ctx context.Context, p *partition, offset int64, ma
 		for i := range entries {
 			e := &entries[i]
 			if raw && logentry.IsBatch(e.Key, e.Data) {
-				res.Raw = append(res.Raw, protocol.RawBatch{Base: e.Offset, Count: int32(e.Span()), Codec: record.BatchCodec(e.Data), Data: e.Data})
+				res.Raw = append(res.Raw, storage.RawBatch{Base: e.Offset, Count: int32(e.Span()), Codec: record.BatchCodec(e.Data), Data: e.Data})
 			} else {
 				var bad error
 				if res.Records, bad = storedRecords(e, res.Records, offset); bad != nil {
@@ -187,11 +188,11 @@ func (c *Client) readEntries(ctx context.Context, p *partition, offset int64, ma
 	return res, nil
 }
 
-// Offsets implements protocol.Backend, after recovery as Read.
-func (c *Client) Offsets(ctx context.Context, topic string, index int32) (protocol.Offsets, error) {
+// Offsets implements storage.Backend, after recovery as Read.
+func (c *Client) Offsets(ctx context.Context, topic string, index int32) (storage.Offsets, error) {
 	p, err := c.ensureOpen(ctx, topic, index)
 	if err != nil {
-		return protocol.Offsets{}, err
+		return storage.Offsets{}, err
 	}
 	return c.offsets(ctx, p)
 }
@@ -222,12 +223,12 @@ func (c *Client) HighWatermark(ctx context.Context, topic string, index int32) (
 }
 
 // offsets is Offsets without the recovery.
-func (c *Client) offsets(ctx context.Context, p *partition) (protocol.Offsets, error) {
+func (c *Client) offsets(ctx context.Context, p *partition) (storage.Offsets, error) {
 	st, err := c.flushed(ctx, p.dir, false)
 	if err != nil {
-		return protocol.Offsets{}, err
+		return storage.Offsets{}, err
 	}
-	offs := protocol.Offsets{LogStart: st.start, HighWatermark: max(st.end, p.knownHW())}
+	offs := storage.Offsets{LogStart: st.start, HighWatermark: max(st.end, p.knownHW())}
 	if len(st.listing.segs) == 0 {
 		offs.LogStart = p.tailStart()
 	}
@@ -247,7 +248,7 @@ func (c *Client) rawAt(ctx context.Context, p *partition, offset int64) (*logent
 	return &entries[0], nil
 }
 
-// OffsetForTime implements protocol.Backend. Stored ts_ns increase with the
+// OffsetForTime implements storage.Backend. Stored ts_ns increase with the
 // offset, so the first record at or after ts is found by binary search.
 func (c *Client) OffsetForTime(ctx context.Context, topic string, index int32, ts int64) (int64, int64, error) {
 	p, err := c.ensureOpen(ctx, topic, index)
@@ -295,7 +296,7 @@ func (c *Client) OffsetForTime(ctx context.Context, topic string, index int32, t
 	return -1, -1, nil
 }
 
-// MaxTimestamp implements protocol.Backend: the first offset that holds
+// MaxTimestamp implements storage.Backend: the first offset that holds
 // the largest record timestamp, as Kafka answers ListOffsets
 // MAX_TIMESTAMP (KIP-734); producers choose timestamps, so it need not be
 // the last record's. The partition's records are read once (a batch entry
@@ -372,7 +373,7 @@ type maxTimestamp struct {
 // storedRecords appends an entry's Kafka records from offset from on to out:
 // a batch entry's records decoded, a record entry's one record (none for a
 // filler). bad is set for an entry no Kafka client could read.
-func storedRecords(e *logentry.Raw, out []protocol.StoredRecord, from int64) (_ []protocol.StoredRecord, bad error) {
+func storedRecords(e *logentry.Raw, out []storage.StoredRecord, from int64) (_ []storage.StoredRecord, bad error) {
 	if logentry.IsBatch(e.Key, e.Data) {
 		b, err := record.ParseBatch(e.Data, protocol.MaxDecompressedBatch)
 		if err != nil {
@@ -381,7 +382,7 @@ func storedRecords(e *logentry.Raw, out []protocol.StoredRecord, from int64) (_ 
 		b.Mark()
 		for i := range b.Records {
 			if off := e.Offset + int64(i); off >= from {
-				out = append(out, protocol.StoredRecord{Offset: off, Record: b.Records[i]})
+				out = append(out, storage.StoredRecord{Offset: off, Record: b.Records[i]})
 			}
 		}
 		return out, nil
@@ -396,5 +397,5 @@ func storedRecords(e *logentry.Raw, out []protocol.StoredRecord, from int64) (_ 
 	if err != nil {
 		return out, err
 	}
-	return append(out, protocol.StoredRecord{Offset: e.Offset, Record: r}), nil
+	return append(out, storage.StoredRecord{Offset: e.Offset, Record: r}), nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // ConfigDir holds what Kafka knows of a topic and SeaweedMQ does not (the
@@ -46,7 +47,7 @@ type topicConfigFile struct {
 
 // topicEntry is a topic as last read from the filer.
 type topicEntry struct {
-	info protocol.TopicInfo
+	info storage.TopicInfo
 	// parts are the SeaweedMQ partitions in Kafka partition order (by
 	// range start), with their leader brokers.
 	parts []*mq_pb.BrokerPartitionAssignment
@@ -138,7 +139,7 @@ func (c *Client) readTopic(ctx context.Context, name string) (*topicEntry, error
 		return a.RangeStart < b.RangeStart
 	})
 	e := &topicEntry{parts: parts, read: time.Now(), logStart: kconf.LogStart}
-	e.info = protocol.TopicInfo{
+	e.info = storage.TopicInfo{
 		Name:       name,
 		ID:         topicID(name, parts[0].Partition.UnixTimeNs),
 		Partitions: int32(len(parts)),
@@ -201,7 +202,7 @@ func (c *Client) topic(ctx context.Context, name string) (*topicEntry, error) {
 // listed from the filer every time (one call): a topic another gateway
 // created a moment ago is in the list, as Kafka's brokers list it once
 // created. Only the topics' entries are reused while fresh.
-func (c *Client) ListTopics(ctx context.Context) ([]protocol.TopicInfo, error) {
+func (c *Client) ListTopics(ctx context.Context) ([]storage.TopicInfo, error) {
 	gen := c.topics.generation()
 	names, err := c.TopicNames(ctx)
 	if err != nil {
@@ -245,7 +246,7 @@ func (c *Client) ListTopics(ctx context.Context) ([]protocol.TopicInfo, error) {
 		}
 	}
 	c.topics.mu.Unlock()
-	out := make([]protocol.TopicInfo, 0, len(entries))
+	out := make([]storage.TopicInfo, 0, len(entries))
 	for _, e := range entries {
 		out = append(out, e.info)
 	}
@@ -272,17 +273,17 @@ func (c *Client) TopicNames(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// DescribeTopic implements protocol.Backend.
-func (c *Client) DescribeTopic(ctx context.Context, name string) (protocol.TopicInfo, error) {
+// DescribeTopic implements storage.Backend.
+func (c *Client) DescribeTopic(ctx context.Context, name string) (storage.TopicInfo, error) {
 	e, err := c.topic(ctx, name)
 	if err != nil {
-		return protocol.TopicInfo{}, err
+		return storage.TopicInfo{}, err
 	}
 	return e.info, nil
 }
 
-// TopicByID implements protocol.Backend.
-func (c *Client) TopicByID(ctx context.Context, id [16]byte) (protocol.TopicInfo, error) {
+// TopicByID implements storage.Backend.
+func (c *Client) TopicByID(ctx context.Context, id [16]byte) (storage.TopicInfo, error) {
 	c.topics.mu.Lock()
 	for _, e := range c.topics.byName {
 		if e.info.ID == id && time.Since(e.read) < c.opts.TopicCacheTTL {
@@ -293,14 +294,14 @@ func (c *Client) TopicByID(ctx context.Context, id [16]byte) (protocol.TopicInfo
 	c.topics.mu.Unlock()
 	topics, err := c.ListTopics(ctx)
 	if err != nil {
-		return protocol.TopicInfo{}, err
+		return storage.TopicInfo{}, err
 	}
 	for _, t := range topics {
 		if t.ID == id {
 			return t, nil
 		}
 	}
-	return protocol.TopicInfo{}, kerr.UnknownTopicID
+	return storage.TopicInfo{}, kerr.UnknownTopicID
 }
 
 // MaxPartitions is the most partitions a topic may have: the size of
@@ -323,7 +324,7 @@ func newPartitions(from, n int32, created int64) []*mq_pb.BrokerPartitionAssignm
 	return out
 }
 
-// CreatePartitions implements protocol.Backend: the new partitions are
+// CreatePartitions implements storage.Backend: the new partitions are
 // added to the topic's configuration after the others, each in its own
 // slot of the ring, so that every record stays where it is. Partitions
 // added to a topic whose partitions are ranges of the ring (created by an
@@ -392,35 +393,35 @@ func (c *Client) writeTopicConf(ctx context.Context, name string, conf *mq_pb.Co
 	return err
 }
 
-// CreateTopic implements protocol.Backend: the topic's configuration is
+// CreateTopic implements storage.Backend: the topic's configuration is
 // written to the filer as SeaweedMQ's brokers write it (topic.conf), with
 // the Kafka settings beside it; no broker is asked, so a partition costs a
 // broker nothing.
-func (c *Client) CreateTopic(ctx context.Context, spec protocol.TopicSpec) (protocol.TopicInfo, error) {
+func (c *Client) CreateTopic(ctx context.Context, spec storage.TopicSpec) (storage.TopicInfo, error) {
 	if err := protocol.ValidTopicName(spec.Name); err != nil {
-		return protocol.TopicInfo{}, err
+		return storage.TopicInfo{}, err
 	}
 	c.topics.forget(spec.Name)
 	if _, err := c.readTopic(ctx, spec.Name); err == nil {
-		return protocol.TopicInfo{}, kerr.TopicAlreadyExists
+		return storage.TopicInfo{}, kerr.TopicAlreadyExists
 	} else if err != kerr.UnknownTopicOrPartition {
-		return protocol.TopicInfo{}, err
+		return storage.TopicInfo{}, err
 	}
 	if spec.Partitions > MaxPartitions {
-		return protocol.TopicInfo{}, fmt.Errorf("%w: at most %d partitions", kerr.InvalidPartitions, MaxPartitions)
+		return storage.TopicInfo{}, fmt.Errorf("%w: at most %d partitions", kerr.InvalidPartitions, MaxPartitions)
 	}
 	if spec.ValidateOnly {
-		return protocol.TopicInfo{Name: spec.Name, Partitions: spec.Partitions, Configs: spec.Configs}, nil
+		return storage.TopicInfo{Name: spec.Name, Partitions: spec.Partitions, Configs: spec.Configs}, nil
 	}
 	if err := c.saveTopicConfigs(ctx, spec.Name, spec.Configs); err != nil {
-		return protocol.TopicInfo{}, err
+		return storage.TopicInfo{}, err
 	}
 	conf := &mq_pb.ConfigureTopicResponse{
 		BrokerPartitionAssignments: newPartitions(0, spec.Partitions, clock.Now().UnixNano()),
 		Retention:                  retention(spec.Configs),
 	}
 	if err := c.writeTopicConf(ctx, spec.Name, conf); err != nil {
-		return protocol.TopicInfo{}, fmt.Errorf("create topic %s: %w", spec.Name, err)
+		return storage.TopicInfo{}, fmt.Errorf("create topic %s: %w", spec.Name, err)
 	}
 	c.topics.forget(spec.Name)
 	glog.V(0).Infof("kafka gateway: created topic %s with %d partitions", spec.Name, spec.Partitions)
@@ -441,7 +442,7 @@ func (c *Client) saveTopicFile(ctx context.Context, name string, file topicConfi
 	})
 }
 
-// AlterTopicConfigs implements protocol.Backend: the topic's settings become
+// AlterTopicConfigs implements storage.Backend: the topic's settings become
 // configs, saved with it; a change of retention.ms (or of cleanup.policy's
 // delete) becomes SeaweedMQ's
 // retention of the topic (its partitions stay where they are).
@@ -489,7 +490,7 @@ func (c *Client) AlterTopicConfigs(ctx context.Context, name string, change func
 	})
 }
 
-// DeleteRecords implements protocol.Backend: the partition's log start
+// DeleteRecords implements storage.Backend: the partition's log start
 // offset moves up to before (the high watermark if -1), saved with the
 // topic's settings so that every gateway and restart honours it. The
 // records below are not read any more; SeaweedMQ's retention frees their
@@ -571,7 +572,7 @@ func retention(configs map[string]string) *mq_pb.TopicRetention {
 	return &mq_pb.TopicRetention{Enabled: true, RetentionSeconds: max(1, ms/1000)}
 }
 
-// DeleteTopic implements protocol.Backend: SeaweedMQ has no delete call, so
+// DeleteTopic implements storage.Backend: SeaweedMQ has no delete call, so
 // the topic's directory and settings are removed from the filer after this
 // gateway's streams to it are closed.
 func (c *Client) DeleteTopic(ctx context.Context, name string) error {

@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // applyTxnMark follows a transaction record or marker stored at offset.
@@ -37,7 +37,7 @@ func (ps *producerState) applyTxnMark(t *record.TxnMark, offset int64) {
 					return // read again after a restart
 				}
 			}
-			ps.aborted = append(ps.aborted, protocol.AbortedTxn{ProducerID: t.ProducerID, FirstOffset: first, LastOffset: offset})
+			ps.aborted = append(ps.aborted, storage.AbortedTxn{ProducerID: t.ProducerID, FirstOffset: first, LastOffset: offset})
 		}
 	}
 	ps.dirty.Store(true)
@@ -71,7 +71,7 @@ func (c *Client) ensureProducers(ctx context.Context, topic string, index int32)
 	return p, err
 }
 
-// WriteMarker implements protocol.Backend: it ends the producer's
+// WriteMarker implements storage.Backend: it ends the producer's
 // transaction in the partition with a commit or abort marker, durably. A
 // marker from a coordinator epoch below the producer's last one here is
 // refused: once a transaction's new coordinator has written its markers,
@@ -119,18 +119,18 @@ func (c *Client) WriteMarker(ctx context.Context, topic string, index int32, pro
 	return nil
 }
 
-// Transactions implements protocol.Backend.
-func (c *Client) Transactions(ctx context.Context, topic string, index int32, from, to int64) (protocol.PartitionTxns, error) {
+// Transactions implements storage.Backend.
+func (c *Client) Transactions(ctx context.Context, topic string, index int32, from, to int64) (storage.PartitionTxns, error) {
 	p, err := c.ensureProducers(ctx, topic, index)
 	if err != nil {
-		return protocol.PartitionTxns{}, err
+		return storage.PartitionTxns{}, err
 	}
 	logStart := c.logStartOf(ctx, topic, index)
 	ps := &p.producers
 	ps.txnMu.Lock()
 	defer ps.txnMu.Unlock()
 	ps.trimAborted(logStart)
-	out := protocol.PartitionTxns{FirstUnstable: -1, Aborted: ps.abortedBetween(from, to)}
+	out := storage.PartitionTxns{FirstUnstable: -1, Aborted: ps.abortedBetween(from, to)}
 	for _, first := range ps.ongoing {
 		if out.FirstUnstable < 0 || first < out.FirstUnstable {
 			out.FirstUnstable = first
@@ -139,9 +139,9 @@ func (c *Client) Transactions(ctx context.Context, topic string, index int32, fr
 	return out, nil
 }
 
-// Producers implements protocol.Backend: the partition's idempotent and
+// Producers implements storage.Backend: the partition's idempotent and
 // transactional producers (DescribeProducers).
-func (c *Client) Producers(ctx context.Context, topic string, index int32) ([]protocol.ProducerInfo, error) {
+func (c *Client) Producers(ctx context.Context, topic string, index int32) ([]storage.ProducerInfo, error) {
 	p, err := c.ensureProducers(ctx, topic, index)
 	if err != nil {
 		return nil, err
@@ -151,10 +151,10 @@ func (c *Client) Producers(ctx context.Context, topic string, index int32) ([]pr
 	ps := &p.producers
 	ps.txnMu.Lock()
 	defer ps.txnMu.Unlock()
-	var out []protocol.ProducerInfo
+	var out []storage.ProducerInfo
 	for pid, e := range ps.m {
 		e.settle()
-		info := protocol.ProducerInfo{ProducerID: pid, Epoch: e.epoch, LastSequence: e.lastSeq, LastTimestamp: e.used.UnixMilli(), TxnStartOffset: -1}
+		info := storage.ProducerInfo{ProducerID: pid, Epoch: e.epoch, LastSequence: e.lastSeq, LastTimestamp: e.used.UnixMilli(), TxnStartOffset: -1}
 		if n := len(e.batches); n > 0 {
 			info.LastSequence = e.batches[n-1].lastSeq
 		}
@@ -163,7 +163,7 @@ func (c *Client) Producers(ctx context.Context, topic string, index int32) ([]pr
 		}
 		out = append(out, info)
 	}
-	slices.SortFunc(out, func(a, b protocol.ProducerInfo) int { return int(a.ProducerID - b.ProducerID) })
+	slices.SortFunc(out, func(a, b storage.ProducerInfo) int { return int(a.ProducerID - b.ProducerID) })
 	return out, nil
 }
 
@@ -180,11 +180,11 @@ func (ps *producerState) trimAborted(logStart int64) {
 
 // abortedBetween are the aborted transactions with records between from
 // and to: a fetch's, not a copy of them all. Called with txnMu held.
-func (ps *producerState) abortedBetween(from, to int64) []protocol.AbortedTxn {
+func (ps *producerState) abortedBetween(from, to int64) []storage.AbortedTxn {
 	if from > to {
 		return nil
 	}
-	var out []protocol.AbortedTxn
+	var out []storage.AbortedTxn
 	for _, a := range ps.aborted[sort.Search(len(ps.aborted), func(i int) bool { return ps.aborted[i].LastOffset >= from }):] {
 		if a.FirstOffset <= to {
 			out = append(out, a)

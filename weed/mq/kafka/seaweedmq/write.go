@@ -15,10 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // maxFutureTimestamp is how far ahead of this gateway's clock a record's
@@ -29,27 +29,27 @@ import (
 // message.timestamp.after.max.ms is one hour too.)
 const maxFutureTimestamp = time.Hour
 
-// Append implements protocol.Backend. A durable append is done when its
+// Append implements storage.Backend. A durable append is done when its
 // records are in the write-ahead log; any other at once (the gateway holds
 // it, and the log gets it a few milliseconds later).
-func (c *Client) Append(ctx context.Context, topic string, index int32, records []record.Record, durable bool) *protocol.Appended {
+func (c *Client) Append(ctx context.Context, topic string, index int32, records []record.Record, durable bool) *storage.Appended {
 	return c.appendTo(ctx, topic, index, nil, records, durable)
 }
 
-// AppendBatch implements protocol.Backend: the batch is stored as one
+// AppendBatch implements storage.Backend: the batch is stored as one
 // batch entry (package logentry).
-func (c *Client) AppendBatch(ctx context.Context, topic string, index int32, batch []byte, records []record.Record, durable bool) *protocol.Appended {
+func (c *Client) AppendBatch(ctx context.Context, topic string, index int32, batch []byte, records []record.Record, durable bool) *storage.Appended {
 	if record.Span(batch) != int64(len(records)) {
-		return protocol.FailedAppend(fmt.Errorf("%w: a batch of %d offsets with %d records", kerr.CorruptMessage, record.Span(batch), len(records)))
+		return storage.FailedAppend(fmt.Errorf("%w: a batch of %d offsets with %d records", kerr.CorruptMessage, record.Span(batch), len(records)))
 	}
 	return c.appendTo(ctx, topic, index, batch, records, durable)
 }
 
 // appendTo appends records, as batch if it is not nil.
-func (c *Client) appendTo(ctx context.Context, topic string, index int32, batch []byte, records []record.Record, durable bool) *protocol.Appended {
-	var app *protocol.Appended
+func (c *Client) appendTo(ctx context.Context, topic string, index int32, batch []byte, records []record.Record, durable bool) *storage.Appended {
+	var app *storage.Appended
 	if _, err := c.withPartition(ctx, topic, index, func(p *partition) { app = c.appendLocked(ctx, p, batch, records, durable) }); err != nil {
-		return protocol.FailedAppend(err)
+		return storage.FailedAppend(err)
 	}
 	return app
 }
@@ -75,9 +75,9 @@ func (c *Client) withPartition(ctx context.Context, topic string, index int32, f
 }
 
 // appendLocked is appendTo with writeMu held.
-func (c *Client) appendLocked(ctx context.Context, p *partition, batch []byte, records []record.Record, durable bool) *protocol.Appended {
+func (c *Client) appendLocked(ctx context.Context, p *partition, batch []byte, records []record.Record, durable bool) *storage.Appended {
 	if err := c.ensureReady(ctx, p); err != nil {
-		return protocol.FailedAppend(err)
+		return storage.FailedAppend(err)
 	}
 	// Offsets are given only in the term the partition was opened in: an
 	// append admitted before the leadership ended, that waited for the
@@ -87,20 +87,20 @@ func (c *Client) appendLocked(ctx context.Context, p *partition, batch []byte, r
 	if c.opts.Term != nil {
 		now := c.opts.Term(p.topic, p.index)
 		if now == 0 {
-			return protocol.FailedAppend(fmt.Errorf("%w: not led here", kerr.NotLeaderForPartition))
+			return storage.FailedAppend(fmt.Errorf("%w: not led here", kerr.NotLeaderForPartition))
 		}
 		if now != p.term {
 			p.ready = false
 			if err := c.ensureReady(ctx, p); err != nil {
-				return protocol.FailedAppend(err)
+				return storage.FailedAppend(err)
 			}
 			if p.term != now {
-				return protocol.FailedAppend(fmt.Errorf("%w: the leadership changed while the partition was recovered", kerr.NotLeaderForPartition))
+				return storage.FailedAppend(fmt.Errorf("%w: the leadership changed while the partition was recovered", kerr.NotLeaderForPartition))
 			}
 		}
 	}
 	p.touch()
-	write := func() *protocol.Appended {
+	write := func() *storage.Appended {
 		if batch != nil {
 			return p.writeBatch(batch, len(records), durable)
 		}
@@ -136,8 +136,8 @@ func (c *Client) ensureOpen(ctx context.Context, topic string, index int32) (*pa
 
 // write gives records the partition's next offsets and hands them to the
 // write-ahead log. Called with writeMu held, on a ready partition.
-func (p *partition) write(records []record.Record, durable bool) *protocol.Appended {
-	b := &pendingBatch{base: p.next, n: len(records), durable: durable, app: protocol.NewAppended()}
+func (p *partition) write(records []record.Record, durable bool) *storage.Appended {
+	b := &pendingBatch{base: p.next, n: len(records), durable: durable, app: storage.NewAppended()}
 	w := logentry.Records{Buf: make([]byte, 0, walRecordsSize(records))}
 	var env []byte
 	for i := range records {
@@ -158,8 +158,8 @@ func (p *partition) write(records []record.Record, durable bool) *protocol.Appen
 // writeBatch gives a produced batch of n records the partition's next
 // offsets and hands it to the write-ahead log as one batch entry. Called
 // with writeMu held, on a ready partition.
-func (p *partition) writeBatch(batch []byte, n int, durable bool) *protocol.Appended {
-	b := &pendingBatch{base: p.next, n: n, durable: durable, app: protocol.NewAppended()}
+func (p *partition) writeBatch(batch []byte, n int, durable bool) *storage.Appended {
+	b := &pendingBatch{base: p.next, n: n, durable: durable, app: storage.NewAppended()}
 	b.lastTs, _ = p.nextTs(record.MaxTimestamp(batch))
 	w := logentry.Records{Buf: make([]byte, 0, len(batch)+32)}
 	w.AddBatch(b.lastTs, batch, b.base)
@@ -168,7 +168,7 @@ func (p *partition) writeBatch(batch []byte, n int, durable bool) *protocol.Appe
 }
 
 // log hands a batch with its offsets to the write-ahead log.
-func (p *partition) log(b *pendingBatch) *protocol.Appended {
+func (p *partition) log(b *pendingBatch) *storage.Appended {
 	p.next += int64(b.n)
 	p.notifyMu.Lock()
 	p.pending = append(p.pending, b)

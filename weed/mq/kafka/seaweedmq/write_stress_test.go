@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // TestWriteStress runs the write path of one partition under the race
@@ -101,7 +101,7 @@ func TestWriteStress(t *testing.T) {
 	}()
 	var writers sync.WaitGroup
 	var mu sync.Mutex
-	var apps []*protocol.Appended
+	var apps []*storage.Appended
 	batch := testBatch(3)
 	for w := 0; w < 4; w++ {
 		writers.Add(1)
@@ -126,7 +126,7 @@ func TestWriteStress(t *testing.T) {
 					p.next = p.knownHW()
 					p.ready = true
 				}
-				var app *protocol.Appended
+				var app *storage.Appended
 				if i%2 == 0 {
 					app = p.write([]record.Record{{Value: []byte("a")}, {Value: []byte("b")}}, true)
 				} else {

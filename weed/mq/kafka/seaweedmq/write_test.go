@@ -7,8 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // TestNextTs checks which timestamps ts_ns carries exactly: increasing ones,
@@ -123,7 +123,7 @@ func TestLoggedInOrder(t *testing.T) {
 	p := &partition{hw: 10, next: 10, ready: true}
 	var bs []*pendingBatch
 	for i := 0; i < 4; i++ {
-		b := &pendingBatch{base: p.next, n: 2, durable: true, app: protocol.NewAppended(), recs: []byte{byte(i)}}
+		b := &pendingBatch{base: p.next, n: 2, durable: true, app: storage.NewAppended(), recs: []byte{byte(i)}}
 		p.next += 2
 		p.pending = append(p.pending, b)
 		bs = append(bs, b)
@@ -170,7 +170,7 @@ func TestLoggedAfterRelease(t *testing.T) {
 	p := &partition{hw: 0, next: 0, ready: true}
 	var bs []*pendingBatch
 	for i := 0; i < 2; i++ {
-		b := &pendingBatch{base: p.next, n: 1, durable: true, app: protocol.NewAppended(), recs: []byte{byte(i)}}
+		b := &pendingBatch{base: p.next, n: 1, durable: true, app: storage.NewAppended(), recs: []byte{byte(i)}}
 		p.next++
 		p.pending = append(p.pending, b)
 		bs = append(bs, b)

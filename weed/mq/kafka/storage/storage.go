@@ -1,0 +1,225 @@
+// Package storage is the contract between the Kafka protocol's handlers
+// and where topics and records live: the Backend interface and what it
+// takes and gives. SeaweedMQ (package seaweedmq) implements it in the
+// gateway; an in-memory fake does in the handlers' unit tests.
+package storage
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+)
+
+// Backend is where topics and records live: SeaweedMQ in the gateway, an
+// in-memory fake in the protocol package's unit tests. Errors a Kafka
+// client should see are *kerr.Error values (possibly wrapped); anything
+// else is an outage of the backend and is reported with a retriable code.
+type Backend interface {
+	ListTopics(ctx context.Context) ([]TopicInfo, error)
+	// DescribeTopic returns kerr.UnknownTopicOrPartition for a missing topic.
+	DescribeTopic(ctx context.Context, name string) (TopicInfo, error)
+	// TopicByID returns kerr.UnknownTopicID for an unknown id.
+	TopicByID(ctx context.Context, id [16]byte) (TopicInfo, error)
+	// CreateTopic returns kerr.TopicAlreadyExists for an existing topic.
+	CreateTopic(ctx context.Context, spec TopicSpec) (TopicInfo, error)
+	DeleteTopic(ctx context.Context, name string) error
+	// CreatePartitions grows a topic to count partitions, as Kafka does:
+	// the partitions it has keep their records and offsets, the new ones
+	// start empty. It returns kerr.InvalidPartitions for a count that
+	// does not grow the topic or is more than the backend holds.
+	CreatePartitions(ctx context.Context, name string, count int32, validateOnly bool) error
+	// AlterTopicConfigs changes the settings made for a topic: change gets
+	// the current ones, read afresh while no other gateway changes them,
+	// and edits them in place; its error is returned and nothing saved.
+	AlterTopicConfigs(ctx context.Context, name string, change func(configs map[string]string) error) error
+	// DeleteRecords moves a partition's log start offset up to before (-1:
+	// the high watermark) and returns the new log start.
+	DeleteRecords(ctx context.Context, topic string, partition int32, before int64) (int64, error)
+	// PartitionSize returns the bytes a partition's stored records take.
+	PartitionSize(ctx context.Context, topic string, partition int32) (int64, error)
+
+	// Append writes a batch's records to a partition, after the records of
+	// every earlier Append to it. If the first record names an idempotent
+	// producer's batch (record.ProducerBatch), its sequence numbers are
+	// checked as Kafka does: a retry of a batch written is answered with
+	// its first write's offset, a gap with OUT_OF_ORDER_SEQUENCE_NUMBER. It returns at once; the result says when
+	// the records are stored and at which offset the first one is. Durable
+	// records (acks=all) are stored once they would survive a restart of
+	// the backend; others once the backend holds them.
+	Append(ctx context.Context, topic string, partition int32, records []record.Record, durable bool) *Appended
+	// AppendBatch is Append of one produced v2 batch, kept as it is (its
+	// bytes as the producer compressed them, CRC kept) so that fetches
+	// return it whole; records are its records decoded, the first
+	// marked as Append wants (record.Batch.Mark). batch is not changed
+	// (the stored copy gets the base offset).
+	AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *Appended
+	// Read returns records from offset on, up to about maxBytes (at least
+	// one record if any), with the partition's offsets.
+	Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error)
+	// ReadBatches is Read, with the batches stored by AppendBatch left
+	// whole in ReadResult.Raw instead of decoded into Records.
+	ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error)
+	// Offsets returns the log start offset and the high watermark.
+	Offsets(ctx context.Context, topic string, partition int32) (Offsets, error)
+	// OffsetForTime returns the first record whose timestamp is at least
+	// ts (milliseconds), or offset -1 if there is none.
+	OffsetForTime(ctx context.Context, topic string, partition int32, ts int64) (offset, timestamp int64, err error)
+	// MaxTimestamp returns the record with the largest timestamp (the
+	// first such), or offset -1 for an empty partition.
+	MaxTimestamp(ctx context.Context, topic string, partition int32) (offset, timestamp int64, err error)
+	// Changed returns a channel closed when the partition's high watermark
+	// moves past hw, or that is closed already if it has.
+	Changed(topic string, partition int32, hw int64) <-chan struct{}
+
+	// NewProducerID returns a producer id no producer had before, on any
+	// gateway of the cluster.
+	NewProducerID(ctx context.Context) (int64, error)
+
+	// WriteMarker ends the producer's transaction in the partition with a
+	// commit or abort marker; it returns once the marker is durable. A
+	// marker whose coordinator epoch is below one the partition took for
+	// the producer is refused (TRANSACTION_COORDINATOR_FENCED): it comes
+	// from a coordinator that was deposed.
+	WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error
+	// Transactions returns the partition's open transactions and, of its
+	// aborted ones, those with records between offsets from and to (none
+	// when from > to).
+	Transactions(ctx context.Context, topic string, partition int32, from, to int64) (PartitionTxns, error)
+	// Producers returns the partition's idempotent and transactional
+	// producers.
+	Producers(ctx context.Context, topic string, partition int32) ([]ProducerInfo, error)
+}
+
+// PartitionTxns is what read_committed readers of a partition need.
+type PartitionTxns struct {
+	// FirstUnstable is the first offset of the earliest open transaction,
+	// -1 if none: the last stable offset is the high watermark or this.
+	FirstUnstable int64
+	// Aborted are the aborted transactions asked for, in the order they
+	// ended.
+	Aborted []AbortedTxn
+}
+
+// AbortedTxn is an aborted transaction in a partition: its records are
+// between FirstOffset and its abort marker at LastOffset.
+type AbortedTxn struct {
+	ProducerID  int64 `json:"producerId"`
+	FirstOffset int64 `json:"first"`
+	LastOffset  int64 `json:"last"`
+}
+
+// ProducerInfo is a producer as DescribeProducers shows it.
+type ProducerInfo struct {
+	ProducerID     int64
+	Epoch          int16
+	LastSequence   int32
+	LastTimestamp  int64
+	TxnStartOffset int64 // -1 without an open transaction
+}
+
+// TopicInfo describes a topic as Kafka clients see it.
+type TopicInfo struct {
+	Name       string
+	ID         [16]byte
+	Partitions int32
+	// Configs holds the settings made for this topic (not the defaults).
+	Configs map[string]string
+}
+
+// TopicSpec is a topic to create.
+type TopicSpec struct {
+	Name         string
+	Partitions   int32
+	Configs      map[string]string
+	ValidateOnly bool
+}
+
+// Offsets are a partition's log start offset and high watermark.
+type Offsets struct {
+	LogStart      int64
+	HighWatermark int64
+}
+
+// StoredRecord is a record with its offset.
+type StoredRecord struct {
+	Offset int64
+	record.Record
+}
+
+// ReadResult is what a Read found.
+type ReadResult struct {
+	Offsets
+	Records []StoredRecord
+	// Raw are the batches ReadBatches found, in offset order; the
+	// offsets they take hold no Records.
+	Raw []RawBatch
+}
+
+// RawBatch is a stored v2 batch as produced: Count offsets from Base.
+type RawBatch struct {
+	Base  int64
+	Count int32
+	Codec record.Codec
+	Data  []byte
+}
+
+// Appended is the outcome of an Append, known once Done is closed.
+type Appended struct {
+	Done chan struct{}
+	Base int64 // offset of the first record
+	Err  error
+
+	mu       sync.Mutex
+	finished bool
+	then     []func(*Appended)
+}
+
+// NewAppended returns an Appended that is not yet done.
+func NewAppended() *Appended { return &Appended{Done: make(chan struct{})} }
+
+// Finish records the outcome, closes Done and runs what Then was given.
+func (a *Appended) Finish(base int64, err error) {
+	a.Base, a.Err = base, err
+	a.mu.Lock()
+	a.finished = true
+	then := a.then
+	a.then = nil
+	a.mu.Unlock()
+	close(a.Done)
+	for _, fn := range then {
+		fn(a)
+	}
+}
+
+// Then runs fn with the outcome once it is known: at once if it is, else
+// on the goroutine that finishes the append (a partition's acknowledgement
+// reader), so fn must be quick and must not block. It finishes a batch
+// where its outcome becomes known, without a goroutine waiting on Done.
+func (a *Appended) Then(fn func(*Appended)) {
+	a.mu.Lock()
+	if !a.finished {
+		a.then = append(a.then, fn)
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Unlock()
+	fn(a)
+}
+
+// FailedAppend returns an Appended that is already done with err.
+func FailedAppend(err error) *Appended {
+	a := NewAppended()
+	a.Finish(-1, err)
+	return a
+}
+
+// IsKafkaError reports whether err carries a Kafka error for the client,
+// rather than an outage of the backend.
+func IsKafkaError(err error) bool {
+	var e *kerr.Error
+	return errors.As(err, &e)
+}
