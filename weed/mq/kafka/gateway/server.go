@@ -18,23 +18,19 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/registry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
 )
 
-// Options configure a Server.
+// Options configure a Server. The handlers' settings (protocol.Config)
+// are given as they are; the server sets their advertised host, port and
+// listeners from what it binds.
 type Options struct {
+	protocol.Config
 	// Listeners are the listeners to serve; without any, one PLAINTEXT
 	// listener on Listen, advertising AdvertisedHost:AdvertisedPort.
 	Listeners []Listener
@@ -51,28 +47,7 @@ type Options struct {
 	// MaxReauth bounds a SASL session (connections.max.reauth.ms): a
 	// client logs in again before it ends (KIP-368); 0: unbounded.
 	MaxReauth time.Duration
-	// Users keeps the SCRAM credentials.
-	Users protocol.Users
-	// Tokens keeps the delegation tokens (nil: disabled).
-	Tokens *user.Tokens
-	// Quotas keeps the client quotas (nil: none).
-	Quotas *quota.Store
-	// Schemas is the schema registry's state, for topics that validate
-	// schema ids (protocol.Config.Schemas).
-	Schemas *registry.State
-	// ClientMetrics keeps the client metrics subscriptions and pushes
-	// (nil: none served).
-	ClientMetrics *telemetry.Manager
-	// Features keeps the cluster's finalized features
-	// (protocol.Config.Features).
-	Features *feature.Store
-	// Authorizer decides requests by the cluster's ACLs (nil: off).
-	Authorizer *acl.Authorizer
-	NodeID     int32
-	ClusterID  string
 
-	DefaultPartitions int32
-	AutoCreateTopics  bool
 	// MaxRequestSize bounds a request frame (socket.request.max.bytes).
 	MaxRequestSize int
 	// MaxQueuedBytes bounds the request bytes read and not yet answered,
@@ -87,40 +62,14 @@ type Options struct {
 	// (max.connections, max.connections.per.ip); the excess is closed at
 	// accept. 0: unbounded.
 	MaxConnections, MaxConnectionsPerIP int
-	// FetchMaxBytes caps a Fetch response's record bytes (fetch.max.bytes).
-	FetchMaxBytes int
-	// FetchBatchCacheBytes bounds the batches kept for fetches; 0: 64 MiB,
-	// <0: none.
-	FetchBatchCacheBytes int64
-	// FetchSessionSlots bounds the fetch sessions kept
-	// (max.incremental.fetch.session.cache.slots); 0: Kafka's 1000, <0: none.
-	FetchSessionSlots int
-	// TransactionVersion is the transaction.version feature clients are
-	// given (protocol.Config.TransactionVersion).
-	TransactionVersion int16
-	// DecompressionMaxBytes bounds produced bytes held decompressed.
-	DecompressionMaxBytes int64
 
 	// Backend stores topics and records: SeaweedMQ.
 	Backend storage.Backend
 	// Groups coordinates consumer groups and keeps their offsets.
 	Groups *group.Coordinator
-	// Shares keeps share groups' share-partitions and configs
-	// (protocol.Config.Shares); ShareSessionSlots bounds their members'
-	// share sessions.
-	Shares            *share.Store
-	ShareSessionSlots int
-	// HighWatermark reads a high watermark of a partition another gateway
-	// may lead (protocol.Config.HighWatermark).
-	HighWatermark func(ctx context.Context, topic string, partition int32) (int64, error)
-	// Txns coordinates transactions.
+	// Txns coordinates transactions (the handlers reach a transactional
+	// id's coordinator on another gateway through Config.Txns).
 	Txns *txn.Coordinator
-	// Cluster tells which gateway leads each partition and coordinates
-	// each group and transactional id; nil: this one, all of them.
-	Cluster protocol.Cluster
-	// Verifier checks transactional produces with their coordinator, on
-	// whichever gateway (nil: this gateway's Txns alone).
-	Verifier protocol.TxnVerifier
 	// ClusterReady reports whether the SeaweedFS cluster answers (for
 	// /ready); nil means always.
 	ClusterReady func(ctx context.Context) error
@@ -216,32 +165,9 @@ func NewServer(opts Options) (*Server, error) {
 		names = append(names, bl.Name+"://"+net.JoinHostPort(bl.host, strconv.Itoa(bl.port)))
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.handler = protocol.New(protocol.Config{
-		NodeID:                opts.NodeID,
-		Host:                  first.host,
-		Port:                  int32(first.port),
-		Listeners:             strings.Join(names, ","),
-		Users:                 opts.Users,
-		Tokens:                opts.Tokens,
-		Quotas:                opts.Quotas,
-		Schemas:               opts.Schemas,
-		ClientMetrics:         opts.ClientMetrics,
-		Features:              opts.Features,
-		Authorizer:            opts.Authorizer,
-		FetchMaxBytes:         opts.FetchMaxBytes,
-		FetchSessionSlots:     opts.FetchSessionSlots,
-		TransactionVersion:    opts.TransactionVersion,
-		FetchBatchCacheBytes:  opts.FetchBatchCacheBytes,
-		DecompressionMaxBytes: opts.DecompressionMaxBytes,
-		ClusterID:             opts.ClusterID,
-		DefaultPartitions:     opts.DefaultPartitions,
-		AutoCreateTopics:      opts.AutoCreateTopics,
-		Cluster:               opts.Cluster,
-		Txns:                  opts.Verifier,
-		Shares:                opts.Shares,
-		ShareSessionSlots:     opts.ShareSessionSlots,
-		HighWatermark:         opts.HighWatermark,
-	}, opts.Backend, opts.Groups, opts.Txns)
+	cfg := opts.Config
+	cfg.Host, cfg.Port, cfg.Listeners = first.host, int32(first.port), strings.Join(names, ",")
+	s.handler = protocol.New(cfg, opts.Backend, opts.Groups, opts.Txns)
 	return s, nil
 }
 
