@@ -459,12 +459,61 @@ func TestValueSchema(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{
-		`{"type":"record","name":"R","fields":[{"name":"u","type":["int","string"]}]}`,
+		`{"type":"record","name":"R","fields":[{"name":"u","type":["null"]}]}`,
 		`{"type":"record","name":"R","fields":[{"name":"kafka","type":"int"}]}`,
 		`{"type":"record","name":"R","fields":[{"name":"d","type":{"type":"bytes","logicalType":"decimal","precision":40,"scale":2}}]}`,
 	} {
 		if _, err := valueSchema(avro.MustParse(bad).(*avro.RecordSchema)); err == nil {
 			t.Errorf("%s: made columns", bad)
+		}
+	}
+}
+
+// An Avro union of several types is a struct column of one optional field
+// per type but null (member0, member1, ... in the union's order, as Spark
+// reads Avro unions); each row sets the member its value is of, or none
+// for null.
+func TestValueAvroUnion(t *testing.T) {
+	// u has a record among its types, p only primitives: hamba decodes
+	// u's values wrapped in a map of their type's name, p's bare.
+	schemas := memSchemas{6: `{"type":"record","name":"Ev","fields":[{"name":"u","type":["null","int","string",
+		{"type":"record","name":"Pt","fields":[{"name":"x","type":"int"}]},{"type":"long","logicalType":"timestamp-millis"}]},
+		{"name":"p","type":["null","string","long","double"]}]}`}
+	values := []any{map[string]any{"int": 7}, map[string]any{"string": "s"}, map[string]any{"Pt": map[string]any{"x": 3}},
+		map[string]any{"long.timestamp-millis": int64(1500)}, nil}
+	prims := []any{"a", int64(2), 2.5, nil, "e"}
+	var recs []Record
+	for i, v := range values {
+		recs = append(recs, Record{Offset: int64(i), Record: record.Record{Value: framed(t, schemas, 6, map[string]any{"u": v, "p": prims[i]})}})
+	}
+	cat := &memCatalog{}
+	tables := New(Options{Source: &memSource{parts: map[int32][]Record{0: recs}}, Catalog: cat, Schemas: schemas})
+	tp := Topic{Name: "events", Partitions: 1, Configs: map[string]string{ConfigMode: ModeValueSchemaIDPrefix}}
+	if _, err := tables.Commit(context.Background(), tp, []int32{0}); err != nil {
+		t.Fatal(err)
+	}
+	main := cat.table("events")
+	if main == nil || len(main.rows) != len(values) {
+		t.Fatalf("rows %v, dead letters %v", main, cat.table("events_dlq"))
+	}
+	for col, typ := range map[string]iceberg.Type{"u.member0": iceberg.PrimitiveTypes.Int32, "u.member1": iceberg.PrimitiveTypes.String,
+		"u.member2.x": iceberg.PrimitiveTypes.Int32, "u.member3": iceberg.PrimitiveTypes.TimestampTz} {
+		if f, ok := main.schema.FindFieldByName(col); !ok || !f.Type.Equals(typ) || f.Required {
+			t.Errorf("column %s: %v, want optional %v", col, f, typ)
+		}
+	}
+	want := []map[string]string{
+		{"u.member0": "7", "u.member1": "<nil>", "u.member2": "<nil>", "u.member3": "<nil>", "p.member0": "a", "p.member1": "<nil>", "p.member2": "<nil>"},
+		{"u.member0": "<nil>", "u.member1": "s", "u.member2": "<nil>", "u.member3": "<nil>", "p.member0": "<nil>", "p.member1": "2", "p.member2": "<nil>"},
+		{"u.member0": "<nil>", "u.member1": "<nil>", "u.member2": "map[x:3]", "u.member3": "<nil>", "p.member0": "<nil>", "p.member1": "<nil>", "p.member2": "2.5"},
+		{"u.member0": "<nil>", "u.member1": "<nil>", "u.member2": "<nil>", "u.member3": "1970-01-01T00:00:01.5Z", "p.member0": "<nil>", "p.member1": "<nil>", "p.member2": "<nil>"},
+		{"u.member0": "<nil>", "u.member1": "<nil>", "u.member2": "<nil>", "u.member3": "<nil>", "p.member0": "e", "p.member1": "<nil>", "p.member2": "<nil>"},
+	}
+	for i, w := range want {
+		for col, v := range w {
+			if got := fmt.Sprint(main.rows[i][col]); got != v {
+				t.Errorf("row %d, %s: %s, want %s", i, col, got, v)
+			}
 		}
 	}
 }

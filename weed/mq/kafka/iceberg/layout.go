@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"math/big"
 	"reflect"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -98,8 +100,11 @@ func avroFields(rs *avro.RecordSchema, ids *int) ([]iceberg.NestedField, error) 
 	return out, nil
 }
 
-// avroType is the Iceberg type of an Avro type; a union is only taken as
-// null and one type (an optional value).
+// avroType is the Iceberg type of an Avro type. A union of null and one
+// type is that type (optional); a union of several types is a struct of
+// one optional field per type but null, member0, member1, ... in the
+// union's order (as Spark reads Avro unions), of which a row sets the one
+// its value is of.
 func avroType(s avro.Schema, ids *int) (iceberg.Type, error) {
 	switch s := s.(type) {
 	case *avro.RefSchema:
@@ -108,7 +113,21 @@ func avroType(s avro.Schema, ids *int) (iceberg.Type, error) {
 		if t := nonNull(s); t != nil {
 			return avroType(t, ids)
 		}
-		return nil, fmt.Errorf("a union of %d types (only null and one type are columns)", len(s.Types()))
+		ms := unionMembers(s)
+		if len(ms) == 0 {
+			return nil, fmt.Errorf("a union of null alone is no column")
+		}
+		fields := make([]iceberg.NestedField, 0, len(ms))
+		for i, m := range ms {
+			id := *ids
+			*ids++
+			t, err := avroType(m, ids)
+			if err != nil {
+				return nil, fmt.Errorf("union member %d: %w", i, err)
+			}
+			fields = append(fields, iceberg.NestedField{ID: id, Name: unionField(i), Type: t})
+		}
+		return &iceberg.StructType{FieldList: fields}, nil
 	case *avro.PrimitiveSchema:
 		logical := ""
 		if l := s.Logical(); l != nil {
@@ -190,6 +209,37 @@ func decimalType(l avro.LogicalSchema) (iceberg.Type, error) {
 	return iceberg.DecimalTypeOf(d.Precision(), d.Scale()), nil
 }
 
+// unionMembers are a union's types but null, in its order.
+func unionMembers(u *avro.UnionSchema) []avro.Schema {
+	var out []avro.Schema
+	for _, t := range u.Types() {
+		if t.Type() != avro.Null {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// unionField is the name of the struct field of a union's i-th member
+// (null not counted).
+func unionField(i int) string { return "member" + strconv.Itoa(i) }
+
+// unionName is the name hamba keys a decoded union value by: a named
+// type's full name, else the type, with its logical type after a dot.
+func unionName(s avro.Schema) string {
+	if r, ok := s.(*avro.RefSchema); ok {
+		s = r.Schema()
+	}
+	if n, ok := s.(avro.NamedSchema); ok {
+		return n.FullName()
+	}
+	name := string(s.Type())
+	if l, ok := s.(avro.LogicalTypeSchema); ok && l.Logical() != nil {
+		name += "." + string(l.Logical().Type())
+	}
+	return name
+}
+
 // nonNull is the one type of a union of null and it, else nil.
 func nonNull(u *avro.UnionSchema) avro.Schema {
 	var other avro.Schema
@@ -260,7 +310,7 @@ func appendAvro(b array.Builder, s avro.Schema, v any) error {
 	case *avro.UnionSchema:
 		t := nonNull(st)
 		if t == nil {
-			return fmt.Errorf("a union of %d types", len(st.Types()))
+			return appendUnion(b, st, v)
 		}
 		if m, ok := v.(map[string]any); ok && len(m) == 1 {
 			if n, ok := t.(avro.NamedSchema); ok {
@@ -317,6 +367,64 @@ func appendAvro(b array.Builder, s avro.Schema, v any) error {
 		return nil
 	}
 	return appendScalar(b, v)
+}
+
+// appendUnion appends the value of a union of several types to the
+// union's struct: the field of the member it is of set, the others null.
+func appendUnion(b array.Builder, u *avro.UnionSchema, v any) error {
+	sb, ok := b.(*array.StructBuilder)
+	if !ok {
+		return fmt.Errorf("a union into %T", b)
+	}
+	set, inner, err := unionBranch(u, v)
+	if err != nil {
+		return err
+	}
+	sb.Append(true)
+	for i, f := range sb.Type().(*arrow.StructType).Fields() {
+		if f.Name != unionField(set) {
+			sb.FieldBuilder(i).AppendNull()
+			continue
+		}
+		if err := appendAvro(sb.FieldBuilder(i), unionMembers(u)[set], inner); err != nil {
+			return fmt.Errorf("%s: %w", f.Name, err)
+		}
+	}
+	return nil
+}
+
+// unionBranch finds the member (null not counted) a decoded value of a
+// union of several types is of. hamba gives the value bare when it knows
+// a Go type for every member's name (the primitives and their logical
+// types), else wrapped in a map of the member's name.
+func unionBranch(u *avro.UnionSchema, v any) (int, any, error) {
+	ms := unionMembers(u)
+	bare := true
+	for _, m := range ms {
+		if _, err := avroDecoding.TypeOf(unionName(m)); err != nil {
+			bare = false
+			break
+		}
+	}
+	if !bare {
+		m, ok := v.(map[string]any)
+		if !ok || len(m) != 1 {
+			return -1, nil, fmt.Errorf("a union value decoded as %T", v)
+		}
+		for name, inner := range m {
+			if i := slices.IndexFunc(ms, func(t avro.Schema) bool { return unionName(t) == name }); i >= 0 {
+				return i, inner, nil
+			}
+			return -1, nil, fmt.Errorf("a union value of type %s, not among the union's", name)
+		}
+	}
+	vt := reflect.TypeOf(v)
+	for i, m := range ms {
+		if t, err := avroDecoding.TypeOf(unionName(m)); err == nil && t.Type1() == vt {
+			return i, v, nil
+		}
+	}
+	return -1, nil, fmt.Errorf("a union value of Go type %T, of none of the union's types", v)
 }
 
 // appendScalar appends a primitive, enum or fixed value to its builder,

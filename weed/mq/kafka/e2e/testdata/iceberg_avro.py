@@ -1,8 +1,9 @@
 """A topic with iceberg.mode=value_schema_id_prefix: confluent-kafka-python's
 AvroSerializer produces records of two versions of a schema (the second
-adds a field) and two records without a schema id; pyiceberg reads the
-table (the values' fields as columns, the record's metadata in the struct
-kafka) and the dead-letter table.
+adds two fields, one a union of several types) and two records without a
+schema id; pyiceberg reads the table (the values' fields as columns, the
+union as a struct of one field per type, the record's metadata in the
+struct kafka) and the dead-letter table.
 
 Then a topic with iceberg.mode=value_schema_latest: values in Avro's
 binary alone (fastavro), decoded by the latest schema of <topic>-value.
@@ -27,7 +28,8 @@ import lake
 bootstrap, url, uri, s3, topic, table_name, dlq_name, latest_topic, latest_table = sys.argv[1:10]
 V1 = ('{"type":"record","name":"Trade","namespace":"ice","fields":[{"name":"symbol","type":"string"},{"name":"qty","type":"int"},'
       '{"name":"venue","type":["null",{"type":"record","name":"Venue","fields":[{"name":"mic","type":"string"}]}],"default":null}]}')
-V2 = V1[:-2] + ',{"name":"price","type":["null","double"],"default":null}]}'
+V2 = V1[:-2] + (',{"name":"price","type":["null","double"],"default":null},'
+                '{"name":"note","type":["null","string","long"],"default":null}]}')
 
 
 def fail(why):
@@ -44,12 +46,14 @@ v1 = AvroSerializer(registry, V1)
 for i in range(20):
     value = {"symbol": "S%d" % i, "qty": i, "venue": {"mic": "XNAS"} if i % 2 else None}
     producer.produce(topic, value=v1(value, ctx), on_delivery=lambda err, msg: err and errors.append(err))
-    want.append({"symbol": value["symbol"], "qty": i, "venue": value["venue"], "price": None})
+    want.append({"symbol": value["symbol"], "qty": i, "venue": value["venue"], "price": None, "note": None})
 v2 = AvroSerializer(registry, V2)
 for i in range(20, 30):
-    value = {"symbol": "S%d" % i, "qty": i, "venue": None, "price": i * 1.5}
+    value = {"symbol": "S%d" % i, "qty": i, "venue": None, "price": i * 1.5, "note": "n%d" % i if i % 2 else i}
     producer.produce(topic, value=v2(value, ctx), on_delivery=lambda err, msg: err and errors.append(err))
-    want.append(value)
+    # the union's column: member0 the string, member1 the long
+    note = {"member0": value["note"], "member1": None} if i % 2 else {"member0": None, "member1": i}
+    want.append(dict(value, note=note))
 for raw in (b"not avro", b"\x00\x00"):
     producer.produce(topic, value=raw, on_delivery=lambda err, msg: err and errors.append(err))
 if producer.flush(30) != 0 or errors:
@@ -66,7 +70,7 @@ rows = sorted(rows_of(table_name, 30), key=lambda r: r["kafka"]["offset"])
 if len(rows) != 30:
     fail("the table has %d rows, want 30" % len(rows))
 for i, (r, w) in enumerate(zip(rows, want)):
-    got = {"symbol": r["symbol"], "qty": r["qty"], "venue": r["venue"], "price": r["price"]}
+    got = {"symbol": r["symbol"], "qty": r["qty"], "venue": r["venue"], "price": r["price"], "note": r["note"]}
     if got != w or r["kafka"]["offset"] != i or r["kafka"]["partition"] != 0:
         fail("row %d: %s, want %s at offset %d" % (i, r, w, i))
 dead = sorted(rows_of(dlq_name, 2), key=lambda r: r["offset"])
@@ -81,7 +85,7 @@ registry.register_schema(latest_topic + "-value", Schema(V2, "AVRO"))
 parsed = fastavro.parse_schema(json.loads(V2))
 for i in range(5):
     buf = io.BytesIO()
-    fastavro.schemaless_writer(buf, parsed, {"symbol": "L%d" % i, "qty": i, "venue": None, "price": 0.5})
+    fastavro.schemaless_writer(buf, parsed, {"symbol": "L%d" % i, "qty": i, "venue": None, "price": 0.5, "note": None})
     producer.produce(latest_topic, value=buf.getvalue(), on_delivery=lambda err, msg: err and errors.append(err))
 if producer.flush(30) != 0 or errors:
     fail("produce to %s: errors %s" % (latest_topic, errors))
