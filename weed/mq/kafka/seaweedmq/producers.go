@@ -247,10 +247,12 @@ func (p *partition) producersFile() (string, string) {
 // writeMu held, before the first idempotent write.
 func (c *Client) loadProducers(ctx context.Context, p *partition) error {
 	ps := &p.producers
+	flying := ps.inflight()
 	ps.m = map[int64]*producerEntry{}
 	ps.txnMu.Lock()
 	ps.ongoing, ps.aborted, ps.pendingMarks, ps.coordinators = map[int64]int64{}, nil, map[int64]int64{}, map[int64]coordinatorMark{}
 	ps.txnMu.Unlock()
+	defer ps.restore(flying)
 	dir, name := p.producersFile()
 	data, version, err := c.ReadFileVersion(ctx, dir, name)
 	ps.version = version
@@ -332,6 +334,65 @@ func (c *Client) loadProducers(ctx context.Context, p *partition) error {
 	ps.saved = time.Now()
 	glog.V(1).Infof("kafka partition %s/%d: %d idempotent producers known, %d batches read since offset %d", p.topic, p.index, len(ps.m), scanned, saved.Offset)
 	return nil
+}
+
+// inflightBatch is a batch being written when the producer state is read
+// again, and where its producer's transaction was open from.
+type inflightBatch struct {
+	pb       record.ProducerBatch
+	b        producerBatch
+	txnFirst int64 // -1: no open transaction of the producer
+}
+
+// inflight returns the batches still being written: in the write-ahead
+// log's queue (SeaweedFS slow or down), in no saved state and not yet in
+// the log, so that a state read again keeps them (restore).
+func (ps *producerState) inflight() []inflightBatch {
+	var out []inflightBatch
+	ps.txnMu.Lock()
+	defer ps.txnMu.Unlock()
+	for pid, e := range ps.m {
+		for _, b := range e.batches {
+			if b.app == nil {
+				continue
+			}
+			select {
+			case <-b.app.Done:
+				continue // settled by the next check
+			default:
+			}
+			first, open := ps.ongoing[pid]
+			if !open {
+				first = -1
+			}
+			out = append(out, inflightBatch{pb: record.ProducerBatch{ID: pid, Epoch: e.epoch, FirstSeq: b.firstSeq, LastSeq: b.lastSeq}, b: b, txnFirst: first})
+		}
+	}
+	return out
+}
+
+// restore puts batches still being written back into a state read again
+// from the filer and the log, unless the log holds them already: a retry
+// of one then waits for its outcome instead of being written a second
+// time, and its producer's transaction stays open from where it was (the
+// last stable offset below it, an abort covering it). A state read again
+// without them took such a retry as a new batch (the record stored twice)
+// and left a transaction's records outside its abort (read as committed).
+func (ps *producerState) restore(flying []inflightBatch) {
+	for _, f := range flying {
+		e := ps.m[f.pb.ID]
+		if e != nil && (f.pb.Epoch < e.epoch || (f.pb.Epoch == e.epoch && e.has(&f.pb))) {
+			continue
+		}
+		ps.add(&f.pb, f.b.app, -1, f.b.lowBound)
+		if f.txnFirst >= 0 {
+			ps.txnMu.Lock()
+			if first, open := ps.ongoing[f.pb.ID]; !open || f.txnFirst < first {
+				ps.ongoing[f.pb.ID] = f.txnFirst
+			}
+			ps.txnMu.Unlock()
+		}
+	}
 }
 
 func (e *producerEntry) has(pb *record.ProducerBatch) bool {

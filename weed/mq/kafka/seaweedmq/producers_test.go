@@ -152,3 +152,46 @@ func TestMarkerFromDeposedCoordinatorRefused(t *testing.T) {
 		t.Fatalf("saved: %v %+v, want producers 7 (epoch 4) and 8 (epoch 1)", ok, s.Coordinators)
 	}
 }
+
+// A producer state read again (after another gateway saved it, or after a
+// recovery) while batches are still being written keeps them: a retry of
+// one waits for its outcome, and its transaction stays open from where it
+// was. Found by TestFaults (the volume server killed while batches waited
+// for the write-ahead log): the retry was written a second time, and an
+// aborted transaction's record was left outside its abort.
+func TestReloadKeepsBatchesInFlight(t *testing.T) {
+	ps := &producerState{m: map[int64]*producerEntry{}, ongoing: map[int64]int64{}}
+	stored := &record.ProducerBatch{ID: 7, Epoch: 0, FirstSeq: 0, LastSeq: 4}
+	ps.add(stored, nil, 90, 90)
+	flying := &record.ProducerBatch{ID: 7, Epoch: 0, FirstSeq: 5, LastSeq: 9}
+	app := storage.NewAppended()
+	ps.add(flying, app, -1, 95)
+	ps.ongoing[7] = 95
+	done := &record.ProducerBatch{ID: 8, Epoch: 0, FirstSeq: 0, LastSeq: 0}
+	ps.add(done, storage.NewAppended(), -1, 95)
+	ps.m[8].batches[0].app.Finish(96, nil)
+
+	kept := ps.inflight()
+	if len(kept) != 1 || kept[0].pb != *flying || kept[0].txnFirst != 95 {
+		t.Fatalf("in flight: %+v, want producer 7's batch 5-9 of the transaction open from 95", kept)
+	}
+	// Read again: the log holds the stored batch, not the one in flight.
+	ps.m, ps.ongoing = map[int64]*producerEntry{}, map[int64]int64{}
+	ps.add(stored, nil, 90, 90)
+	ps.restore(kept)
+	dup, e := ps.check(flying)
+	if e != nil || dup == nil || dup.app != app {
+		t.Fatalf("a retry of the batch in flight: %+v %v, want the batch in flight", dup, e)
+	}
+	if ps.ongoing[7] != 95 {
+		t.Fatalf("the transaction open from %d, want 95", ps.ongoing[7])
+	}
+	// A state whose log holds the batch (it landed) keeps it once.
+	ps.m = map[int64]*producerEntry{}
+	ps.add(stored, nil, 90, 90)
+	ps.add(flying, nil, 95, 95)
+	ps.restore(kept)
+	if n := len(ps.m[7].batches); n != 2 {
+		t.Fatalf("%d batches, want the stored two", n)
+	}
+}
