@@ -101,6 +101,24 @@ func (c *faultCluster) logPath(node string) string {
 	return filepath.Join(work, strings.ReplaceAll(c.t.Name(), "/", "-")+"-"+node+".log")
 }
 
+// keepLogs copies every node's log (each kept across its restarts) into
+// dir.
+func (c *faultCluster) keepLogs(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, node := range append(append([]string{}, seaweedNodes...), gatewayNodes...) {
+		data, err := os.ReadFile(c.logPath(node))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, node+".log"), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // start starts a node's process (again).
 func (c *faultCluster) start(node string) {
 	c.t.Helper()

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -164,7 +165,13 @@ func TestFaults(t *testing.T) {
 		if err := w.h.WriteFile(path); err != nil {
 			t.Error(err)
 		}
-		t.Errorf("anomalies under %v (FAULTS_SEED=%d, history in %s):\n%s", done, seed, path, r)
+		// The processes' logs go beside it: the work directory is
+		// removed at the end.
+		logs := strings.TrimSuffix(path, ".json") + "-logs"
+		if err := c.keepLogs(logs); err != nil {
+			t.Error(err)
+		}
+		t.Errorf("anomalies under %v (FAULTS_SEED=%d, history in %s, logs in %s):\n%s", done, seed, path, logs, r)
 	}
 	if r.Stats["acknowledged"] == 0 || r.Stats["txn commit"] == 0 {
 		t.Errorf("the workload did too little to tell: %v", r.Stats)
