@@ -1,7 +1,6 @@
 package docker_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seaweedfs/seaweedfs/weed/stats"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
@@ -115,10 +115,14 @@ func checkDashboardMetrics(t *testing.T, path string) {
 	}
 
 	// The gateway's /metrics is SeaweedFS's registry: the metrics of
-	// package metrics, and the consumer group metrics once RegisterGroups
-	// has run, as the gateway runs it at start (once in this test binary:
-	// what it registers stays registered).
-	registerGroups.Do(func() { metrics.RegisterGroups(noGroups{}, nil) })
+	// package metrics, and the group coordinator's collector of the
+	// consumer group metrics, as a gateway registers it at start (once in
+	// this test binary; only its descriptions are asked for here).
+	registerGroups.Do(func() {
+		if _, err := metrics.Register(group.New(group.Options{}).Metrics(nil)); err != nil {
+			t.Fatal(err)
+		}
+	})
 
 	used := map[string]bool{}
 	for _, expr := range exprs {
@@ -144,12 +148,8 @@ func checkDashboardMetrics(t *testing.T, path string) {
 	}
 }
 
-// registerGroups has metrics.RegisterGroups run once in the test binary.
+// registerGroups registers the group metrics once in the test binary.
 var registerGroups sync.Once
-
-type noGroups struct{}
-
-func (noGroups) GroupStats(context.Context) ([]metrics.GroupStat, error) { return nil, nil }
 
 // registeredMetric tells whether SeaweedFS's registry, which the gateway's
 // /metrics serves, has a metric of this name, or, for a histogram's
