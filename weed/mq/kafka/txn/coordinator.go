@@ -99,8 +99,10 @@ type Coordinator struct {
 // txn is one transactional id. mu is held for a whole operation, including
 // the writes of its markers, so operations on one id happen one at a time.
 type txn struct {
-	term    int64  // of this gateway's ownership when loaded
-	version string // of its state file, as loaded or saved
+	id      string  // the transactional id
+	pids    []int64 // its keys in Coordinator.byPID; under Coordinator.mu
+	term    int64   // of this gateway's ownership when loaded
+	version string  // of its state file, as loaded or saved
 	mu      sync.Mutex
 	st      saved
 	timer   *time.Timer
@@ -197,8 +199,8 @@ func (c *Coordinator) get(ctx context.Context, id string) (*txn, int64, *kerr.Er
 		t = c.txns[id]
 	}
 	c.mu.Unlock()
-	if t != nil && (t.st.State == PrepareCommit || t.st.State == PrepareAbort) {
-		c.finishLoaded(ctx, t)
+	if t != nil {
+		c.finishLoaded(ctx, t) // if it was decided before: under its lock
 	}
 	return t, term, nil
 }
@@ -235,8 +237,9 @@ func (c *Coordinator) save(ctx context.Context, t *txn, next saved) error {
 	t.version = version
 	if next.ProducerID != t.st.ProducerID {
 		c.mu.Lock()
-		if c.txns[t.st.ID] == t {
+		if c.txns[t.id] == t {
 			c.byPID[next.ProducerID] = t
+			t.pids = append(t.pids, next.ProducerID)
 		}
 		c.mu.Unlock()
 	}

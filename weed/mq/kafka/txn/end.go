@@ -288,7 +288,7 @@ func (c *Coordinator) holds(t *txn) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.txns[t.st.ID] == t
+	return c.txns[t.id] == t
 }
 
 // stopTimer stops the transaction's timeout, if one is armed.

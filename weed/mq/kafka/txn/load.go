@@ -168,11 +168,13 @@ func (c *Coordinator) sweep() {
 }
 
 func (c *Coordinator) unloadLocked(t *txn) {
-	if c.txns[t.st.ID] == t {
-		delete(c.txns, t.st.ID)
+	if c.txns[t.id] == t {
+		delete(c.txns, t.id)
 	}
-	if c.byPID[t.st.ProducerID] == t {
-		delete(c.byPID, t.st.ProducerID)
+	for _, pid := range t.pids {
+		if c.byPID[pid] == t {
+			delete(c.byPID, pid)
+		}
 	}
 	if t.timer != nil {
 		t.timer.Stop()
@@ -230,8 +232,8 @@ func (c *Coordinator) adoptLocked(file string, data []byte, version string) *txn
 		}
 		c.unloadLocked(old)
 	}
-	t.term = term
-	c.txns[t.st.ID] = t
+	t.id, t.term, t.pids = t.st.ID, term, []int64{t.st.ProducerID}
+	c.txns[t.id] = t
 	c.byPID[t.st.ProducerID] = t
 	if t.st.State == Ongoing {
 		c.armTimeout(t)

@@ -7,6 +7,7 @@ package txn
 import (
 	"context"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,7 +35,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 		}
 		c.mu.Lock()
 		if t = c.txns[id]; t == nil {
-			t = &txn{term: term, st: saved{ID: id, ProducerID: pid, Epoch: -1, State: Empty}}
+			t = &txn{id: id, pids: []int64{pid}, term: term, st: saved{ID: id, ProducerID: pid, Epoch: -1, State: Empty}}
 			c.txns[id] = t
 			c.byPID[pid] = t
 		}
@@ -86,6 +87,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 		if c.byPID[old] == t {
 			delete(c.byPID, old)
 		}
+		t.pids = slices.DeleteFunc(t.pids, func(pid int64) bool { return pid == old })
 		c.mu.Unlock()
 	}
 	glog.V(1).Infof("kafka transaction %s: producer %d epoch %d", id, t.st.ProducerID, t.st.Epoch)
@@ -199,9 +201,7 @@ func (c *Coordinator) Verify(ctx context.Context, id *string, producerID int64, 
 		if t, _, e = c.get(ctx, *id); e != nil {
 			return kerr.NotEnoughReplicas // retriable for a producer: the coordinator is loading or moving
 		}
-		if t != nil && t.st.ProducerID != producerID {
-			t = nil
-		}
+
 	} else {
 		c.mu.Lock()
 		t = c.byPID[producerID]
@@ -217,6 +217,8 @@ func (c *Coordinator) Verify(ctx context.Context, id *string, producerID int64, 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
+	case t.st.ProducerID != producerID:
+		return kerr.InvalidTxnState
 	case epoch < t.st.Epoch:
 		return kerr.InvalidProducerEpoch
 	case t.st.State != Ongoing || !contains(t.st.Partitions[topic], partition):
