@@ -91,7 +91,7 @@ go build -o "$bin_dir/weed" ./weed
 echo "== go test -race (the in-process packages, among them the write path with the log answering in any order and refusing some)"
 go test -race -count=1 -timeout 10m \
 	./weed/mq/kafka/seaweedmq ./weed/mq/kafka/protocol ./weed/mq/kafka/group ./weed/mq/kafka/offset \
-	./weed/mq/kafka/txn ./weed/mq/kafka/record ./weed/mq/kafka/gateway ./weed/mq/kafka/acl \
+	./weed/mq/kafka/txn ./weed/mq/kafka/record ./weed/mq/kafka/gateway ./weed/mq/kafka/cluster ./weed/mq/kafka/acl \
 	./weed/mq/kafka/sasl ./weed/mq/kafka/membership ./weed/mq/kafka/metrics ./weed/mq/kafka/share ./weed/mq/kafka/user \
 	./weed/mq/kafka/quota ./weed/mq/kafka/feature ./docker
 

@@ -16,7 +16,8 @@
 //	   seaweedmq/compaction           and share groups), the SASL logins, the write-ahead
 //	                                  log, the log cleaner of compacted topics
 //	3  protocol                       one file per Kafka API, over storage.Backend
-//	4  seaweedmq, gateway             SeaweedMQ as that Backend; the network server
+//	4  seaweedmq, gateway, cluster    SeaweedMQ as that Backend; the network server;
+//	                                  leadership checks and the other gateways
 //	   node                           a gateway put together: built, started, closed
 //	5  weed/command                   the weed subcommands: flags into node.Config
 //

@@ -40,6 +40,7 @@ var layers = map[string]int{
 	"weed/mq/kafka/protocol":                  30,
 	"weed/mq/kafka/seaweedmq":                 40,
 	"weed/mq/kafka/gateway":                   40,
+	"weed/mq/kafka/cluster":                   40,
 	"weed/mq/kafka/node":                      45,
 	"weed/command":                            50,
 	"weed":                                    60,

@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/cluster"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
@@ -71,8 +72,8 @@ type Node struct {
 	quotas        *quota.Store
 	clientMetrics *telemetry.Manager
 	features      *feature.Store
-	peerOpts      gateway.PeerOptions
-	identity      *gateway.Identity // the gateways' own user, with SASL between them
+	peerOpts      cluster.PeerOptions
+	identity      *cluster.Identity // the gateways' own user, with SASL between them
 	srv           *gateway.Server
 	schemaState   *registry.State // nil without a registry
 	regListeners  []registryListener
@@ -174,8 +175,8 @@ func New(cfg Config) (_ *Node, err error) {
 	n.onClose("the SeaweedMQ client", n.client.Close)
 	// The handlers, groups and transactions reach SeaweedFS through
 	// wrappers that time every call for the metrics.
-	n.backend = gateway.Instrument(n.client)
-	files := gateway.InstrumentFiles(n.client)
+	n.backend = cluster.Instrument(n.client)
+	files := cluster.InstrumentFiles(n.client)
 
 	// The gateways of the cluster share its partitions, groups and
 	// transactional ids: this one serves only what it owns.
@@ -202,7 +203,7 @@ func New(cfg Config) (_ *Node, err error) {
 	shareConfigs := share.NewConfigs(files, limits)
 	shares := share.NewStore(files, shareConfigs)
 	n.onClose("the share-partitions", shares.Close)
-	owned := gateway.NewOwned(n.backend, gateway.Releasers{n.client, shares}, members.Serving, members.Changed)
+	owned := cluster.NewOwned(n.backend, cluster.Releasers{n.client, shares}, members.Serving, members.Changed)
 	n.onClose("partition ownership", owned.Close)
 	if cfg.CleanerBackoffMs >= 0 {
 		n.client.StartCleaner(seaweedmq.CleanerOptions{
@@ -216,7 +217,7 @@ func New(cfg Config) (_ *Node, err error) {
 
 	if cfg.Authorizer {
 		n.authz = acl.New(acl.Options{Files: files, AllowIfNoACL: cfg.AllowIfNoACL,
-			SuperUsers: append(splitList(cfg.SuperUsers, ";"), gateway.GatewayPrincipal)})
+			SuperUsers: append(splitList(cfg.SuperUsers, ";"), cluster.GatewayPrincipal)})
 		n.onClose("the ACL refresh", n.authz.Close)
 	}
 	authz := n.authz
@@ -259,7 +260,7 @@ func New(cfg Config) (_ *Node, err error) {
 		if !slices.Contains(splitList(cfg.SASLMechanisms, ","), sasl.ScramSHA512) {
 			return nil, errors.New("the gateways log in to one another with SCRAM-SHA-512: add it to -sasl.enabled.mechanisms")
 		}
-		n.identity = &gateway.Identity{}
+		n.identity = &cluster.Identity{}
 		n.peerOpts.Identity = n.identity
 	} else if cfg.Authorizer {
 		glog.Warningf("kafka gateway: -authorizer.enabled without a SASL listener: the gateways reach one another on %s as %s, which needs to be in -super.users for transactions that span gateways", inter.Name, gateway.Anonymous)
@@ -269,9 +270,9 @@ func New(cfg Config) (_ *Node, err error) {
 			return nil, err
 		}
 	}
-	peers := gateway.NewPeers(n.peerOpts)
+	peers := cluster.NewPeers(n.peerOpts)
 	n.onClose("the connections to other gateways", peers.Close)
-	forward := &gateway.Forwarder{Log: owned, Watermark: n.client.HighWatermark, Groups: n.groups, Members: members, Peers: peers}
+	forward := &cluster.Forwarder{Log: owned, Watermark: n.client.HighWatermark, Groups: n.groups, Members: members, Peers: peers}
 	n.txns = txn.New(txn.Options{Files: files, Log: forward, Groups: forward, Serving: serving(membership.TxnKey),
 		Changed: members.Changed, IDExpiration: retention(cfg.TxnIDExpirationMs, time.Millisecond)})
 	forward.Txns = n.txns
@@ -577,7 +578,7 @@ func (n *Node) createUsers() {
 func (n *Node) ensureIdentity() {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := n.identity.Ensure(ctx, gateway.InstrumentFiles(n.client), n.client, n.users, strconv.Itoa(int(n.self.NodeID)))
+		err := n.identity.Ensure(ctx, cluster.InstrumentFiles(n.client), n.client, n.users, strconv.Itoa(int(n.self.NodeID)))
 		cancel()
 		if err == nil {
 			n.identityRead.Store(true)

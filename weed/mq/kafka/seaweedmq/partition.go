@@ -160,7 +160,7 @@ func (p *partition) release() {
 	p.notifyMu.Unlock()
 }
 
-// Release implements gateway.Releaser: the partition is forgotten at once,
+// Release implements cluster.Releaser: the partition is forgotten at once,
 // to be read afresh if this gateway leads it again, and what the log takes
 // for it from now on is not shown (see released). In the background
 // (tail.go), its producers' state is saved and its tail goes to a segment

@@ -182,7 +182,7 @@ func TestLoggedAfterRelease(t *testing.T) {
 		t.Fatalf("tail %+v, pending %d: want the batch logged before the release alone", p.tail, len(p.pending))
 	}
 	for _, b := range bs {
-		<-b.app.Done // answered; the leadership check (gateway.Owned) decides what the client hears
+		<-b.app.Done // answered; the leadership check (cluster.Owned) decides what the client hears
 	}
 }
 

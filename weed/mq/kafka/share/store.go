@@ -291,7 +291,7 @@ func (s *Store) dropLocked(p *Partition) {
 }
 
 // Release forgets what is held of a topic partition (this gateway no
-// longer leads it, gateway.Releaser): the next leader reads it from the
+// longer leads it, cluster.Releaser): the next leader reads it from the
 // filer.
 func (s *Store) Release(topic string, partition int32) {
 	s.Forget(func(k Key) bool { return k.Topic == topic && k.Partition == partition })

@@ -1,4 +1,4 @@
-package gateway
+package cluster
 
 import (
 	"context"
