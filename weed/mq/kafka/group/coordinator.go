@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
@@ -165,7 +166,7 @@ func New(opts Options) *Coordinator {
 		opts.ConsumerAssignors = DefaultConsumerAssignors
 	}
 	return &Coordinator{opts: opts, groups: map[string]*group{}, stop: make(chan struct{}),
-		topics: &topicWatch{source: opts.Topics, every: opts.TopicRefresh, image: (&topicImage{}).clone(),
+		topics: &topicWatch{source: opts.Topics, every: opts.TopicRefresh, image: (&topicImage{}).clone(), refreshing: semaphore.NewWeighted(1),
 			subs: map[string]subscriptions{}}}
 }
 

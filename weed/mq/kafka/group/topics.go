@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 )
@@ -124,7 +125,9 @@ type topicWatch struct {
 	source Topics
 	every  time.Duration
 
-	refreshing sync.Mutex // one refresh at a time
+	// refreshing is held by the refresh going on, across its calls to
+	// Topics (one at a time); mu never is.
+	refreshing *semaphore.Weighted
 
 	mu    sync.Mutex
 	image *topicImage
@@ -193,8 +196,10 @@ func (w *topicWatch) ensure(ctx context.Context, group string, names []string, r
 // and known ones again after redescribeAfter; a listing drops the topics
 // deleted. It reports whether the image's topics changed.
 func (w *topicWatch) refresh(ctx context.Context, extra subscriptions) bool {
-	w.refreshing.Lock()
-	defer w.refreshing.Unlock()
+	if w.refreshing.Acquire(ctx, 1) != nil {
+		return false // the request gave up waiting: the image as it is
+	}
+	defer w.refreshing.Release(1)
 	subs := append(w.watched(), extra)
 	old := w.current()
 	next := old.clone()

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"golang.org/x/sync/semaphore"
 )
 
 // State is a record's state, numbered as Kafka numbers (and persists) it.
@@ -122,7 +123,9 @@ type Partition struct {
 	settings Settings  // as last read
 	readAt   time.Time // when settings were read
 
-	wmu   sync.Mutex   // one write at a time
+	// turn is held by the save going on, across its write to the filer
+	// (one at a time); mu never is.
+	turn  *semaphore.Weighted
 	later atomic.Int32 // saves with no request waiting, not done yet
 }
 

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
@@ -183,7 +184,7 @@ func (s *Store) load(ctx context.Context, key Key, topicID [16]byte, term int64,
 	if err != nil {
 		return nil, err
 	}
-	p := &Partition{Key: key, topicID: topicID, store: s, term: term, changed: make(chan struct{}), settings: settings, readAt: time.Now()}
+	p := &Partition{Key: key, topicID: topicID, store: s, term: term, changed: make(chan struct{}), settings: settings, readAt: time.Now(), turn: semaphore.NewWeighted(1)}
 	data, version, err := s.files.ReadFileVersion(ctx, key.dir(), key.name())
 	var st savedState
 	switch {
@@ -225,8 +226,10 @@ func (s *Store) load(ctx context.Context, key Key, topicID [16]byte, term int64,
 // save writes the partition as it is now; another gateway having written
 // it since drops this copy (NOT_LEADER_OR_FOLLOWER).
 func (s *Store) save(ctx context.Context, p *Partition) *kerr.Error {
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
+	if err := p.turn.Acquire(ctx, 1); err != nil {
+		return kerr.RequestTimedOut // the request gave up waiting for the save before
+	}
+	defer p.turn.Release(1)
 	p.mu.Lock()
 	if p.dropped {
 		p.mu.Unlock()
@@ -313,10 +316,10 @@ func (s *Store) Idle(group string) {
 // holding reports whether a member holds records of the partition, or a
 // save of it is under way.
 func (p *Partition) holding() bool {
-	if p.later.Load() > 0 || !p.wmu.TryLock() {
+	if p.later.Load() > 0 || !p.turn.TryAcquire(1) {
 		return true
 	}
-	defer p.wmu.Unlock()
+	defer p.turn.Release(1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := range p.recs {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
@@ -84,6 +85,15 @@ type Options struct {
 }
 
 // Coordinator coordinates every transactional id.
+//
+// Ownership: an operation on a transactional id (InitProducerID, an add,
+// an end, its timeout, the finish of a loaded or failed end) takes the
+// id's turn and holds it to its end, I/O included, so that operations on
+// one id happen one at a time; waiting for the turn ends with the
+// request's context. The mutexes (the coordinator's, each id's) guard
+// fields for a moment and are never held across I/O: a describe, a list,
+// a transactional produce's check and the other ids never wait for the
+// filer or a marker. Lock order: Coordinator.mu before txn.mu.
 type Coordinator struct {
 	opts Options
 
@@ -93,19 +103,85 @@ type Coordinator struct {
 	ready bool
 
 	stop chan struct{}
-	wg   sync.WaitGroup
+	// ctx ends at Close: the background work's requests (timeouts,
+	// retries, loads) end with it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
-// txn is one transactional id. mu is held for a whole operation, including
-// the writes of its markers, so operations on one id happen one at a time.
+// txn is one transactional id.
 type txn struct {
-	id      string  // the transactional id
-	pids    []int64 // its keys in Coordinator.byPID; under Coordinator.mu
-	term    int64   // of this gateway's ownership when loaded
-	version string  // of its state file, as loaded or saved
+	id   string              // the transactional id
+	pids []int64             // its keys in Coordinator.byPID; under Coordinator.mu
+	term int64               // of this gateway's ownership when loaded
+	turn *semaphore.Weighted // held by the operation on the id going on
+
+	// st and version (of its state file, as loaded or saved) are written
+	// by the holder of the turn under mu, and read under mu or by the
+	// holder of the turn.
 	mu      sync.Mutex
 	st      saved
-	timer   *time.Timer
+	version string
+	timer   *time.Timer // under mu
+	// writes counts the transactional writes going on (Verify); a
+	// transaction's markers wait for them. drained, when made, is closed
+	// when they are done.
+	writes  int
+	drained chan struct{}
+}
+
+func newTxn(term int64, st saved, version string) *txn {
+	return &txn{id: st.ID, pids: []int64{st.ProducerID}, term: term, turn: semaphore.NewWeighted(1), st: st, version: version}
+}
+
+// take waits for the id's turn, as long as ctx lets it; the caller
+// releases it (t.turn.Release(1)).
+func (t *txn) take(ctx context.Context) *kerr.Error {
+	if err := t.turn.Acquire(ctx, 1); err != nil {
+		glog.V(1).Infof("kafka transaction %s: waiting for the operation going on: %v", t.id, err)
+		return kerr.ConcurrentTransactions
+	}
+	return nil
+}
+
+// state is the id's state as saved last.
+func (t *txn) state() saved {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.st
+}
+
+// wrote ends a transactional write Verify admitted: the transaction's
+// markers wait for its writes.
+func (t *txn) wrote() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.writes--
+	if t.writes == 0 && t.drained != nil {
+		close(t.drained)
+		t.drained = nil
+	}
+}
+
+// waitWrites waits until no write of the transaction is going on.
+func (t *txn) waitWrites(ctx context.Context) error {
+	t.mu.Lock()
+	if t.writes == 0 {
+		t.mu.Unlock()
+		return nil
+	}
+	if t.drained == nil {
+		t.drained = make(chan struct{})
+	}
+	drained := t.drained
+	t.mu.Unlock()
+	select {
+	case <-drained:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("transaction %s: waiting for its writes: %w", t.id, ctx.Err())
+	}
 }
 
 // saved is a transactional id's state file.
@@ -141,7 +217,8 @@ func New(opts Options) *Coordinator {
 	if opts.ExpiryCheck <= 0 {
 		opts.ExpiryCheck = DefaultExpiryCheck
 	}
-	return &Coordinator{opts: opts, txns: map[string]*txn{}, byPID: map[int64]*txn{}, stop: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Coordinator{opts: opts, txns: map[string]*txn{}, byPID: map[int64]*txn{}, stop: make(chan struct{}), ctx: ctx, cancel: cancel}
 }
 
 // Close stops the timers.
@@ -153,11 +230,10 @@ func (c *Coordinator) Close() {
 		close(c.stop)
 	}
 	for _, t := range c.txns {
-		if t.timer != nil {
-			t.timer.Stop()
-		}
+		t.stopTimer()
 	}
 	c.mu.Unlock()
+	c.cancel()
 	c.wg.Wait()
 }
 
@@ -200,7 +276,7 @@ func (c *Coordinator) get(ctx context.Context, id string) (*txn, int64, *kerr.Er
 	}
 	c.mu.Unlock()
 	if t != nil {
-		c.finishLoaded(ctx, t) // if it was decided before: under its lock
+		c.finishLoaded(ctx, t) // if it was decided before: on its turn
 	}
 	return t, term, nil
 }
@@ -209,7 +285,8 @@ func (c *Coordinator) get(ctx context.Context, id string) (*txn, int64, *kerr.Er
 // state: what an operation decides is the state only when the filer holds
 // it. A failed save leaves the state as it was, so that nothing is done on
 // a decision not saved (a marker written for an abort the filer never
-// took, while another gateway commits what the filer holds).
+// took, while another gateway commits what the filer holds). Called on
+// the id's turn.
 func (c *Coordinator) save(ctx context.Context, t *txn, next saved) error {
 	if term, ok := c.serving(t.st.ID); !ok || term != t.term {
 		// Another gateway coordinates the id now: this copy is stale.
@@ -234,7 +311,6 @@ func (c *Coordinator) save(ctx context.Context, t *txn, next saved) error {
 	if err != nil {
 		return fmt.Errorf("saving transaction %s: %w", t.st.ID, err)
 	}
-	t.version = version
 	if next.ProducerID != t.st.ProducerID {
 		c.mu.Lock()
 		if c.txns[t.id] == t {
@@ -243,11 +319,14 @@ func (c *Coordinator) save(ctx context.Context, t *txn, next saved) error {
 		}
 		c.mu.Unlock()
 	}
-	t.st = next
+	t.mu.Lock()
+	t.st, t.version = next, version
+	t.mu.Unlock()
 	return nil
 }
 
-// next is a copy of the id's state for an operation to change and save.
+// next is a copy of the id's state for an operation to change and save
+// (on the id's turn).
 func (t *txn) next() saved {
 	st := t.st
 	st.Groups = slices.Clone(st.Groups)
@@ -273,8 +352,9 @@ func (t *txn) check(producerID int64, epoch int16) *kerr.Error {
 	return nil
 }
 
-// producerTxn returns the transactional id's state, locked, once the
-// producer's id and epoch are checked against it; the caller unlocks.
+// producerTxn returns the transactional id's state, on its turn, once the
+// producer's id and epoch are checked against it; the caller releases the
+// turn.
 func (c *Coordinator) producerTxn(ctx context.Context, id string, producerID int64, epoch int16) (*txn, *kerr.Error) {
 	t, _, e := c.get(ctx, id)
 	if e != nil {
@@ -283,9 +363,11 @@ func (c *Coordinator) producerTxn(ctx context.Context, id string, producerID int
 	if t == nil {
 		return nil, kerr.InvalidProducerIDMapping
 	}
-	t.mu.Lock()
+	if e := t.take(ctx); e != nil {
+		return nil, e
+	}
 	if e := t.check(producerID, epoch); e != nil {
-		t.mu.Unlock()
+		t.turn.Release(1)
 		return nil, e
 	}
 	return t, nil

@@ -25,7 +25,7 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, producerID int64, e
 	if e != nil {
 		return e
 	}
-	defer t.mu.Unlock()
+	defer t.turn.Release(1)
 	switch t.st.State {
 	case Ongoing:
 		next := t.next()
@@ -62,13 +62,17 @@ func decision(commit bool) State {
 
 // finish carries out a decided transaction: markers to every partition,
 // the offsets to their groups if it commits, then the end is saved. Called
-// with t.mu held; it can be called again after a failure. The markers
+// on the id's turn; it can be called again after a failure. The markers go
+// once the transaction's writes going on are done. The markers
 // carry the term of this gateway's ownership of the id (Kafka's
 // coordinator epoch): a partition that took a marker from a later term
 // refuses this one (a gateway that was deposed while it wrote them).
 func (c *Coordinator) finish(ctx context.Context, t *txn) error {
 	if term, ok := c.serving(t.st.ID); !ok || term != t.term {
 		return fmt.Errorf("transaction %s: %w", t.st.ID, kerr.NotCoordinator)
+	}
+	if err := t.waitWrites(ctx); err != nil {
+		return err
 	}
 	commit := t.st.State == PrepareCommit
 	coordinatorEpoch := CoordinatorEpoch(t.term)
@@ -161,8 +165,10 @@ func (c *Coordinator) EndTxnV2(ctx context.Context, id string, producerID int64,
 	if t == nil {
 		return -1, -1, kerr.InvalidProducerIDMapping
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	if e := t.take(ctx); e != nil {
+		return -1, -1, e
+	}
+	defer t.turn.Release(1)
 	cur := t.st.Epoch
 	retry := (producerID == t.st.ProducerID && epoch == cur-1) ||
 		// the retry of an end that took a new producer id
@@ -235,9 +241,9 @@ func cmpErr(first, err error) error {
 // armTimeout aborts the transaction if it is still open when its timeout
 // has passed since it began, fencing its producer (a new epoch).
 func (c *Coordinator) armTimeout(t *txn) {
-	start := t.st.StartMs
-	d := time.UnixMilli(start).Add(time.Duration(t.st.TimeoutMs) * time.Millisecond).Sub(clock.Now())
-	c.abortAfter(t, start, max(d, 0))
+	st := t.state()
+	d := time.UnixMilli(st.StartMs).Add(time.Duration(st.TimeoutMs) * time.Millisecond).Sub(clock.Now())
+	c.abortAfter(t, st.StartMs, max(d, 0))
 }
 
 // abortAfter aborts the transaction that began at start after d, if it is
@@ -245,23 +251,30 @@ func (c *Coordinator) armTimeout(t *txn) {
 // cannot be saved is tried again (the transaction stays open until then,
 // in memory as in the filer).
 func (c *Coordinator) abortAfter(t *txn, start int64, d time.Duration) {
-	t.stopTimer()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.timer != nil {
+		t.timer.Stop()
+	}
 	t.timer = time.AfterFunc(d, func() {
 		select {
 		case <-c.stop:
 			return
 		default:
 		}
-		t.mu.Lock()
-		defer t.mu.Unlock()
+		ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
+		defer cancel()
+		if t.take(ctx) != nil {
+			c.abortAfter(t, start, retryEvery) // still busy: looked at again
+			return
+		}
+		defer t.turn.Release(1)
 		if t.st.State != Ongoing || t.st.StartMs != start {
 			return
 		}
 		if !c.holds(t) {
 			return // its coordinator now times it out
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
 		glog.V(0).Infof("kafka transaction %s: aborted: open longer than its timeout of %d ms", t.st.ID, t.st.TimeoutMs)
 		next := t.next()
 		err := c.bumpEpoch(ctx, &next)
@@ -283,7 +296,7 @@ func (c *Coordinator) abortAfter(t *txn, start int64, d time.Duration) {
 // holds reports whether t is the id's state this gateway holds, in its
 // current term of the id.
 func (c *Coordinator) holds(t *txn) bool {
-	if term, ok := c.serving(t.st.ID); !ok || term != t.term {
+	if term, ok := c.serving(t.id); !ok || term != t.term {
 		return false
 	}
 	c.mu.Lock()
@@ -293,6 +306,8 @@ func (c *Coordinator) holds(t *txn) bool {
 
 // stopTimer stops the transaction's timeout, if one is armed.
 func (t *txn) stopTimer() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.timer != nil {
 		t.timer.Stop()
 	}

@@ -109,11 +109,11 @@ func (c *Coordinator) ExpireIDs(now time.Time) {
 		all = append(all, t)
 	}
 	c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
 	defer cancel()
 	removed := 0
 	for _, t := range all {
-		if !t.mu.TryLock() {
+		if !t.turn.TryAcquire(1) {
 			continue // busy: not idle anyway
 		}
 		st := t.st.State
@@ -130,7 +130,7 @@ func (c *Coordinator) ExpireIDs(now time.Time) {
 				}
 			}
 		}
-		t.mu.Unlock()
+		t.turn.Release(1)
 	}
 	if removed > 0 {
 		glog.V(0).Infof("kafka transactions: removed %d transactional ids unused for %v (transactional.id.expiration.ms)", removed, c.opts.IDExpiration)
@@ -176,13 +176,11 @@ func (c *Coordinator) unloadLocked(t *txn) {
 			delete(c.byPID, pid)
 		}
 	}
-	if t.timer != nil {
-		t.timer.Stop()
-	}
+	t.stopTimer()
 }
 
 func (c *Coordinator) load() error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
 	defer cancel()
 	files, err := c.opts.Files.ListFiles(ctx, Dir)
 	if err != nil {
@@ -217,22 +215,22 @@ func (c *Coordinator) load() error {
 // adoptLocked takes a saved state in if this gateway coordinates its id and
 // does not hold it already; it returns the new state, or nil.
 func (c *Coordinator) adoptLocked(file string, data []byte, version string) *txn {
-	t := &txn{version: version}
-	if err := json.Unmarshal(data, &t.st); err != nil {
+	var st saved
+	if err := json.Unmarshal(data, &st); err != nil {
 		glog.Errorf("kafka transactions: unreadable state %s, ignored: %v", file, err)
 		return nil
 	}
-	term, ok := c.serving(t.st.ID)
+	term, ok := c.serving(st.ID)
 	if !ok {
 		return nil
 	}
-	if old := c.txns[t.st.ID]; old != nil {
+	if old := c.txns[st.ID]; old != nil {
 		if old.term == term {
 			return nil
 		}
 		c.unloadLocked(old)
 	}
-	t.id, t.term, t.pids = t.st.ID, term, []int64{t.st.ProducerID}
+	t := newTxn(term, st, version)
 	c.txns[t.id] = t
 	c.byPID[t.st.ProducerID] = t
 	if t.st.State == Ongoing {
@@ -251,10 +249,10 @@ func (c *Coordinator) retryUnfinished() {
 		todo = append(todo, t)
 	}
 	c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
 	defer cancel()
 	for _, t := range todo {
-		if !t.mu.TryLock() {
+		if !t.turn.TryAcquire(1) {
 			continue
 		}
 		if t.st.State == PrepareCommit || t.st.State == PrepareAbort {
@@ -262,15 +260,17 @@ func (c *Coordinator) retryUnfinished() {
 				glog.V(1).Infof("kafka transaction %s: finishing: %v (tried again later)", t.st.ID, err)
 			}
 		}
-		t.mu.Unlock()
+		t.turn.Release(1)
 	}
 }
 
 // finishLoaded carries out a transaction that was decided before it was
 // loaded.
 func (c *Coordinator) finishLoaded(ctx context.Context, t *txn) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	if t.take(ctx) != nil {
+		return // the operation going on, or the next, finishes it
+	}
+	defer t.turn.Release(1)
 	if t.st.State != PrepareCommit && t.st.State != PrepareAbort {
 		return
 	}

@@ -35,14 +35,16 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 		}
 		c.mu.Lock()
 		if t = c.txns[id]; t == nil {
-			t = &txn{id: id, pids: []int64{pid}, term: term, st: saved{ID: id, ProducerID: pid, Epoch: -1, State: Empty}}
+			t = newTxn(term, saved{ID: id, ProducerID: pid, Epoch: -1, State: Empty}, "")
 			c.txns[id] = t
 			c.byPID[pid] = t
 		}
 		c.mu.Unlock()
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	if e := t.take(ctx); e != nil {
+		return -1, -1, e
+	}
+	defer t.turn.Release(1)
 	if producerID >= 0 && (producerID != t.st.ProducerID || epoch != t.st.Epoch) {
 		// KIP-360: a producer re-initializing names its id and epoch;
 		// another one has taken its place.
@@ -116,7 +118,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, producerID i
 	if e != nil {
 		return e
 	}
-	defer t.mu.Unlock()
+	defer t.turn.Release(1)
 	wasOngoing := t.st.State == Ongoing
 	next, e := c.begin(t)
 	if e != nil {
@@ -160,7 +162,7 @@ func (c *Coordinator) AddGroup(ctx context.Context, id string, producerID int64,
 	if e != nil {
 		return e
 	}
-	defer t.mu.Unlock()
+	defer t.turn.Release(1)
 	wasOngoing := t.st.State == Ongoing
 	next, e := c.begin(t)
 	if e != nil {
@@ -183,7 +185,9 @@ func (c *Coordinator) AddGroup(ctx context.Context, id string, producerID int64,
 
 // Verify checks that a transactional batch of producerID may go to the
 // partition: its transaction is open and has the partition. fn (the write)
-// runs while the transaction cannot end. id is the transactional id when
+// runs before the transaction's markers: its end waits for it (not on the
+// id's turn: the writes of one transaction to its partitions go on side by
+// side). id is the transactional id when
 // the request names it (Produce v3+): its state is loaded if this gateway
 // has just taken it over. With add (Produce v12+, transaction.version 2)
 // the partition is added to the transaction first, which it begins if
@@ -215,15 +219,20 @@ func (c *Coordinator) Verify(ctx context.Context, id *string, producerID int64, 
 		return kerr.InvalidTxnState
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	switch {
 	case t.st.ProducerID != producerID:
+		t.mu.Unlock()
 		return kerr.InvalidTxnState
 	case epoch < t.st.Epoch:
+		t.mu.Unlock()
 		return kerr.InvalidProducerEpoch
 	case t.st.State != Ongoing || !contains(t.st.Partitions[topic], partition):
+		t.mu.Unlock()
 		return kerr.InvalidTxnState
 	}
+	t.writes++
+	t.mu.Unlock()
+	defer t.wrote()
 	fn()
 	return nil
 }
