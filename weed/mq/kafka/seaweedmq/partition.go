@@ -52,7 +52,8 @@ type partition struct {
 	// leader had lost the partition), and the next leader, which recovered
 	// from the logs before, may have given its offsets to other records:
 	// written from the tail as a segment, it would take their place.
-	released bool
+	released   bool
+	releasedAt time.Time
 	// saveOnRelease asks the flusher to save the released partition's
 	// producers before writing its tail; under notifyMu.
 	saveOnRelease bool
@@ -153,6 +154,7 @@ func (p *partition) release() {
 	p.writeMu.Unlock()
 	p.notifyMu.Lock()
 	p.released = true
+	p.releasedAt = time.Now()
 	if p.changed != nil {
 		close(p.changed)
 		p.changed = nil

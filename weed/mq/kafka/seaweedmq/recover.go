@@ -63,6 +63,12 @@ func (c *Client) recoverPartition(ctx context.Context, p *partition) (int64, err
 		return 0, fmt.Errorf("%w: %v", kerr.LeaderNotAvailable, err)
 	}
 	if err := c.writeSegment(ctx, p.dir, entries); err != nil {
+		var covered *coveredError
+		if errors.As(err, &covered) {
+			// Another gateway wrote past the segments' end meanwhile:
+			// it leads the partition, or did.
+			return 0, fmt.Errorf("%w: %v", kerr.NotLeaderForPartition, err)
+		}
 		return 0, err
 	}
 	end := entries[len(entries)-1].Offset + logentry.SpanOf(entries[len(entries)-1])
@@ -119,14 +125,38 @@ func (c *Client) writeSegment(ctx context.Context, dir string, entries []*filer_
 	return c.writeSegmentBytes(ctx, dir, buf, entries[0].Offset, last.Offset+logentry.SpanOf(last)-1, last.TsNs)
 }
 
+// coveredError refuses a segment whose offsets the partition's segments
+// hold already, from end on: another gateway wrote them (the next leader,
+// recovering from the write-ahead logs), and a second copy, perhaps of
+// other records, would be read in their place.
+type coveredError struct{ end int64 }
+
+func (e *coveredError) Error() string {
+	return fmt.Sprintf("the segments hold offsets up to %d already", e.end-1)
+}
+
 // writeSegmentBytes writes a segment's bytes (offsets first to last) to a
-// partition. The segment is named for the time of its last record (lastTs),
-// so that it sorts after every segment before it, as the broker names its
-// flushes; if a segment of that name exists it is appended to, as the
-// broker does. The partition's listing is read again before it returns, so
-// that reads find the records there.
+// partition, unless its segments reach first already (coveredError). The
+// segment is named for the time of its last record (lastTs), as the broker
+// names its flushes, but never before the newest segment: readers take
+// name order for offset order and list only from the newest segment on,
+// and records written back from the write-ahead logs, or stamped by
+// another gateway's clock, may be older than the segment before them. If a
+// segment of that name exists it is appended to, as the broker does. The
+// partition's listing is read again before it returns, so that reads find
+// the records there.
 func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, first, last, lastTs int64) error {
+	st, err := c.flushed(ctx, dir, true)
+	if err != nil {
+		return err
+	}
+	if st.end > first {
+		return &coveredError{end: st.end}
+	}
 	name := time.Unix(0, lastTs).UTC().Format(topic.TIME_FORMAT)
+	if n := len(st.listing.segs); n > 0 && st.listing.segs[n-1].entry.Name > name {
+		name = st.listing.segs[n-1].entry.Name
+	}
 	uploader, err := operation.NewUploader()
 	if err != nil {
 		return err

@@ -39,6 +39,13 @@ const (
 	flushParallel = 8
 	// flushCheckEvery is how often the flusher looks at the partitions.
 	flushCheckEvery = 500 * time.Millisecond
+	// releasedTailWait is how long the tail of a partition this gateway
+	// no longer leads waits before it is written: the next leader
+	// recovers the same records from the write-ahead logs, usually within
+	// moments, and the tail is then left out (coveredError). Only the
+	// tail of a partition nobody took over is written, so that this
+	// gateway's log files can be trimmed.
+	releasedTailWait = 30 * time.Second
 )
 
 // flusher writes tails into segments in the background.
@@ -127,6 +134,7 @@ func (f *flusher) round(now time.Time, force bool) {
 		}
 		save := p.saveOnRelease && !busy
 		p.saveOnRelease = p.saveOnRelease && busy
+		write := force || now.Sub(p.releasedAt) >= releasedTailWait
 		p.notifyMu.Unlock()
 		if busy {
 			f.requeue(p) // next round
@@ -139,8 +147,15 @@ func (f *flusher) round(now time.Time, force bool) {
 			if save {
 				f.c.saveProducers(p, true)
 			}
-			guard.Run("TailFlush", func() { f.c.flushTail(p) }) //nolint:errcheck // logged and counted
-			f.requeue(p)                                        // what is left, if the write failed
+			if write {
+				guard.Run("TailFlush", func() { f.c.flushTail(p) }) //nolint:errcheck // logged and counted
+			} else {
+				p.notifyMu.Lock()
+				p.flushing = false
+				p.notifyMu.Unlock()
+				p.flushes.Done()
+			}
+			f.requeue(p) // what is left, if the write failed or waits
 		}()
 	}
 	for _, p := range f.c.parts.all() {
@@ -237,19 +252,40 @@ func (c *Client) flushTail(p *partition) {
 		buf = logentry.AppendSegment(buf, b.base, b.recs)
 	}
 	first, last := batches[0].base, batches[len(batches)-1].base+int64(batches[len(batches)-1].n)-1
-	if err := c.writeSegmentBytes(ctx, p.dir, buf, first, last, batches[len(batches)-1].lastTs); err != nil {
+	err := c.writeSegmentBytes(ctx, p.dir, buf, first, last, batches[len(batches)-1].lastTs)
+	var covered *coveredError
+	switch {
+	case errors.As(err, &covered):
+		// Written by another gateway: the next leader, which recovered
+		// them from the write-ahead logs (this gateway's among them).
+		// What the segments hold is the partition; the rest of the tail
+		// is written by the next round.
+		if p.isDropped() {
+			glog.V(0).Infof("kafka partition %s/%d: offsets %d-%d are in segments already, written by the partition's next leader; left out of this tail", p.topic, p.index, first, covered.end-1)
+		} else {
+			glog.Errorf("kafka partition %s/%d: offsets %d-%d are in segments already, though this gateway leads the partition; left out of its tail", p.topic, p.index, first, covered.end-1)
+		}
+		p.trimTail(covered.end - 1)
+		return
+	case err != nil:
 		glog.Warningf("kafka partition %s/%d: writing offsets %d-%d to a segment: %v (tried again)", p.topic, p.index, first, last, err)
 		return
 	}
 	metrics.SegmentsWritten.Inc()
+	p.trimTail(last)
+}
+
+// trimTail takes the batches that begin at or before offset out of the
+// tail.
+func (p *partition) trimTail(offset int64) {
 	p.notifyMu.Lock()
+	defer p.notifyMu.Unlock()
 	n := 0
-	for n < len(p.tail) && p.tail[n].base <= batches[len(batches)-1].base {
+	for n < len(p.tail) && p.tail[n].base <= offset {
 		p.tailBytes -= len(p.tail[n].recs)
 		n++
 	}
 	p.tail = append(p.tail[:0:0], p.tail[n:]...)
-	p.notifyMu.Unlock()
 }
 
 // isDropped reports whether the partition left the client's map.
