@@ -328,7 +328,10 @@ func New(cfg Config) (_ *Node, err error) {
 	// The partitions' tails are written to segments once no request is
 	// in flight (the write-ahead log holds them anyway), before the
 	// partitions are handed over.
-	n.onClose("the partitions' tails", func() { n.client.FlushTails(2 * time.Second) })
+	n.onClose("the partitions' tails", func() {
+		n.client.FlushTails(2 * time.Second)
+		n.client.SaveProducers(2 * time.Second)
+	})
 	n.srv, err = gateway.NewServer(gateway.Options{
 		Config: protocol.Config{
 			NodeID:                n.self.NodeID,

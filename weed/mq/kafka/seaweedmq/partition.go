@@ -54,9 +54,6 @@ type partition struct {
 	// written from the tail as a segment, it would take their place.
 	released   bool
 	releasedAt time.Time
-	// saveOnRelease asks the flusher to save the released partition's
-	// producers before writing its tail; under notifyMu.
-	saveOnRelease bool
 	hw            int64         // end of the logged records, -1 if unknown
 	changed       chan struct{} // closed when hw moves; nil until someone waits
 	// pending are the batches given offsets and not yet in the
@@ -165,12 +162,14 @@ func (p *partition) release() {
 // Release implements cluster.Releaser: the partition is forgotten at once,
 // to be read afresh if this gateway leads it again, and what the log takes
 // for it from now on is not shown (see released). In the background
-// (tail.go), its producers' state is saved and its tail goes to a segment
-// all the same: the next leader recovers the same records from the
-// write-ahead log, but a partition nobody uses again would otherwise keep
-// this gateway's log files from being trimmed. Fetches waiting on it wake
-// up. It does no I/O: the partitions a gateway loses at once (cut off from
-// the filer, it loses all) are all released within moments.
+// (tail.go), its tail goes to a segment all the same, after
+// releasedTailWait, unless the next leader's recovery wrote those offsets
+// first (it recovers the same records from the write-ahead log): a
+// partition nobody uses again would otherwise keep this gateway's log
+// files from being trimmed. Its producers' state is not saved (see
+// saveProducers). Fetches waiting on it wake up. It does no I/O: the
+// partitions a gateway loses at once (cut off from the filer, it loses
+// all) are all released within moments.
 func (c *Client) Release(topic string, index int32) {
 	k := partKey{topic, index}
 	c.parts.mu.Lock()
@@ -233,6 +232,21 @@ func (p *partition) advanceLocked(hw int64) {
 	}
 }
 
+// leads reports whether this gateway leads the partition in the term it
+// opened it in (always, without terms, or if it opened it with none).
+func (p *partition) leads() bool {
+	if p.c == nil || p.c.opts.Term == nil {
+		return true
+	}
+	p.writeMu.Lock()
+	term := p.term
+	p.writeMu.Unlock()
+	p.notifyMu.Lock()
+	released := p.released
+	p.notifyMu.Unlock()
+	return !released && (term == 0 || p.c.opts.Term(p.topic, p.index) == term)
+}
+
 // knownHW is the highest high watermark seen, or -1.
 func (p *partition) knownHW() int64 {
 	p.notifyMu.Lock()
@@ -280,6 +294,7 @@ func (c *Client) assignment(ctx context.Context, topic string, index int32) (*mq
 
 // pendingBatch is a batch given offsets and waiting for the write-ahead log.
 type pendingBatch struct {
+	term    int64 // the partition's when it was given its offsets
 	base    int64
 	n       int
 	recs    []byte // the records in log form (wal_format.go)

@@ -275,6 +275,12 @@ func (c *Client) loadProducers(ctx context.Context, p *partition) error {
 		if err := json.Unmarshal(data, &saved); err != nil {
 			return fmt.Errorf("producer state of %s/%d: %w", p.topic, p.index, err)
 		}
+		// Claimed: written back as read, so that a gateway that led the
+		// partition before and does not know it lost it yet cannot save
+		// over it any more (its version is gone).
+		if ps.version, err = c.saveProducerState(ctx, p, saved, version); err != nil {
+			return fmt.Errorf("claiming the producer state of %s/%d: %w", p.topic, p.index, err)
+		}
 	}
 	for id, sp := range saved.Producers {
 		pid, err := strconv.ParseInt(id, 10, 64)
@@ -477,7 +483,16 @@ func (p *partition) snapshotProducers() (savedProducers, bool) {
 
 // saveProducers saves the partition's producer state if it changed and was
 // not saved for a while (always if force).
+//
+// Only the partition's leader saves, in the term it read the state in: a
+// gateway deposed while it was paused or cut off may hold batches its
+// successor gave other offsets (logged once it came back), and a state
+// saved from them would have every later leader skip the successor's
+// records (their transactions' beginnings, their producers' sequences).
 func (c *Client) saveProducers(p *partition, force bool) {
+	if !p.leads() {
+		return
+	}
 	p.writeMu.Lock()
 	if !force && time.Since(p.producers.saved) < saveProducersEvery {
 		p.writeMu.Unlock()

@@ -195,3 +195,31 @@ func TestReloadKeepsBatchesInFlight(t *testing.T) {
 		t.Fatalf("%d batches, want the stored two", n)
 	}
 }
+
+// A gateway that no longer leads a partition in the term it read its
+// producer state in saves none: not on release, not at its next round
+// once back from a pause. Found by TestFaults (a leader paused, resumed,
+// and saved what it held after its successor had written other records at
+// its last offsets; every later leader skipped them, and an aborted
+// transaction's records were read).
+func TestDeposedLeaderSavesNoProducerState(t *testing.T) {
+	term := int64(9)
+	c := &Client{opts: Options{Term: func(string, int32) int64 { return term }}}
+	p := &partition{c: c, topic: "t", term: 7, hw: 10}
+	p.producers = producerState{m: map[int64]*producerEntry{}, ongoing: map[int64]int64{}, loaded: true}
+	p.producers.add(&record.ProducerBatch{ID: 3, FirstSeq: 0, LastSeq: 0}, nil, 9, 9)
+	p.producers.dirty.Store(true)
+	c.saveProducers(p, true)
+	if !p.producers.saved.IsZero() || !p.producers.dirty.Load() {
+		t.Fatal("a partition led in another term now: its producer state was taken to be saved")
+	}
+	term = 7
+	p.release()
+	c.saveProducers(p, true)
+	if !p.producers.saved.IsZero() {
+		t.Fatal("a released partition: its producer state was taken to be saved")
+	}
+	if p2 := (&partition{c: c, term: 7}); !p2.leads() {
+		t.Fatal("a partition led in its term: not led")
+	}
+}

@@ -62,12 +62,9 @@ type flusher struct {
 	orphans []*partition // released with a tail: written, then forgotten
 }
 
-// adopt takes a partition this gateway no longer holds: the next round
-// saves its producers' state and writes its tail.
+// adopt takes a partition this gateway no longer holds: a round writes its
+// tail (its producers' state is not saved: see saveProducers).
 func (f *flusher) adopt(p *partition) {
-	p.notifyMu.Lock()
-	p.saveOnRelease = true
-	p.notifyMu.Unlock()
 	f.mu.Lock()
 	f.orphans = append(f.orphans, p)
 	f.mu.Unlock()
@@ -75,11 +72,10 @@ func (f *flusher) adopt(p *partition) {
 }
 
 // requeue keeps a released partition for the next round if its tail still
-// holds batches (a write that failed is tried again a round later) or its
-// producers are still to be saved.
+// holds batches (a write that failed is tried again a round later).
 func (f *flusher) requeue(p *partition) bool {
 	p.notifyMu.Lock()
-	has := len(p.tail) > 0 || p.saveOnRelease
+	has := len(p.tail) > 0
 	p.notifyMu.Unlock()
 	if !has {
 		return false
@@ -132,8 +128,6 @@ func (f *flusher) round(now time.Time, force bool) {
 			p.flushing = true
 			p.flushes.Add(1)
 		}
-		save := p.saveOnRelease && !busy
-		p.saveOnRelease = p.saveOnRelease && busy
 		write := force || now.Sub(p.releasedAt) >= releasedTailWait
 		p.notifyMu.Unlock()
 		if busy {
@@ -144,9 +138,6 @@ func (f *flusher) round(now time.Time, force bool) {
 		f.group.Add(1)
 		go func() {
 			defer func() { <-f.sem; f.group.Done() }()
-			if save {
-				f.c.saveProducers(p, true)
-			}
 			if write {
 				guard.Run("TailFlush", func() { f.c.flushTail(p) }) //nolint:errcheck // logged and counted
 			} else {
@@ -211,6 +202,12 @@ func (f *flusher) flushAll(timeout time.Duration) {
 // timeout, so that the next gateway to lead them has nothing to recover:
 // for a gateway about to stop, once it takes no more requests.
 func (c *Client) FlushTails(timeout time.Duration) { c.flusher.flushAll(timeout) }
+
+// SaveProducers saves the producer state of every partition this gateway
+// leads, for at most timeout, so that the next gateway to lead them reads
+// few records to rebuild it: for a gateway about to stop, while it still
+// leads them (saves stop with the leadership, see saveProducers).
+func (c *Client) SaveProducers(timeout time.Duration) { c.parts.saveAll(timeout) }
 
 // flushTail writes the partition's tail, as it is now, as a log segment and
 // then takes it out of the tail.

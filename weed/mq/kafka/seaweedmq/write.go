@@ -9,6 +9,7 @@ package seaweedmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -167,8 +168,13 @@ func (p *partition) writeBatch(batch []byte, n int, durable bool) *storage.Appen
 	return p.log(b)
 }
 
+// errTermEnded fails a batch logged after the term it was given its
+// offsets in had ended (see logged).
+var errTermEnded = errors.New("logged after this gateway's term over the partition ended")
+
 // log hands a batch with its offsets to the write-ahead log.
 func (p *partition) log(b *pendingBatch) *storage.Appended {
+	b.term = p.term
 	p.next += int64(b.n)
 	p.notifyMu.Lock()
 	p.pending = append(p.pending, b)
@@ -185,7 +191,17 @@ func (p *partition) log(b *pendingBatch) *storage.Appended {
 // readers see them (Kafka's high watermark); a batch the log could not take
 // (it is closing) leaves its offsets to recovery, which the partition
 // needs again.
+//
+// A batch logged once the term it was given its offsets in had ended,
+// before this gateway learned it (it was paused, or cut off, while the
+// log's commit waited), fails as one the log refused: its successor,
+// which recovered before the batch was logged, may have given its offsets
+// to other records. The partition is recovered again before its next use.
 func (p *partition) logged(b *pendingBatch, err error) {
+	cur := int64(-1)
+	if p.c != nil && p.c.opts.Term != nil {
+		cur = p.c.opts.Term(p.topic, p.index)
+	}
 	p.notifyMu.Lock()
 	b.done, b.err = true, err
 	var answer []*pendingBatch
@@ -194,6 +210,9 @@ func (p *partition) logged(b *pendingBatch, err error) {
 		h := p.pending[0]
 		p.pending[0] = nil
 		p.pending = p.pending[1:]
+		if h.err == nil && !failed && !p.released && h.term != 0 && cur >= 0 && cur != h.term {
+			h.err = errTermEnded
+		}
 		if h.err != nil || failed {
 			// Every batch after one the log refused fails with it:
 			// a producer's batches are answered in their order.
