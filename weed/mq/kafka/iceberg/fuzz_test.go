@@ -33,12 +33,14 @@ func FuzzValue(f *testing.F) {
 		1: `{"type":"record","name":"Trade","fields":[{"name":"symbol","type":"string"},{"name":"qty","type":"int"},{"name":"tags","type":{"type":"array","items":"string"}},{"name":"venue","type":["null",{"type":"record","name":"Venue","fields":[{"name":"mic","type":"string"}]}]},{"name":"d","type":{"type":"bytes","logicalType":"decimal","precision":9,"scale":2}}]}`,
 		4: compileProto(f, orderProto),
 		6: js,
+		7: compileJSON(f, "combined.json", combinedJSON),
 	}
 	var h sr.ConfluentHeader
 	proto, _ := h.AppendEncode(nil, 4, []int{1})
 	f.Add([]byte{0, 0, 0, 0, 1, 2, 'A', 2, 2, 'x', 0, 0, 2, 0x04, 0xd2})
 	f.Add(append(proto, 0x0a, 0x03, 'o', '-', '1', 0x10, 0x05, 0x2a, 0x01, 't'))
 	f.Add(append([]byte{0, 0, 0, 0, 6}, `{"sensor":"s","count":1,"at":"2024-01-02T03:04:05Z","tags":["a"],"attrs":{"k":1},"ref":{"x":2}}`...))
+	f.Add(append([]byte{0, 0, 0, 0, 7}, `{"name":"a","id":3,"size":"XL","shape":{"side":2},"same":"ab"}`...))
 	f.Add([]byte{0, 0, 0, 0, 4, 0x02, 0x04})
 	f.Add([]byte{0, 0, 0, 0, 9})
 	f.Fuzz(func(t *testing.T, value []byte) {

@@ -783,3 +783,79 @@ func TestValueJSON(t *testing.T) {
 		t.Fatalf("dead letters %v", dlq)
 	}
 }
+
+// combinedJSON combines schemas with allOf, oneOf and anyOf.
+const combinedJSON = `{"type": "object",
+  "allOf": [{"$ref": "#/definitions/Base"}, {"properties": {"extra": {"type": "boolean"}, "id": {"type": "integer"}}}],
+  "properties": {
+    "id": {"type": "string"},
+    "size": {"oneOf": [{"type": "integer"}, {"type": "string"}]},
+    "shape": {"anyOf": [{"$ref": "#/definitions/Circle"}, {"$ref": "#/definitions/Square"}]},
+    "same": {"oneOf": [{"type": "string", "maxLength": 2}, {"type": "string", "minLength": 5}]}},
+  "definitions": {
+    "Base": {"type": "object", "properties": {"name": {"type": "string"}}},
+    "Circle": {"type": "object", "properties": {"r": {"type": "number"}}},
+    "Square": {"type": "object", "properties": {"side": {"type": "number"}, "rotated": {"type": "boolean"}}}}}`
+
+// compileJSON compiles a JSON Schema as the registry does.
+func compileJSON(t testing.TB, name, src string) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft7)
+	if err := c.AddResource("https://schemas.invalid/"+name, doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("https://schemas.invalid/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch
+}
+
+// JSON Schema combinations: an allOf of objects is one object of all their
+// properties (one two members type differently is its JSON text); a oneOf
+// or anyOf of schemas of different types is a struct with a field per
+// schema, the value in its JSON type's (of two objects, the one whose
+// properties it has); one of two schemas of one type is its JSON text.
+func TestValueJSONCombinations(t *testing.T) {
+	sch := compileJSON(t, "combined.json", combinedJSON)
+	frame := func(v string) []byte { return append([]byte{0, 0, 0, 0, 6}, v...) }
+	recs := []Record{
+		{Offset: 0, Record: record.Record{Value: frame(`{"name": "a", "extra": true, "id": "x1", "size": 3, "shape": {"r": 1.5}, "same": "ab"}`)}},
+		{Offset: 1, Record: record.Record{Value: frame(`{"name": "b", "size": "XL", "shape": {"side": 2, "rotated": false}, "id": 7}`)}},
+	}
+	cat := &memCatalog{}
+	tables := New(Options{Source: &memSource{parts: map[int32][]Record{0: recs}}, Catalog: cat, Schemas: memSchemas{6: sch}})
+	tp := Topic{Name: "shapes", Partitions: 1, Configs: map[string]string{ConfigMode: ModeValueSchemaIDPrefix}}
+	if _, err := tables.Commit(context.Background(), tp, []int32{0}); err != nil {
+		t.Fatal(err)
+	}
+	main := cat.table("shapes")
+	if main == nil || len(main.rows) != 2 {
+		t.Fatalf("rows %v, dead letters %v", main, cat.table("shapes_dlq"))
+	}
+	for col, typ := range map[string]iceberg.Type{"name": iceberg.PrimitiveTypes.String, "extra": iceberg.PrimitiveTypes.Bool,
+		"id": iceberg.PrimitiveTypes.String, "size.member0": iceberg.PrimitiveTypes.Int64, "size.member1": iceberg.PrimitiveTypes.String,
+		"shape.member0.r": iceberg.PrimitiveTypes.Float64, "shape.member1.side": iceberg.PrimitiveTypes.Float64,
+		"shape.member1.rotated": iceberg.PrimitiveTypes.Bool, "same": iceberg.PrimitiveTypes.String} {
+		if f, ok := main.schema.FindFieldByName(col); !ok || !f.Type.Equals(typ) || f.Required {
+			t.Errorf("column %s: %v, want optional %v", col, f, typ)
+		}
+	}
+	want := []map[string]string{
+		{"name": "a", "extra": "true", "id": `"x1"`, "size.member0": "3", "size.member1": "<nil>", "shape.member0": "map[r:1.5]", "shape.member1": "<nil>", "same": `"ab"`},
+		{"name": "b", "extra": "<nil>", "id": "7", "size.member0": "<nil>", "size.member1": "XL", "shape.member0": "<nil>",
+			"shape.member1": "map[rotated:false side:2]", "same": "<nil>"},
+	}
+	for i, w := range want {
+		for col, v := range w {
+			if got := fmt.Sprint(main.rows[i][col]); got != v {
+				t.Errorf("row %d, %s: %s, want %s", i, col, got, v)
+			}
+		}
+	}
+}

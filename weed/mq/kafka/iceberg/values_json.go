@@ -24,11 +24,14 @@ const jsonNameProp = "json.name"
 // its properties the fields (in the order of their names, each optional):
 // string (date-time: a timestamp, date: a date), integer (long), number
 // (double), boolean, array (of its items), object (a record of its
-// properties, else a map of its additionalProperties' schema), a type
-// and null (that type), and anything else (several types, none,
-// combinations) as a string holding the value's JSON text. A property
-// whose name is no Avro name is the field of that name with each other
-// character _, unless two properties make one name.
+// properties, with those of each allOf member, else a map of its
+// additionalProperties' schema), a type and null (that type), oneOf or
+// anyOf of several schemas of different types (an Avro union of them,
+// which the table holds as a struct with a field per member), and
+// anything else (several types, none, a property two allOf members give
+// different schemas) as a string holding the value's JSON text. A
+// property whose name is no Avro name is the field of that name with each
+// other character _, unless two properties make one name.
 func jsonRecord(s *jsonschema.Schema) (*avro.RecordSchema, error) {
 	j := &jsonConv{visiting: map[*jsonschema.Schema]bool{}}
 	t, err := j.object(s)
@@ -47,15 +50,20 @@ type jsonConv struct {
 	records  int
 }
 
-// resolve follows $ref (and a lone allOf) to the schema that says what
-// a value is.
+// resolve follows $ref (and a lone allOf, oneOf or anyOf) to the schema
+// that says what a value is.
 func resolveJSON(s *jsonschema.Schema) *jsonschema.Schema {
 	for s != nil {
+		lone := s.Types == nil && s.Properties == nil
 		switch {
 		case s.Ref != nil:
 			s = s.Ref
-		case len(s.AllOf) == 1 && s.Types == nil && s.Properties == nil:
+		case lone && len(s.AllOf) == 1 && s.OneOf == nil && s.AnyOf == nil:
 			s = s.AllOf[0]
+		case lone && len(s.OneOf) == 1 && s.AllOf == nil && s.AnyOf == nil:
+			s = s.OneOf[0]
+		case lone && len(s.AnyOf) == 1 && s.AllOf == nil && s.OneOf == nil:
+			s = s.AnyOf[0]
 		default:
 			return s
 		}
@@ -65,12 +73,40 @@ func resolveJSON(s *jsonschema.Schema) *jsonschema.Schema {
 
 func jsonTypes(s *jsonschema.Schema) []string {
 	if s.Types == nil {
-		if s.Properties != nil {
+		if len(objectProperties(s)) > 0 {
 			return []string{"object"}
 		}
 		return nil
 	}
 	return slices.DeleteFunc(s.Types.ToStrings(), func(t string) bool { return t == "null" })
+}
+
+// objectProperties are an object schema's properties and those of its
+// allOf members (an object made of several, as schemas that extend one
+// another are written); a property two of them give different schemas
+// is nil: its JSON text.
+func objectProperties(s *jsonschema.Schema) map[string]*jsonschema.Schema {
+	props := map[string]*jsonschema.Schema{}
+	seen := map[*jsonschema.Schema]bool{}
+	var add func(s *jsonschema.Schema)
+	add = func(s *jsonschema.Schema) {
+		s = resolveJSON(s)
+		if s == nil || seen[s] {
+			return
+		}
+		seen[s] = true
+		for n, p := range s.Properties {
+			if old, ok := props[n]; ok && resolveJSON(old) != resolveJSON(p) {
+				p = nil
+			}
+			props[n] = p
+		}
+		for _, m := range s.AllOf {
+			add(m)
+		}
+	}
+	add(s)
+	return props
 }
 
 func (j *jsonConv) object(s *jsonschema.Schema) (avro.Schema, error) {
@@ -80,7 +116,8 @@ func (j *jsonConv) object(s *jsonschema.Schema) (avro.Schema, error) {
 	}
 	j.visiting[s] = true
 	defer delete(j.visiting, s)
-	if len(s.Properties) == 0 {
+	props := objectProperties(s)
+	if len(props) == 0 {
 		if extra, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
 			v, err := j.value(extra)
 			if err != nil {
@@ -91,7 +128,7 @@ func (j *jsonConv) object(s *jsonschema.Schema) (avro.Schema, error) {
 		return jsonText(), nil
 	}
 	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range s.Properties {
+		for n := range props {
 			if !yield(n) {
 				return
 			}
@@ -100,11 +137,14 @@ func (j *jsonConv) object(s *jsonschema.Schema) (avro.Schema, error) {
 	fields := make([]*avro.Field, 0, len(names))
 	taken := map[string]string{}
 	for _, n := range names {
-		v, err := j.value(s.Properties[n])
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", n, err)
+		v := jsonText()
+		if props[n] != nil {
+			var err error
+			if v, err = j.value(props[n]); err != nil {
+				return nil, fmt.Errorf("%s: %w", n, err)
+			}
 		}
-		opt, err := avro.NewUnionSchema([]avro.Schema{avro.NewNullSchema(), v})
+		opt, err := optional(v)
 		if err != nil {
 			return nil, err
 		}
@@ -127,8 +167,47 @@ func (j *jsonConv) object(s *jsonschema.Schema) (avro.Schema, error) {
 	return avro.NewRecordSchema("r"+strconv.Itoa(j.records), "json", fields) // a full name no field of one property has
 }
 
+// optional is a property's type: null or its own (a union's members).
+func optional(v avro.Schema) (avro.Schema, error) {
+	members := []avro.Schema{avro.NewNullSchema(), v}
+	if u, ok := v.(*avro.UnionSchema); ok {
+		members = append([]avro.Schema{avro.NewNullSchema()}, unionMembers(u)...)
+	}
+	return avro.NewUnionSchema(members)
+}
+
+// choice is the union of a oneOf's or anyOf's schemas, each taken as a
+// property's type would be; JSON text if two are of one type (Avro allows
+// one member per type, or per record name) or one is itself a union.
+func (j *jsonConv) choice(options []*jsonschema.Schema) (avro.Schema, error) {
+	members := make([]avro.Schema, 0, len(options))
+	for _, o := range options {
+		v, err := j.value(o)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := v.(*avro.UnionSchema); ok || isJSONText(v) {
+			return jsonText(), nil
+		}
+		members = append(members, v)
+	}
+	u, err := avro.NewUnionSchema(members)
+	if err != nil {
+		return jsonText(), nil
+	}
+	return u, nil
+}
+
 func (j *jsonConv) value(s *jsonschema.Schema) (avro.Schema, error) {
 	s = resolveJSON(s)
+	if s.Types == nil && s.Properties == nil && s.AllOf == nil {
+		switch {
+		case len(s.OneOf) > 1 && s.AnyOf == nil:
+			return j.choice(s.OneOf)
+		case len(s.AnyOf) > 1 && s.OneOf == nil:
+			return j.choice(s.AnyOf)
+		}
+	}
 	types := jsonTypes(s)
 	if len(types) == 0 && s.Enum != nil {
 		strs := true
@@ -238,7 +317,10 @@ func jsonValue(s avro.Schema, v any) (any, error) {
 	bad := func() (any, error) { return nil, fmt.Errorf("a JSON %T where the schema says %s", v, s.Type()) }
 	switch s := s.(type) {
 	case *avro.UnionSchema:
-		return jsonValue(nonNull(s), v)
+		if one := nonNull(s); one != nil {
+			return jsonValue(one, v)
+		}
+		return jsonChoiceValue(s, v)
 	case *avro.RecordSchema:
 		obj, ok := v.(map[string]any)
 		if !ok {
@@ -322,4 +404,46 @@ func jsonValue(s avro.Schema, v any) (any, error) {
 		}
 	}
 	return bad()
+}
+
+// jsonChoiceValue is a value of a oneOf's or anyOf's union as hamba
+// decodes one: bare if every member is a type of its own in Go, else
+// keyed by the member's name. The value is its JSON type's member; of
+// several object members, the one it has the most properties of (the
+// first of those).
+func jsonChoiceValue(u *avro.UnionSchema, v any) (any, error) {
+	best, bestScore := -1, -1
+	var bestValue any
+	for i, m := range unionMembers(u) {
+		x, err := jsonValue(m, v)
+		if err != nil {
+			continue
+		}
+		score := 0
+		if rs, ok := m.(*avro.RecordSchema); ok {
+			obj, _ := v.(map[string]any)
+			for _, f := range rs.Fields() {
+				name := f.Name()
+				if n, ok := f.Prop(jsonNameProp).(string); ok {
+					name = n
+				}
+				if _, ok := obj[name]; ok {
+					score++
+				}
+			}
+		}
+		if score > bestScore {
+			best, bestScore, bestValue = i, score, x
+		}
+	}
+	if best < 0 {
+		return nil, fmt.Errorf("a JSON %T of none of the types of %s", v, u)
+	}
+	m := unionMembers(u)[best]
+	for _, t := range unionMembers(u) {
+		if _, err := avroDecoding.TypeOf(unionName(t)); err != nil {
+			return map[string]any{unionName(m): bestValue}, nil
+		}
+	}
+	return bestValue, nil
 }
