@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -220,6 +221,29 @@ func unionMembers(u *avro.UnionSchema) []avro.Schema {
 	return out
 }
 
+// bareUnions caches bareUnion's answers, by union: the decoding resolver
+// is asked once per union, not per value. Unions live as long as the
+// schemas they are part of, cached per schema id.
+var bareUnions sync.Map // *avro.UnionSchema -> bool
+
+// bareUnion reports whether hamba decodes the union's values bare (every
+// member a Go type of its own in the resolver) rather than keyed by their
+// member's name.
+func bareUnion(u *avro.UnionSchema) bool {
+	if b, ok := bareUnions.Load(u); ok {
+		return b.(bool)
+	}
+	bare := true
+	for _, m := range unionMembers(u) {
+		if _, err := avroDecoding.TypeOf(unionName(m)); err != nil {
+			bare = false
+			break
+		}
+	}
+	bareUnions.Store(u, bare)
+	return bare
+}
+
 // unionField is the name of the struct field of a union's i-th member
 // (null not counted).
 func unionField(i int) string { return "member" + strconv.Itoa(i) }
@@ -399,14 +423,7 @@ func appendUnion(b array.Builder, u *avro.UnionSchema, v any) error {
 // types), else wrapped in a map of the member's name.
 func unionBranch(u *avro.UnionSchema, v any) (int, any, error) {
 	ms := unionMembers(u)
-	bare := true
-	for _, m := range ms {
-		if _, err := avroDecoding.TypeOf(unionName(m)); err != nil {
-			bare = false
-			break
-		}
-	}
-	if !bare {
+	if !bareUnion(u) {
 		m, ok := v.(map[string]any)
 		if !ok || len(m) != 1 {
 			return -1, nil, fmt.Errorf("a union value decoded as %T", v)

@@ -439,11 +439,8 @@ func jsonChoiceValue(u *avro.UnionSchema, v any) (any, error) {
 	if best < 0 {
 		return nil, fmt.Errorf("a JSON %T of none of the types of %s", v, u)
 	}
-	m := unionMembers(u)[best]
-	for _, t := range unionMembers(u) {
-		if _, err := avroDecoding.TypeOf(unionName(t)); err != nil {
-			return map[string]any{unionName(m): bestValue}, nil
-		}
+	if !bareUnion(u) {
+		return map[string]any{unionName(unionMembers(u)[best]): bestValue}, nil
 	}
 	return bestValue, nil
 }
