@@ -2,11 +2,9 @@ package iceberg
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
@@ -16,23 +14,10 @@ import (
 // each a row or a dead letter with why, never a panic, and a commit made
 // of them.
 func FuzzValue(f *testing.F) {
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(readingJSON))
-	if err != nil {
-		f.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft7)
-	if err := c.AddResource("https://schemas.invalid/reading.json", doc); err != nil {
-		f.Fatal(err)
-	}
-	js, err := c.Compile("https://schemas.invalid/reading.json")
-	if err != nil {
-		f.Fatal(err)
-	}
 	schemas := memSchemas{
 		1: `{"type":"record","name":"Trade","fields":[{"name":"symbol","type":"string"},{"name":"qty","type":"int"},{"name":"tags","type":{"type":"array","items":"string"}},{"name":"venue","type":["null",{"type":"record","name":"Venue","fields":[{"name":"mic","type":"string"}]}]},{"name":"d","type":{"type":"bytes","logicalType":"decimal","precision":9,"scale":2}}]}`,
 		4: compileProto(f, orderProto),
-		6: js,
+		6: compileJSON(f, "reading.json", readingJSON),
 		7: compileJSON(f, "combined.json", combinedJSON),
 	}
 	var h sr.ConfluentHeader

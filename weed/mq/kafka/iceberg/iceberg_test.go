@@ -723,19 +723,7 @@ const readingJSON = `{"type": "object",
 // value of no one type as its JSON text); a value of another type than
 // its schema's, and text that is no JSON, dead letters.
 func TestValueJSON(t *testing.T) {
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(readingJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft7) // as the registry compiles
-	if err := c.AddResource("https://schemas.invalid/reading.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	sch, err := c.Compile("https://schemas.invalid/reading.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sch := compileJSON(t, "reading.json", readingJSON)
 	frame := func(v string) []byte { return append([]byte{0, 0, 0, 0, 6}, v...) }
 	recs := []Record{
 		{Offset: 0, Record: record.Record{Value: frame(`{"sensor": "s1", "value": 21.5, "count": 3, "ok": true, "at": "2024-01-02T03:04:05.000006Z",
