@@ -54,8 +54,8 @@ type partition struct {
 	// written from the tail as a segment, it would take their place.
 	released   bool
 	releasedAt time.Time
-	hw            int64         // end of the logged records, -1 if unknown
-	changed       chan struct{} // closed when hw moves; nil until someone waits
+	hw         int64         // end of the logged records, -1 if unknown
+	changed    chan struct{} // closed when hw moves; nil until someone waits
 	// pending are the batches given offsets and not yet in the
 	// write-ahead log, in offset order; tail the logged batches not yet
 	// in a segment, in offset order.
