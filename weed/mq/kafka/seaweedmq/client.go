@@ -71,6 +71,11 @@ type Client struct {
 	parts  partitions
 	segs   segmentStore
 	pids   producerIDs
+	// segWrites makes the last check and the entry's update of a
+	// segment write one step among this gateway's writes to a
+	// partition's directory (a released partition's tail, the
+	// recovery of its next term), by the directory's hash.
+	segWrites [64]sync.Mutex
 
 	wal       *wal.Log
 	walReader *wal.Reader

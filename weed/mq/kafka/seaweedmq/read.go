@@ -60,6 +60,31 @@ func (c *Client) readRaw(ctx context.Context, p *partition, offset int64, maxByt
 			return out, offs, nil
 		}
 	}
+	if len(tail) > 0 && tail[0].base > offset {
+		// Between the segments as listed and the tail: a segment
+		// written since the listing (a recovery, a released tail). The
+		// segments are listed again; records past the offset asked for
+		// are never served in its place (a reader would skip those
+		// between), nothing is until it is found.
+		c.segs.drop(p.dir)
+		if st, err = c.flushed(ctx, p.dir, true); err != nil {
+			return nil, storage.Offsets{}, err
+		}
+		offs.HighWatermark = max(st.end, hw)
+		if offset < st.end {
+			entries, err := c.readFlushed(ctx, st, offset, maxBytes)
+			if err != nil {
+				return nil, storage.Offsets{}, err
+			}
+			out := make([]logentry.Raw, len(entries))
+			for i, e := range entries {
+				out[i] = logentry.FromLogEntry(e)
+			}
+			return out, offs, nil
+		}
+		glog.V(1).Infof("kafka partition %s/%d: offset %d is in no segment, and the tail begins at %d", p.topic, p.index, offset, tail[0].base)
+		return nil, offs, nil
+	}
 	var out []logentry.Raw
 	size := 0
 	for _, b := range tail {

@@ -14,6 +14,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"time"
 
@@ -145,17 +146,16 @@ func (e *coveredError) Error() string {
 // segment of that name exists it is appended to, as the broker does. The
 // partition's listing is read again before it returns, so that reads find
 // the records there.
+//
+// The upload can take long (the filer retries the assignment of a volume
+// while none answers), and another write may land meanwhile (the next
+// leader's recovery, while a released tail waited): whether the segments
+// hold the offsets is checked again once the bytes are uploaded, together
+// with the entry's update, under this gateway's lock of the directory.
 func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, first, last, lastTs int64) error {
-	st, err := c.flushed(ctx, dir, true)
+	planned, err := c.segmentName(ctx, dir, first, lastTs)
 	if err != nil {
 		return err
-	}
-	if st.end > first {
-		return &coveredError{end: st.end}
-	}
-	name := time.Unix(0, lastTs).UTC().Format(topic.TIME_FORMAT)
-	if n := len(st.listing.segs); n > 0 && st.listing.segs[n-1].entry.Name > name {
-		name = st.listing.segs[n-1].entry.Name
 	}
 	uploader, err := operation.NewUploader()
 	if err != nil {
@@ -164,10 +164,17 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 	fid, res, err, _ := uploader.UploadWithRetry(filerClient{c}, &filer_pb.AssignVolumeRequest{
 		Count:      1,
 		Collection: "topics",
-		Path:       dir + "/" + name,
+		Path:       dir + "/" + planned,
 	}, &operation.UploadOption{MimeType: segmentMimeType}, util.NewBytesReader(buf))
 	if err != nil {
 		return fmt.Errorf("%w: upload a segment: %v", ErrUnavailable, err)
+	}
+	lock := &c.segWrites[fnv32(dir)%uint32(len(c.segWrites))]
+	lock.Lock()
+	defer lock.Unlock()
+	name, err := c.segmentName(ctx, dir, first, lastTs)
+	if err != nil {
+		return err
 	}
 	err = c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		resp, err := filer_pb.LookupEntry(ctx, fc, &filer_pb.LookupDirectoryEntryRequest{Directory: dir, Name: name})
@@ -185,6 +192,9 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 			if entry.Extended == nil {
 				entry.Extended = map[string][]byte{}
 			}
+			if v := entry.Extended[mq.ExtendedAttrOffsetMax]; len(v) == 8 && int64(binary.BigEndian.Uint64(v)) >= first {
+				return &coveredError{end: int64(binary.BigEndian.Uint64(v)) + 1}
+			}
 		}
 		size := int64(filer.TotalSize(entry.Chunks))
 		entry.Chunks = append(entry.Chunks, res.ToPbFileChunk(fid, size, clock.Now().UnixNano()))
@@ -201,10 +211,16 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 		if err := filer_pb.CreateEntry(ctx, fc, &filer_pb.CreateEntryRequest{Directory: dir, Entry: entry}); err != nil {
 			return err
 		}
-		// Its end is known: the listing that follows need not read it.
-		c.segs.knowEnd(segment{entry: entry}.key(dir), last+1)
+		// Its end is known (its offset_max, this segment's last offset
+		// or, appended to, the file's before): the listing that follows
+		// need not read it.
+		c.segs.knowEnd(segment{entry: entry}.key(dir), int64(binary.BigEndian.Uint64(entry.Extended[mq.ExtendedAttrOffsetMax]))+1)
 		return nil
 	})
+	var covered *coveredError
+	if errors.As(err, &covered) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("%w: save a segment: %v", ErrUnavailable, err)
 	}
@@ -212,6 +228,31 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 		return err
 	}
 	return nil
+}
+
+// segmentName is the name of a segment of offsets from first on whose
+// last record has time lastTs: its time's, or the newest segment's if
+// that sorts after it. A coveredError if the segments hold first already.
+func (c *Client) segmentName(ctx context.Context, dir string, first, lastTs int64) (string, error) {
+	st, err := c.flushed(ctx, dir, true)
+	if err != nil {
+		return "", err
+	}
+	if st.end > first {
+		return "", &coveredError{end: st.end}
+	}
+	name := time.Unix(0, lastTs).UTC().Format(topic.TIME_FORMAT)
+	if n := len(st.listing.segs); n > 0 && st.listing.segs[n-1].entry.Name > name {
+		name = st.listing.segs[n-1].entry.Name
+	}
+	return name, nil
+}
+
+// fnv32 is the FNV-1a hash of s.
+func fnv32(s string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(s)) //nolint:errcheck // never fails
+	return h.Sum32()
 }
 
 // openPartition recovers the partition from the write-ahead logs and
