@@ -21,7 +21,8 @@
 //	   node                           a gateway put together: built, started, closed
 //	5  weed/command                   the weed subcommands: flags into node.Config
 //
-// The test-only stand-ins (filerfs/filerfstest, membership/membershiptest)
-// sit just above what they stand in for; the tests and tools (e2e, docker,
+// The test-only stand-ins (filerfs/filerfstest, membership/membershiptest,
+// storage/storagetest) sit just above what they stand in for, and only
+// tests import them; the tests and tools (e2e, docker,
 // scripts/registrycompat) above everything.
 package kafka

@@ -21,6 +21,7 @@ var layers = map[string]int{
 	"weed/mq/kafka/filerfs":                   0,
 	"weed/mq/kafka/membership/membershiptest": 5,
 	"weed/mq/kafka/filerfs/filerfstest":       5,
+	"weed/mq/kafka/storage/storagetest":       7,
 	"weed/mq/kafka/offset":                    10,
 	"weed/mq/kafka/seaweedmq/logentry":        10,
 	"weed/mq/kafka/seaweedmq/wal":             20,
@@ -87,6 +88,37 @@ func TestImportsFormLayers(t *testing.T) {
 	for pkg := range layers {
 		if !seen[pkg] {
 			t.Errorf("layer given to %s, which go list does not know", pkg)
+		}
+	}
+}
+
+// The test-only stand-ins (membershiptest, filerfstest, storagetest) are
+// imported by tests only: what the gateway runs on is SeaweedFS, never an
+// in-memory stand-in.
+func TestStandInsOnlyInTests(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \",\"}}", module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	standIns := 0
+	for pkg := range layers {
+		if strings.HasSuffix(pkg, "test") {
+			standIns++
+		}
+	}
+	if standIns < 3 {
+		t.Fatalf("%d stand-in packages in the layers, want the 3 at least", standIns)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, "|")
+		pkg = strings.TrimPrefix(pkg, module)
+		if strings.HasSuffix(pkg, "test") {
+			continue // a stand-in may build on another
+		}
+		for _, imp := range strings.Split(imports, ",") {
+			if dep, ours := strings.CutPrefix(imp, module); ours && strings.HasSuffix(dep, "test") {
+				t.Errorf("%s imports the test stand-in %s outside its tests", pkg, dep)
+			}
 		}
 	}
 }

@@ -3,7 +3,6 @@ package membership
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"sync"
 	"testing"
@@ -17,20 +16,13 @@ import (
 // test's clock; down makes every call fail, as a filer cut off.
 type fakeFiler struct {
 	mu    sync.Mutex
-	now   func() time.Time
 	files *filerfstest.Files
-	locks map[string]fakeLock
-	seq   int
+	locks *filerfstest.Locks
 	down  map[string]bool // by lock owner prefix (gateway address)
 }
 
-type fakeLock struct {
-	owner, token string
-	until        time.Time
-}
-
 func newFakeFiler(now func() time.Time) *fakeFiler {
-	return &fakeFiler{now: now, files: filerfstest.New(), locks: map[string]fakeLock{}, down: map[string]bool{}}
+	return &fakeFiler{files: filerfstest.New(), locks: filerfstest.NewLocks(now), down: map[string]bool{}}
 }
 
 var errDown = errors.New("filer unreachable")
@@ -75,45 +67,25 @@ func (f filerFor) Remove(ctx context.Context, dir, name string) error {
 	return f.files.Remove(ctx, dir, name)
 }
 
-func (f filerFor) Lock(_ context.Context, name, owner, token string, ttl time.Duration) (string, error) {
+func (f filerFor) Lock(ctx context.Context, name, owner, token string, ttl time.Duration) (string, error) {
 	if f.cut() {
 		return "", errDown
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, held := f.locks[name]
-	if held && f.now().Before(l.until) && l.token != token {
-		return "", fmt.Errorf("lock %s held by %s", name, l.owner)
-	}
-	f.seq++
-	l = fakeLock{owner: owner, token: fmt.Sprint(f.seq), until: f.now().Add(ttl)}
-	f.locks[name] = l
-	return l.token, nil
+	return f.locks.Lock(ctx, name, owner, token, ttl)
 }
 
-func (f filerFor) Unlock(_ context.Context, name, token string) error {
+func (f filerFor) Unlock(ctx context.Context, name, token string) error {
 	if f.cut() {
 		return errDown
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.locks[name].token == token {
-		delete(f.locks, name)
-	}
-	return nil
+	return f.locks.Unlock(ctx, name, token)
 }
 
-func (f filerFor) LockOwner(_ context.Context, name string) (string, error) {
+func (f filerFor) LockOwner(ctx context.Context, name string) (string, error) {
 	if f.cut() {
 		return "", errDown
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l, held := f.locks[name]
-	if !held || !f.now().Before(l.until) {
-		return "", nil
-	}
-	return l.owner, nil
+	return f.locks.LockOwner(ctx, name)
 }
 
 type cluster struct {

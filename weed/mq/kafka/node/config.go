@@ -16,6 +16,10 @@ type Config struct {
 	// cluster's filer group.
 	Masters    string
 	FilerGroup string
+	// Storage is where the records and files are kept instead of the
+	// SeaweedMQ at Masters: the in-process tests' in-memory storage; nil
+	// (always, in the command) for SeaweedMQ.
+	Storage Storage
 
 	// Topics and requests.
 	DefaultPartitions   int

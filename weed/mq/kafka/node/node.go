@@ -21,6 +21,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/pb"
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/security"
 	"github.com/seaweedfs/seaweedfs/weed/util"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -61,8 +62,9 @@ type Node struct {
 	closed    chan struct{} // closed when Close is done
 	served    chan error    // the Kafka server's end
 
-	client        *seaweedmq.Client
-	backend       storage.Backend // instrumented, not leadership-checked
+	store         Storage
+	client        *seaweedmq.Client // the store, unless Config.Storage gave another
+	backend       storage.Backend   // instrumented, not leadership-checked
 	members       *membership.Membership
 	authz         *acl.Authorizer // nil without -authorizer.enabled
 	groups        *group.Coordinator
@@ -164,26 +166,31 @@ func New(cfg Config) (_ *Node, err error) {
 		}
 	}
 
-	n.client = seaweedmq.New(seaweedmq.Options{
-		Masters:    pb.ServerAddresses(cfg.Masters).ToAddresses(),
-		FilerGroup: cfg.FilerGroup,
-		DialOption: security.LoadClientTLS(util.GetViper(), "grpc.mq"),
-		// The write-ahead log is the node's: a restarted gateway trims
-		// what it left, and whoever takes its partitions reads it.
-		WALName: strconv.Itoa(int(n.self.NodeID)),
-	})
-	n.onClose("the SeaweedMQ client", n.client.Close)
+	if cfg.Storage != nil {
+		n.store = cfg.Storage
+	} else {
+		n.client = seaweedmq.New(seaweedmq.Options{
+			Masters:    pb.ServerAddresses(cfg.Masters).ToAddresses(),
+			FilerGroup: cfg.FilerGroup,
+			DialOption: security.LoadClientTLS(util.GetViper(), "grpc.mq"),
+			// The write-ahead log is the node's: a restarted gateway trims
+			// what it left, and whoever takes its partitions reads it.
+			WALName: strconv.Itoa(int(n.self.NodeID)),
+		})
+		n.store = n.client
+	}
+	n.onClose("the storage", n.store.Close)
 	// The handlers, groups and transactions reach SeaweedFS through
 	// wrappers that time every call for the metrics.
-	n.backend = cluster.Instrument(n.client)
-	files := cluster.InstrumentFiles(n.client)
+	n.backend = cluster.Instrument(n.store)
+	files := cluster.InstrumentFiles(n.store)
 
 	// The gateways of the cluster share its partitions, groups and
 	// transactional ids: this one serves only what it owns.
-	members := membership.New(membership.Options{Self: n.self, Filer: n.client})
+	members := membership.New(membership.Options{Self: n.self, Filer: n.store})
 	n.members = members
 	n.onClose("the membership", members.Close) // the others take over without waiting for the lock to expire
-	n.client.SetTerm(func(topic string, index int32) int64 {
+	n.store.SetTerm(func(topic string, index int32) int64 {
 		if term, ok := members.Serving(membership.PartitionKey(topic, index)); ok {
 			return term
 		}
@@ -203,9 +210,9 @@ func New(cfg Config) (_ *Node, err error) {
 	shareConfigs := share.NewConfigs(files, limits)
 	shares := share.NewStore(files, shareConfigs)
 	n.onClose("the share-partitions", shares.Close)
-	owned := cluster.NewOwned(n.backend, cluster.Releasers{n.client, shares}, members.Serving, members.Changed)
+	owned := cluster.NewOwned(n.backend, cluster.Releasers{n.store, shares}, members.Serving, members.Changed)
 	n.onClose("partition ownership", owned.Close)
-	if cfg.CleanerBackoffMs >= 0 {
+	if cfg.CleanerBackoffMs >= 0 && n.client != nil {
 		n.client.StartCleaner(seaweedmq.CleanerOptions{
 			Backoff: max(ms(cfg.CleanerBackoffMs), 100*time.Millisecond),
 			Leads: func(topic string, index int32) bool {
@@ -226,7 +233,7 @@ func New(cfg Config) (_ *Node, err error) {
 		ShareConfigs:              shareConfigs,
 		ShareStates:               shares,
 		ShareMaxSize:              cfg.ShareMaxSize,
-		Topics:                    protocol.GroupTopics(n.client),
+		Topics:                    protocol.GroupTopics(n.store),
 		ConsumerSessionTimeout:    ms(cfg.ConsumerSessionMs),
 		ConsumerHeartbeatInterval: ms(cfg.ConsumerHeartbeatMs),
 		ConsumerAssignors:         assignors,
@@ -272,7 +279,7 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 	peers := cluster.NewPeers(n.peerOpts)
 	n.onClose("the connections to other gateways", peers.Close)
-	forward := &cluster.Forwarder{Log: owned, Watermark: n.client.HighWatermark, Groups: n.groups, Members: members, Peers: peers}
+	forward := &cluster.Forwarder{Log: owned, Watermark: n.store.HighWatermark, Groups: n.groups, Members: members, Peers: peers}
 	n.txns = txn.New(txn.Options{Files: files, Log: forward, Groups: forward, Serving: serving(membership.TxnKey),
 		Changed: members.Changed, IDExpiration: retention(cfg.TxnIDExpirationMs, time.Millisecond)})
 	forward.Txns = n.txns
@@ -329,8 +336,8 @@ func New(cfg Config) (_ *Node, err error) {
 	// in flight (the write-ahead log holds them anyway), before the
 	// partitions are handed over.
 	n.onClose("the partitions' tails", func() {
-		n.client.FlushTails(2 * time.Second)
-		n.client.SaveProducers(2 * time.Second)
+		n.store.FlushTails(2 * time.Second)
+		n.store.SaveProducers(2 * time.Second)
 	})
 	n.srv, err = gateway.NewServer(gateway.Options{
 		Config: protocol.Config{
@@ -422,7 +429,7 @@ func (n *Node) listeners() ([]gateway.Listener, error) {
 // ready is the server's ClusterReady: SeaweedFS reached, and every part
 // that reads the filer at start has read it.
 func (n *Node) ready(ctx context.Context) error {
-	if err := n.client.Ready(ctx); err != nil {
+	if err := n.store.Ready(ctx); err != nil {
 		return err
 	}
 	if !n.usersCreated.Load() {
@@ -490,14 +497,21 @@ func (n *Node) Start() error {
 		n.onClose("the schema registry", schemas.Close)
 		schemasOf = schemas
 	}
-	tables, err := startIcebergTables(n.icebergOptions(), n.backend, n.client.WithFiler, n.members, schemasOf, time.Duration(n.cfg.IcebergMaintenanceMs)*time.Millisecond)
+	if n.client == nil && n.cfg.IcebergCatalog != "" {
+		return errors.New("the Iceberg tables need SeaweedFS: a catalog without SeaweedMQ as the storage")
+	}
+	var filer func(context.Context, func(filer_pb.SeaweedFilerClient) error) error
+	if n.client != nil {
+		filer = n.client.WithFiler
+	}
+	tables, err := startIcebergTables(n.icebergOptions(), n.backend, filer, n.members, schemasOf, time.Duration(n.cfg.IcebergMaintenanceMs)*time.Millisecond)
 	if err != nil {
 		return err
 	}
 	if tables != nil {
 		n.onClose("the Iceberg tables", tables.Close)
 	}
-	glog.V(0).Infof("kafka gateway: node %d listening on %s, serving SeaweedFS at masters %s", n.self.NodeID, n.srv.Listeners(), n.cfg.Masters)
+	glog.V(0).Infof("kafka gateway: node %d listening on %s, serving %s", n.self.NodeID, n.srv.Listeners(), n.storageName())
 	n.goLoop(n.watchCluster)
 	n.members.Start()
 	n.groups.Start()
@@ -520,6 +534,10 @@ func (n *Node) serveHTTP(what string, srv *http.Server, ln net.Listener) {
 		}
 	})
 }
+
+// Addr is the host:port this gateway gives clients for itself in
+// Metadata.
+func (n *Node) Addr() string { return n.self.Addr() }
 
 // Served is sent the Kafka server's end: an error if a listener failed,
 // nil once it was closed.
@@ -581,7 +599,7 @@ func (n *Node) createUsers() {
 func (n *Node) ensureIdentity() {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := n.identity.Ensure(ctx, cluster.InstrumentFiles(n.client), n.client, n.users, strconv.Itoa(int(n.self.NodeID)))
+		err := n.identity.Ensure(ctx, cluster.InstrumentFiles(n.store), n.store, n.users, strconv.Itoa(int(n.self.NodeID)))
 		cancel()
 		if err == nil {
 			n.identityRead.Store(true)
@@ -594,21 +612,29 @@ func (n *Node) ensureIdentity() {
 	}
 }
 
+// storageName names the storage in log lines.
+func (n *Node) storageName() string {
+	if n.client == nil {
+		return "the storage given in its Config"
+	}
+	return "the SeaweedFS cluster at masters " + n.cfg.Masters
+}
+
 // watchCluster logs when the SeaweedFS cluster becomes reachable and when
 // it is lost, so an operator sees why clients get retriable errors.
 func (n *Node) watchCluster() {
 	ready := false
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := n.client.Ready(ctx)
+		err := n.store.Ready(ctx)
 		cancel()
 		switch {
 		case err == nil && !ready:
-			glog.V(0).Infof("kafka gateway: SeaweedFS cluster at %s is ready", n.cfg.Masters)
+			glog.V(0).Infof("kafka gateway: %s is ready", n.storageName())
 		case err != nil && ready:
-			glog.Warningf("kafka gateway: SeaweedFS cluster at %s unreachable, clients get retriable errors: %v", n.cfg.Masters, err)
+			glog.Warningf("kafka gateway: %s unreachable, clients get retriable errors: %v", n.storageName(), err)
 		case err != nil:
-			glog.V(0).Infof("kafka gateway: waiting for SeaweedFS at %s: %v", n.cfg.Masters, err)
+			glog.V(0).Infof("kafka gateway: waiting for %s: %v", n.storageName(), err)
 		}
 		ready = err == nil
 		if !n.sleep(5 * time.Second) {

@@ -9,11 +9,6 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 )
 
 // ignored are goroutines of the process, not of a node: those running
@@ -42,25 +37,11 @@ func config(t *testing.T) Config {
 	}
 	masters := nowhere.Addr().String()
 	nowhere.Close()
-	sl := share.DefaultLimits
-	ms := func(d time.Duration) int { return int(d / time.Millisecond) }
-	return Config{
-		IP: "127.0.0.1", Listeners: "PLAINTEXT://127.0.0.1:" + strconv.Itoa(freePort(t)), NodeID: 1, Masters: masters,
-		DefaultPartitions: 1, AutoCreateTopics: true, MaxRequestBytes: protocol.DefaultMaxRequestSize,
-		MaxIdleMs: ms(protocol.DefaultMaxIdle), FetchMaxBytes: protocol.DefaultFetchMaxBytes, FetchSessionSlots: protocol.DefaultFetchSessionSlots,
-		TransactionVersion: 2, CleanerBackoffMs: 15000, TxnIDExpirationMs: -1,
-		GroupInitialDelayMs: 0, GroupMinSessionMs: ms(group.DefaultMinSessionTimeout), GroupMaxSessionMs: ms(group.DefaultMaxSessionTimeout),
-		OffsetsRetentionMin: -1, RetentionCheckMs: ms(group.DefaultRetentionCheck),
-		ConsumerSessionMs: ms(group.DefaultConsumerSessionTimeout), ConsumerHeartbeatMs: ms(group.DefaultConsumerHeartbeatInterval),
-		ConsumerAssignors: strings.Join(group.DefaultConsumerAssignors, ","),
-		StreamsSessionMs:  ms(group.DefaultStreamsSessionTimeout), StreamsHeartbeatMs: ms(group.DefaultStreamsHeartbeatInterval),
-		ShareSessionMs: ms(sl.SessionTimeout), ShareMinSessionMs: ms(sl.MinSessionTimeout), ShareHeartbeatMs: ms(sl.HeartbeatInterval),
-		ShareMinHeartbeatMs: ms(sl.MinHeartbeatInterval), ShareLockMs: ms(sl.LockDuration), ShareMinLockMs: ms(sl.MinLockDuration),
-		ShareDeliveryLimit: int(sl.DeliveryLimit), ShareMaxLocks: sl.MaxRecordLocks, ShareMaxSize: group.DefaultShareMaxSize,
-		ShareSessions: protocol.DefaultShareSessions, QuotaSamples: quota.DefaultSamples, QuotaWindowSeconds: int(quota.DefaultWindow / time.Second),
-		SASLMechanisms: "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", OAuthSubClaim: "sub", SSLClientAuth: "none", SSLPrincipalRules: "DEFAULT",
-		RegistryListeners: "none", PprofIP: "127.0.0.1",
-	}
+	cfg := Defaults()
+	cfg.IP, cfg.Listeners, cfg.NodeID, cfg.Masters = "127.0.0.1", "PLAINTEXT://127.0.0.1:"+strconv.Itoa(freePort(t)), 1, masters
+	cfg.DefaultPartitions, cfg.GroupInitialDelayMs, cfg.TxnIDExpirationMs, cfg.OffsetsRetentionMin = 1, 0, -1, -1
+	cfg.RegistryListeners = "none"
+	return cfg
 }
 
 // A node whose start fails (its metrics port is taken) closes everything

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage/storagetest"
 )
 
 // text is n compressible records, as applications produce them.
@@ -115,7 +116,7 @@ func fastGzip(t *testing.T, recs []record.Record) []byte {
 // Batches produced through the gateway come back byte for byte as the
 // producer compressed them (base offset set), as Kafka returns them.
 func TestProducedBatchesFetchedAsProduced(t *testing.T) {
-	b := newMemBackend()
+	b := storagetest.New()
 	if _, err := b.CreateTopic(context.Background(), storage.TopicSpec{Name: "t", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestProducedBatchesFetchedAsProduced(t *testing.T) {
 // records: the fetch has what the log still holds, at their offsets, and a
 // built batch cached before is not served either.
 func TestCachedBatchesFollowCompaction(t *testing.T) {
-	b := newMemBackend()
+	b := storagetest.New()
 	if _, err := b.CreateTopic(context.Background(), storage.TopicSpec{Name: "t", Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestCachedBatchesFollowCompaction(t *testing.T) {
 		t.Fatalf("before cleaning: %v", got)
 	}
 	offsets(5) // builds and caches a batch from offset 5
-	b.compact("t", 0, 2, 3, 7)
+	b.Compact("t", 0, 2, 3, 7)
 	want := []int64{0, 1, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}
 	if got := offsets(0); !slices.Equal(got, want) {
 		t.Errorf("after cleaning, from 0: %v, want %v", got, want)
@@ -183,7 +184,7 @@ func TestCachedBatchesFollowCompaction(t *testing.T) {
 // compression.type, zstd only for clients that read it (Fetch v10+,
 // KIP-110), and compressed once for all the consumers that read them.
 func TestStoredRecordsCompressedWithTheTopicsCodec(t *testing.T) {
-	b := newMemBackend()
+	b := storagetest.New()
 	ctx := context.Background()
 	if _, err := b.CreateTopic(ctx, storage.TopicSpec{Name: "z", Partitions: 1, Configs: map[string]string{"compression.type": "zstd"}}); err != nil {
 		t.Fatal(err)
@@ -222,7 +223,7 @@ func TestStoredRecordsCompressedWithTheTopicsCodec(t *testing.T) {
 // produced to the topic; produced batches of another codec than a topic's
 // compression.type are not served as they are.
 func TestProducersCodecUsedForOtherRecords(t *testing.T) {
-	b := newMemBackend()
+	b := storagetest.New()
 	ctx := context.Background()
 	if _, err := b.CreateTopic(ctx, storage.TopicSpec{Name: "t", Partitions: 1}); err != nil {
 		t.Fatal(err)
@@ -249,7 +250,7 @@ func TestProducersCodecUsedForOtherRecords(t *testing.T) {
 	sameRecords(t, got, text(10, 0))
 }
 
-func mustTopic(t *testing.T, b *memBackend, name string) storage.TopicInfo {
+func mustTopic(t *testing.T, b *storagetest.Backend, name string) storage.TopicInfo {
 	t.Helper()
 	info, err := b.DescribeTopic(context.Background(), name)
 	if err != nil {

@@ -10,13 +10,14 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage/storagetest"
 )
 
 // sessionGateway is a handler over the in-memory backend with topic "s" of
 // parts partitions, each holding one record, keeping slots fetch sessions.
-func sessionGateway(t *testing.T, parts int32, slots int) (*Handler, *memBackend) {
+func sessionGateway(t *testing.T, parts int32, slots int) (*Handler, *storagetest.Backend) {
 	t.Helper()
-	b := newMemBackend()
+	b := storagetest.New()
 	ctx := context.Background()
 	if _, err := b.CreateTopic(ctx, storage.TopicSpec{Name: "s", Partitions: parts}); err != nil {
 		t.Fatal(err)

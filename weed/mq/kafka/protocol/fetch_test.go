@@ -15,6 +15,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage/storagetest"
 )
 
 // readsBackend has one topic of 10 records, which its reads do not return,
@@ -158,7 +159,7 @@ func batchesOf(t *testing.T, raw []byte) ([]fetchedBatch, []int64) {
 	return out, offsets
 }
 
-func appendValues(t *testing.T, b *memBackend, topic string, partition int32, mark *record.TxnMark, vs ...string) {
+func appendValues(t *testing.T, b *storagetest.Backend, topic string, partition int32, mark *record.TxnMark, vs ...string) {
 	t.Helper()
 	recs := make([]record.Record, len(vs))
 	for i, v := range vs {
@@ -386,12 +387,12 @@ func TestFetchReadCommitted(t *testing.T) {
 
 // waitedBackend tells when a fetch waits for a partition to change.
 type waitedBackend struct {
-	*memBackend
+	*storagetest.Backend
 	waiting chan struct{}
 }
 
 func (b *waitedBackend) Changed(topic string, partition int32, hw int64) <-chan struct{} {
-	ch := b.memBackend.Changed(topic, partition, hw)
+	ch := b.Backend.Changed(topic, partition, hw)
 	select {
 	case b.waiting <- struct{}{}:
 	default:
@@ -403,7 +404,7 @@ func (b *waitedBackend) Changed(topic string, partition int32, hw int64) <-chan 
 // soon as a record comes, and empty once the max wait has passed.
 func TestFetchLongPoll(t *testing.T) {
 	waiting := make(chan struct{}, 1)
-	h, b := testHandler(t, nil, func(m *memBackend) storage.Backend { return &waitedBackend{m, waiting} })
+	h, b := testHandler(t, nil, func(m *storagetest.Backend) storage.Backend { return &waitedBackend{m, waiting} })
 	b.CreateTopic(context.Background(), storage.TopicSpec{Name: "lp", Partitions: 1})
 	req := fetchReq("lp", [16]byte{}, map[int32]int64{0: 0})
 	req.MinBytes, req.MaxWaitMillis = 1, 10_000

@@ -14,6 +14,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage/storagetest"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
@@ -22,7 +23,7 @@ import (
 // transaction coordinators, and topic "t" (3 partitions) holding records.
 func inProcess(tb testing.TB) *Handler {
 	tb.Helper()
-	b := newMemBackend()
+	b := storagetest.New()
 	files := filerfstest.New()
 	limits := share.DefaultLimits
 	limits.MinLockDuration = time.Millisecond
@@ -85,7 +86,7 @@ func fuzzSeeds() [][]byte {
 	initPID.TransactionalID, initPID.TransactionTimeoutMillis = &txnID, 60000
 	// Consumer and share groups' requests about topic "t" (its id is the
 	// in-memory backend's, derived from its name).
-	tid := memTopicID("t")
+	tid := storagetest.TopicID("t")
 	cgh := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	cgh.Group, cgh.MemberID, cgh.RebalanceTimeoutMillis, cgh.SubscribedTopicNames = "g2", "m", 1000, []string{"t"}
 	cgh.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}

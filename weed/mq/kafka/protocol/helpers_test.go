@@ -38,6 +38,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage/storagetest"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
@@ -86,7 +87,7 @@ type gatewayOptions struct {
 type testGateway struct {
 	addr          string // the PLAINTEXT listener: principal User:ANONYMOUS
 	saslAddr      string // the SASL_PLAINTEXT listener, with sasl
-	backend       *protocol.MemBackend
+	backend       *storagetest.Backend
 	groups        *group.Coordinator
 	txns          *txn.Coordinator
 	authz         *acl.Authorizer
@@ -108,7 +109,7 @@ var saslListener = regexp.MustCompile(`SASL_PLAINTEXT://(\S+)`)
 func startGateway(t *testing.T, o gatewayOptions) *testGateway {
 	t.Helper()
 	ctx := ctxFor(t)
-	g := &testGateway{backend: protocol.NewMemBackend()}
+	g := &testGateway{backend: storagetest.New()}
 	files := protocol.NewMemFiles()
 	limits := share.DefaultLimits
 	limits.MinSessionTimeout, limits.MinHeartbeatInterval, limits.MinLockDuration = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond

@@ -1,32 +1,78 @@
 package protocol_test
 
-// In-process tests: the real gateway server and handlers, with real group
-// and transaction coordinators, over the in-memory backend, driven by
-// franz-go as an application would drive Kafka. What only SeaweedFS can
-// show (durability, restarts, several gateways, every client family) is in
-// the e2e package.
+// In-process tests: a gateway built as the command builds it (a node.Node
+// from the flags' defaults: its server and handlers, coordinators,
+// membership, leadership checks and forwarding), over the in-memory
+// storage, driven by franz-go as an application would drive Kafka. What
+// only SeaweedFS can show (durability, restarts, several gateways, every
+// client family) is in the e2e package.
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"sort"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/node"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage/storagetest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// inProcessGateway starts a gateway on 127.0.0.1 port 0 over the in-memory
-// backend and returns its address; it stops with the test.
+// inProcess is the node the in-process tests share, as the e2e tests share
+// a SeaweedFS: one node per process (its metrics are the process's).
+var inProcess struct {
+	once sync.Once
+	node *node.Node
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if inProcess.node != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := inProcess.node.Close(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "closing the in-process node: %v\n", err)
+			code = 1
+		}
+		cancel()
+	}
+	os.Exit(code)
+}
+
+// inProcessGateway returns the address of a node on 127.0.0.1 over the
+// in-memory storage, started on first use, closed once the tests end.
 func inProcessGateway(t *testing.T) string {
 	t.Helper()
-	return startGateway(t, gatewayOptions{}).addr
+	inProcess.once.Do(func() {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			inProcess.err = err
+			return
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		cfg := node.Defaults()
+		cfg.Storage = storagetest.NewStorage()
+		cfg.IP, cfg.Listeners, cfg.NodeID = "127.0.0.1", "PLAINTEXT://127.0.0.1:"+strconv.Itoa(port), 1
+		cfg.DefaultPartitions, cfg.RegistryListeners = 3, "none"
+		cfg.GroupInitialDelayMs = 50
+		if inProcess.node, inProcess.err = node.New(cfg); inProcess.err == nil {
+			inProcess.err = inProcess.node.Start()
+		}
+	})
+	if inProcess.err != nil {
+		t.Fatalf("the in-process node: %v", inProcess.err)
+	}
+	return inProcess.node.Addr()
 }
 
 func client(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
@@ -66,6 +112,7 @@ func consume(t *testing.T, addr, topic string, n int, opts ...kgo.Opt) []*kgo.Re
 // (null distinct from empty), headers in order with duplicates, timestamps,
 // dense offsets per partition.
 func TestInProcessRecordsRoundTrip(t *testing.T) {
+	t.Parallel()
 	addr := inProcessGateway(t)
 	for _, codec := range []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()} {
 		topic := fmt.Sprintf("roundtrip-%d", time.Now().UnixNano())
@@ -114,6 +161,7 @@ func TestInProcessRecordsRoundTrip(t *testing.T) {
 // configs, listed, offsets by time, records deleted, deleted; errors as
 // Kafka names them.
 func TestInProcessAdmin(t *testing.T) {
+	t.Parallel()
 	addr := inProcessGateway(t)
 	ctx := ctxFor(t)
 	adm := kadm.NewClient(client(t, addr))
@@ -185,6 +233,7 @@ func TestInProcessAdmin(t *testing.T) {
 // A consumer group of two members shares the partitions, every record is
 // consumed once, and its commits are what it consumed.
 func TestInProcessGroup(t *testing.T) {
+	t.Parallel()
 	addr := inProcessGateway(t)
 	ctx := ctxFor(t)
 	const topic, n = "group-t", 300
@@ -257,6 +306,7 @@ func TestInProcessGroup(t *testing.T) {
 // Transactions: a committed transaction's records are read read_committed,
 // an aborted one's are not, and read_uncommitted sees both.
 func TestInProcessTransactions(t *testing.T) {
+	t.Parallel()
 	addr := inProcessGateway(t)
 	ctx := ctxFor(t)
 	const topic = "txn-t"

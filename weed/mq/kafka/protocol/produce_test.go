@@ -21,6 +21,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage/storagetest"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
 
@@ -222,9 +223,9 @@ func TestDecompressionBudget(t *testing.T) {
 // transaction coordinators, as the gateway runs it; authz (if not nil)
 // decides its requests; wrap (if given) puts a backend around the
 // in-memory one.
-func testHandler(t *testing.T, authz *acl.Authorizer, wrap ...func(*memBackend) storage.Backend) (*Handler, *memBackend) {
+func testHandler(t *testing.T, authz *acl.Authorizer, wrap ...func(*storagetest.Backend) storage.Backend) (*Handler, *storagetest.Backend) {
 	t.Helper()
-	b := newMemBackend()
+	b := storagetest.New()
 	var backend storage.Backend = b
 	for _, w := range wrap {
 		backend = w(b)
@@ -394,7 +395,7 @@ func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
 }
 
 // values reads a partition's records' values.
-func values(t *testing.T, b *memBackend, topic string, partition int32) []string {
+func values(t *testing.T, b *storagetest.Backend, topic string, partition int32) []string {
 	t.Helper()
 	res, err := b.Read(context.Background(), topic, partition, 0, 1<<20)
 	if err != nil {

@@ -1,7 +1,8 @@
 // Package filerfstest is an in-memory filer for unit tests: the one fake of
 // filerfs.VersionedFiles every package's tests share. Each file's version is
 // bumped by every write, so conditional writes behave as the filer's do;
-// writes and listings are counted, and a gate can hold writes back.
+// writes and listings are counted, and a gate can hold writes back. Locks
+// are the filer's locks, on a clock the test may drive.
 package filerfstest
 
 import (

@@ -1,4 +1,10 @@
-package protocol
+// Package storagetest is an in-memory storage.Backend for tests that run
+// the gateway in-process: the handlers', the node's and the fuzzers'.
+// Topics keep dense offsets, log start offsets, settings, idempotent
+// producers and transaction markers as the SeaweedMQ backend keeps them.
+// Only tests import it (the layers test checks): it is never a runtime
+// stand-in for SeaweedMQ.
+package storagetest
 
 import (
 	"context"
@@ -13,10 +19,8 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
-// memBackend is an in-memory Backend for in-process handler tests and
-// fuzzing: topics with dense offsets, log start offsets, settings and
-// transaction markers, as the SeaweedMQ backend keeps them.
-type memBackend struct {
+// Backend is an in-memory storage.Backend.
+type Backend struct {
 	mu      sync.Mutex
 	topics  map[string]*memTopic
 	nextPID int64
@@ -45,9 +49,9 @@ type memPart struct {
 	batchOf map[int64]int64
 }
 
-// compact removes records from a partition as a log cleaner would: their
+// Compact removes records from a partition as a log cleaner would: their
 // offsets stay, readers skip them.
-func (b *memBackend) compact(topic string, partition int32, offsets ...int64) {
+func (b *Backend) Compact(topic string, partition int32, offsets ...int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
@@ -62,11 +66,12 @@ func (b *memBackend) compact(topic string, partition int32, offsets ...int64) {
 	}
 }
 
-func newMemBackend() *memBackend { return &memBackend{topics: map[string]*memTopic{}} }
+// New returns an empty Backend.
+func New() *Backend { return &Backend{topics: map[string]*memTopic{}} }
 
 func (p *memPart) end() int64 { return p.start + int64(len(p.recs)) }
 
-func (b *memBackend) part(topic string, partition int32) (*memPart, error) {
+func (b *Backend) part(topic string, partition int32) (*memPart, error) {
 	t, ok := b.topics[topic]
 	if !ok || partition < 0 || int(partition) >= len(t.parts) {
 		return nil, kerr.UnknownTopicOrPartition
@@ -74,7 +79,7 @@ func (b *memBackend) part(topic string, partition int32) (*memPart, error) {
 	return t.parts[partition], nil
 }
 
-func (b *memBackend) ListTopics(context.Context) ([]storage.TopicInfo, error) {
+func (b *Backend) ListTopics(context.Context) ([]storage.TopicInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []storage.TopicInfo
@@ -84,7 +89,7 @@ func (b *memBackend) ListTopics(context.Context) ([]storage.TopicInfo, error) {
 	return out, nil
 }
 
-func (b *memBackend) DescribeTopic(_ context.Context, name string) (storage.TopicInfo, error) {
+func (b *Backend) DescribeTopic(_ context.Context, name string) (storage.TopicInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if t, ok := b.topics[name]; ok {
@@ -93,7 +98,7 @@ func (b *memBackend) DescribeTopic(_ context.Context, name string) (storage.Topi
 	return storage.TopicInfo{}, kerr.UnknownTopicOrPartition
 }
 
-func (b *memBackend) TopicByID(_ context.Context, id [16]byte) (storage.TopicInfo, error) {
+func (b *Backend) TopicByID(_ context.Context, id [16]byte) (storage.TopicInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, t := range b.topics {
@@ -104,15 +109,15 @@ func (b *memBackend) TopicByID(_ context.Context, id [16]byte) (storage.TopicInf
 	return storage.TopicInfo{}, kerr.UnknownTopicID
 }
 
-// memTopicID is a topic's id in the in-memory backend: from its name.
-func memTopicID(name string) [16]byte {
+// TopicID is a topic's id in the in-memory backend: from its name.
+func TopicID(name string) [16]byte {
 	sum := sha256.Sum256([]byte(name))
 	var id [16]byte
 	copy(id[:], sum[:])
 	return id
 }
 
-func (b *memBackend) CreatePartitions(_ context.Context, name string, count int32, validateOnly bool) error {
+func (b *Backend) CreatePartitions(_ context.Context, name string, count int32, validateOnly bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t, ok := b.topics[name]
@@ -132,13 +137,13 @@ func (b *memBackend) CreatePartitions(_ context.Context, name string, count int3
 	return nil
 }
 
-func (b *memBackend) CreateTopic(_ context.Context, spec storage.TopicSpec) (storage.TopicInfo, error) {
+func (b *Backend) CreateTopic(_ context.Context, spec storage.TopicSpec) (storage.TopicInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.topics[spec.Name]; ok {
 		return storage.TopicInfo{}, kerr.TopicAlreadyExists
 	}
-	info := storage.TopicInfo{Name: spec.Name, Partitions: spec.Partitions, Configs: maps.Clone(spec.Configs), ID: memTopicID(spec.Name)}
+	info := storage.TopicInfo{Name: spec.Name, Partitions: spec.Partitions, Configs: maps.Clone(spec.Configs), ID: TopicID(spec.Name)}
 	if spec.ValidateOnly {
 		return info, nil
 	}
@@ -150,7 +155,7 @@ func (b *memBackend) CreateTopic(_ context.Context, spec storage.TopicSpec) (sto
 	return info, nil
 }
 
-func (b *memBackend) DeleteTopic(_ context.Context, name string) error {
+func (b *Backend) DeleteTopic(_ context.Context, name string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.topics[name]; !ok {
@@ -160,7 +165,7 @@ func (b *memBackend) DeleteTopic(_ context.Context, name string) error {
 	return nil
 }
 
-func (b *memBackend) AlterTopicConfigs(_ context.Context, name string, change func(map[string]string) error) error {
+func (b *Backend) AlterTopicConfigs(_ context.Context, name string, change func(map[string]string) error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t, ok := b.topics[name]
@@ -178,7 +183,7 @@ func (b *memBackend) AlterTopicConfigs(_ context.Context, name string, change fu
 	return nil
 }
 
-func (b *memBackend) DeleteRecords(_ context.Context, topic string, partition int32, before int64) (int64, error) {
+func (b *Backend) DeleteRecords(_ context.Context, topic string, partition int32, before int64) (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
@@ -198,7 +203,7 @@ func (b *memBackend) DeleteRecords(_ context.Context, topic string, partition in
 	return p.start, nil
 }
 
-func (b *memBackend) PartitionSize(_ context.Context, topic string, partition int32) (int64, error) {
+func (b *Backend) PartitionSize(_ context.Context, topic string, partition int32) (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
@@ -212,7 +217,7 @@ func (b *memBackend) PartitionSize(_ context.Context, topic string, partition in
 	return int64(n), nil
 }
 
-func (b *memBackend) appendLocked(p *memPart, records []record.Record) int64 {
+func (b *Backend) appendLocked(p *memPart, records []record.Record) int64 {
 	base := p.end()
 	for i, r := range records {
 		p.recs = append(p.recs, storage.StoredRecord{Offset: base + int64(i), Record: r})
@@ -237,7 +242,7 @@ func (b *memBackend) appendLocked(p *memPart, records []record.Record) int64 {
 	return base
 }
 
-func (b *memBackend) Append(_ context.Context, topic string, partition int32, records []record.Record, _ bool) *storage.Appended {
+func (b *Backend) Append(_ context.Context, topic string, partition int32, records []record.Record, _ bool) *storage.Appended {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
@@ -261,7 +266,7 @@ func (b *memBackend) Append(_ context.Context, topic string, partition int32, re
 	return app
 }
 
-func (b *memBackend) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *storage.Appended {
+func (b *Backend) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *storage.Appended {
 	app := b.Append(ctx, topic, partition, records, durable)
 	if app.Err != nil {
 		return app
@@ -286,7 +291,7 @@ func (b *memBackend) AppendBatch(ctx context.Context, topic string, partition in
 
 // ReadBatches is Read with the batches AppendBatch stored whole, those of
 // them the log cleaner did not touch.
-func (b *memBackend) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (storage.ReadResult, error) {
+func (b *Backend) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (storage.ReadResult, error) {
 	res, err := b.Read(ctx, topic, partition, offset, maxBytes)
 	if err != nil || len(res.Records) == 0 {
 		return res, err
@@ -317,7 +322,7 @@ func (b *memBackend) ReadBatches(ctx context.Context, topic string, partition in
 	return res, nil
 }
 
-func (b *memBackend) Read(_ context.Context, topic string, partition int32, offset int64, maxBytes int) (storage.ReadResult, error) {
+func (b *Backend) Read(_ context.Context, topic string, partition int32, offset int64, maxBytes int) (storage.ReadResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
@@ -342,7 +347,7 @@ func (b *memBackend) Read(_ context.Context, topic string, partition int32, offs
 	return res, nil
 }
 
-func (b *memBackend) Offsets(_ context.Context, topic string, partition int32) (storage.Offsets, error) {
+func (b *Backend) Offsets(_ context.Context, topic string, partition int32) (storage.Offsets, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
@@ -352,7 +357,7 @@ func (b *memBackend) Offsets(_ context.Context, topic string, partition int32) (
 	return storage.Offsets{LogStart: p.start, HighWatermark: p.end()}, nil
 }
 
-func (b *memBackend) OffsetForTime(_ context.Context, topic string, partition int32, ts int64) (int64, int64, error) {
+func (b *Backend) OffsetForTime(_ context.Context, topic string, partition int32, ts int64) (int64, int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
@@ -367,7 +372,7 @@ func (b *memBackend) OffsetForTime(_ context.Context, topic string, partition in
 	return -1, -1, nil
 }
 
-func (b *memBackend) MaxTimestamp(_ context.Context, topic string, partition int32) (int64, int64, error) {
+func (b *Backend) MaxTimestamp(_ context.Context, topic string, partition int32) (int64, int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
@@ -383,7 +388,9 @@ func (b *memBackend) MaxTimestamp(_ context.Context, topic string, partition int
 	return off, ts, nil
 }
 
-func (b *memBackend) Changed(topic string, partition int32, hw int64) <-chan struct{} {
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (b *Backend) Changed(topic string, partition int32, hw int64) <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
@@ -393,14 +400,14 @@ func (b *memBackend) Changed(topic string, partition int32, hw int64) <-chan str
 	return p.changed
 }
 
-func (b *memBackend) NewProducerID(context.Context) (int64, error) {
+func (b *Backend) NewProducerID(context.Context) (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.nextPID++
 	return b.nextPID, nil
 }
 
-func (b *memBackend) WriteMarker(_ context.Context, topic string, partition int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error {
+func (b *Backend) WriteMarker(_ context.Context, topic string, partition int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
@@ -425,7 +432,7 @@ func (b *memBackend) WriteMarker(_ context.Context, topic string, partition int3
 	return nil
 }
 
-func (b *memBackend) Transactions(_ context.Context, topic string, partition int32, from, to int64) (storage.PartitionTxns, error) {
+func (b *Backend) Transactions(_ context.Context, topic string, partition int32, from, to int64) (storage.PartitionTxns, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
@@ -446,7 +453,7 @@ func (b *memBackend) Transactions(_ context.Context, topic string, partition int
 	return out, nil
 }
 
-func (b *memBackend) Producers(_ context.Context, topic string, partition int32) ([]storage.ProducerInfo, error) {
+func (b *Backend) Producers(_ context.Context, topic string, partition int32) ([]storage.ProducerInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)

@@ -1,0 +1,41 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
+)
+
+// Storage is where a node keeps its records (storage.Backend) and its
+// small files and locks (the groups' offsets, transactional ids, users,
+// ACLs, the membership's locks): SeaweedMQ and its filer
+// (*seaweedmq.Client), unless Config.Storage gives another. Only the
+// in-process tests give another, an in-memory one; what needs SeaweedFS
+// itself (the log cleaner of compacted topics, the Iceberg tables'
+// compaction) runs on SeaweedMQ only.
+type Storage interface {
+	storage.Backend
+	filerfs.VersionedFiles
+	Lock(ctx context.Context, name, owner, token string, ttl time.Duration) (string, error)
+	Unlock(ctx context.Context, name, token string) error
+	LockOwner(ctx context.Context, name string) (string, error)
+
+	// Ready fails while the storage cannot be reached.
+	Ready(ctx context.Context) error
+	// SetTerm tells the storage in which term of its leadership this
+	// gateway writes a partition (0: it does not lead it).
+	SetTerm(term func(topic string, partition int32) int64)
+	// Release drops what the storage keeps of a partition this gateway
+	// no longer leads.
+	Release(topic string, partition int32)
+	// HighWatermark is a partition's high watermark as this gateway
+	// knows it.
+	HighWatermark(ctx context.Context, topic string, partition int32) (int64, error)
+	// FlushTails and SaveProducers write what the partitions hold in
+	// memory (tails, idempotent producers' state) before a stop.
+	FlushTails(timeout time.Duration)
+	SaveProducers(timeout time.Duration)
+	Close()
+}

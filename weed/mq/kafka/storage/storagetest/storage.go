@@ -1,0 +1,48 @@
+package storagetest
+
+import (
+	"context"
+	"time"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
+)
+
+// Storage is a whole gateway's storage in memory, as a node takes it
+// (node.Storage): the records in a Backend, the small files and locks in
+// filerfstest's. It has no tails or producer state kept apart to flush,
+// and one gateway's terms are not its concern.
+type Storage struct {
+	*Backend
+	*filerfstest.Files
+	*filerfstest.Locks
+}
+
+// NewStorage returns an empty Storage.
+func NewStorage() *Storage {
+	return &Storage{Backend: New(), Files: filerfstest.New(), Locks: filerfstest.NewLocks(nil)}
+}
+
+// Ready is nil: memory is always reached.
+func (s *Storage) Ready(context.Context) error { return nil }
+
+// SetTerm is ignored.
+func (s *Storage) SetTerm(func(topic string, partition int32) int64) {}
+
+// Release is ignored: the records stay in memory for the next leader.
+func (s *Storage) Release(topic string, partition int32) {}
+
+// HighWatermark is the partition's end.
+func (s *Storage) HighWatermark(ctx context.Context, topic string, partition int32) (int64, error) {
+	o, err := s.Offsets(ctx, topic, partition)
+	return o.HighWatermark, err
+}
+
+// FlushTails has nothing to flush.
+func (s *Storage) FlushTails(time.Duration) {}
+
+// SaveProducers has nothing to save.
+func (s *Storage) SaveProducers(time.Duration) {}
+
+// Close keeps the records: a node closed and another built on the same
+// Storage find them, as a restarted gateway finds SeaweedFS's.
+func (s *Storage) Close() {}
