@@ -108,10 +108,12 @@ func sortedPartitions(m map[int32]int32) []int32 {
 	return slices.Sorted(maps.Keys(m))
 }
 
-// consumerGroup is the state of a consumer group.
+// consumerGroup is the state of a group of KIP-848's heartbeat protocol:
+// a consumer group, a share group (KIP-932) or a streams group (KIP-1071).
 type consumerGroup struct {
-	epoch           int32 // the group epoch
-	assignmentEpoch int32 // the group epoch the target assignment was computed for
+	kindOf          string // TypeConsumer, TypeShare or TypeStreams
+	epoch           int32  // the group epoch
+	assignmentEpoch int32  // the group epoch the target assignment was computed for
 	members         map[string]*cmember
 	static          map[string]string // group.instance.id -> member id
 	// subscribed is the fingerprint of the topics the members subscribe
@@ -158,9 +160,17 @@ type cmember struct {
 	standbyTarget partitions
 }
 
-func newConsumerGroup() *consumerGroup {
-	return &consumerGroup{members: map[string]*cmember{}, static: map[string]string{}}
+func newConsumerGroup(typ string) *consumerGroup {
+	cg := &consumerGroup{kindOf: typ, members: map[string]*cmember{}, static: map[string]string{}}
+	if typ == TypeStreams {
+		cg.streams = &streamsState{}
+	}
+	return cg
 }
+
+func (cg *consumerGroup) typ() string { return cg.kindOf }
+
+func (cg *consumerGroup) hasMembers() bool { return len(cg.members) > 0 }
 
 // compileRegex compiles a subscribed regex as Kafka matches it (RE2
 // syntax, matching the whole topic name).
@@ -204,7 +214,7 @@ func (g *group) memberTopics(m *cmember, im *topicImage) map[topicID]string {
 func (g *group) consumerSubscribed() []string {
 	im := g.c.topics.current()
 	set := map[string]bool{}
-	for _, m := range g.cg.members {
+	for _, m := range g.consumer().members {
 		for _, n := range m.names {
 			set[n] = true
 		}
@@ -236,12 +246,12 @@ func (g *group) fingerprint() string {
 // tellSubscriptions tells the topic image what this group subscribes to.
 func (g *group) tellSubscriptions() {
 	s := subscriptions{names: map[string]bool{}}
-	if g.cg != nil && g.cg.streams != nil {
-		for _, n := range g.cg.streams.requiredTopics() {
+	if cg := g.consumer(); cg != nil && cg.streams != nil {
+		for _, n := range cg.streams.requiredTopics() {
 			s.names[n] = true
 		}
-	} else if g.cg != nil {
-		for _, m := range g.cg.members {
+	} else if cg != nil {
+		for _, m := range cg.members {
 			for _, n := range m.names {
 				s.names[n] = true
 			}
@@ -255,7 +265,7 @@ func (g *group) tellSubscriptions() {
 
 // updateConsumerState sets the group's state from its members and epochs.
 func (g *group) updateConsumerState() {
-	cg := g.cg
+	cg := g.consumer()
 	was := g.state
 	switch {
 	case len(cg.members) == 0:
@@ -281,17 +291,14 @@ func (g *group) updateConsumerState() {
 // toConsumer makes an empty classic group a consumer group; its offsets
 // stay.
 func (g *group) toConsumer() {
-	g.typ = TypeConsumer
-	g.cg = newConsumerGroup()
-	g.protocolType, g.protocol, g.generation, g.leader = "", "", 0, ""
+	g.kind = newConsumerGroup(TypeConsumer)
 	g.state = Empty
 }
 
-// toClassic makes an empty consumer group a classic group; its offsets
-// stay.
+// toClassic makes an empty group of another kind a classic group; its
+// offsets stay.
 func (g *group) toClassic() {
-	g.typ = TypeClassic
-	g.cg = nil
+	g.kind = newClassicGroup(g)
 	g.state = Empty
 	g.tellSubscriptions()
 }
@@ -300,16 +307,17 @@ func (g *group) toClassic() {
 // members subscribe to changed, the group epoch moves and the target
 // assignment is computed again at the next heartbeat.
 func (g *group) consumerTopicsChanged() {
-	if g.cg == nil || len(g.cg.members) == 0 {
+	cg := g.consumer()
+	if cg == nil || len(cg.members) == 0 {
 		return
 	}
-	if g.cg.streams != nil {
+	if cg.streams != nil {
 		g.streamsTopicsChanged()
 		return
 	}
-	if fp := g.fingerprint(); fp != g.cg.subscribed {
-		g.cg.subscribed = fp
-		g.cg.epoch++
+	if fp := g.fingerprint(); fp != cg.subscribed {
+		cg.subscribed = fp
+		cg.epoch++
 		g.updateConsumerState()
 		g.saveThen(nil)
 	}
@@ -373,8 +381,9 @@ func loadPartitions(in map[string]map[int32]int32) partitions {
 	return out
 }
 
-func (g *group) saveConsumer() *savedConsumer {
-	cg := g.cg
+// save puts the group's state in st.Consumer.
+func (cg *consumerGroup) save(st *savedState) {
+	st.Type, st.Stable = cg.kindOf, true
 	sc := &savedConsumer{Epoch: cg.epoch, AssignmentEpoch: cg.assignmentEpoch, Subscribed: cg.subscribed}
 	if cg.streams != nil {
 		sc.Streams = cg.streams.save()
@@ -382,7 +391,7 @@ func (g *group) saveConsumer() *savedConsumer {
 	for _, id := range slices.Sorted(maps.Keys(cg.members)) {
 		sc.Members = append(sc.Members, saveMember(cg.members[id]))
 	}
-	return sc
+	st.Consumer = sc
 }
 
 func saveMember(m *cmember) savedCMember {
@@ -403,12 +412,10 @@ func saveMember(m *cmember) savedCMember {
 // restoreConsumer sets a consumer group from its saved state; every member
 // gets a new session, and those asked to revoke a new rebalance timeout.
 func (g *group) restoreConsumer(typ string, sc *savedConsumer) {
-	g.typ = typ
-	cg := newConsumerGroup()
-	g.cg = cg
+	cg := newConsumerGroup(typ)
+	g.kind = cg
 	cg.epoch, cg.assignmentEpoch, cg.subscribed = sc.Epoch, sc.AssignmentEpoch, sc.Subscribed
 	if typ == TypeStreams {
-		cg.streams = &streamsState{}
 		if sc.Streams != nil {
 			cg.streams.topology, cg.streams.endpointEpoch, cg.streams.shutdown = sc.Streams.Topology, sc.Streams.EndpointEpoch, sc.Streams.Shutdown
 			cg.streams.description, cg.streams.describedEpoch = sc.Streams.Description, sc.Streams.DescribedEpoch

@@ -56,10 +56,10 @@ func (c *Coordinator) DescribeConsumer(ctx context.Context, name string) kmsg.Co
 		switch {
 		case !g.exists():
 			return outcome{msg: fmt.Sprintf("Group %s not found.", name)}
-		case g.typ != TypeConsumer:
+		case g.typ() != TypeConsumer:
 			return outcome{msg: fmt.Sprintf("Group %s is not a consumer group.", name)}
 		}
-		cg := g.cg
+		cg := g.consumer()
 		im := c.topics.current()
 		d.State = string(g.state)
 		d.Epoch, d.AssignmentEpoch = cg.epoch, cg.assignmentEpoch
@@ -115,11 +115,11 @@ func (c *Coordinator) CheckFetcher(ctx context.Context, name string, memberID *s
 		if !g.exists() {
 			return nil
 		}
-		if g.typ == TypeShare {
+		if g.typ() == TypeShare {
 			return kerr.GroupIDNotFound
 		}
-		if g.cg != nil {
-			m := g.cg.members[id]
+		if cg := g.consumer(); cg != nil {
+			m := cg.members[id]
 			switch {
 			case m == nil:
 				return kerr.UnknownMemberID

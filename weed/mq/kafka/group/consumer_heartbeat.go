@@ -140,10 +140,10 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.Cons
 // consumerGroupFor returns the consumer group of a heartbeat, making an
 // empty classic group one; or the error that refuses it.
 func (g *group) consumerGroupFor(req *kmsg.ConsumerGroupHeartbeatRequest) (*kerr.Error, string) {
-	if g.typ == TypeShare || g.typ == TypeStreams && len(g.cg.members) > 0 {
+	if g.typ() == TypeShare || g.typ() == TypeStreams && len(g.consumer().members) > 0 {
 		return kerr.GroupIDNotFound, fmt.Sprintf("Group %s is not a consumer group.", g.name)
 	}
-	if g.typ == TypeConsumer {
+	if g.typ() == TypeConsumer {
 		if req.MemberEpoch > 0 && !g.exists() {
 			return kerr.GroupIDNotFound, fmt.Sprintf("Consumer group %s not found.", g.name)
 		}
@@ -154,7 +154,7 @@ func (g *group) consumerGroupFor(req *kmsg.ConsumerGroupHeartbeatRequest) (*kerr
 		return kerr.GroupIDNotFound, fmt.Sprintf("Consumer group %s not found.", g.name)
 	case req.MemberEpoch != 0:
 		return kerr.GroupIDNotFound, fmt.Sprintf("Group %s is not a consumer group.", g.name)
-	case len(g.members) > 0 || len(g.pending) > 0 || g.state != Empty:
+	case g.kind.hasMembers() || g.state != Empty:
 		return kerr.GroupIDNotFound, fmt.Sprintf("Cannot upgrade classic group %s to consumer group because it has members: "+
 			"a classic group becomes a consumer group once it is empty (online upgrade is not served).", g.name)
 	}
@@ -170,7 +170,7 @@ func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, membe
 		fail(e, msg)
 		return
 	}
-	cg := g.cg
+	cg := g.consumer()
 	if max := g.c.opts.ConsumerMaxSize; max > 0 && len(cg.members) >= max && cg.members[memberID] == nil {
 		fail(kerr.GroupMaxSizeReached, fmt.Sprintf("The consumer group has reached its maximum capacity of %d members.", max))
 		return
@@ -314,7 +314,7 @@ func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, membe
 // and computes the targets again with compute when the group epoch is
 // ahead of the assignment's. It reports whether it computed them.
 func (g *group) advanceEpochs(subChanged bool, compute func()) bool {
-	cg := g.cg
+	cg := g.consumer()
 	bump := cg.epoch == 0 || subChanged
 	if fp := g.fingerprint(); fp != cg.subscribed {
 		cg.subscribed, bump = fp, true
@@ -359,7 +359,7 @@ func sameSaved(a, b *cmember) bool {
 // computeTargets runs the group's assignor over every member, and moves
 // the assignment epoch to the group epoch.
 func (g *group) computeTargets() {
-	cg := g.cg
+	cg := g.consumer()
 	im := g.c.topics.current()
 	in := &assignInput{topics: im.byID}
 	for _, id := range slices.Sorted(maps.Keys(cg.members)) {
@@ -383,7 +383,7 @@ func (g *group) computeTargets() {
 // for, else the first configured.
 func (g *group) assignorName() string {
 	votes := map[string]int{}
-	for _, m := range g.cg.members {
+	for _, m := range g.consumer().members {
 		if m.assignor != "" {
 			votes[m.assignor]++
 		}
@@ -432,10 +432,10 @@ func (g *group) armRebalance(m *cmember) {
 // memberWithTimer returns the member with this id if its timer is still
 // the one that fired.
 func (g *group) memberWithTimer(id string, live func(*cmember) bool) *cmember {
-	if g.cg == nil {
+	if g.consumer() == nil {
 		return nil
 	}
-	if m := g.cg.members[id]; m != nil && live(m) {
+	if m := g.consumer().members[id]; m != nil && live(m) {
 		return m
 	}
 	return nil
@@ -445,7 +445,7 @@ func (g *group) memberWithTimer(id string, live func(*cmember) bool) *cmember {
 // timeout ended): the group epoch moves once, and the target assignment is
 // computed again at the next heartbeat.
 func (g *group) fenceMembers(ms []*cmember) {
-	cg := g.cg
+	cg := g.consumer()
 	for _, m := range ms {
 		delete(cg.members, m.id)
 		if m.instanceID != nil && cg.static[*m.instanceID] == m.id {
@@ -464,7 +464,7 @@ func (g *group) fenceMembers(ms []*cmember) {
 // or its session ends).
 func (g *group) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest, answer func(*kmsg.ConsumerGroupHeartbeatResponse)) {
 	fail := func(e *kerr.Error, msg string) { answer(HeartbeatError(req, e, msg)) }
-	if g.typ != TypeConsumer || !g.exists() {
+	if g.typ() != TypeConsumer || !g.exists() {
 		if !g.exists() {
 			fail(kerr.GroupIDNotFound, fmt.Sprintf("Group %s not found.", g.name))
 		} else {
@@ -472,7 +472,7 @@ func (g *group) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest, answer fu
 		}
 		return
 	}
-	cg := g.cg
+	cg := g.consumer()
 	var m *cmember
 	if req.InstanceID == nil {
 		if m = cg.members[req.MemberID]; m == nil {
@@ -515,7 +515,7 @@ func (g *group) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest, answer fu
 // remove members): each named member, by instance id or member id, is
 // fenced, all in one move of the group epoch.
 func (g *group) leaveConsumer(members []Leaving, errs []*kerr.Error) {
-	cg := g.cg
+	cg := g.consumer()
 	var gone []*cmember
 	for i, l := range members {
 		var m *cmember
@@ -546,7 +546,7 @@ func (g *group) leaveConsumer(members []Leaving, errs []*kerr.Error) {
 // OffsetCommit v9+, at its epoch, or (KIP-1251) at an older epoch for
 // partitions it has owned since then at least.
 func (g *group) validateConsumerCommit(who Committer, offsets offset.Topics) *kerr.Error {
-	cg := g.cg
+	cg := g.consumer()
 	if who.Generation < 0 && len(cg.members) == 0 {
 		return nil
 	}

@@ -545,7 +545,7 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, name string, members []Lea
 		return errs, nil
 	}
 	_, err := call(ctx, g, func() struct{} {
-		switch g.typ {
+		switch g.typ() {
 		case TypeConsumer:
 			g.leaveConsumer(members, errs)
 			return struct{}{}

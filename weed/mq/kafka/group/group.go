@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
@@ -45,20 +44,17 @@ type group struct {
 	ctl  chan func()
 	quit chan struct{} // closed when the group ends (deleted, coordinator closed)
 
-	typ string         // TypeClassic, TypeConsumer or TypeShare
-	cg  *consumerGroup // a consumer or share group's state; the classic fields below are unused then
+	// state is the group's state as Kafka names it, of whichever kind.
+	state State
+	// kind is what the group is besides its offsets: the protocol its
+	// members speak and their state under it. A group without members
+	// may change kind (a classic group becomes a consumer group at its
+	// first ConsumerGroupHeartbeat, and back at a JoinGroup).
+	kind kind
 
-	state        State
-	protocolType string
-	protocol     string // selected for the current generation
-	generation   int32
-	leader       string
-	members      map[string]*member
-	static       map[string]string // group.instance.id -> member id
-	pending      map[string]uint64 // member ids handed out with MEMBER_ID_REQUIRED -> expiry seq
-	saved        bool              // a state file exists
-	used         atomic.Int64      // when a request last looked the group up (Unix ns)
-	version      string            // of the state file, as loaded or saved
+	saved   bool         // a state file exists
+	used    atomic.Int64 // when a request last looked the group up (Unix ns)
+	version string       // of the state file, as loaded or saved
 	// Saves under way: one is written at a time, outside this goroutine;
 	// the state to write next (the latest) waits with its waiters.
 	saving       bool
@@ -78,60 +74,23 @@ type group struct {
 	// earlier one (a deposed coordinator's) is refused.
 	txnCoordinators map[int64]txnCoordinator
 
-	// The join phase: ends when every member rejoined, or at the deadline.
-	joinSeq      uint64
-	initialJoin  bool
-	initialStart time.Time
-	// The sync phase: members that have not sent SyncGroup for this
-	// generation.
-	syncSeq     uint64
-	pendingSync map[string]bool
-	seq         uint64 // source of timer ids
-}
-
-// member is one member of a group.
-type member struct {
-	id           string
-	instanceID   *string
-	clientID     string
-	clientHost   string
-	session      time.Duration
-	rebalance    time.Duration
-	protocolType string
-	protocols    []kmsg.JoinGroupRequestProtocol
-	assignment   []byte
-
-	joining  *pendingJoin // a JoinGroup waiting for the join phase to end
-	syncing  *pendingSync // a SyncGroup waiting for the leader's assignment
-	sessionT uint64       // id of the live session timer
-}
-
-type pendingJoin struct {
-	req   *kmsg.JoinGroupRequest
-	reply chan *kmsg.JoinGroupResponse
-}
-
-type pendingSync struct {
-	req   *kmsg.SyncGroupRequest
-	reply chan *kmsg.SyncGroupResponse
+	seq uint64 // source of timer ids
 }
 
 func newGroup(c *Coordinator, name string) *group {
-	return &group{
+	g := &group{
 		c:          c,
 		name:       name,
 		ctl:        make(chan func()),
 		quit:       make(chan struct{}),
-		typ:        TypeClassic,
 		state:      Empty,
 		emptySince: time.Now(),
-		members:    map[string]*member{},
-		static:     map[string]string{},
-		pending:    map[string]uint64{},
 
 		txnOffsets:      map[int64]*txnOffsets{},
 		txnCoordinators: map[int64]txnCoordinator{},
 	}
+	g.kind = newClassicGroup(g)
+	return g
 }
 
 // manage runs the group's functions one at a time until the group ends.
@@ -202,10 +161,10 @@ func (g *group) stop() {
 // exists reports whether Kafka would know the group: it has members, or
 // state or offsets saved.
 func (g *group) exists() bool {
-	if g.cg != nil {
-		return g.saved || len(g.cg.members) > 0 || len(g.txnOffsets) > 0
+	if g.saved || len(g.txnOffsets) > 0 || g.kind.hasMembers() {
+		return true
 	}
-	return g.saved || len(g.members) > 0 || g.state != Empty || len(g.txnOffsets) > 0
+	return g.classic() != nil && g.state != Empty
 }
 
 // savedState is a group's state file: what is needed to carry on after a
@@ -376,14 +335,7 @@ func (g *group) snapshot() ([]byte, error) {
 		// about to be dropped and must not overwrite its state.
 		return nil, kerr.NotCoordinator
 	}
-	st := savedState{
-		Group:        g.name,
-		ProtocolType: g.protocolType,
-		Protocol:     g.protocol,
-		Generation:   g.generation,
-		Leader:       g.leader,
-		Stable:       g.state == Stable || g.state == Empty,
-	}
+	st := savedState{Group: g.name}
 	if g.state == Empty && !g.emptySince.IsZero() {
 		st.EmptySince = g.emptySince.UnixMilli()
 	}
@@ -400,37 +352,17 @@ func (g *group) snapshot() ([]byte, error) {
 		}
 		st.TxnCoordinators[strconv.FormatInt(pid, 10)] = tc
 	}
-	if g.cg != nil {
-		st.Type, st.Consumer = g.typ, g.saveConsumer()
-		st.Stable = true
-		return json.Marshal(st)
-	}
-	for _, m := range g.sortedMembers() {
-		sm := savedMember{
-			ID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost,
-			SessionMillis: m.session.Milliseconds(), RebalanceMillis: m.rebalance.Milliseconds(),
-			Assignment: m.assignment,
-		}
-		for _, p := range m.protocols {
-			sm.Protocols = append(sm.Protocols, savedProtocol{p.Name, p.Metadata})
-		}
-		st.Members = append(st.Members, sm)
-	}
+	g.kind.save(&st)
 	return json.Marshal(st)
 }
 
-// restore sets the group from its state file. A group saved with its
-// assignments resumes Stable: its members carry on heartbeating with their
-// generation and need not rebalance. One saved in the middle of a rebalance
-// resumes in a rebalance that its members join again.
+// restore sets the group from its state file.
 func (g *group) restore(data []byte) error {
 	var st savedState
 	if err := json.Unmarshal(data, &st); err != nil {
 		return err
 	}
 	g.saved = true
-	g.protocolType, g.protocol = st.ProtocolType, st.Protocol
-	g.generation, g.leader = st.Generation, st.Leader
 	g.emptySince = time.Time{}
 	if st.EmptySince > 0 {
 		g.emptySince = time.UnixMilli(st.EmptySince)
@@ -450,30 +382,8 @@ func (g *group) restore(data []byte) error {
 		g.restoreConsumer(st.Type, st.Consumer)
 		return nil
 	}
-	for _, sm := range st.Members {
-		m := &member{
-			id: sm.ID, instanceID: sm.InstanceID, clientID: sm.ClientID, clientHost: sm.ClientHost,
-			session:      time.Duration(sm.SessionMillis) * time.Millisecond,
-			rebalance:    time.Duration(sm.RebalanceMillis) * time.Millisecond,
-			protocolType: st.ProtocolType, assignment: sm.Assignment,
-		}
-		for _, p := range sm.Protocols {
-			m.protocols = append(m.protocols, kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: p.Metadata})
-		}
-		g.members[m.id] = m
-		if m.instanceID != nil {
-			g.static[*m.instanceID] = m.id
-		}
-		g.touch(m)
-	}
-	switch {
-	case len(g.members) == 0:
-		g.state = Empty
-	case st.Stable:
-		g.state = Stable
-	default:
-		g.state = PreparingRebalance
-		g.startJoinTimer(false)
-	}
+	cl := newClassicGroup(g)
+	g.kind = cl
+	cl.restore(&st)
 	return nil
 }

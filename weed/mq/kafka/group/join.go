@@ -29,7 +29,7 @@ func JoinError(req *kmsg.JoinGroupRequest, e *kerr.Error) *kmsg.JoinGroupRespons
 	return resp
 }
 
-func (g *group) sortedMembers() []*member {
+func (g *classicGroup) sortedMembers() []*member {
 	ms := make([]*member, 0, len(g.members))
 	for _, m := range g.members {
 		ms = append(ms, m)
@@ -41,7 +41,7 @@ func (g *group) sortedMembers() []*member {
 // supports reports whether a member with these protocols may join: the
 // first member sets the group's protocol type; later ones must share it and
 // one protocol with every member.
-func (g *group) supports(protocolType string, protocols []kmsg.JoinGroupRequestProtocol) bool {
+func (g *classicGroup) supports(protocolType string, protocols []kmsg.JoinGroupRequestProtocol) bool {
 	if protocolType == "" || len(protocols) == 0 {
 		return false
 	}
@@ -59,7 +59,7 @@ func (g *group) supports(protocolType string, protocols []kmsg.JoinGroupRequestP
 	return false
 }
 
-func (g *group) allSupport(name string) bool {
+func (g *classicGroup) allSupport(name string) bool {
 	for _, m := range g.members {
 		if !slices.ContainsFunc(m.protocols, func(p kmsg.JoinGroupRequestProtocol) bool { return p.Name == name }) {
 			return false
@@ -70,7 +70,7 @@ func (g *group) allSupport(name string) bool {
 
 // selectProtocol picks the protocol every member supports that most
 // members prefer, as Kafka does.
-func (g *group) selectProtocol() string {
+func (g *classicGroup) selectProtocol() string {
 	votes := map[string]int{}
 	var order []string
 	for _, m := range g.sortedMembers() {
@@ -110,18 +110,8 @@ func (m *member) metadataFor(protocol string) []byte {
 
 // join handles a JoinGroup; reply is answered now or when the join phase
 // ends.
-func (g *group) join(req *kmsg.JoinGroupRequest, cl Client, reply chan *kmsg.JoinGroupResponse) {
+func (g *classicGroup) join(req *kmsg.JoinGroupRequest, cl Client, reply chan *kmsg.JoinGroupResponse) {
 	answer := func(e *kerr.Error) { reply <- JoinError(req, e) }
-	if g.cg != nil {
-		// A consumer group becomes classic once empty; classic members
-		// do not join one with members (mixed groups are not served),
-		// nor a share group.
-		if g.typ == TypeShare || len(g.cg.members) > 0 {
-			answer(kerr.InconsistentGroupProtocol)
-			return
-		}
-		g.toClassic()
-	}
 	if !g.supports(req.ProtocolType, req.Protocols) {
 		answer(kerr.InconsistentGroupProtocol)
 		return
@@ -178,7 +168,7 @@ func (g *group) join(req *kmsg.JoinGroupRequest, cl Client, reply chan *kmsg.Joi
 }
 
 // joinNew handles a JoinGroup without a member id.
-func (g *group) joinNew(req *kmsg.JoinGroupRequest, cl Client, reply chan *kmsg.JoinGroupResponse) {
+func (g *classicGroup) joinNew(req *kmsg.JoinGroupRequest, cl Client, reply chan *kmsg.JoinGroupResponse) {
 	id := newMemberID(cl.ID)
 	if req.InstanceID != nil {
 		if old, ok := g.static[*req.InstanceID]; ok && g.members[old] != nil {
@@ -207,7 +197,7 @@ func (g *group) joinNew(req *kmsg.JoinGroupRequest, cl Client, reply chan *kmsg.
 	g.addMember(req, id, cl, reply)
 }
 
-func (g *group) addMember(req *kmsg.JoinGroupRequest, id string, cl Client, reply chan *kmsg.JoinGroupResponse) {
+func (g *classicGroup) addMember(req *kmsg.JoinGroupRequest, id string, cl Client, reply chan *kmsg.JoinGroupResponse) {
 	m := &member{id: id, instanceID: req.InstanceID}
 	if len(g.members) == 0 {
 		g.protocolType = req.ProtocolType
@@ -228,7 +218,7 @@ func (g *group) addMember(req *kmsg.JoinGroupRequest, id string, cl Client, repl
 	g.maybeCompleteJoin()
 }
 
-func (g *group) updateMember(m *member, req *kmsg.JoinGroupRequest, cl Client, reply chan *kmsg.JoinGroupResponse) {
+func (g *classicGroup) updateMember(m *member, req *kmsg.JoinGroupRequest, cl Client, reply chan *kmsg.JoinGroupResponse) {
 	if m.joining != nil && m.joining.reply != reply {
 		// A second JoinGroup replaces the first, which is answered.
 		m.joining.reply <- JoinError(m.joining.req, kerr.RebalanceInProgress)
@@ -248,7 +238,7 @@ func (g *group) updateMember(m *member, req *kmsg.JoinGroupRequest, cl Client, r
 // replaceStatic gives a static member's place to its new incarnation,
 // fencing the old one (KIP-345). In a stable group whose member comes back
 // unchanged nothing is rebalanced: it gets its old assignment.
-func (g *group) replaceStatic(old *member, id string, req *kmsg.JoinGroupRequest, cl Client, reply chan *kmsg.JoinGroupResponse) {
+func (g *classicGroup) replaceStatic(old *member, id string, req *kmsg.JoinGroupRequest, cl Client, reply chan *kmsg.JoinGroupResponse) {
 	if old.joining != nil {
 		old.joining.reply <- JoinError(old.joining.req, kerr.FencedInstanceID)
 		old.joining = nil
@@ -311,7 +301,7 @@ func (g *group) replaceStatic(old *member, id string, req *kmsg.JoinGroupRequest
 }
 
 // prepareRebalance starts a join phase unless one is running.
-func (g *group) prepareRebalance(reason string) {
+func (g *classicGroup) prepareRebalance(reason string) {
 	if g.state == PreparingRebalance {
 		return
 	}
@@ -334,7 +324,7 @@ func (g *group) prepareRebalance(reason string) {
 
 // startJoinTimer ends the join phase at its deadline: the longest rebalance
 // timeout of the members, or for a new group the initial delay.
-func (g *group) startJoinTimer(initial bool) {
+func (g *classicGroup) startJoinTimer(initial bool) {
 	g.initialJoin = initial
 	var d time.Duration
 	for _, m := range g.members {
@@ -354,7 +344,7 @@ func (g *group) startJoinTimer(initial bool) {
 
 // maybeCompleteJoin ends the join phase early once every member has
 // rejoined and no member id handed out is still to come back.
-func (g *group) maybeCompleteJoin() {
+func (g *classicGroup) maybeCompleteJoin() {
 	if g.state != PreparingRebalance || g.initialJoin || len(g.pending) > 0 {
 		return
 	}
@@ -369,7 +359,7 @@ func (g *group) maybeCompleteJoin() {
 // completeJoin ends the join phase: members that did not rejoin are removed
 // (static ones are kept until their session ends), a new generation starts,
 // and every waiting JoinGroup is answered, the leader's with the members.
-func (g *group) completeJoin() {
+func (g *classicGroup) completeJoin() {
 	for _, m := range g.members {
 		if m.joining == nil && m.instanceID == nil {
 			glog.V(0).Infof("kafka group %s: member %s left the group: it did not rejoin within the rebalance timeout", g.name, m.id)
@@ -424,7 +414,7 @@ func (g *group) completeJoin() {
 	g.startSyncTimer()
 }
 
-func (g *group) joinResponse(req *kmsg.JoinGroupRequest, m *member) *kmsg.JoinGroupResponse {
+func (g *classicGroup) joinResponse(req *kmsg.JoinGroupRequest, m *member) *kmsg.JoinGroupResponse {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	resp.Generation = g.generation
 	pt, p := g.protocolType, g.protocol

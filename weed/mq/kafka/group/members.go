@@ -29,7 +29,7 @@ func newMemberID(clientID string) string {
 
 // fenced reports whether a request naming instanceID comes from an older
 // incarnation of that static member.
-func (g *group) fenced(memberID string, instanceID *string) bool {
+func (g *classicGroup) fenced(memberID string, instanceID *string) bool {
 	if instanceID == nil {
 		return false
 	}
@@ -40,7 +40,7 @@ func (g *group) fenced(memberID string, instanceID *string) bool {
 // touch restarts the member's session timer: without a heartbeat (or
 // another request) within its session timeout, it is removed. A member
 // waiting on a JoinGroup or SyncGroup answer is kept.
-func (g *group) touch(m *member) {
+func (g *classicGroup) touch(m *member) {
 	id := g.nextSeq()
 	m.sessionT = id
 	g.after(m.session, func() {
@@ -57,7 +57,7 @@ func (g *group) touch(m *member) {
 }
 
 // dropMember forgets a member, answering what it waits on.
-func (g *group) dropMember(m *member) {
+func (g *classicGroup) dropMember(m *member) {
 	if m.joining != nil {
 		m.joining.reply <- JoinError(m.joining.req, kerr.UnknownMemberID)
 		m.joining = nil
@@ -76,12 +76,12 @@ func (g *group) dropMember(m *member) {
 
 // removeMember takes a member out (it left, or its session ended) and
 // rebalances the others.
-func (g *group) removeMember(m *member, reason string) {
+func (g *classicGroup) removeMember(m *member, reason string) {
 	g.dropMember(m)
 	g.afterRemoval("member " + m.id + " left: " + reason)
 }
 
-func (g *group) afterRemoval(reason string) {
+func (g *classicGroup) afterRemoval(reason string) {
 	switch g.state {
 	case Stable, CompletingRebalance:
 		g.prepareRebalance(reason)
@@ -99,7 +99,7 @@ func (g *group) afterRemoval(reason string) {
 
 // heartbeat handles a Heartbeat: it keeps the member's session and tells
 // it when to rejoin.
-func (g *group) heartbeat(req *kmsg.HeartbeatRequest) *kerr.Error {
+func (g *classicGroup) heartbeat(req *kmsg.HeartbeatRequest) *kerr.Error {
 	if g.fenced(req.MemberID, req.InstanceID) {
 		return kerr.FencedInstanceID
 	}
@@ -123,7 +123,7 @@ func (g *group) heartbeat(req *kmsg.HeartbeatRequest) *kerr.Error {
 }
 
 // leave handles one member of a LeaveGroup.
-func (g *group) leave(memberID string, instanceID *string, reason *string) *kerr.Error {
+func (g *classicGroup) leave(memberID string, instanceID *string, reason *string) *kerr.Error {
 	why := "LeaveGroup"
 	if reason != nil && *reason != "" {
 		why += " (" + *reason + ")"

@@ -39,14 +39,14 @@ func (who Committer) names() bool {
 // checkMember checks that the committer is a member of the current
 // generation and not a fenced incarnation of a static member.
 func (g *group) checkMember(who Committer) (*member, *kerr.Error) {
-	if g.typ == TypeShare {
+	if g.typ() == TypeShare {
 		return nil, kerr.GroupIDNotFound
 	}
-	if g.cg != nil {
-		if who.Generation < 0 && len(g.cg.members) == 0 {
+	if cg := g.consumer(); cg != nil {
+		if who.Generation < 0 && len(cg.members) == 0 {
 			return nil, nil
 		}
-		m := g.cg.members[who.MemberID]
+		m := cg.members[who.MemberID]
 		switch {
 		case m == nil:
 			return nil, kerr.UnknownMemberID
@@ -55,14 +55,15 @@ func (g *group) checkMember(who Committer) (*member, *kerr.Error) {
 		}
 		return nil, nil
 	}
-	if g.fenced(who.MemberID, who.InstanceID) {
+	cl := g.classic()
+	if cl.fenced(who.MemberID, who.InstanceID) {
 		return nil, kerr.FencedInstanceID
 	}
-	m := g.members[who.MemberID]
+	m := cl.members[who.MemberID]
 	if m == nil {
 		return nil, kerr.UnknownMemberID
 	}
-	if who.Generation != g.generation {
+	if who.Generation != cl.generation {
 		return nil, kerr.IllegalGeneration
 	}
 	return m, nil
@@ -70,13 +71,12 @@ func (g *group) checkMember(who Committer) (*member, *kerr.Error) {
 
 // validateCommit checks a commit as Kafka does.
 func (g *group) validateCommit(who Committer, offsets offset.Topics) *kerr.Error {
-	if g.typ == TypeShare {
+	if g.typ() == TypeShare {
 		return kerr.GroupIDNotFound // a share group has no committed offsets
 	}
-	if g.cg != nil && g.cg.streams != nil {
+	if cg := g.consumer(); cg != nil && cg.streams != nil {
 		return g.validateStreamsCommit(who, offsets)
-	}
-	if g.cg != nil {
+	} else if cg != nil {
 		return g.validateConsumerCommit(who, offsets)
 	}
 	if g.state == Dead {
@@ -93,7 +93,7 @@ func (g *group) validateCommit(who Committer, offsets offset.Topics) *kerr.Error
 		if g.state == CompletingRebalance {
 			return kerr.RebalanceInProgress
 		}
-		g.touch(m)
+		g.classic().touch(m)
 		return nil
 	}
 	// Generation -1 with no member, but the group has members: simple
@@ -323,7 +323,7 @@ func (c *Coordinator) FetchOffsets(ctx context.Context, name string, topics []st
 	if g == nil {
 		return offset.Topics{}, nil
 	}
-	if isShare, err := call(ctx, g, func() bool { return g.typ == TypeShare }); err != nil {
+	if isShare, err := call(ctx, g, func() bool { return g.typ() == TypeShare }); err != nil {
 		return nil, goneErr(err)
 	} else if isShare {
 		return nil, kerr.GroupIDNotFound
@@ -359,10 +359,10 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, name string, partitions
 		if g.state == Dead {
 			return result{group: kerr.CoordinatorNotAvailable}
 		}
-		if g.typ == TypeShare {
+		if g.typ() == TypeShare {
 			return result{group: kerr.GroupIDNotFound}
 		}
-		if g.cg == nil && g.state != Empty && g.protocolType != "consumer" {
+		if cl := g.classic(); cl != nil && g.state != Empty && cl.protocolType != "consumer" {
 			return result{group: kerr.NonEmptyGroup}
 		}
 		subscribed := g.subscribedTopics()
@@ -397,13 +397,14 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, name string, partitions
 // subscribedTopics are the topics the members of a consumer group are
 // subscribed to, from their protocol metadata.
 func (g *group) subscribedTopics() []string {
-	if g.cg != nil {
+	cl := g.classic()
+	if cl == nil {
 		return g.consumerSubscribed()
 	}
 	var topics []string
-	for _, m := range g.members {
+	for _, m := range cl.members {
 		var meta kmsg.ConsumerMemberMetadata
-		if err := meta.ReadFrom(m.metadataFor(g.protocol)); err != nil {
+		if err := meta.ReadFrom(m.metadataFor(cl.protocol)); err != nil {
 			continue
 		}
 		topics = append(topics, meta.Topics...)
@@ -435,21 +436,22 @@ func (c *Coordinator) Describe(ctx context.Context, name string, version int16) 
 		if !g.exists() {
 			return false
 		}
-		if g.cg != nil {
+		cl := g.classic()
+		if cl == nil {
 			consumer = true // described by ConsumerGroupDescribe
 			return false
 		}
 		d.State = string(g.state)
-		d.ProtocolType = g.protocolType
+		d.ProtocolType = cl.protocolType
 		if g.state == Stable {
-			d.Protocol = g.protocol
+			d.Protocol = cl.protocol
 		}
-		for _, m := range g.sortedMembers() {
+		for _, m := range cl.sortedMembers() {
 			dm := kmsg.NewDescribeGroupsResponseGroupMember()
 			dm.MemberID, dm.InstanceID = m.id, m.instanceID
 			dm.ClientID, dm.ClientHost = m.clientID, m.clientHost
 			if g.state == Stable {
-				dm.ProtocolMetadata = m.metadataFor(g.protocol)
+				dm.ProtocolMetadata = m.metadataFor(cl.protocol)
 				dm.MemberAssignment = m.assignment
 			}
 			d.Members = append(d.Members, dm)
@@ -505,10 +507,11 @@ func (c *Coordinator) List(ctx context.Context) ([]Listed, *kerr.Error) {
 			if !g.exists() || g.state == Dead {
 				return nil
 			}
-			if g.cg != nil { // the protocol type is the type, as Kafka lists them
-				return &Listed{Name: g.name, ProtocolType: g.typ, State: g.state, Type: g.typ}
+			if cl := g.classic(); cl != nil {
+				return &Listed{Name: g.name, ProtocolType: cl.protocolType, State: g.state, Type: TypeClassic}
 			}
-			return &Listed{Name: g.name, ProtocolType: g.protocolType, State: g.state, Type: TypeClassic}
+			// the protocol type is the type, as Kafka lists them
+			return &Listed{Name: g.name, ProtocolType: g.typ(), State: g.state, Type: g.typ()}
 		})
 		if err == nil && l != nil {
 			out = append(out, *l)
@@ -543,7 +546,7 @@ func (c *Coordinator) DeleteGroup(ctx context.Context, name string) *kerr.Error 
 		if g.state != Empty {
 			return kerr.NonEmptyGroup
 		}
-		if g.typ == TypeShare { // its share-partitions and configs go first
+		if g.typ() == TypeShare { // its share-partitions and configs go first
 			if st := c.opts.ShareStates; st != nil {
 				if err := st.DeleteGroup(ctx, g.name); err != nil {
 					glog.Warningf("kafka group %s: removing its share-partitions: %v", g.name, err)
@@ -589,10 +592,10 @@ func (c *Coordinator) GroupStats(ctx context.Context) ([]Stat, error) {
 		st := Stat{Name: l.Name, Committed: map[string]map[int32]int64{}}
 		if g, _ := c.lookup(ctx, l.Name, false); g != nil {
 			st.Members, _ = call(ctx, g, func() int {
-				if g.cg != nil {
-					return len(g.cg.members)
+				if cg := g.consumer(); cg != nil {
+					return len(cg.members)
 				}
-				return len(g.members)
+				return len(g.classic().members)
 			})
 		}
 		offs, err := c.opts.Store.Fetch(ctx, l.Name, nil)

@@ -66,7 +66,7 @@ func (cg *consumerGroup) owners() map[topicID]map[int32]string {
 // subscribes to; changed says its subscription changed with this
 // heartbeat. It changes m in place.
 func (g *group) reconcile(m *cmember, o owned, subscribed map[topicID]string, changed bool) {
-	te := g.cg.assignmentEpoch
+	te := g.consumer().assignmentEpoch
 	switch m.state {
 	case memberStable:
 		switch {
@@ -115,8 +115,8 @@ func updateCurrent(m *cmember, o owned, subscribed map[topicID]string) {
 // computeNext computes the member's next assignment towards the target of
 // the assignment epoch.
 func (g *group) computeNext(m *cmember, o owned, subscribed map[topicID]string, epoch int32) {
-	te := g.cg.assignmentEpoch
-	owners := g.cg.owners()
+	te := g.consumer().assignmentEpoch
+	owners := g.consumer().owners()
 	keep, revoke, add := partitions{}, partitions{}, partitions{}
 	unreleased := false
 	topics := map[topicID]bool{}

@@ -67,7 +67,7 @@ func (c *Coordinator) expireGroup(ctx context.Context, g *group, now time.Time) 
 		gone    bool
 	}
 	res, err := call(ctx, g, func() outcome {
-		if !g.exists() || g.state == Dead || g.typ == TypeShare { // share groups stay until deleted, as Kafka's
+		if !g.exists() || g.state == Dead || g.typ() == TypeShare { // share groups stay until deleted, as Kafka's
 			return outcome{}
 		}
 		// The commits accepted before are written first (none come in
@@ -91,11 +91,12 @@ func (c *Coordinator) expireGroup(ctx context.Context, g *group, now time.Time) 
 			}
 		}
 		var subscribed []string
+		cl := g.classic()
 		switch {
 		case g.state == Empty:
-		case g.cg != nil:
+		case cl == nil:
 			subscribed = g.consumerSubscribed() // in any state, as Kafka
-		case g.protocolType == "consumer" && g.state == Stable:
+		case cl.protocolType == "consumer" && g.state == Stable:
 			subscribed = g.subscribedTopics()
 		default:
 			return outcome{} // rebalancing, or a protocol whose topics are not known
@@ -109,7 +110,7 @@ func (c *Coordinator) expireGroup(ctx context.Context, g *group, now time.Time) 
 			}
 			for p, o := range parts {
 				base := time.UnixMilli(o.CommitTime)
-				if g.state == Empty && (g.protocolType != "" || g.cg != nil) && !g.emptySince.IsZero() {
+				if g.state == Empty && (cl == nil || cl.protocolType != "") && !g.emptySince.IsZero() {
 					base = g.emptySince
 				}
 				if pending[topic][p] || base.Add(retention).After(now) {
@@ -162,11 +163,7 @@ func (c *Coordinator) unloadIdle(ctx context.Context, g *group) {
 		return
 	}
 	idle, err := call(ctx, g, func() bool {
-		members := len(g.members)
-		if g.cg != nil {
-			members = len(g.cg.members)
-		}
-		return members == 0 && len(g.pending) == 0 && len(g.txnOffsets) == 0
+		return !g.kind.hasMembers() && len(g.txnOffsets) == 0
 	})
 	if err != nil || !idle {
 		return

@@ -97,10 +97,10 @@ func (c *Coordinator) ShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGr
 // one; or the error that refuses it.
 func (g *group) shareGroupFor(req *kmsg.ShareGroupHeartbeatRequest) (*kerr.Error, string) {
 	switch {
-	case g.typ == TypeShare && (g.exists() || req.MemberEpoch == 0):
+	case g.typ() == TypeShare && (g.exists() || req.MemberEpoch == 0):
 		return nil, ""
 	case !g.exists() && req.MemberEpoch == 0:
-		g.typ, g.cg, g.state = TypeShare, newConsumerGroup(), Empty
+		g.kind, g.state = newConsumerGroup(TypeShare), Empty
 		return nil, ""
 	case !g.exists():
 		return kerr.GroupIDNotFound, fmt.Sprintf("Share group %s not found.", g.name)
@@ -114,7 +114,7 @@ func (g *group) shareHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, cl Client, 
 		fail(e, msg)
 		return
 	}
-	cg := g.cg
+	cg := g.consumer()
 	old := cg.members[req.MemberID]
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	resp.MemberID = &req.MemberID
@@ -217,7 +217,7 @@ func (g *group) shareHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, cl Client, 
 
 // computeShareTargets runs the simple assignor over every member.
 func (g *group) computeShareTargets() {
-	cg := g.cg
+	cg := g.consumer()
 	im := g.c.topics.current()
 	in := &assignInput{topics: im.byID}
 	for _, id := range slices.Sorted(maps.Keys(cg.members)) {
@@ -323,10 +323,10 @@ func (c *Coordinator) DescribeShare(ctx context.Context, name string) kmsg.Share
 		switch {
 		case !g.exists():
 			return fmt.Sprintf("Group %s not found.", name)
-		case g.typ != TypeShare:
+		case g.typ() != TypeShare:
 			return fmt.Sprintf("Group %s is not a share group.", name)
 		}
-		cg := g.cg
+		cg := g.consumer()
 		im := c.topics.current()
 		d.GroupState = string(g.state)
 		d.GroupEpoch, d.AssignmentEpoch, d.Assignor = cg.epoch, cg.assignmentEpoch, "simple"
@@ -386,7 +386,7 @@ func (c *Coordinator) ShareGroup(ctx context.Context, name string, create bool) 
 		case !g.exists() && !create:
 			answer(outcome{e: kerr.GroupIDNotFound})
 		case !g.exists():
-			g.typ, g.cg, g.state = TypeShare, newConsumerGroup(), Empty
+			g.kind, g.state = newConsumerGroup(TypeShare), Empty
 			g.saveThen(func(err error) {
 				if err != nil {
 					answer(outcome{e: savedErr(err)})
@@ -394,10 +394,10 @@ func (c *Coordinator) ShareGroup(ctx context.Context, name string, create bool) 
 				}
 				answer(outcome{share: true})
 			})
-		case g.typ != TypeShare:
+		case g.typ() != TypeShare:
 			answer(outcome{})
 		default:
-			answer(outcome{share: true, members: len(g.cg.members)})
+			answer(outcome{share: true, members: len(g.consumer().members)})
 		}
 	})
 	if err != nil {

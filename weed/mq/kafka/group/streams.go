@@ -328,19 +328,16 @@ func sameResolution(a, b *resolvedTopology) bool {
 // stay. A new group begins at group and assignment epoch 1, as Kafka's: a
 // member is never answered epoch 0.
 func (g *group) toStreams() {
-	g.typ = TypeStreams
-	g.cg = newConsumerGroup()
-	g.cg.streams = &streamsState{}
-	g.cg.epoch, g.cg.assignmentEpoch = 1, 1
-	g.protocolType, g.protocol, g.generation, g.leader = "", "", 0, ""
-	g.state = Empty
+	cg := newConsumerGroup(TypeStreams)
+	cg.epoch, cg.assignmentEpoch = 1, 1
+	g.kind, g.state = cg, Empty
 }
 
 // resolveStreams resolves the group's topology against the topics of the
 // moment; it reports whether what is assigned changed (the group epoch
 // moves then).
 func (g *group) resolveStreams() bool {
-	ss := g.cg.streams
+	ss := g.consumer().streams
 	if ss.topology == nil {
 		return false
 	}
@@ -353,11 +350,11 @@ func (g *group) resolveStreams() bool {
 // streamsTopicsChanged runs when the topic image changed: a topology whose
 // resolution changed moves the group epoch.
 func (g *group) streamsTopicsChanged() {
-	if len(g.cg.members) == 0 {
+	if len(g.consumer().members) == 0 {
 		return
 	}
 	if g.resolveStreams() {
-		g.cg.epoch++
+		g.consumer().epoch++
 		g.updateConsumerState()
 		g.saveThen(nil)
 	}
@@ -376,7 +373,7 @@ type task struct {
 // then each task of a stateful subtopology gets standbys standbys, each on
 // a process that has no copy of it, its previous holders first.
 func (g *group) assignStreams(standbys int) {
-	cg := g.cg
+	cg := g.consumer()
 	r := cg.streams.resolved
 	ids := slices.Sorted(maps.Keys(cg.members))
 	for _, id := range ids {

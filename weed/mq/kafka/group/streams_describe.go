@@ -39,10 +39,10 @@ func (c *Coordinator) DescribeStreams(ctx context.Context, name string) kmsg.Str
 		switch {
 		case !g.exists():
 			return outcome{msg: fmt.Sprintf("Group %s not found.", name)}
-		case g.typ != TypeStreams:
+		case g.typ() != TypeStreams:
 			return outcome{msg: fmt.Sprintf("Group %s is not a streams group.", name)}
 		}
-		cg, ss := g.cg, g.cg.streams
+		cg, ss := g.consumer(), g.consumer().streams
 		d.State = string(g.state)
 		d.Epoch, d.AssignmentEpoch = cg.epoch, cg.assignmentEpoch
 		assignor := "sticky"
@@ -139,18 +139,20 @@ func (c *Coordinator) UpdateStreamsTopologyDescription(ctx context.Context, req 
 	}
 	out, err := await(ctx, g, func(answer func(outcome)) {
 		switch {
-		case g.typ != TypeStreams || !g.exists():
+		case g.typ() != TypeStreams || !g.exists():
 			answer(outcome{kerr.GroupIDNotFound, fmt.Sprintf("Group %s is not a streams group.", req.Group)})
 			return
-		case g.cg.members[req.MemberID] == nil:
+		case g.consumer().members[req.MemberID] == nil:
 			answer(outcome{kerr.UnknownMemberID, fmt.Sprintf("Member %s is not a member of group %s.", req.MemberID, req.Group)})
 			return
-		case g.cg.streams.topology == nil || req.TopologyEpoch != g.cg.streams.topology.Epoch:
+		}
+		ss := g.consumer().streams
+		if ss.topology == nil || req.TopologyEpoch != ss.topology.Epoch {
 			answer(outcome{kerr.StreamsInvalidTopologyEpoch, "The topology epoch of the description is not the group's."})
 			return
 		}
 		desc := req.TopologyDescription
-		g.cg.streams.description, g.cg.streams.describedEpoch = &desc, req.TopologyEpoch
+		ss.description, ss.describedEpoch = &desc, req.TopologyEpoch
 		glog.V(1).Infof("kafka group %s: description of topology epoch %d kept (%d subtopologies)", g.name, req.TopologyEpoch, len(desc.Subtopologies))
 		g.saveThen(func(err error) {
 			if err != nil {

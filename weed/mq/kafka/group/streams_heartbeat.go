@@ -113,8 +113,8 @@ func (c *Coordinator) StreamsGroupHeartbeat(ctx context.Context, req *kmsg.Strea
 		// The topics the topology reads are in the image before the group
 		// looks at it.
 		names, err := call(ctx, g, func() []string {
-			if g.cg != nil && g.cg.streams != nil {
-				return g.cg.streams.requiredTopics()
+			if cg := g.consumer(); cg != nil && cg.streams != nil {
+				return cg.streams.requiredTopics()
 			}
 			return nil
 		})
@@ -151,16 +151,16 @@ func (c *Coordinator) StreamsGroupHeartbeat(ctx context.Context, req *kmsg.Strea
 // empty classic group one; or the error that refuses it.
 func (g *group) streamsGroupFor(req *kmsg.StreamsGroupHeartbeatRequest) (*kerr.Error, string) {
 	switch {
-	case g.typ == TypeStreams:
+	case g.typ() == TypeStreams:
 		if req.MemberEpoch > 0 && !g.exists() {
 			return kerr.GroupIDNotFound, fmt.Sprintf("Streams group %s not found.", g.name)
 		}
 		return nil, ""
-	case g.cg != nil, req.MemberEpoch != 0 && g.exists():
+	case g.consumer() != nil, req.MemberEpoch != 0 && g.exists():
 		return kerr.GroupIDNotFound, fmt.Sprintf("Group %s is not a streams group.", g.name)
 	case req.MemberEpoch != 0:
 		return kerr.GroupIDNotFound, fmt.Sprintf("Streams group %s not found.", g.name)
-	case len(g.members) > 0 || len(g.pending) > 0 || g.state != Empty:
+	case g.kind.hasMembers() || g.state != Empty:
 		return kerr.GroupIDNotFound, fmt.Sprintf("Group %s is not a streams group: a classic group becomes one once it is empty.", g.name)
 	}
 	g.toStreams()
@@ -187,7 +187,7 @@ func (g *group) streamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, cl Clie
 		fail(e, msg)
 		return
 	}
-	cg, ss := g.cg, g.cg.streams
+	cg, ss := g.consumer(), g.consumer().streams
 	old := cg.members[req.MemberID]
 	switch {
 	case old == nil && req.MemberEpoch != 0:
@@ -386,7 +386,8 @@ func (g *group) streamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, cl Clie
 // assignDelayed computes the targets once the initial rebalance delay is
 // over, if the group still waits for them.
 func (g *group) assignDelayed() {
-	if g.typ != TypeStreams || g.cg == nil || g.cg.epoch <= g.cg.assignmentEpoch || time.Now().Before(g.cg.streams.delayUntil) {
+	cg := g.consumer()
+	if cg == nil || cg.streams == nil || cg.epoch <= cg.assignmentEpoch || time.Now().Before(cg.streams.delayUntil) {
 		return
 	}
 	g.computeStreamsTargets()
@@ -399,7 +400,8 @@ func (g *group) assignDelayed() {
 func (g *group) computeStreamsTargets() {
 	g.assignStreams(g.c.opts.StreamsNumStandbyReplicas)
 	metrics.Rebalances.WithLabelValues(metrics.Group(g.name)).Inc()
-	glog.V(1).Infof("kafka group %s: streams target assignment of epoch %d for %d members", g.name, g.cg.epoch, len(g.cg.members))
+	cg := g.consumer()
+	glog.V(1).Infof("kafka group %s: streams target assignment of epoch %d for %d members", g.name, cg.epoch, len(cg.members))
 }
 
 // taskIDs lists tasks as a response carries them.
@@ -417,7 +419,7 @@ func taskIDs(ps partitions, ss *streamsState) []kmsg.TaskIDs {
 // endpointPartitions maps each member's endpoint to the partitions of its
 // tasks' input topics (Interactive Queries find keys by them).
 func (g *group) endpointPartitions() []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint {
-	ss := g.cg.streams
+	ss := g.consumer().streams
 	out := []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint{}
 	if ss.resolved == nil {
 		return out
@@ -437,8 +439,8 @@ func (g *group) endpointPartitions() []kmsg.StreamsGroupHeartbeatResponsePartiti
 		}
 		return byTopic
 	}
-	for _, id := range slices.Sorted(maps.Keys(g.cg.members)) {
-		m := g.cg.members[id]
+	for _, id := range slices.Sorted(maps.Keys(g.consumer().members)) {
+		m := g.consumer().members[id]
 		if m.endpoint == nil {
 			continue
 		}
@@ -466,11 +468,11 @@ func (g *group) streamsLeave(req *kmsg.StreamsGroupHeartbeatRequest, answer func
 	case !g.exists():
 		fail(kerr.GroupIDNotFound, fmt.Sprintf("Group %s not found.", g.name))
 		return
-	case g.typ != TypeStreams:
+	case g.typ() != TypeStreams:
 		fail(kerr.GroupIDNotFound, fmt.Sprintf("Group %s is not a streams group.", g.name))
 		return
 	}
-	cg := g.cg
+	cg := g.consumer()
 	m := cg.members[req.MemberID]
 	if m == nil {
 		fail(kerr.UnknownMemberID, fmt.Sprintf("Member %s is not a member of group %s.", req.MemberID, g.name))
@@ -503,7 +505,7 @@ func (g *group) streamsLeave(req *kmsg.StreamsGroupHeartbeatRequest, answer func
 // at its epoch, or at an older epoch for the partitions of tasks it has
 // had since then at least.
 func (g *group) validateStreamsCommit(who Committer, offsets offset.Topics) *kerr.Error {
-	cg := g.cg
+	cg := g.consumer()
 	if who.Generation < 0 && len(cg.members) == 0 {
 		return nil
 	}

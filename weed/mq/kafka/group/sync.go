@@ -15,7 +15,7 @@ import (
 
 // startSyncTimer removes the members that have not sent SyncGroup within
 // the rebalance timeout, and rebalances without them.
-func (g *group) startSyncTimer() {
+func (g *classicGroup) startSyncTimer() {
 	var d time.Duration
 	for _, m := range g.members {
 		d = max(d, m.rebalance)
@@ -53,7 +53,7 @@ func SyncError(req *kmsg.SyncGroupRequest, e *kerr.Error) *kmsg.SyncGroupRespons
 }
 
 // sync handles a SyncGroup: the leader's brings every member's assignment.
-func (g *group) sync(req *kmsg.SyncGroupRequest, reply chan *kmsg.SyncGroupResponse) {
+func (g *classicGroup) sync(req *kmsg.SyncGroupRequest, reply chan *kmsg.SyncGroupResponse) {
 	answer := func(e *kerr.Error) { reply <- SyncError(req, e) }
 	if g.fenced(req.MemberID, req.InstanceID) {
 		answer(kerr.FencedInstanceID)
@@ -132,7 +132,7 @@ func (g *group) sync(req *kmsg.SyncGroupRequest, reply chan *kmsg.SyncGroupRespo
 	}
 }
 
-func (g *group) syncResponse(req *kmsg.SyncGroupRequest, m *member) *kmsg.SyncGroupResponse {
+func (g *classicGroup) syncResponse(req *kmsg.SyncGroupRequest, m *member) *kmsg.SyncGroupResponse {
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 	pt, p := g.protocolType, g.protocol
 	resp.ProtocolType, resp.Protocol = &pt, &p

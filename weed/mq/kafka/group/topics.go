@@ -299,7 +299,7 @@ func (c *Coordinator) topicsChanged() {
 	defer c.mu.Unlock()
 	for _, g := range c.groups {
 		g.after(0, func() {
-			if g.cg != nil {
+			if g.consumer() != nil {
 				g.consumerTopicsChanged()
 			}
 		})
