@@ -412,35 +412,41 @@ func jsonValue(s avro.Schema, v any) (any, error) {
 // several object members, the one it has the most properties of (the
 // first of those).
 func jsonChoiceValue(u *avro.UnionSchema, v any) (any, error) {
-	best, bestScore := -1, -1
-	var bestValue any
-	for i, m := range unionMembers(u) {
-		x, err := jsonValue(m, v)
-		if err != nil {
-			continue
-		}
-		score := 0
-		if rs, ok := m.(*avro.RecordSchema); ok {
-			obj, _ := v.(map[string]any)
+	members := unionMembers(u)
+	order := make([]int, len(members))
+	for i := range order {
+		order[i] = i
+	}
+	if obj, ok := v.(map[string]any); ok {
+		// The members in the order they are tried: most properties of
+		// the value first; the first member that decodes it is the one.
+		score := make([]int, len(members))
+		for i, m := range members {
+			rs, ok := m.(*avro.RecordSchema)
+			if !ok {
+				continue
+			}
 			for _, f := range rs.Fields() {
 				name := f.Name()
 				if n, ok := f.Prop(jsonNameProp).(string); ok {
 					name = n
 				}
 				if _, ok := obj[name]; ok {
-					score++
+					score[i]++
 				}
 			}
 		}
-		if score > bestScore {
-			best, bestScore, bestValue = i, score, x
+		slices.SortStableFunc(order, func(a, b int) int { return score[b] - score[a] })
+	}
+	for _, i := range order {
+		x, err := jsonValue(members[i], v)
+		if err != nil {
+			continue
 		}
+		if !bareUnion(u) {
+			return map[string]any{unionName(members[i]): x}, nil
+		}
+		return x, nil
 	}
-	if best < 0 {
-		return nil, fmt.Errorf("a JSON %T of none of the types of %s", v, u)
-	}
-	if !bareUnion(u) {
-		return map[string]any{unionName(unionMembers(u)[best]): bestValue}, nil
-	}
-	return bestValue, nil
+	return nil, fmt.Errorf("a JSON %T of none of the types of %s", v, u)
 }
