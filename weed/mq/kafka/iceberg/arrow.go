@@ -21,19 +21,45 @@ func keyValueRows(sc *iceberg.Schema, recs []Record, reasons []string) (array.Re
 	}
 	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
 	defer b.Release()
-	for i, r := range recs {
-		for j, f := range as.Fields() {
-			switch fb := b.Field(j); {
-			case f.Name == "reason":
-				fb.(*array.StringBuilder).Append(reasons[i])
-			case !appendColumn(fb, f.Name, r):
-				fb.AppendNull()
+	b.Reserve(len(recs))
+	// Column by column, each builder's buffers sized once.
+	for j, f := range as.Fields() {
+		fb := b.Field(j)
+		switch f.Name {
+		case "reason":
+			sb := fb.(*array.StringBuilder)
+			for i := range recs {
+				sb.Append(reasons[i])
+			}
+		case "key", "value":
+			bb := fb.(*array.BinaryBuilder)
+			size := 0
+			for i := range recs {
+				size += len(column(f.Name, &recs[i]))
+			}
+			bb.ReserveData(size)
+			for i := range recs {
+				appendBytes(bb, column(f.Name, &recs[i]))
+			}
+		default:
+			for i := range recs {
+				if !appendColumn(fb, f.Name, recs[i]) {
+					fb.AppendNull()
+				}
 			}
 		}
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	return array.NewRecordReader(as, []arrow.RecordBatch{rec})
+}
+
+// column is a record's key or value.
+func column(name string, r *Record) []byte {
+	if name == "key" {
+		return r.Key
+	}
+	return r.Value
 }
 
 // appendColumn appends a record's value of the column name (partition,
