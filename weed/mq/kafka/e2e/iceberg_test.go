@@ -203,6 +203,14 @@ func TestIcebergTable(t *testing.T) {
 	if props.Properties["kafka.offsets"] != summary["kafka.offsets"] {
 		t.Errorf("the table's property kafka.offsets %q, its snapshot's %q", props.Properties["kafka.offsets"], summary["kafka.offsets"])
 	}
+	// The Parquet settings the gateway gives its tables, which the files
+	// are written with (and a user may change).
+	for k, v := range map[string]string{"write.parquet.compression-codec": "zstd", "write.parquet.compression-level": "1",
+		"write.parquet.dict-encoding-enabled.column.value": "false"} {
+		if props.Properties[k] != v {
+			t.Errorf("the table's property %s is %q, want %q", k, props.Properties[k], v)
+		}
+	}
 	eventually(t, 30*time.Second, "the table's old snapshots expired", func() error {
 		if n := icebergProps(t, topic).Snapshots; n != 1 {
 			return fmt.Errorf("%d snapshots", n)

@@ -167,6 +167,9 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 
 	if cfg.Storage != nil {
+		if cfg.IcebergCatalog != "" {
+			return nil, errors.New("the Iceberg tables need SeaweedFS: a catalog without SeaweedMQ as the storage")
+		}
 		n.store = cfg.Storage
 	} else {
 		n.client = seaweedmq.New(seaweedmq.Options{
@@ -496,9 +499,6 @@ func (n *Node) Start() error {
 		}
 		n.onClose("the schema registry", schemas.Close)
 		schemasOf = schemas
-	}
-	if n.client == nil && n.cfg.IcebergCatalog != "" {
-		return errors.New("the Iceberg tables need SeaweedFS: a catalog without SeaweedMQ as the storage")
 	}
 	var filer func(context.Context, func(filer_pb.SeaweedFilerClient) error) error
 	if n.client != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage/storagetest"
 	"go.uber.org/goleak"
 )
 
@@ -106,4 +107,21 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// A node over another storage than SeaweedMQ refuses what needs SeaweedFS
+// itself: the Iceberg tables (their compaction is SeaweedFS's), leaving
+// nothing running.
+func TestOtherStorageRefusesIcebergTables(t *testing.T) {
+	defer goleak.VerifyNone(t, ignored()...)
+	cfg := config(t)
+	cfg.Storage = storagetest.NewStorage()
+	cfg.IcebergCatalog = "http://127.0.0.1:1"
+	n, err := New(cfg)
+	if err == nil || !strings.Contains(err.Error(), "the Iceberg tables need SeaweedFS") {
+		if n != nil {
+			n.Close(context.Background()) //nolint:errcheck
+		}
+		t.Fatalf("New with a catalog over an in-memory storage: %v", err)
+	}
 }
