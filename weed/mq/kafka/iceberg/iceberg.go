@@ -98,13 +98,13 @@ type Source interface {
 	// Leads reports whether this gateway leads the partition (and so
 	// writes its records to the table).
 	Leads(topic string, partition int32) bool
-	// Read returns the partition's records a read_committed consumer
-	// reads from offset from on (no control records, no records of
-	// aborted transactions, none past the last stable offset), up to
-	// about maxBytes, and the offset to read next; next is from when
-	// there is nothing to read. A from below the log start reads from
-	// the log start.
-	Read(ctx context.Context, topic string, partition int32, from int64, maxBytes int) (recs []Record, next int64, err error)
+	// Read appends to into the partition's records a read_committed
+	// consumer reads from offset from on (no control records, no records
+	// of aborted transactions, none past the last stable offset), up to
+	// about maxBytes, and returns into and the offset to read next; next
+	// is from when there is nothing to read. A from below the log start
+	// reads from the log start.
+	Read(ctx context.Context, topic string, partition int32, from int64, maxBytes int, into []Record) (recs []Record, next int64, err error)
 	// End returns the partition's last stable offset.
 	End(ctx context.Context, topic string, partition int32) (int64, error)
 }
@@ -149,7 +149,7 @@ type Options struct {
 	// again (10 s when 0): listing reads every topic's config from the
 	// filer, too much to do every Interval.
 	ListInterval time.Duration
-	// MaxBytes bounds the records of one commit (16 MiB when 0).
+	// MaxBytes bounds the records of one commit (64 MiB when 0).
 	MaxBytes int
 	// MaintenanceInterval is how often each table's snapshots are
 	// expired and its orphan files deleted, by the leader of the topic's
@@ -158,6 +158,10 @@ type Options struct {
 	// OrphanAge is how old a file no snapshot holds must be to be deleted
 	// (72 h when 0): younger, it may be a commit's under way.
 	OrphanAge time.Duration
+	// rest is how long the writer waits after a commit that took d
+	// before the next while it catches up (d when nil; tests make it 0).
+	rest func(d time.Duration) time.Duration
+
 	// Compact rewrites a table's small data files into larger ones, at
 	// each maintenance after the snapshots' expiry, and says what it did
 	// (nil: never).
@@ -191,13 +195,16 @@ func New(opts Options) *Tables {
 		opts.Interval = time.Second
 	}
 	if opts.MaxBytes <= 0 {
-		opts.MaxBytes = 16 << 20
+		opts.MaxBytes = 64 << 20
 	}
 	if opts.ListInterval <= 0 {
 		opts.ListInterval = 10 * time.Second
 	}
 	if opts.OrphanAge <= 0 {
 		opts.OrphanAge = 72 * time.Hour
+	}
+	if opts.rest == nil {
+		opts.rest = func(d time.Duration) time.Duration { return d }
 	}
 	return &Tables{opts: opts, last: map[string]time.Time{}, maintained: map[string]time.Time{}, stop: make(chan struct{})}
 }
@@ -272,8 +279,30 @@ func (t *Tables) round(now time.Time) {
 		if len(led) == 0 {
 			continue
 		}
-		if _, err := t.Commit(ctx, tp, led); err != nil {
-			glog.Warningf("kafka iceberg tables: %s: %v", tp.Name, err)
+		// A table behind by more than a commit's MaxBytes is committed
+		// to again, until it has caught up: its target lag is the most
+		// its rows may be behind, not a pause between commits. Between
+		// those commits the writer rests as long as the last one took,
+		// so that it takes at most about half a core from the produce
+		// path while it catches up.
+		failed := false
+		for ctx.Err() == nil {
+			start := time.Now()
+			res, err := t.Commit(ctx, tp, led)
+			if err != nil {
+				glog.Warningf("kafka iceberg tables: %s: %v", tp.Name, err)
+				failed = true
+				break
+			}
+			if !res.More {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(t.opts.rest(time.Since(start))):
+			}
+		}
+		if failed {
 			continue
 		}
 		t.last[tp.Name] = now
@@ -346,6 +375,9 @@ type Committed struct {
 	Records int
 	// Offsets are the next offsets of the partitions committed.
 	Offsets map[int32]int64
+	// More says the commit was cut at MaxBytes: there may be more to
+	// commit at once.
+	More bool
 }
 
 // errConflict is a commit another gateway's made first.
@@ -394,7 +426,7 @@ func (t *Tables) commitOnce(ctx context.Context, tp Topic, partitions []int32) (
 	if err != nil {
 		return Committed{}, err
 	}
-	recs, next := t.read(ctx, tp, partitions, offsets)
+	recs, next, more := t.read(ctx, tp, partitions, offsets)
 	if len(next) == 0 {
 		return Committed{Offsets: next}, nil
 	}
@@ -426,24 +458,28 @@ func (t *Tables) commitOnce(ctx context.Context, tp Topic, partitions []int32) (
 	}
 	metrics.IcebergRecords.WithLabelValues(topic).Add(float64(n))
 	metrics.IcebergFiles.WithLabelValues(topic).Add(float64(files))
-	return Committed{Records: len(recs), Offsets: next}, nil
+	return Committed{Records: len(recs), Offsets: next, More: more}, nil
 }
 
-// read reads the partitions from the table's offsets, up to MaxBytes in
-// all, and returns the records and the next offsets of the partitions
-// read from.
-func (t *Tables) read(ctx context.Context, tp Topic, partitions []int32, offsets map[int32]int64) ([]Record, map[int32]int64) {
+// read reads the partitions from the table's offsets, each up to its
+// share of MaxBytes (so that a busy partition does not hold the others
+// back), and returns the records, the next offsets of the partitions read
+// from, and whether a share cut a partition's reading short.
+func (t *Tables) read(ctx context.Context, tp Topic, partitions []int32, offsets map[int32]int64) ([]Record, map[int32]int64, bool) {
 	next := map[int32]int64{}
-	var recs []Record
-	budget := t.opts.MaxBytes
+	var recs []Record // every partition's, read into one slice
+	share := max(1, t.opts.MaxBytes/max(1, len(partitions)))
+	more := false
 	lagRecords, oldest := int64(0), time.Time{}
 	for _, p := range partitions {
 		from := offsets[p]
-		read, n, err := t.opts.Source.Read(ctx, tp.Name, p, from, budget)
+		had := len(recs)
+		all, n, err := t.opts.Source.Read(ctx, tp.Name, p, from, share, recs)
 		if err != nil {
 			glog.V(1).Infof("kafka iceberg tables: %s/%d: %v", tp.Name, p, err)
 			continue
 		}
+		read := all[had:]
 		if end, err := t.opts.Source.End(ctx, tp.Name, p); err == nil {
 			lagRecords += max(0, end-from)
 		}
@@ -453,14 +489,13 @@ func (t *Tables) read(ctx context.Context, tp Topic, partitions []int32, offsets
 				oldest = ts
 			}
 		}
+		recs = all
+		size := 0
 		for i := range read {
 			read[i].Partition = p
-			budget -= len(read[i].Key) + len(read[i].Value)
+			size += len(read[i].Key) + len(read[i].Value)
 		}
-		recs = append(recs, read...)
-		if budget <= 0 {
-			break
-		}
+		more = more || size >= share
 	}
 	topic := metrics.Topic(tp.Name)
 	metrics.IcebergLagRecords.WithLabelValues(topic).Set(float64(lagRecords))
@@ -469,7 +504,7 @@ func (t *Tables) read(ctx context.Context, tp Topic, partitions []int32, offsets
 	} else {
 		metrics.IcebergLagSeconds.WithLabelValues(topic).Set(time.Since(oldest).Seconds())
 	}
-	return recs, next
+	return recs, next, more
 }
 
 // decodeAll decodes the records' values, adds the columns of schemas

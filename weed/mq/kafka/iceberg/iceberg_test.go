@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -36,17 +37,17 @@ func (s *memSource) Leads(string, int32) bool { return true }
 func (s *memSource) End(_ context.Context, _ string, p int32) (int64, error) {
 	return int64(len(s.parts[p])), nil
 }
-func (s *memSource) Read(_ context.Context, _ string, p int32, from int64, maxBytes int) ([]Record, int64, error) {
-	var out []Record
-	size := 0
+func (s *memSource) Read(_ context.Context, _ string, p int32, from int64, maxBytes int, into []Record) ([]Record, int64, error) {
+	size, n := 0, 0
 	for _, r := range s.parts[p][from:] {
 		if size >= maxBytes {
 			break
 		}
-		out = append(out, r)
+		into = append(into, r)
 		size += len(r.Key) + len(r.Value)
+		n++
 	}
-	return out, from + int64(len(out)), nil
+	return into, from + int64(n), nil
 }
 
 // memCatalog is tables whose commits are compare-and-swap on their
@@ -214,6 +215,37 @@ func TestCommitExactlyOnce(t *testing.T) {
 	}
 	if st.offsets[0] != 50 || st.offsets[1] != 30 {
 		t.Fatalf("offsets %v, want 0:50 1:30", st.offsets)
+	}
+}
+
+// A table behind by many commits' MaxBytes catches up in one round (its
+// target lag is no pause between commits), and every commit takes its
+// share of each partition: a busy partition holds none back.
+func TestRoundCatchesUp(t *testing.T) {
+	src := &memSource{parts: map[int32][]Record{0: records(0, 400), 1: records(1, 400), 2: records(2, 40)}}
+	cat := &memCatalog{}
+	tables := New(Options{Source: src, Catalog: cat, MaxBytes: 600}) // about 25 records of each partition a commit
+	tables.round(time.Now())
+	st := cat.table("t")
+	if st == nil {
+		t.Fatal("no table after a round")
+	}
+	if len(st.rows) != 840 || st.offsets[0] != 400 || st.offsets[1] != 400 || st.offsets[2] != 40 {
+		t.Fatalf("after one round: %d rows, offsets %v; want 840, 0:400 1:400 2:40", len(st.rows), st.offsets)
+	}
+	if st.version < 16 {
+		t.Fatalf("%d commits, want one of at most MaxBytes for each share", st.version)
+	}
+	// Partition 2's 40 records are in the first commits, not after the
+	// busy partitions' 800.
+	last2 := 0
+	for i, r := range st.rows {
+		if fmt.Sprint(r["partition"]) == "2" {
+			last2 = i
+		}
+	}
+	if last2 > 200 {
+		t.Fatalf("partition 2's last record is row %d: held back by the busy partitions", last2)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"time"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
@@ -116,19 +117,19 @@ func (s *icebergSource) End(ctx context.Context, topic string, partition int32) 
 
 // Read reads as a read_committed consumer: up to the last stable offset,
 // without markers and the records of aborted transactions.
-func (s *icebergSource) Read(ctx context.Context, topic string, partition int32, from int64, maxBytes int) ([]iceberg.Record, int64, error) {
+func (s *icebergSource) Read(ctx context.Context, topic string, partition int32, from int64, maxBytes int, out []iceberg.Record) ([]iceberg.Record, int64, error) {
 	offs, err := s.backend.Offsets(ctx, topic, partition)
 	if err != nil {
-		return nil, from, err
+		return out, from, err
 	}
 	from = max(from, offs.LogStart)
 	end, err := s.End(ctx, topic, partition)
 	if err != nil || from >= end {
-		return nil, from, err
+		return out, from, err
 	}
 	txns, err := s.backend.Transactions(ctx, topic, partition, from, end-1)
 	if err != nil {
-		return nil, from, err
+		return out, from, err
 	}
 	aborted := func(r storage.StoredRecord) bool {
 		for _, a := range txns.Aborted {
@@ -138,18 +139,28 @@ func (s *icebergSource) Read(ctx context.Context, topic string, partition int32,
 		}
 		return false
 	}
-	var out []iceberg.Record
-	next, size := from, 0
+	next, size, grown := from, 0, false
 	for next < end && size < maxBytes {
 		res, err := s.backend.Read(ctx, topic, partition, next, maxBytes-size)
 		if err != nil {
-			return nil, from, err
+			return out, from, err
 		}
 		if len(res.Records) == 0 {
 			break
 		}
+		if !grown {
+			// Room for what the budget holds at the first read's record
+			// size: the slice is not grown record by record.
+			grown = true
+			bytes := 1
+			for _, r := range res.Records {
+				bytes += len(r.Key) + len(r.Value)
+			}
+			fit := int64(maxBytes) * int64(len(res.Records)) / int64(bytes)
+			out = slices.Grow(out, int(min(end-next, fit+1)))
+		}
 		for _, r := range res.Records {
-			if r.Offset >= end {
+			if r.Offset >= end || size >= maxBytes {
 				break
 			}
 			next = r.Offset + 1
