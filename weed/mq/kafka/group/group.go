@@ -161,10 +161,14 @@ func (g *group) stop() {
 // exists reports whether Kafka would know the group: it has members, or
 // state or offsets saved.
 func (g *group) exists() bool {
-	if g.saved || len(g.txnOffsets) > 0 || g.kind.hasMembers() {
+	if g.saved || len(g.txnOffsets) > 0 {
 		return true
 	}
-	return g.classic() != nil && g.state != Empty
+	if cl := g.classic(); cl != nil {
+		// Not the member ids handed out and not yet joined with.
+		return len(cl.members) > 0 || g.state != Empty
+	}
+	return g.kind.hasMembers()
 }
 
 // savedState is a group's state file: what is needed to carry on after a
