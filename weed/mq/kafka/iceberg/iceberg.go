@@ -280,11 +280,12 @@ func (t *Tables) round(now time.Time) {
 			continue
 		}
 		// A table behind by more than a commit's MaxBytes is committed
-		// to again, until it has caught up: its target lag is the most
-		// its rows may be behind, not a pause between commits. Between
-		// those commits the writer rests as long as the last one took,
-		// so that it takes at most about half a core from the produce
-		// path while it catches up.
+		// to again, until it has caught up (its target lag is the most
+		// its rows may be behind, not a pause between commits), or for
+		// its target lag at most before the other topics' tables have
+		// their turn. Between those commits the writer rests as long as
+		// the last one took, so that it takes at most about half a core
+		// from the produce path while it catches up.
 		failed := false
 		for ctx.Err() == nil {
 			start := time.Now()
@@ -294,7 +295,7 @@ func (t *Tables) round(now time.Time) {
 				failed = true
 				break
 			}
-			if !res.More {
+			if !res.More || time.Since(now) >= lag {
 				break
 			}
 			select {
