@@ -93,7 +93,7 @@ go test -race -count=1 -timeout 10m \
 	./weed/mq/kafka/seaweedmq ./weed/mq/kafka/protocol ./weed/mq/kafka/group ./weed/mq/kafka/offset \
 	./weed/mq/kafka/txn ./weed/mq/kafka/record ./weed/mq/kafka/gateway ./weed/mq/kafka/cluster ./weed/mq/kafka/acl \
 	./weed/mq/kafka/sasl ./weed/mq/kafka/membership ./weed/mq/kafka/metrics ./weed/mq/kafka/share ./weed/mq/kafka/user \
-	./weed/mq/kafka/quota ./weed/mq/kafka/feature ./docker
+	./weed/mq/kafka/quota ./weed/mq/kafka/feature ./weed/mq/kafka/node ./weed/mq/kafka/iceberg ./docker
 
 # The end-to-end tests that touch only what is theirs (a cluster of their
 # own, or their own topics on the shared gateway) run four at a time at the
