@@ -159,7 +159,7 @@ type Options struct {
 	// (72 h when 0): younger, it may be a commit's under way.
 	OrphanAge time.Duration
 	// rest is how long the writer waits after a commit that took d
-	// before the next while it catches up (d when nil; tests make it 0).
+	// before the next while it catches up under producers (d when nil).
 	rest func(d time.Duration) time.Duration
 
 	// Compact rewrites a table's small data files into larger ones, at
@@ -283,12 +283,14 @@ func (t *Tables) round(now time.Time) {
 		// to again, until it has caught up (its target lag is the most
 		// its rows may be behind, not a pause between commits), or for
 		// its target lag at most before the other topics' tables have
-		// their turn. Between those commits the writer rests as long as
-		// the last one took, so that it takes at most about half a core
-		// from the produce path while it catches up.
+		// their turn. While producers write to its partitions (their
+		// ends moved during a commit), the writer rests between those
+		// commits as long as the last one took, so that it takes at
+		// most about half a core from the produce path; once they stop,
+		// it catches up at its own pace.
 		failed := false
 		for ctx.Err() == nil {
-			start := time.Now()
+			start, ends := time.Now(), t.ends(ctx, tp.Name, led)
 			res, err := t.Commit(ctx, tp, led)
 			if err != nil {
 				glog.Warningf("kafka iceberg tables: %s: %v", tp.Name, err)
@@ -297,6 +299,9 @@ func (t *Tables) round(now time.Time) {
 			}
 			if !res.More || time.Since(now) >= lag {
 				break
+			}
+			if t.ends(ctx, tp.Name, led) == ends {
+				continue
 			}
 			select {
 			case <-ctx.Done():
@@ -309,6 +314,18 @@ func (t *Tables) round(now time.Time) {
 		t.last[tp.Name] = now
 		t.maintain(ctx, tp, led, now)
 	}
+}
+
+// ends sums the partitions' last stable offsets: it moves while
+// producers write to them.
+func (t *Tables) ends(ctx context.Context, topic string, partitions []int32) int64 {
+	var sum int64
+	for _, p := range partitions {
+		if end, err := t.opts.Source.End(ctx, topic, p); err == nil {
+			sum += end
+		}
+	}
+	return sum
 }
 
 // maintain expires a table's snapshots and deletes its orphan files every

@@ -249,6 +249,41 @@ func TestRoundCatchesUp(t *testing.T) {
 	}
 }
 
+// growingSource is a memSource whose partition 0 gets a record more at
+// each read: producers writing while the table catches up.
+type growingSource struct{ memSource }
+
+func (s *growingSource) Read(ctx context.Context, topic string, p int32, from int64, maxBytes int, into []Record) ([]Record, int64, error) {
+	out, next, err := s.memSource.Read(ctx, topic, p, from, maxBytes, into)
+	if p == 0 {
+		n := int64(len(s.parts[0]))
+		s.parts[0] = append(s.parts[0], Record{Partition: 0, Offset: n, Record: record.Record{Key: []byte("k"), Value: []byte(fmt.Sprintf("p0-%d", n))}})
+	}
+	return out, next, err
+}
+
+// The writer rests between catch-up commits while producers write to the
+// partitions, and not once they have stopped.
+func TestRoundRestsOnlyUnderProducers(t *testing.T) {
+	for _, growing := range []bool{false, true} {
+		parts := map[int32][]Record{0: records(0, 400), 1: records(1, 400)}
+		var src Source = &memSource{parts: parts}
+		if growing {
+			src = &growingSource{memSource{parts: parts}}
+		}
+		rests := 0
+		tables := New(Options{Source: src, Catalog: &memCatalog{}, MaxBytes: 400,
+			rest: func(time.Duration) time.Duration { rests++; return 0 }})
+		tables.round(time.Now())
+		if growing && rests == 0 {
+			t.Error("no rest between commits while the partitions grew")
+		}
+		if !growing && rests != 0 {
+			t.Errorf("%d rests between commits of partitions that did not grow", rests)
+		}
+	}
+}
+
 func toBytes(v any) []byte {
 	switch v := v.(type) {
 	case []byte:
