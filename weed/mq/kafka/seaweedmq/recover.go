@@ -306,5 +306,10 @@ func (c *Client) openPartition(ctx context.Context, p *partition) error {
 	}
 	p.next = end
 	p.ready = true
+	// The idempotent producers are read again for each run: what an
+	// earlier run of this gateway knew misses what another writer stored
+	// since (a fault run had a partition reopened in a new term take
+	// producers' retries as new batches, its state loaded in the old one).
+	p.producers.loaded = false
 	return nil
 }

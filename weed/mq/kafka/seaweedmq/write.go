@@ -172,6 +172,13 @@ func (p *partition) writeBatch(batch []byte, n int, durable bool) *storage.Appen
 // offsets in had ended (see logged).
 var errTermEnded = errors.New("logged after this gateway's term over the partition ended")
 
+// errReleased fails a batch logged after this gateway released the
+// partition: it enters no tail, so no segment holds it, and another
+// writer of the partition (the next leader, or this gateway again in a
+// new object, in the same term) may have given its offsets to other
+// records.
+var errReleased = errors.New("logged after this gateway released the partition")
+
 // log hands a batch with its offsets to the write-ahead log.
 func (p *partition) log(b *pendingBatch) *storage.Appended {
 	b.term = p.term
@@ -197,6 +204,10 @@ func (p *partition) log(b *pendingBatch) *storage.Appended {
 // log's commit waited), fails as one the log refused: its successor,
 // which recovered before the batch was logged, may have given its offsets
 // to other records. The partition is recovered again before its next use.
+// So does a batch logged after the partition was released: it is never
+// acknowledged as stored (the leadership check alone did not stop that
+// when this gateway led the partition again in the same term, a fault run
+// found).
 func (p *partition) logged(b *pendingBatch, err error) {
 	cur := int64(-1)
 	if p.c != nil && p.c.opts.Term != nil {
@@ -213,6 +224,9 @@ func (p *partition) logged(b *pendingBatch, err error) {
 		if h.err == nil && !failed && !p.released && h.term != 0 && cur >= 0 && cur != h.term {
 			h.err = errTermEnded
 		}
+		if h.err == nil && !failed && p.released {
+			h.err = errReleased
+		}
 		if h.err != nil || failed {
 			// Every batch after one the log refused fails with it:
 			// a producer's batches are answered in their order.
@@ -220,10 +234,6 @@ func (p *partition) logged(b *pendingBatch, err error) {
 			if h.err == nil {
 				h.err = wal.ErrClosed
 			}
-		} else if p.released {
-			// Logged after this gateway's term ended: its leadership
-			// check answers it NOT_LEADER_OR_FOLLOWER, and its offsets
-			// may be another leader's now.
 		} else {
 			p.tail = append(p.tail, &tailBatch{base: h.base, n: h.n, recs: h.recs, lastTs: h.lastTs, logged: time.Now()})
 			p.tailBytes += len(h.recs)
