@@ -53,6 +53,14 @@ func TestKeptHistories(t *testing.T) {
 		// answered from the tail, past them (seaweedmq's
 		// writeSegmentBytes checks again after the upload; readRaw).
 		{"run-29.json", []string{"poll-skip", "unseen"}},
+		// Partition 0: a gateway reopened its old partition object in a
+		// new term with producer state loaded in the old one, took
+		// idempotent retries as new batches, and had the object released
+		// while their log commit waited: they were acknowledged at
+		// offsets a new object then gave to other records (seaweedmq's
+		// TestLoggedAfterRelease; openPartition reads the producers
+		// again).
+		{"run-47.json", []string{"inconsistent-offsets", "nonmonotonic-send"}},
 	} {
 		h, err := ReadFile(filepath.Join("testdata", kept.file))
 		if err != nil {
