@@ -37,9 +37,14 @@ type partition struct {
 	// is the end of its stored records; dropped once it left the
 	// client's map (Release, idle, a deleted topic): an append that finds
 	// it takes the partition afresh. Under writeMu.
-	ready    bool
-	dropped  bool
-	term     int64 // the leader's term when it was opened (Options.Term)
+	ready   bool
+	dropped bool
+	term    int64 // the leader's term when it was opened (Options.Term)
+	// prev is the object this one took the place of, released while an
+	// operation may still have held its writeMu: none of this one's runs
+	// before that operation ended (withPartition), so that the two never
+	// give offsets at once. Set at creation, cleared under writeMu.
+	prev     *partition
 	next     int64
 	lastTsNs int64 // ts_ns of the last record given; see nextTs
 
@@ -77,9 +82,16 @@ type partKey struct {
 type partitions struct {
 	mu sync.Mutex
 	m  map[partKey]*partition
+	// fenced are released partitions an operation under way may still
+	// hold (their writeMu): the next object of the partition waits for
+	// it (prev). Settled ones leave (settleFenced).
+	fenced map[partKey]*partition
 }
 
-func (ps *partitions) init() { ps.m = map[partKey]*partition{} }
+func (ps *partitions) init() {
+	ps.m = map[partKey]*partition{}
+	ps.fenced = map[partKey]*partition{}
+}
 
 func (ps *partitions) get(c *Client, topic string, index int32) *partition {
 	k := partKey{topic, index}
@@ -87,10 +99,47 @@ func (ps *partitions) get(c *Client, topic string, index int32) *partition {
 	defer ps.mu.Unlock()
 	p := ps.m[k]
 	if p == nil {
-		p = &partition{c: c, topic: topic, index: index, hw: -1, used: time.Now()}
+		p = &partition{c: c, topic: topic, index: index, hw: -1, used: time.Now(), prev: ps.fenced[k]}
+		delete(ps.fenced, k)
 		ps.m[k] = p
 	}
 	return p
+}
+
+// settleFenced forgets the released partitions no operation holds any
+// longer, marking them dropped.
+func (ps *partitions) settleFenced() {
+	ps.mu.Lock()
+	all := make([]*partition, 0, len(ps.fenced))
+	for _, p := range ps.fenced {
+		all = append(all, p)
+	}
+	ps.mu.Unlock()
+	for _, p := range all {
+		ps.settle(p)
+	}
+}
+
+// settle marks a released partition dropped and forgets it, unless an
+// operation holds it still; the object it took the place of, if not
+// settled itself, is waited for in its stead.
+func (ps *partitions) settle(p *partition) {
+	if !p.writeMu.TryLock() {
+		return
+	}
+	k := partKey{p.topic, p.index}
+	ps.mu.Lock()
+	if ps.fenced[k] == p {
+		if p.prev != nil {
+			ps.fenced[k] = p.prev
+		} else {
+			delete(ps.fenced, k)
+		}
+		p.prev = nil
+	}
+	ps.mu.Unlock()
+	p.dropped = true
+	p.writeMu.Unlock()
 }
 
 // remove takes a partition out of the map if it is still the one there.
@@ -125,6 +174,11 @@ func (ps *partitions) closeTopic(topic string) {
 			delete(ps.m, k)
 		}
 	}
+	for k := range ps.fenced {
+		if k.topic == topic {
+			delete(ps.fenced, k) // its directory is gone: nothing to wait for
+		}
+	}
 	ps.mu.Unlock()
 	for _, p := range victims {
 		p.drop()
@@ -146,10 +200,33 @@ func (p *partition) drop() {
 // release marks a partition no longer held and wakes the fetches waiting
 // on it; its tail stays for the flusher.
 func (p *partition) release() {
+	p.markReleased()
+	for q := p.fence(); q != nil; q = q.fence() {
+	}
+}
+
+// fence waits for the operation holding the partition's writeMu, if any,
+// and marks the partition dropped: none gives offsets from it after. It
+// returns the object this one took the place of, if it had not run yet:
+// that one is to be waited for too.
+func (p *partition) fence() *partition {
 	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
 	p.dropped = true
-	p.writeMu.Unlock()
+	prev := p.prev
+	p.prev = nil
+	return prev
+}
+
+// markReleased notes that this gateway's term over the partition ended,
+// without waiting for an operation under way, and wakes the fetches
+// waiting on it.
+func (p *partition) markReleased() {
 	p.notifyMu.Lock()
+	if p.released {
+		p.notifyMu.Unlock()
+		return
+	}
 	p.released = true
 	p.releasedAt = time.Now()
 	if p.changed != nil {
@@ -167,20 +244,27 @@ func (p *partition) release() {
 // first (it recovers the same records from the write-ahead log): a
 // partition nobody uses again would otherwise keep this gateway's log
 // files from being trimmed. Its producers' state is not saved (see
-// saveProducers). Fetches waiting on it wake up. It does no I/O: the
+// saveProducers). Fetches waiting on it wake up. It neither does I/O nor
+// waits for an operation on the partition (a recovery stalled by the
+// filer holds it for as long as the filer is out of reach): the
 // partitions a gateway loses at once (cut off from the filer, it loses
-// all) are all released within moments.
+// all) are all released within moments. The partition's next object here
+// waits for that operation before it runs (prev).
 func (c *Client) Release(topic string, index int32) {
 	k := partKey{topic, index}
 	c.parts.mu.Lock()
 	p := c.parts.m[k]
-	delete(c.parts.m, k)
+	if p != nil {
+		delete(c.parts.m, k)
+		c.parts.fenced[k] = p
+	}
 	c.parts.mu.Unlock()
 	if p == nil {
 		return
 	}
-	p.release()
+	p.markReleased()
 	c.flusher.adopt(p)
+	c.parts.settle(p)
 }
 
 // saveAll saves the producers' states of every partition, closeParallel at
@@ -245,6 +329,14 @@ func (p *partition) leads() bool {
 	released := p.released
 	p.notifyMu.Unlock()
 	return !released && (term == 0 || p.c.opts.Term(p.topic, p.index) == term)
+}
+
+// isReleased reports whether this gateway's term over the partition
+// ended (Release).
+func (p *partition) isReleased() bool {
+	p.notifyMu.Lock()
+	defer p.notifyMu.Unlock()
+	return p.released
 }
 
 // knownHW is the highest high watermark seen, or -1.

@@ -149,6 +149,7 @@ func (f *flusher) round(now time.Time, force bool) {
 			f.requeue(p) // what is left, if the write failed or waits
 		}()
 	}
+	f.c.parts.settleFenced()
 	for _, p := range f.c.parts.all() {
 		p.notifyMu.Lock()
 		due := len(p.tail) > 0 && !p.flushing &&
@@ -285,8 +286,12 @@ func (p *partition) trimTail(offset int64) {
 	p.tail = append(p.tail[:0:0], p.tail[n:]...)
 }
 
-// isDropped reports whether the partition left the client's map.
+// isDropped reports whether the partition left the client's map (a
+// released one at once, even while an operation holds it).
 func (p *partition) isDropped() bool {
+	if p.isReleased() {
+		return true
+	}
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 	return p.dropped

@@ -65,10 +65,19 @@ func (c *Client) withPartition(ctx context.Context, topic string, index int32, f
 	for {
 		p := c.parts.get(c, topic, index)
 		p.writeMu.Lock()
+		if !p.dropped && p.isReleased() {
+			p.dropped = true // left the map; fenced now
+		}
 		if p.dropped {
 			p.writeMu.Unlock()
 			continue
 		}
+		// The objects this one took the place of, released while an
+		// operation held them: those end before this one recovers the
+		// partition.
+		for q := p.prev; q != nil; q = q.fence() {
+		}
+		p.prev = nil
 		fn(p)
 		p.writeMu.Unlock()
 		return p, nil
