@@ -199,10 +199,13 @@ func (m *Forwarder) send(ctx context.Context, key, topic string, partition int32
 	return nil
 }
 
-// Verify implements protocol.TxnVerifier. A client ends a transaction only
-// after its writes were answered, so a transaction cannot end between the
-// coordinator's answer and the write. On another gateway, the check is
-// AddPartitionsToTxn VerifyOnly, the implicit add (add) one without it.
+// Verify implements protocol.TxnVerifier. On another gateway, the check is
+// AddPartitionsToTxn VerifyOnly, the implicit add (add) one without it. A
+// client ends a transaction only after its writes were answered, but the
+// coordinator may end it between its answer and the write (an abort on
+// the transaction's timeout, a producer fenced): the partition then
+// refuses the write, its abort marker having raised the producer's epoch
+// there (seaweedmq's producer fences).
 func (m *Forwarder) Verify(ctx context.Context, id *string, producerID int64, epoch int16, topic string, partition int32, add bool, write func()) *kerr.Error {
 	owner, _, ok := m.Members.Owner(membership.TxnKey(*id))
 	if !ok {

@@ -1,14 +1,19 @@
 package seaweedmq
 
 import (
+	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
+
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
@@ -221,5 +226,68 @@ func TestDeposedLeaderSavesNoProducerState(t *testing.T) {
 	}
 	if p2 := (&partition{c: c, term: 7}); !p2.leads() {
 		t.Fatal("a partition led in its term: not led")
+	}
+}
+
+// A batch of a producer's epoch older than the epoch of a marker written
+// for it here is refused, and so never stored past the marker. A fault
+// run found a transaction's write, let through by its coordinator before
+// it aborted the transaction on its timeout (with transactions v2 the
+// abort's marker has the next epoch), stored after the marker: outside
+// the aborted range, read as committed. The fence is saved with the
+// state and survives its reading again.
+func TestMarkerFencesEarlierEpochs(t *testing.T) {
+	ctx := context.Background()
+	c := &Client{opts: Options{TopicCacheTTL: time.Hour}}
+	c.parts.init()
+	c.flusher = newFlusher(c)
+	c.topics.byName = map[string]*topicEntry{"t": {parts: []*mq_pb.BrokerPartitionAssignment{{}}, read: time.Now()}}
+	c.logBatch = func(_ wal.Batch, done func(error)) { go done(nil) }
+	p := c.parts.get(c, "t", 0)
+	p.ready, p.hw = true, 0
+	ps := &p.producers
+	ps.loaded, ps.m, ps.ongoing, ps.coordinators, ps.pendingMarks = true, map[int64]*producerEntry{}, map[int64]int64{}, map[int64]coordinatorMark{}, map[int64]int64{}
+
+	produce := func(epoch int16, seq int32) error {
+		t.Helper()
+		mark := &record.TxnMark{ProducerID: 7, Epoch: epoch, Control: record.NotControl}
+		app := c.Append(ctx, "t", 0, []record.Record{{Value: []byte("v"), Producer: &record.ProducerBatch{ID: 7, Epoch: epoch, FirstSeq: seq, LastSeq: seq}, Txn: mark}}, true)
+		<-app.Done
+		return app.Err
+	}
+	if err := produce(3, 0); err != nil {
+		t.Fatal(err)
+	}
+	// The coordinator aborts the transaction on its timeout, with the
+	// producer's next epoch.
+	if err := c.WriteMarker(ctx, "t", 0, 7, 4, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := produce(3, 1); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("a batch of the aborted epoch after the marker: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	if err := produce(4, 0); err != nil {
+		t.Fatalf("the next transaction's first batch: %v", err)
+	}
+	txns, err := c.Transactions(ctx, "t", 0, 0, 10)
+	if err != nil || len(txns.Aborted) != 1 || txns.Aborted[0].FirstOffset != 0 || txns.Aborted[0].LastOffset != 1 {
+		t.Fatalf("aborted %+v (%v), want offsets 0-1", txns.Aborted, err)
+	}
+
+	s, ok := p.snapshotProducers()
+	if !ok || s.Fences["7"].Epoch != 4 {
+		t.Fatalf("saved fences %+v", s.Fences)
+	}
+	// Read again (the state from the filer, nothing stored after it),
+	// the fence stays, whether saved or only in memory.
+	fresh := &producerState{}
+	fresh.txnMu.Lock()
+	for id, f := range s.Fences {
+		pid, _ := strconv.ParseInt(id, 10, 64)
+		fresh.noteFence(pid, f.Epoch, time.UnixMilli(f.At))
+	}
+	fresh.txnMu.Unlock()
+	if !fresh.fenced(7, 3) || fresh.fenced(7, 4) || fresh.fenced(8, 0) {
+		t.Fatal("the saved fence does not refuse epoch 3 alone")
 	}
 }

@@ -94,6 +94,9 @@ func (c *Client) WriteMarker(ctx context.Context, topic string, index int32, pro
 		ps.txnMu.Unlock()
 		return fmt.Errorf("marker for %s/%d: %w", topic, index, err)
 	}
+	// From now on no batch of an earlier epoch of the producer is taken:
+	// it would be stored past the marker (producerState.fences).
+	ps.noteFence(producerID, epoch, now)
 	ps.markSeq++
 	id := ps.markSeq
 	ps.pendingMarks[id] = max(p.knownHW(), 0)
