@@ -274,6 +274,18 @@ func TestMarkerFencesEarlierEpochs(t *testing.T) {
 		t.Fatalf("aborted %+v (%v), want offsets 0-1", txns.Aborted, err)
 	}
 
+	// A marker given its offset by another object of the partition than
+	// the one WriteMarker noted the fence on fences as well.
+	marker := record.Record{Key: record.ControlKey(record.ControlAbort), Value: record.ControlValue(0), Txn: &record.TxnMark{ProducerID: 8, Epoch: 2, Control: record.ControlAbort}}
+	app := c.Append(ctx, "t", 0, []record.Record{marker}, true)
+	<-app.Done
+	if app.Err != nil {
+		t.Fatal(app.Err)
+	}
+	if !ps.fenced(8, 1) || ps.fenced(8, 2) {
+		t.Fatal("a marker appended does not fence its producer's earlier epoch")
+	}
+
 	s, ok := p.snapshotProducers()
 	if !ok || s.Fences["7"].Epoch != 4 {
 		t.Fatalf("saved fences %+v", s.Fences)
@@ -287,7 +299,7 @@ func TestMarkerFencesEarlierEpochs(t *testing.T) {
 		fresh.noteFence(pid, f.Epoch, time.UnixMilli(f.At))
 	}
 	fresh.txnMu.Unlock()
-	if !fresh.fenced(7, 3) || fresh.fenced(7, 4) || fresh.fenced(8, 0) {
-		t.Fatal("the saved fence does not refuse epoch 3 alone")
+	if !fresh.fenced(7, 3) || fresh.fenced(7, 4) || !fresh.fenced(8, 1) || fresh.fenced(9, 0) {
+		t.Fatal("the saved fences do not refuse the earlier epochs alone")
 	}
 }

@@ -119,6 +119,15 @@ func (c *Client) appendLocked(ctx context.Context, p *partition, batch []byte, r
 	if records[0].Producer != nil {
 		return c.appendIdempotent(ctx, p, records, write)
 	}
+	if t := records[0].Txn; t != nil && t.Control != record.NotControl {
+		// A marker: noted by WriteMarker before, and again here, on the
+		// object that gives it its offset (it may have taken the
+		// place of the one WriteMarker saw), before any batch after it.
+		ps := &p.producers
+		ps.txnMu.Lock()
+		ps.noteFence(t.ProducerID, t.Epoch, clock.Now())
+		ps.txnMu.Unlock()
+	}
 	return write()
 }
 
