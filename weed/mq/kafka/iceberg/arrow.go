@@ -22,7 +22,8 @@ func keyValueRows(sc *iceberg.Schema, recs []Record, reasons []string) (array.Re
 	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
 	defer b.Release()
 	b.Reserve(len(recs))
-	// Column by column, each builder's buffers sized once.
+	// Column by column, each builder's buffers sized once, fixed-size
+	// values appended as one slice.
 	for j, f := range as.Fields() {
 		fb := b.Field(j)
 		switch f.Name {
@@ -41,11 +42,45 @@ func keyValueRows(sc *iceberg.Schema, recs []Record, reasons []string) (array.Re
 			for i := range recs {
 				appendBytes(bb, column(f.Name, &recs[i]))
 			}
-		default:
+		case "partition":
+			vs := make([]int32, len(recs))
 			for i := range recs {
-				if !appendColumn(fb, f.Name, recs[i]) {
-					fb.AppendNull()
+				vs[i] = recs[i].Partition
+			}
+			fb.(*array.Int32Builder).AppendValues(vs, nil)
+		case "offset":
+			vs := make([]int64, len(recs))
+			for i := range recs {
+				vs[i] = recs[i].Offset
+			}
+			fb.(*array.Int64Builder).AppendValues(vs, nil)
+		case "timestamp":
+			vs := make([]arrow.Timestamp, len(recs))
+			for i := range recs {
+				vs[i] = arrow.Timestamp(recs[i].Timestamp * 1000)
+			}
+			fb.(*array.TimestampBuilder).AppendValues(vs, nil)
+		case "headers":
+			// The lists' offsets as one slice, their headers appended
+			// to the values' builders.
+			lb := fb.(*array.ListBuilder)
+			sb := lb.ValueBuilder().(*array.StructBuilder)
+			kb, vb := sb.FieldBuilder(0).(*array.StringBuilder), sb.FieldBuilder(1).(*array.BinaryBuilder)
+			offsets, valid := make([]int32, len(recs)), make([]bool, len(recs))
+			n := int32(sb.Len())
+			for i := range recs {
+				offsets[i], valid[i] = n, true
+				for _, h := range recs[i].Headers {
+					sb.Append(true)
+					kb.Append(h.Key)
+					appendBytes(vb, h.Value)
+					n++
 				}
+			}
+			lb.AppendValues(offsets, valid)
+		default:
+			for range recs {
+				fb.AppendNull()
 			}
 		}
 	}
@@ -77,7 +112,7 @@ func appendColumn(fb array.Builder, name string, r Record) bool {
 	case "value":
 		appendBytes(fb.(*array.BinaryBuilder), r.Value)
 	case "headers":
-		appendHeaders(fb.(*array.ListBuilder), r)
+		appendHeaders(fb.(*array.ListBuilder), &r)
 	default:
 		return false
 	}
@@ -85,7 +120,7 @@ func appendColumn(fb array.Builder, name string, r Record) bool {
 }
 
 // appendHeaders appends a record's headers, in order.
-func appendHeaders(lb *array.ListBuilder, r Record) {
+func appendHeaders(lb *array.ListBuilder, r *Record) {
 	lb.Append(true)
 	sb := lb.ValueBuilder().(*array.StructBuilder)
 	for _, h := range r.Headers {

@@ -322,6 +322,8 @@ func TestRecordReader(t *testing.T) {
 		{Partition: 2, Offset: 7, Record: record.Record{Key: nil, Value: []byte("v"), Timestamp: 1700000000123,
 			Headers: []kmsg.Header{{Key: "h1", Value: []byte("x")}, {Key: "h2"}}}},
 		{Partition: 2, Offset: 8, Record: record.Record{Key: []byte("k"), Value: nil, Timestamp: 1700000000124}},
+		{Partition: 3, Offset: 1, Record: record.Record{Key: []byte("k"), Value: []byte{}, Timestamp: 1700000000125,
+			Headers: []kmsg.Header{{Key: "h3", Value: []byte{}}}}},
 	}
 	rdr, err := keyValueRows(keyValueSchema(), recs, nil)
 	if err != nil {
@@ -332,7 +334,7 @@ func TestRecordReader(t *testing.T) {
 		t.Fatal("no batch")
 	}
 	b := rdr.RecordBatch()
-	if b.NumRows() != 2 {
+	if b.NumRows() != 3 {
 		t.Fatalf("%d rows", b.NumRows())
 	}
 	keys := b.Column(3).(*array.Binary)
@@ -340,8 +342,14 @@ func TestRecordReader(t *testing.T) {
 	if !keys.IsNull(0) || string(keys.Value(1)) != "k" || string(values.Value(0)) != "v" || !values.IsNull(1) {
 		t.Fatalf("keys %v values %v", keys, values)
 	}
-	if got := b.Column(1).(*array.Int64).Int64Values(); !slices.Equal(got, []int64{7, 8}) {
+	if got := b.Column(1).(*array.Int64).Int64Values(); !slices.Equal(got, []int64{7, 8, 1}) {
 		t.Fatalf("offsets %v", got)
+	}
+	if got := b.Column(0).(*array.Int32).Int32Values(); !slices.Equal(got, []int32{2, 2, 3}) {
+		t.Fatalf("partitions %v", got)
+	}
+	if values.IsNull(2) || len(values.Value(2)) != 0 {
+		t.Fatal("an empty value is not kept apart from a null one")
 	}
 	if us := b.Column(2).(*array.Timestamp).Value(0); int64(us) != 1700000000123000 {
 		t.Fatalf("timestamp %d µs", us)
@@ -351,9 +359,18 @@ func TestRecordReader(t *testing.T) {
 	if end-start != 2 {
 		t.Fatalf("record 0 has %d headers", end-start)
 	}
+	for i, want := range [][2]int64{{0, 2}, {2, 2}, {2, 3}} {
+		if start, end := headers.ValueOffsets(i); start != want[0] || end != want[1] || headers.IsNull(i) {
+			t.Fatalf("record %d's headers at %d-%d (null %v), want %v", i, start, end, headers.IsNull(i), want)
+		}
+	}
 	hk := headers.ListValues().(*array.Struct).Field(0).(*array.String)
-	if hk.Value(0) != "h1" || hk.Value(1) != "h2" {
+	hv := headers.ListValues().(*array.Struct).Field(1).(*array.Binary)
+	if hk.Value(0) != "h1" || hk.Value(1) != "h2" || hk.Value(2) != "h3" {
 		t.Fatalf("header keys %v", hk)
+	}
+	if string(hv.Value(0)) != "x" || !hv.IsNull(1) || hv.IsNull(2) {
+		t.Fatalf("header values %v", hv)
 	}
 }
 
