@@ -24,9 +24,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
@@ -92,6 +94,22 @@ type Record struct {
 	record.Record
 }
 
+// Size is what a record counts for against a commit's MaxBytes: its key,
+// value and headers, and what holding it takes besides (without that, a
+// commit of records of a few bytes held millions of them).
+func Size(r *record.Record) int {
+	n := len(r.Key) + len(r.Value) + recordOverhead
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value) + headerOverhead
+	}
+	return n
+}
+
+const (
+	recordOverhead = int(unsafe.Sizeof(Record{}))
+	headerOverhead = int(unsafe.Sizeof(kmsg.Header{}))
+)
+
 // Source is where the records come from: the gateway's topics.
 type Source interface {
 	Topics(ctx context.Context) ([]Topic, error)
@@ -101,7 +119,7 @@ type Source interface {
 	// Read appends to into the partition's records a read_committed
 	// consumer reads from offset from on (no control records, no records
 	// of aborted transactions, none past the last stable offset), up to
-	// about maxBytes, and returns into and the offset to read next; next
+	// about maxBytes (of Size), and returns into and the offset to read next; next
 	// is from when there is nothing to read. A from below the log start
 	// reads from the log start.
 	Read(ctx context.Context, topic string, partition int32, from int64, maxBytes int, into []Record) (recs []Record, next int64, err error)
@@ -149,7 +167,8 @@ type Options struct {
 	// again (10 s when 0): listing reads every topic's config from the
 	// filer, too much to do every Interval.
 	ListInterval time.Duration
-	// MaxBytes bounds the records of one commit (64 MiB when 0).
+	// MaxBytes bounds the records of one commit, counted as Size
+	// counts them (64 MiB when 0).
 	MaxBytes int
 	// MaintenanceInterval is how often each table's snapshots are
 	// expired and its orphan files deleted, by the leader of the topic's
@@ -515,7 +534,7 @@ func (t *Tables) read(ctx context.Context, tp Topic, partitions []int32, offsets
 		size := 0
 		for i := range read {
 			read[i].Partition = p
-			size += len(read[i].Key) + len(read[i].Value)
+			size += Size(&read[i].Record)
 		}
 		more = more || size >= share
 	}

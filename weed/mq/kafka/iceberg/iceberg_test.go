@@ -44,7 +44,7 @@ func (s *memSource) Read(_ context.Context, _ string, p int32, from int64, maxBy
 			break
 		}
 		into = append(into, r)
-		size += len(r.Key) + len(r.Value)
+		size += Size(&r.Record)
 		n++
 	}
 	return into, from + int64(n), nil
@@ -177,7 +177,7 @@ func records(p int32, n int) []Record {
 func TestCommitExactlyOnce(t *testing.T) {
 	src := &memSource{parts: map[int32][]Record{0: records(0, 50), 1: records(1, 30)}}
 	cat := &memCatalog{}
-	tables := New(Options{Source: src, Catalog: cat, MaxBytes: 200})
+	tables := New(Options{Source: src, Catalog: cat, MaxBytes: 25 * (8 + recordOverhead)}) // about 25 records a commit
 	tp := Topic{Name: "t", Partitions: 2, Configs: map[string]string{ConfigMode: ModeKeyValue}}
 	// Another gateway commits partition 1's first 10 records between this
 	// one's read and its commit.
@@ -224,7 +224,7 @@ func TestCommitExactlyOnce(t *testing.T) {
 func TestRoundCatchesUp(t *testing.T) {
 	src := &memSource{parts: map[int32][]Record{0: records(0, 400), 1: records(1, 400), 2: records(2, 40)}}
 	cat := &memCatalog{}
-	tables := New(Options{Source: src, Catalog: cat, MaxBytes: 600}) // about 25 records of each partition a commit
+	tables := New(Options{Source: src, Catalog: cat, MaxBytes: 75 * (8 + recordOverhead)}) // about 25 records of each partition a commit
 	tables.round(time.Now())
 	st := cat.table("t")
 	if st == nil {
@@ -272,7 +272,7 @@ func TestRoundRestsOnlyUnderProducers(t *testing.T) {
 			src = &growingSource{memSource{parts: parts}}
 		}
 		rests := 0
-		tables := New(Options{Source: src, Catalog: &memCatalog{}, MaxBytes: 400,
+		tables := New(Options{Source: src, Catalog: &memCatalog{}, MaxBytes: 50 * (8 + recordOverhead),
 			rest: func(time.Duration) time.Duration { rests++; return 0 }})
 		tables.round(time.Now())
 		if growing && rests == 0 {
@@ -929,5 +929,23 @@ func TestValueJSONCombinations(t *testing.T) {
 				t.Errorf("row %d, %s: %s, want %s", i, col, got, v)
 			}
 		}
+	}
+}
+
+// A commit's MaxBytes counts what holding a record takes, not its key and
+// value alone: a commit of empty records is bounded too.
+func TestCommitBoundsEmptyRecords(t *testing.T) {
+	parts := map[int32][]Record{0: make([]Record, 1000)}
+	for i := range parts[0] {
+		parts[0][i].Offset = int64(i)
+	}
+	tables := New(Options{Source: &memSource{parts: parts}, Catalog: &memCatalog{}, MaxBytes: 10 * recordOverhead})
+	tp := Topic{Name: "t", Partitions: 1, Configs: map[string]string{ConfigMode: ModeKeyValue}}
+	res, err := tables.Commit(context.Background(), tp, []int32{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Records == 0 || res.Records > 10 || !res.More {
+		t.Fatalf("a commit took %d of 1000 empty records (more: %v), want at most 10 and more to come", res.Records, res.More)
 	}
 }

@@ -142,6 +142,16 @@ func (s *icebergSource) Read(ctx context.Context, topic string, partition int32,
 		return false
 	}
 	next, size, grown := from, 0, false
+	// grow makes room, once, for what the budget holds at the size of the
+	// first records decoded (batches' sizes would not do: compressed).
+	grow := func(n, bytes int) {
+		if grown {
+			return
+		}
+		grown = true
+		fit := int64(maxBytes) * int64(n) / int64(bytes+1)
+		out = slices.Grow(out, int(min(end-next, fit+1)))
+	}
 	// take appends one record, unless it is past what is read; false
 	// once the read is full.
 	take := func(off int64, r record.Record) bool {
@@ -156,7 +166,7 @@ func (s *icebergSource) Read(ctx context.Context, topic string, partition int32,
 			return true
 		}
 		out = append(out, iceberg.Record{Offset: off, Record: r})
-		size += len(r.Key) + len(r.Value)
+		size += iceberg.Size(&r)
 		return true
 	}
 	for next < end && size < maxBytes {
@@ -171,22 +181,6 @@ func (s *icebergSource) Read(ctx context.Context, topic string, partition int32,
 		if len(res.Raw) == 0 && len(res.Records) == 0 {
 			break
 		}
-		if !grown {
-			// Room for what the budget holds at the first read's record
-			// size.
-			grown = true
-			bytes, n := 1, 0
-			for _, b := range res.Raw {
-				bytes += len(b.Data)
-				n += int(b.Count)
-			}
-			for _, r := range res.Records {
-				bytes += len(r.Key) + len(r.Value)
-				n++
-			}
-			fit := int64(maxBytes) * int64(n) / int64(bytes)
-			out = slices.Grow(out, int(min(end-next, fit+1)))
-		}
 		before := next
 		full := false
 		// Batches and single records (written by other clients of
@@ -194,6 +188,13 @@ func (s *icebergSource) Read(ctx context.Context, topic string, partition int32,
 		raw, single := res.Raw, res.Records
 		for !full && (len(raw) > 0 || len(single) > 0) {
 			if len(single) > 0 && (len(raw) == 0 || single[0].Offset < raw[0].Base) {
+				if !grown {
+					bytes := 0
+					for i := range single {
+						bytes += iceberg.Size(&single[i].Record)
+					}
+					grow(len(single), bytes)
+				}
 				full = !take(single[0].Offset, single[0].Record)
 				single = single[1:]
 				continue
@@ -202,13 +203,20 @@ func (s *icebergSource) Read(ctx context.Context, topic string, partition int32,
 			raw = raw[1:]
 			b, err := record.ParseBatch(rb.Data, protocol.MaxDecompressedBatch)
 			if err != nil {
-				// As a fetch leaves it out (it was validated when it
-				// was produced): the table goes on past it.
+				// As Read leaves it out (it was validated when it was
+				// produced): the table goes on past it.
 				glog.Warningf("kafka iceberg tables: %s/%d: the batch at offset %d cannot be read, left out: %v", topic, partition, rb.Base, err)
 				next = max(next, min(end, rb.Base+int64(rb.Count)))
 				continue
 			}
 			b.Mark()
+			if !grown {
+				bytes := 0
+				for i := range b.Records {
+					bytes += iceberg.Size(&b.Records[i])
+				}
+				grow(len(b.Records), bytes)
+			}
 			for k := range b.Records {
 				if !take(rb.Base+int64(k), b.Records[k]) {
 					full = true
