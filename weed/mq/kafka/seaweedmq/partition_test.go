@@ -2,10 +2,14 @@ package seaweedmq
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
+	"github.com/seaweedfs/seaweedfs/weed/pb/schema_pb"
 )
 
 // A partition released while an operation holds it (a recovery stalled
@@ -73,5 +77,43 @@ func TestReleaseDoesNotWait(t *testing.T) {
 	c.parts.mu.Unlock()
 	if n != 0 {
 		t.Errorf("%d released partitions kept to wait for", n)
+	}
+}
+
+// A partition is recovered only by its leader, and again in each term it
+// leads it in. A fault run had a gateway recover partitions while it led
+// none (requests admitted before it lost them, held by the filer's cut),
+// then lead one again and answer reads, in the new term, from that
+// object: its end was behind the partition's, and a consumer asking for
+// its leader epoch's end went back to it.
+func TestRecoveredOnlyByTheLeaderInItsTerm(t *testing.T) {
+	term := int64(0)
+	c := &Client{opts: Options{TopicCacheTTL: time.Hour, Term: func(string, int32) int64 { return term }}}
+	c.parts.init()
+	c.topics.byName = map[string]*topicEntry{
+		"t":    {parts: []*mq_pb.BrokerPartitionAssignment{{Partition: &schema_pb.Partition{}}}, read: time.Now()},
+		"gone": {read: time.Now()}, // no partition: opening it fails before any I/O
+	}
+	ctx := context.Background()
+
+	// Not led here: not recovered (the storage is nil: recovering would
+	// panic), NOT_LEADER_OR_FOLLOWER.
+	p := c.parts.get(c, "t", 0)
+	if err := c.ensureReady(ctx, p); !errors.Is(err, kerr.NotLeaderForPartition) || p.ready {
+		t.Fatalf("opened while not led: %v, ready %v", err, p.ready)
+	}
+
+	// Opened in term 3: ready in term 3, and while not led (reads are
+	// refused before, by the ownership check).
+	q := &partition{c: c, topic: "gone", index: 0, ready: true, term: 3, hw: -1}
+	for _, term = range []int64{3, 0} {
+		if err := c.ensureReady(ctx, q); err != nil || !q.ready {
+			t.Fatalf("term %d: %v, ready %v", term, err, q.ready)
+		}
+	}
+	// Led again in term 5: recovered again before use.
+	term = 5
+	if err := c.ensureReady(ctx, q); err == nil || q.ready {
+		t.Fatalf("term 5, opened in 3: used as it was (%v, ready %v)", err, q.ready)
 	}
 }

@@ -269,6 +269,13 @@ func (c *Client) openPartition(ctx context.Context, p *partition) error {
 	p.walKey = wal.PartKey(p.dir, a.Partition.UnixTimeNs)
 	if c.opts.Term != nil {
 		p.term = c.opts.Term(p.topic, p.index)
+		if p.term == 0 {
+			// Only the leader recovers: an operation admitted while
+			// this gateway led the partition, that waited (SeaweedFS
+			// out of reach) until it no longer did, would write
+			// segments of the partition beside its leader.
+			return fmt.Errorf("%w: not led here", kerr.NotLeaderForPartition)
+		}
 	}
 	end, err := c.recoverPartition(ctx, p)
 	if err != nil {

@@ -131,9 +131,19 @@ func (c *Client) appendLocked(ctx context.Context, p *partition, batch []byte, r
 	return write()
 }
 
-// ensureReady recovers the partition if it is not yet (recover.go).
-// Called with writeMu held.
+// ensureReady recovers the partition if it is not yet (recover.go), or
+// was in another term than the one this gateway leads it in now: what it
+// holds may miss what the leaders in between wrote. A fault run had a
+// gateway answer a read, in its new term, from an object it had
+// recovered while it led nothing: its end was behind the partition's, and
+// a consumer asking it for its leader epoch's end went back. Called with
+// writeMu held.
 func (c *Client) ensureReady(ctx context.Context, p *partition) error {
+	if p.ready && c.opts.Term != nil {
+		if now := c.opts.Term(p.topic, p.index); now != 0 && now != p.term {
+			p.ready = false
+		}
+	}
 	if p.ready {
 		return nil
 	}
