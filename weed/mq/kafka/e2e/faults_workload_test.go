@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/e2e/history"
@@ -246,7 +248,9 @@ func (w *queueWorkload) transform(ctx context.Context, name string) {
 	n := 0
 	for txn := 0; ctx.Err() == nil; {
 		var recs []history.Rec
-		sess.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+		fetches := sess.PollFetches(ctx)
+		w.fetchErrors(name, fetches)
+		fetches.EachRecord(func(r *kgo.Record) {
 			recs = append(recs, history.Rec{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
 		})
 		if len(recs) == 0 {
@@ -334,12 +338,33 @@ func (w *queueWorkload) consume(ctx context.Context, name, group string) {
 	}
 	for ctx.Err() == nil {
 		fetches := cl.PollFetches(ctx)
+		w.fetchErrors(name, fetches)
 		var recs []history.Rec
 		fetches.EachRecord(func(r *kgo.Record) {
 			recs = append(recs, history.Rec{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
 		})
 		w.h.Poll(name, recs)
 	}
+}
+
+// fetchErrors records the errors of a poll's partitions, but those of the
+// poll's own end (its context done, the client closed).
+func (w *queueWorkload) fetchErrors(proc string, fetches kgo.Fetches) {
+	fetches.EachError(func(topic string, p int32, err error) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrClientClosed) {
+			return
+		}
+		var loss *kgo.ErrDataLoss
+		var ke *kerr.Error
+		kind := "other"
+		switch {
+		case errors.As(err, &loss):
+			kind = "data loss"
+		case errors.As(err, &ke):
+			kind = ke.Message
+		}
+		w.h.FetchError(proc, p, kind, err)
+	})
 }
 
 // stopProducing stops the producers and waits until every send has its
@@ -387,6 +412,7 @@ func (w *queueWorkload) finalRead() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		fetches := cl.PollFetches(ctx)
 		cancel()
+		w.fetchErrors("final", fetches)
 		fetches.EachRecord(func(r *kgo.Record) {
 			recs = append(recs, history.Rec{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
 			at[r.Partition] = r.Offset

@@ -30,7 +30,7 @@ type Report struct {
 	Examples map[string][]string // by class, the first few
 	// Allowed are counts of what is not an anomaly but worth knowing: a
 	// plain producer's value stored twice, sends and transactions whose
-	// outcome is unknown.
+	// outcome is unknown, the errors consumers' fetches returned by kind.
 	Allowed map[string]int
 	Stats   map[string]int
 }
@@ -150,6 +150,8 @@ func (h *History) Check() *Report {
 			}
 		case OpFinal:
 			final = append(final, op.Records...)
+		case OpFetchError:
+			r.Allowed["fetch error: "+op.Kind]++
 		}
 	}
 	// A transaction whose end was not answered committed if any of its

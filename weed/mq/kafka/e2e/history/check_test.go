@@ -165,12 +165,13 @@ func TestCheckAllowedAndKept(t *testing.T) {
 	h.Ack("plain", "p0", 0, 3)
 	h.Send("plain", "p1", "")
 	h.Nack("plain", "p1", errors.New("timed out"))
+	h.FetchError("c1", 0, "data loss", errors.New("topic t partition 0 lost records from offset 4 to 5"))
 	recs := []Rec{{0, 2, "p0", ""}, {0, 3, "p0", ""}}
 	h.Poll("c1", recs)
 	h.Poll("a", recs)
 	h.Final([]Rec{{0, 0, "i0", ""}, {0, 1, "i1", ""}, {0, 2, "p0", ""}, {0, 3, "p0", ""}, {1, 0, "t0", ""}})
 	r := h.Check()
-	if !r.OK() || r.Allowed["plain producer's value stored twice"] != 1 || r.Allowed["send failed"] != 1 {
+	if !r.OK() || r.Allowed["plain producer's value stored twice"] != 1 || r.Allowed["send failed"] != 1 || r.Allowed["fetch error: data loss"] != 1 {
 		t.Fatalf("got\n%s", r)
 	}
 	path := filepath.Join(t.TempDir(), "history.json")

@@ -43,6 +43,10 @@ const (
 	// OpRead is what a transaction read (consume-transform-produce): its
 	// reads count if it commits.
 	OpRead = "read"
+	// OpFetchError is an error a consumer's fetch of a partition returned
+	// (the client's view: franz-go's data loss is an end behind what it had
+	// read).
+	OpFetchError = "fetch-error"
 )
 
 // Rec is one record read: where it is and its value. Topic is empty for
@@ -68,6 +72,8 @@ type Op struct {
 	Records   []Rec         `json:"recs,omitempty"`
 	Parts     []int32       `json:"parts,omitempty"`
 	Note      string        `json:"note,omitempty"`
+	// Kind is a fetch error's kind (FetchError).
+	Kind string `json:"kind,omitempty"`
 }
 
 // History is safe for concurrent use by the workload's clients.
@@ -152,6 +158,12 @@ func (h *History) Poll(proc string, recs []Rec) {
 		return
 	}
 	h.add(Op{Process: proc, Type: OpPoll, Records: recs})
+}
+
+// FetchError records that proc's fetch of partition failed with err, of
+// kind (a Kafka error's name, or the client's own such as "data loss").
+func (h *History) FetchError(proc string, partition int32, kind string, err error) {
+	h.add(Op{Process: proc, Type: OpFetchError, Partition: partition, Kind: kind, Note: err.Error()})
 }
 
 // Assign records partitions given to proc: its reads of them start anew.
