@@ -76,6 +76,9 @@ type Client struct {
 	// partition's directory (a released partition's tail, the
 	// recovery of its next term), by the directory's hash.
 	segWrites [64]sync.Mutex
+	// beforeSegmentSave, if set, runs between a segment file's lookup and
+	// its update (tests: another gateway's write landing there).
+	beforeSegmentSave func()
 
 	wal       *wal.Log
 	walReader *wal.Reader

@@ -150,8 +150,9 @@ func (e *coveredError) Error() string {
 // The upload can take long (the filer retries the assignment of a volume
 // while none answers), and another write may land meanwhile (the next
 // leader's recovery, while a released tail waited): whether the segments
-// hold the offsets is checked again once the bytes are uploaded, together
-// with the entry's update, under this gateway's lock of the directory.
+// hold the offsets is checked again once the bytes are uploaded, under
+// this gateway's lock of the directory, and the entry's update holds only
+// if no other gateway wrote the file since that check (saveSegment).
 func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, first, last, lastTs int64) error {
 	planned, err := c.segmentName(ctx, dir, first, lastTs)
 	if err != nil {
@@ -169,16 +170,61 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 	if err != nil {
 		return fmt.Errorf("%w: upload a segment: %v", ErrUnavailable, err)
 	}
+	return c.saveSegment(ctx, dir, first, last, lastTs, fid, res)
+}
+
+// saveSegment puts the uploaded chunk fid of a segment's bytes (offsets
+// first to last) in the partition's listing: the segment's own file, or
+// appended to the file of its name (writeSegmentBytes). Another gateway's
+// write to the file between its lookup and its update is met by looking
+// it up again, a few times.
+func (c *Client) saveSegment(ctx context.Context, dir string, first, last, lastTs int64, fid string, res *operation.UploadResult) error {
 	lock := &c.segWrites[fnv32(dir)%uint32(len(c.segWrites))]
 	lock.Lock()
 	defer lock.Unlock()
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = c.saveSegmentOnce(ctx, dir, first, last, lastTs, fid, res)
+		if !errors.Is(err, errSegmentChanged) {
+			break
+		}
+		if attempt == 5 {
+			return fmt.Errorf("%w: save a segment: %v", ErrUnavailable, err)
+		}
+	}
+	var covered *coveredError
+	if errors.As(err, &covered) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("%w: save a segment: %v", ErrUnavailable, err)
+	}
+	if _, err := c.flushed(ctx, dir, true); err != nil {
+		return err
+	}
+	return nil
+}
+
+// errSegmentChanged: another gateway wrote the segment file between its
+// lookup and this write.
+var errSegmentChanged = errors.New("the segment file changed while it was appended to")
+
+// saveSegmentOnce names the segment of uploaded chunk fid and creates its
+// file, or adds the chunk to the file of that name. The update holds only
+// if the file is as it was looked up (absent, or with the same chunks):
+// the filer's create replaces the whole entry and deletes the chunks it no
+// longer holds, so of two gateways appending to one file at once the
+// second would drop the first's chunk, records its readers were given.
+// errSegmentChanged when the file changed meanwhile.
+func (c *Client) saveSegmentOnce(ctx context.Context, dir string, first, last, lastTs int64, fid string, res *operation.UploadResult) error {
 	name, err := c.segmentName(ctx, dir, first, lastTs)
 	if err != nil {
 		return err
 	}
-	err = c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+	return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		resp, err := filer_pb.LookupEntry(ctx, fc, &filer_pb.LookupDirectoryEntryRequest{Directory: dir, Name: name})
 		var entry *filer_pb.Entry
+		cond := &filer_pb.WriteCondition_Clause{Kind: filer_pb.WriteCondition_IF_NOT_EXISTS}
 		switch {
 		case errors.Is(err, filer_pb.ErrNotFound):
 			now := clock.Now().Unix()
@@ -189,6 +235,10 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 			return err
 		default:
 			entry = resp.Entry
+			cond = &filer_pb.WriteCondition_Clause{Kind: filer_pb.WriteCondition_IF_CHUNKS_EQUAL}
+			for _, ch := range entry.Chunks {
+				cond.Fids = append(cond.Fids, ch.GetFileIdString())
+			}
 			if entry.Extended == nil {
 				entry.Extended = map[string][]byte{}
 			}
@@ -208,8 +258,20 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 		if v := entry.Extended[mq.ExtendedAttrOffsetMax]; len(v) != 8 || int64(binary.BigEndian.Uint64(v)) < last {
 			entry.Extended[mq.ExtendedAttrOffsetMax] = binary.BigEndian.AppendUint64(nil, uint64(last))
 		}
-		if err := filer_pb.CreateEntry(ctx, fc, &filer_pb.CreateEntryRequest{Directory: dir, Entry: entry}); err != nil {
+		if c.beforeSegmentSave != nil {
+			c.beforeSegmentSave()
+		}
+		resp2, err := fc.CreateEntry(ctx, &filer_pb.CreateEntryRequest{
+			Directory: dir, Entry: entry,
+			Condition: &filer_pb.WriteCondition{Clauses: []*filer_pb.WriteCondition_Clause{cond}},
+		})
+		switch {
+		case err != nil:
 			return err
+		case resp2.ErrorCode == filer_pb.FilerError_PRECONDITION_FAILED:
+			return errSegmentChanged
+		case resp2.Error != "":
+			return errors.New(resp2.Error)
 		}
 		// Its end is known (its offset_max, this segment's last offset
 		// or, appended to, the file's before): the listing that follows
@@ -217,17 +279,6 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 		c.segs.knowEnd(segment{entry: entry}.key(dir), int64(binary.BigEndian.Uint64(entry.Extended[mq.ExtendedAttrOffsetMax]))+1)
 		return nil
 	})
-	var covered *coveredError
-	if errors.As(err, &covered) {
-		return err
-	}
-	if err != nil {
-		return fmt.Errorf("%w: save a segment: %v", ErrUnavailable, err)
-	}
-	if _, err := c.flushed(ctx, dir, true); err != nil {
-		return err
-	}
-	return nil
 }
 
 // segmentName is the name of a segment of offsets from first on whose
