@@ -251,7 +251,7 @@ func (c *Client) writeCleaned(ctx context.Context, dir string, group []compactio
 	if err != nil {
 		return err
 	}
-	fid, up, err, _ := uploader.UploadWithRetry(filerClient{c}, &filer_pb.AssignVolumeRequest{
+	fid, up, err, _ := uploader.UploadWithRetry(filerClient{c, ctx}, &filer_pb.AssignVolumeRequest{
 		Count: 1, Collection: "topics", Path: dir + "/" + first.Name,
 	}, &operation.UploadOption{MimeType: segmentMimeType}, util.NewBytesReader(buf))
 	if err != nil {

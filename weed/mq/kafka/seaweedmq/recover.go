@@ -154,7 +154,10 @@ func (e *coveredError) Error() string {
 // this gateway's lock of the directory, and the entry's update holds only
 // if no other gateway wrote the file since that check (saveSegment).
 func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, first, last, lastTs int64) error {
-	planned, err := c.segmentName(ctx, dir, first, lastTs)
+	// The name the upload's volume is assigned for, and a first look
+	// whether the segments hold the offsets already, from the listing
+	// as this gateway last read it: both are decided again once uploaded.
+	planned, err := c.segmentName(ctx, dir, first, lastTs, false)
 	if err != nil {
 		return err
 	}
@@ -162,7 +165,7 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 	if err != nil {
 		return err
 	}
-	fid, res, err, _ := uploader.UploadWithRetry(filerClient{c}, &filer_pb.AssignVolumeRequest{
+	fid, res, err, _ := uploader.UploadWithRetry(filerClient{c, ctx}, &filer_pb.AssignVolumeRequest{
 		Count:      1,
 		Collection: "topics",
 		Path:       dir + "/" + planned,
@@ -217,7 +220,7 @@ var errSegmentChanged = errors.New("the segment file changed while it was append
 // second would drop the first's chunk, records its readers were given.
 // errSegmentChanged when the file changed meanwhile.
 func (c *Client) saveSegmentOnce(ctx context.Context, dir string, first, last, lastTs int64, fid string, res *operation.UploadResult) error {
-	name, err := c.segmentName(ctx, dir, first, lastTs)
+	name, err := c.segmentName(ctx, dir, first, lastTs, true)
 	if err != nil {
 		return err
 	}
@@ -284,8 +287,10 @@ func (c *Client) saveSegmentOnce(ctx context.Context, dir string, first, last, l
 // segmentName is the name of a segment of offsets from first on whose
 // last record has time lastTs: its time's, or the newest segment's if
 // that sorts after it. A coveredError if the segments hold first already.
-func (c *Client) segmentName(ctx context.Context, dir string, first, lastTs int64) (string, error) {
-	st, err := c.flushed(ctx, dir, true)
+// fresh lists the partition's segments again; otherwise a listing of the
+// last few seconds will do.
+func (c *Client) segmentName(ctx context.Context, dir string, first, lastTs int64, fresh bool) (string, error) {
+	st, err := c.flushed(ctx, dir, fresh)
 	if err != nil {
 		return "", err
 	}

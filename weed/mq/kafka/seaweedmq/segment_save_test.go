@@ -170,3 +170,19 @@ func TestSegmentAppendsDoNotOverwrite(t *testing.T) {
 		t.Fatalf("segments end at %v (%v), want 20", st, err)
 	}
 }
+
+// A segment's upload stops asking the filer for a volume once its caller
+// gave up: SeaweedFS's uploader retries the assignment on its own.
+func TestUploadFilerCallsEndWithTheirContext(t *testing.T) {
+	c := &Client{filer: "127.0.0.1:1"}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	called := false
+	err := filerClient{c, ctx}.WithFilerClient(false, func(filer_pb.SeaweedFilerClient) error {
+		called = true
+		return nil
+	})
+	if called || !errors.Is(err, context.Canceled) {
+		t.Fatalf("called %v, error %v: want no call and the context's error", called, err)
+	}
+}

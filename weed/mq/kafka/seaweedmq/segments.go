@@ -469,18 +469,27 @@ func (c *Client) readSegmentFile(e *filer_pb.Entry) ([]byte, error) {
 		return nil, fmt.Errorf("segment of %d bytes", size)
 	}
 	buf := make([]byte, size)
-	n, err := io.ReadFull(filer.NewFileReader(filerClient{c}, e), buf)
+	n, err := io.ReadFull(filer.NewFileReader(filerClient{c, context.Background()}, e), buf)
 	if err == io.ErrUnexpectedEOF || err == io.EOF {
 		err = nil // a segment shorter than its size says: what is there
 	}
 	return buf[:n], err
 }
 
-// filerClient adapts the Client to filer_pb.FilerClient for reading chunks.
-type filerClient struct{ c *Client }
+// filerClient adapts the Client to filer_pb.FilerClient for reading and
+// uploading chunks. Once ctx is done its calls fail at once: SeaweedFS's
+// upload retries the volume's assignment on its own, for seconds, with no
+// context of the caller's.
+type filerClient struct {
+	c   *Client
+	ctx context.Context
+}
 
 func (f filerClient) WithFilerClient(_ bool, fn func(filer_pb.SeaweedFilerClient) error) error {
-	return f.c.withFiler(context.Background(), fn)
+	if err := f.ctx.Err(); err != nil {
+		return err
+	}
+	return f.c.withFiler(f.ctx, fn)
 }
 func (f filerClient) AdjustedUrl(l *filer_pb.Location) string { return l.Url }
 func (f filerClient) GetDataCenter() string                   { return "" }
