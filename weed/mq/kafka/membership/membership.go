@@ -37,9 +37,10 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 )
 
-// Filer is what the membership needs of the filer: small files and locks.
+// Filer is what the membership needs of the filer: small files, written
+// conditionally, and locks.
 type Filer interface {
-	filerfs.Files
+	filerfs.VersionedFiles
 	// Lock takes (token "") or renews the lock name for ttl and returns
 	// the token to renew it with; it fails while another owner holds it.
 	Lock(ctx context.Context, name, owner, token string, ttl time.Duration) (string, error)
@@ -414,22 +415,32 @@ func (m *Membership) forgetStale(ctx context.Context, node int32) {
 }
 
 func (m *Membership) readView(ctx context.Context) (View, error) {
+	v, _, err := m.readViewVersion(ctx)
+	return v, err
+}
+
+// readViewVersion is readView with the file's version ("" if there is
+// none yet).
+func (m *Membership) readViewVersion(ctx context.Context) (View, string, error) {
 	var v View
-	data, err := m.opts.Filer.ReadFile(ctx, viewDir, viewFile)
+	data, version, err := m.opts.Filer.ReadFileVersion(ctx, viewDir, viewFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return v, nil
+		return v, "", nil
 	}
 	if err != nil {
-		return v, err
+		return v, "", err
 	}
 	if err := json.Unmarshal(data, &v); err != nil {
-		return v, fmt.Errorf("%s/%s: %w", viewDir, viewFile, err)
+		return v, "", fmt.Errorf("%s/%s: %w", viewDir, viewFile, err)
 	}
-	return v, nil
+	return v, version, nil
 }
 
 // writeView writes a new view of live if the current one differs, under
-// the view lock so that epochs only grow.
+// the view lock, and only over the view it read: epochs only grow. The
+// lock keeps the gateways from writing at once; the condition holds when
+// the lock does not, for a write that lands after it expired (sent before
+// a cut, say) over a view written since.
 func (m *Membership) writeView(ctx context.Context, live []Member) error {
 	v, err := m.readView(ctx)
 	if err != nil || sameMembers(v.Members, live) {
@@ -440,12 +451,14 @@ func (m *Membership) writeView(ctx context.Context, live []Member) error {
 		return err
 	}
 	defer m.opts.Filer.Unlock(ctx, viewLock, token) //nolint:errcheck // it expires anyway
-	if v, err = m.readView(ctx); err != nil || sameMembers(v.Members, live) {
+	v, version, err := m.readViewVersion(ctx)
+	if err != nil || sameMembers(v.Members, live) {
 		return err
 	}
 	next := v.next(live)
 	data, _ := json.Marshal(next)
-	return m.opts.Filer.WriteFile(ctx, viewDir, viewFile, data)
+	_, err = m.opts.Filer.WriteFileIf(ctx, viewDir, viewFile, data, version)
+	return err
 }
 
 // current returns the last view read and whether this gateway may act on

@@ -2,8 +2,10 @@ package membership
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +21,9 @@ type fakeFiler struct {
 	files *filerfstest.Files
 	locks *filerfstest.Locks
 	down  map[string]bool // by lock owner prefix (gateway address)
+	// beforeWrite, if set, runs before each conditional write (another
+	// gateway's write landing first).
+	beforeWrite func(addr, name string)
 }
 
 func newFakeFiler(now func() time.Time) *fakeFiler {
@@ -51,6 +56,23 @@ func (f filerFor) WriteFile(ctx context.Context, dir, name string, data []byte) 
 		return errDown
 	}
 	return f.files.WriteFile(ctx, dir, name, data)
+}
+
+func (f filerFor) ReadFileVersion(ctx context.Context, dir, name string) ([]byte, string, error) {
+	if f.cut() {
+		return nil, "", errDown
+	}
+	return f.files.ReadFileVersion(ctx, dir, name)
+}
+
+func (f filerFor) WriteFileIf(ctx context.Context, dir, name string, data []byte, version string) (string, error) {
+	if f.cut() {
+		return "", errDown
+	}
+	if f.beforeWrite != nil {
+		f.beforeWrite(f.addr, name)
+	}
+	return f.files.WriteFileIf(ctx, dir, name, data, version)
 }
 
 func (f filerFor) ListFiles(ctx context.Context, dir string) ([]filerfs.File, error) {
@@ -448,5 +470,41 @@ func TestRestartedWithOtherListenersReadyOnceTheViewHasThem(t *testing.T) {
 	c.gws[1].mu.RUnlock()
 	if len(ms) != 1 || ms[0] != self {
 		t.Fatalf("the view's members %+v, want only the restarted gateway as it is", ms)
+	}
+}
+
+// A view written over one written since it was read (a write sent before
+// a cut lands after the view lock expired and another gateway wrote the
+// next views) is refused: the epoch never goes back, so a term, a view's
+// epoch, is never given to two owners of one key.
+func TestViewWriteRefusedOverALaterView(t *testing.T) {
+	c := newCluster(t, 2)
+	for i := 0; i < 6; i++ {
+		c.step()
+	}
+	before, err := c.gws[0].readView(context.Background())
+	if err != nil || len(before.Members) != 2 {
+		t.Fatalf("view %+v, %v: want both gateways in it", before, err)
+	}
+	// Gateway 1 writes the view for a third gateway; before its write
+	// lands, gateway 2 writes two views (the third's, then one without
+	// it), each epoch up by one.
+	third := Member{NodeID: 3, Host: "127.0.0.1", Port: 9094}
+	later := before.next(append(slices.Clone(before.Members), third))
+	later = later.next(before.Members)
+	c.filer.beforeWrite = func(addr, name string) {
+		c.filer.beforeWrite = nil
+		data, _ := json.Marshal(later)
+		if err := c.filer.files.WriteFile(context.Background(), viewDir, viewFile, data); err != nil {
+			t.Error(err)
+		}
+	}
+	err = c.gws[0].writeView(context.Background(), append(slices.Clone(before.Members), third))
+	if !errors.Is(err, filerfs.ErrChanged) {
+		t.Fatalf("the late write: %v, want it refused", err)
+	}
+	got, err := c.gws[0].readView(context.Background())
+	if err != nil || got.Epoch != before.Epoch+2 || len(got.Members) != 2 {
+		t.Fatalf("view epoch %d with %d members (%v), want the later view's, epoch %d", got.Epoch, len(got.Members), err, before.Epoch+2)
 	}
 }
