@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/seaweedfs/seaweedfs/weed/cluster"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 )
 
 // Producer ids are handed out from blocks reserved in the filer: the file
@@ -56,19 +58,33 @@ func (c *Client) reserveProducerIDs(ctx context.Context, n int64) (int64, error)
 		return -1, fmt.Errorf("%w: cannot take the filer lock %s", ErrUnavailable, producerIDLock)
 	}
 	defer lock.StopShortLivedLock() //nolint:errcheck // it expires anyway
-	var first int64
-	data, err := c.ReadFile(ctx, producerIDDir, producerIDFile)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return -1, err
-	default:
-		if first, err = strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err != nil || first < 0 {
-			return -1, fmt.Errorf("%s/%s holds %q, not a producer id", producerIDDir, producerIDFile, data)
+	return claimProducerIDs(ctx, c, n)
+}
+
+// claimProducerIDs moves the next free id n on and returns where it was.
+// The lock (5 s, not renewed) keeps the gateways from doing so at once;
+// the write is conditional on the file as read, for a write that lands
+// after the lock expired (slow, or sent before a cut) over another
+// gateway's reservation, which would hand its ids out again.
+func claimProducerIDs(ctx context.Context, files filerfs.VersionedFiles, n int64) (int64, error) {
+	for attempt := 1; ; attempt++ {
+		var first int64
+		data, version, err := files.ReadFileVersion(ctx, producerIDDir, producerIDFile)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return -1, err
+		default:
+			if first, err = strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err != nil || first < 0 {
+				return -1, fmt.Errorf("%s/%s holds %q, not a producer id", producerIDDir, producerIDFile, data)
+			}
+		}
+		_, err = files.WriteFileIf(ctx, producerIDDir, producerIDFile, []byte(strconv.FormatInt(first+n, 10)), version)
+		switch {
+		case err == nil:
+			return first, nil
+		case !errors.Is(err, filerfs.ErrChanged) || attempt == 5:
+			return -1, err
 		}
 	}
-	if err := c.WriteFile(ctx, producerIDDir, producerIDFile, []byte(strconv.FormatInt(first+n, 10))); err != nil {
-		return -1, err
-	}
-	return first, nil
 }
