@@ -70,9 +70,28 @@ func (s *walStore) Upload(ctx context.Context, a wal.Assignment, fid string, dat
 	return nil
 }
 
-func (s *walStore) Save(ctx context.Context, dir string, e *filer_pb.Entry) error {
+func (s *walStore) Save(ctx context.Context, dir string, e *filer_pb.Entry, prior int) error {
+	cond := &filer_pb.WriteCondition_Clause{Kind: filer_pb.WriteCondition_IF_NOT_EXISTS}
+	if prior > 0 {
+		cond = &filer_pb.WriteCondition_Clause{Kind: filer_pb.WriteCondition_IF_CHUNKS_EQUAL}
+		for _, ch := range e.Chunks[:prior] {
+			cond.Fids = append(cond.Fids, ch.GetFileIdString())
+		}
+	}
 	return s.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		return filer_pb.CreateEntry(ctx, fc, &filer_pb.CreateEntryRequest{Directory: dir, Entry: e})
+		resp, err := fc.CreateEntry(ctx, &filer_pb.CreateEntryRequest{
+			Directory: dir, Entry: e,
+			Condition: &filer_pb.WriteCondition{Clauses: []*filer_pb.WriteCondition_Clause{cond}},
+		})
+		switch {
+		case err != nil:
+			return err
+		case resp.ErrorCode == filer_pb.FilerError_PRECONDITION_FAILED:
+			return wal.ErrChanged
+		case resp.Error != "":
+			return errors.New(resp.Error)
+		}
+		return nil
 	})
 }
 

@@ -332,10 +332,25 @@ func (w *Log) commit(frame []byte, batch []*pending) (err error) {
 	defer cancel()
 	uploaded := make(chan error, 1)
 	go func() { uploaded <- guard.Try("WALUpload", func() error { return w.put(ctx, slot, frame) }) }()
-	err = w.opts.Store.Save(ctx, w.dir, f.entry)
+	err = w.opts.Store.Save(ctx, w.dir, f.entry, len(f.entry.Chunks)-1)
 	if uerr := <-uploaded; uerr != nil {
 		w.fids.base = nil // the volume may be gone or full
-		err = uerr
+		if err == nil {
+			err = uerr
+		}
+	}
+	if errors.Is(err, ErrChanged) {
+		// A save of this file that failed here landed since (its
+		// answer lost, or late): the file holds a chunk the log took
+		// back. Its batches were not acknowledged and are in this
+		// frame again; the file is left as it is, and the frame goes
+		// to a new one, whose records win where the two disagree (the
+		// later file's, in one term).
+		glog.V(0).Infof("kafka write-ahead log %s/%s: %v; going on in a new file", w.dir, f.name, err)
+		w.filesMu.Lock()
+		w.files = append(w.files, f)
+		w.cur = nil
+		w.filesMu.Unlock()
 	}
 	if err != nil {
 		return err

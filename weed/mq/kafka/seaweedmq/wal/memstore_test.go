@@ -30,6 +30,18 @@ type memStore struct {
 	failSaves int
 	lose      func(fid string) bool
 	saveGate  chan struct{}
+	// hold, if it returns true for a Save, answers it with an error and
+	// keeps it, to land later (land) or at once (landNow): a save whose
+	// answer was lost, or that reaches the filer after a cut.
+	hold    func() bool
+	landNow bool
+	held    []heldSave
+}
+
+type heldSave struct {
+	dir   string
+	e     *filer_pb.Entry
+	prior int
 }
 
 func newMemStore() *memStore {
@@ -56,7 +68,7 @@ func (m *memStore) Upload(_ context.Context, _ Assignment, fid string, data []by
 	return nil
 }
 
-func (m *memStore) Save(_ context.Context, dir string, e *filer_pb.Entry) error {
+func (m *memStore) Save(_ context.Context, dir string, e *filer_pb.Entry, prior int) error {
 	if m.saveGate != nil {
 		<-m.saveGate
 	}
@@ -66,9 +78,58 @@ func (m *memStore) Save(_ context.Context, dir string, e *filer_pb.Entry) error 
 		m.failSaves--
 		return errInjected
 	}
+	if m.hold != nil && m.hold() {
+		h := heldSave{dir, proto.Clone(e).(*filer_pb.Entry), prior}
+		if m.landNow {
+			m.saveLocked(h) //nolint:errcheck // its answer is lost
+		} else {
+			m.held = append(m.held, h)
+		}
+		return errInjected
+	}
+	return m.saveLocked(heldSave{dir, proto.Clone(e).(*filer_pb.Entry), prior})
+}
+
+// saveLocked saves as the filer's conditional create does: only over the
+// file holding the entry's first prior chunks; a replaced entry's chunks
+// that the new one does not hold are deleted.
+func (m *memStore) saveLocked(h heldSave) error {
+	p := path.Join(h.dir, h.e.Name)
+	cur, exists := m.entries[p]
+	if h.prior == 0 && exists || h.prior > 0 && (!exists || len(cur.Chunks) != h.prior) {
+		return ErrChanged
+	}
+	for i := 0; i < h.prior; i++ {
+		if cur.Chunks[i].FileId != h.e.Chunks[i].FileId {
+			return ErrChanged
+		}
+	}
+	if exists {
+		keep := map[string]bool{}
+		for _, c := range h.e.Chunks {
+			keep[c.FileId] = true
+		}
+		for _, c := range cur.Chunks {
+			if !keep[c.FileId] {
+				delete(m.chunks, c.FileId)
+			}
+		}
+	}
 	m.saves++
-	m.entries[path.Join(dir, e.Name)] = proto.Clone(e).(*filer_pb.Entry)
+	m.entries[p] = h.e
 	return nil
+}
+
+// land saves the held saves now, in order, and returns their outcomes.
+func (m *memStore) land() []error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for _, h := range m.held {
+		errs = append(errs, m.saveLocked(h))
+	}
+	m.held = nil
+	return errs
 }
 
 func (m *memStore) List(_ context.Context, dir string) ([]*filer_pb.Entry, error) {

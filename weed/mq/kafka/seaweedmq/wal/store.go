@@ -18,8 +18,13 @@ type Store interface {
 	Assign(ctx context.Context, dir string, count int, size uint64) (Assignment, error)
 	// Upload stores a chunk under a file id reserved by a.
 	Upload(ctx context.Context, a Assignment, fid string, data []byte) error
-	// Save creates or replaces a file's entry, its chunks listed in it.
-	Save(ctx context.Context, dir string, e *filer_pb.Entry) error
+	// Save creates a file's entry, its chunks listed in it, or replaces
+	// it, only if the file holds exactly e's first prior chunks (none
+	// and no file when prior is 0); ErrChanged if it does not. A save
+	// that timed out and lands late (sent before a cut, say) then never
+	// replaces the saves after it, nor makes the filer delete their
+	// chunks.
+	Save(ctx context.Context, dir string, e *filer_pb.Entry, prior int) error
 	// List returns the entries of dir, files and directories (none if
 	// dir does not exist).
 	List(ctx context.Context, dir string) ([]*filer_pb.Entry, error)
@@ -43,6 +48,9 @@ type Assignment struct {
 	Auth  string
 	Fsync bool
 }
+
+// ErrChanged is a Save refused: the file is not as the log last saved it.
+var ErrChanged = errors.New("the log file changed since the log saved it")
 
 // ErrMissing is a chunk no volume server holds.
 var ErrMissing = errors.New("chunk not found")
