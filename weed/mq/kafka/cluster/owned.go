@@ -131,7 +131,8 @@ func (o *Owned) lead(topic string, index int32) error {
 var _ storage.Backend = (*Owned)(nil)
 
 // What concerns a topic as a whole is done by any gateway: the filer
-// orders it (topics' configurations are written conditionally).
+// orders it (a topic is created under its lock, its configuration only if
+// it has none; its changes are made under the same lock).
 
 func (o *Owned) ListTopics(ctx context.Context) ([]storage.TopicInfo, error) {
 	return o.b.ListTopics(ctx)

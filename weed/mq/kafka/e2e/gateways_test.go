@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -107,6 +108,43 @@ func TestGatewaysAgree(t *testing.T) {
 		hresp := askOne[*kmsg.HeartbeatResponse](t, q.addr, hb)
 		if hresp.ErrorCode != kerr.NotCoordinator.Code {
 			t.Fatalf("heartbeat to %s, not the coordinator %s: %v", q.addr, coord, kerr.ErrorForCode(hresp.ErrorCode))
+		}
+	}
+
+	// Two gateways asked at once to create a topic (clients auto-creating
+	// it on each): one creates it, the other answers TOPIC_ALREADY_EXISTS,
+	// and both name the one topic. Before, both created it, each with
+	// partitions of its own, and the last written configuration won.
+	var conns []*rawConn
+	for _, q := range procs[:2] {
+		nc, err := net.DialTimeout("tcp", q.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		conns = append(conns, &rawConn{t, nc})
+	}
+	for i := 0; i < 6; i++ {
+		name := topic + "-once-" + strconv.Itoa(i)
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.Version, req.TimeoutMillis = 7, 15000
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 3, -1
+		req.Topics = append(req.Topics, rt)
+		for _, c := range conns {
+			c.send(frame(req.Key(), req.GetVersion(), 1, req.IsFlexible(), req.AppendTo(nil)))
+		}
+		var codes []int16
+		for _, c := range conns {
+			codes = append(codes, c.response(req).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode)
+		}
+		slices.Sort(codes)
+		if !slices.Equal(codes, []int16{0, kerr.TopicAlreadyExists.Code}) {
+			t.Fatalf("topic %s created at once by two gateways: answers %v, want one created and one TOPIC_ALREADY_EXISTS", name, codes)
+		}
+		a, b := metadataFrom(t, procs[0], name).Topics[0], metadataFrom(t, procs[1], name).Topics[0]
+		if a.TopicID != b.TopicID || len(a.Partitions) != 3 || len(b.Partitions) != 3 {
+			t.Fatalf("topic %s: ids %x and %x, %d and %d partitions", name, a.TopicID, b.TopicID, len(a.Partitions), len(b.Partitions))
 		}
 	}
 }

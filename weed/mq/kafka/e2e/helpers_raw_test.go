@@ -88,6 +88,12 @@ func (c *rawConn) readFrame() ([]byte, error) {
 func (c *rawConn) request(req kmsg.Request) kmsg.Response {
 	c.t.Helper()
 	c.send(frame(req.Key(), req.GetVersion(), 1, req.IsFlexible(), req.AppendTo(nil)))
+	return c.response(req)
+}
+
+// response reads the answer to req, sent before.
+func (c *rawConn) response(req kmsg.Request) kmsg.Response {
+	c.t.Helper()
 	b, err := c.readFrame()
 	if err != nil {
 		c.t.Fatalf("%s v%d: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)

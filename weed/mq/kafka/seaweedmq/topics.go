@@ -1,7 +1,9 @@
 package seaweedmq
 
 import (
+	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -401,31 +403,85 @@ func (c *Client) CreateTopic(ctx context.Context, spec storage.TopicSpec) (stora
 	if err := protocol.ValidTopicName(spec.Name); err != nil {
 		return storage.TopicInfo{}, err
 	}
-	c.topics.forget(spec.Name)
-	if _, err := c.readTopic(ctx, spec.Name); err == nil {
-		return storage.TopicInfo{}, kerr.TopicAlreadyExists
-	} else if err != kerr.UnknownTopicOrPartition {
-		return storage.TopicInfo{}, err
-	}
 	if spec.Partitions > MaxPartitions {
 		return storage.TopicInfo{}, fmt.Errorf("%w: at most %d partitions", kerr.InvalidPartitions, MaxPartitions)
 	}
+	exists := func() error {
+		c.topics.forget(spec.Name)
+		if _, err := c.readTopic(ctx, spec.Name); err == nil {
+			return kerr.TopicAlreadyExists
+		} else if err != kerr.UnknownTopicOrPartition {
+			return err
+		}
+		return nil
+	}
 	if spec.ValidateOnly {
+		if err := exists(); err != nil {
+			return storage.TopicInfo{}, err
+		}
 		return storage.TopicInfo{Name: spec.Name, Partitions: spec.Partitions, Configs: spec.Configs}, nil
 	}
-	if err := c.saveTopicConfigs(ctx, spec.Name, spec.Configs); err != nil {
+	// Two gateways creating the topic at once (clients auto-creating it
+	// on each) would each write its settings and a configuration of
+	// partitions of their own creation time: the last written wins, and
+	// what was produced to the other's partitions is lost. One creates it
+	// under the topic's lock; its configuration is written only if there
+	// is none, for a create that outlasts the lock.
+	err := c.withTopicLock(ctx, spec.Name, func() error {
+		if err := exists(); err != nil {
+			return err
+		}
+		if err := c.saveTopicConfigs(ctx, spec.Name, spec.Configs); err != nil {
+			return err
+		}
+		conf := &mq_pb.ConfigureTopicResponse{
+			BrokerPartitionAssignments: newPartitions(0, spec.Partitions, clock.Now().UnixNano()),
+			Retention:                  retention(spec.Configs),
+		}
+		if err := c.createTopicConf(ctx, spec.Name, conf); err != nil {
+			return err
+		}
+		return nil
+	})
+	c.topics.forget(spec.Name)
+	if err != nil {
 		return storage.TopicInfo{}, err
 	}
-	conf := &mq_pb.ConfigureTopicResponse{
-		BrokerPartitionAssignments: newPartitions(0, spec.Partitions, clock.Now().UnixNano()),
-		Retention:                  retention(spec.Configs),
-	}
-	if err := c.writeTopicConf(ctx, spec.Name, conf); err != nil {
-		return storage.TopicInfo{}, fmt.Errorf("create topic %s: %w", spec.Name, err)
-	}
-	c.topics.forget(spec.Name)
 	glog.V(0).Infof("kafka gateway: created topic %s with %d partitions", spec.Name, spec.Partitions)
 	return c.DescribeTopic(ctx, spec.Name)
+}
+
+// createTopicConf writes a new topic's SeaweedMQ configuration
+// (topic.conf, as SeaweedFS writes it) if the topic has none:
+// TOPIC_ALREADY_EXISTS if it has.
+func (c *Client) createTopicConf(ctx context.Context, name string, conf *mq_pb.ConfigureTopicResponse) error {
+	var buf bytes.Buffer
+	if err := filer.ProtoToText(&buf, conf); err != nil {
+		return err
+	}
+	content := buf.Bytes()
+	sum := md5.Sum(content)
+	now := clock.Now().Unix()
+	return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		resp, err := fc.CreateEntry(ctx, &filer_pb.CreateEntryRequest{
+			Directory: topic.Topic{Namespace: Namespace, Name: name}.Dir(),
+			Entry: &filer_pb.Entry{
+				Name:       filer.TopicConfFile,
+				Attributes: &filer_pb.FuseAttributes{Mtime: now, Crtime: now, FileMode: 0o644, FileSize: uint64(len(content)), Md5: sum[:]},
+				Content:    content,
+			},
+			Condition: &filer_pb.WriteCondition{Clauses: []*filer_pb.WriteCondition_Clause{{Kind: filer_pb.WriteCondition_IF_NOT_EXISTS}}},
+		})
+		switch {
+		case err != nil:
+			return fmt.Errorf("create topic %s: %w", name, err)
+		case resp.ErrorCode == filer_pb.FilerError_PRECONDITION_FAILED:
+			return kerr.TopicAlreadyExists
+		case resp.Error != "":
+			return fmt.Errorf("create topic %s: %s", name, resp.Error)
+		}
+		return nil
+	})
 }
 
 func (c *Client) saveTopicConfigs(ctx context.Context, name string, configs map[string]string) error {
