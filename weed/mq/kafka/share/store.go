@@ -410,21 +410,30 @@ func (s *Store) TopicOffsets(ctx context.Context, group, topic string) ([]Offset
 // SetStart starts a share-partition afresh at offset (AlterShareGroupOffsets:
 // the group has no members), its records in flight and delivery counts
 // forgotten, its state epoch moved on. The leader's copy is dropped.
+//
+// The state is written over the one read only: a write that lands late
+// (sent before a cut) never replaces what the share-partition's leader
+// saved since.
 func (s *Store) SetStart(ctx context.Context, key Key, offset int64) error {
-	var st savedState
-	data, _, err := s.files.ReadFileVersion(ctx, key.dir(), key.name())
-	if err == nil {
-		json.Unmarshal(data, &st) //nolint:errcheck // a broken one is replaced
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
+	for attempt := 1; ; attempt++ {
+		var st savedState
+		data, version, err := s.files.ReadFileVersion(ctx, key.dir(), key.name())
+		if err == nil {
+			json.Unmarshal(data, &st) //nolint:errcheck // a broken one is replaced
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		next := savedState{StateEpoch: st.StateEpoch + 1, StartOffset: offset, LeaderEpoch: st.LeaderEpoch}
+		data, err = json.Marshal(next)
+		if err != nil {
+			return err
+		}
+		s.Forget(func(k Key) bool { return k == key })
+		_, err = s.files.WriteFileIf(ctx, key.dir(), key.name(), data, version)
+		if !errors.Is(err, filerfs.ErrChanged) || attempt == 3 {
+			return err
+		}
 	}
-	next := savedState{StateEpoch: st.StateEpoch + 1, StartOffset: offset, LeaderEpoch: st.LeaderEpoch}
-	data, err = json.Marshal(next)
-	if err != nil {
-		return err
-	}
-	s.Forget(func(k Key) bool { return k == key })
-	return s.files.WriteFile(ctx, key.dir(), key.name(), data)
 }
 
 // DeleteTopic removes a group's share-partitions of a topic
