@@ -87,7 +87,7 @@ func (t Token) OwnerOrRenewer(principal string) bool {
 
 // TokenOptions configure Tokens.
 type TokenOptions struct {
-	Files filerfs.Files
+	Files filerfs.VersionedFiles
 	// Secret is delegation.token.secret.key, the same on every gateway;
 	// "": tokens are disabled (DELEGATION_TOKEN_AUTH_DISABLED).
 	Secret string
@@ -235,25 +235,54 @@ func (s *Tokens) byHMAC(ctx context.Context, mac []byte) (Token, error) {
 }
 
 // change finds the token of mac, checks that principal may change it and
-// that it is still valid, and hands it to apply.
-func (s *Tokens) change(ctx context.Context, principal string, mac []byte, apply func(t *Token, now int64) error) (int64, error) {
+// that it is still valid, and hands it to apply with its file's version.
+// A token written over only at the version read cannot come back once
+// expired (removed) on another gateway meanwhile, nor undo a change made
+// there: the change is made again on the token as it is now, or fails as
+// for a token not found.
+func (s *Tokens) change(ctx context.Context, principal string, mac []byte, apply func(t *Token, now int64, version string) error) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, err := s.byHMAC(ctx, mac)
+	for attempt := 1; ; attempt++ {
+		t, err := s.byHMAC(ctx, mac)
+		if err != nil {
+			return 0, err
+		}
+		data, version, err := s.o.Files.ReadFileVersion(ctx, TokenDir, tokenFile(t.ID))
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, ErrTokenNotFound
+		}
+		if err != nil {
+			return 0, err
+		}
+		if err := json.Unmarshal(data, &t); err != nil {
+			return 0, fmt.Errorf("delegation token %s: %w", t.ID, errTokenUnreadable)
+		}
+		if !t.OwnerOrRenewer(principal) {
+			return 0, ErrTokenNotOwner
+		}
+		now := s.now()
+		if t.Max < now || t.Expires < now {
+			return 0, ErrTokenExpired
+		}
+		err = apply(&t, now, version)
+		switch {
+		case err == nil:
+			return t.Expires, nil
+		case !errors.Is(err, filerfs.ErrChanged) || attempt == 3:
+			return 0, err
+		}
+	}
+}
+
+// writeIf writes a token's file over the version read.
+func (s *Tokens) writeIf(ctx context.Context, t Token, version string) error {
+	data, err := json.Marshal(t)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	if !t.OwnerOrRenewer(principal) {
-		return 0, ErrTokenNotOwner
-	}
-	now := s.now()
-	if t.Max < now || t.Expires < now {
-		return 0, ErrTokenExpired
-	}
-	if err := apply(&t, now); err != nil {
-		return 0, err
-	}
-	return t.Expires, nil
+	_, err = s.o.Files.WriteFileIf(ctx, TokenDir, tokenFile(t.ID), data, version)
+	return err
 }
 
 // Renew moves the token's expiry to period from now (period < 0: the
@@ -265,9 +294,9 @@ func (s *Tokens) Renew(ctx context.Context, principal string, mac []byte, period
 	if period < 0 {
 		period = s.o.RenewTime
 	}
-	return s.change(ctx, principal, mac, func(t *Token, now int64) error {
+	return s.change(ctx, principal, mac, func(t *Token, now int64, version string) error {
 		t.Expires = min(t.Max, now+period.Milliseconds())
-		return s.write(ctx, *t)
+		return s.writeIf(ctx, *t, version)
 	})
 }
 
@@ -277,13 +306,13 @@ func (s *Tokens) Expire(ctx context.Context, principal string, mac []byte, perio
 	if !s.Enabled() {
 		return 0, ErrTokensDisabled
 	}
-	return s.change(ctx, principal, mac, func(t *Token, now int64) error {
+	return s.change(ctx, principal, mac, func(t *Token, now int64, version string) error {
 		if period < 0 {
 			t.Expires = now
 			return s.o.Files.Remove(ctx, TokenDir, tokenFile(t.ID))
 		}
 		t.Expires = min(t.Max, now+period.Milliseconds())
-		return s.write(ctx, *t)
+		return s.writeIf(ctx, *t, version)
 	})
 }
 

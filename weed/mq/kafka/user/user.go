@@ -127,33 +127,39 @@ func (cred Credential) Verify(mechanism, password string) bool {
 
 // Store reads and writes the users' files.
 type Store struct {
-	files filerfs.Files
-	// mu orders this gateway's changes of a user's file (two gateways
-	// changing one user at the same moment may lose one change).
+	files filerfs.VersionedFiles
+	// mu orders this gateway's changes of a user's file; a file another
+	// gateway changed since it was read is read again (Apply).
 	mu sync.Mutex
 }
 
 // NewStore returns a store keeping its files under Dir in files.
-func NewStore(files filerfs.Files) *Store { return &Store{files: files} }
+func NewStore(files filerfs.VersionedFiles) *Store { return &Store{files: files} }
 
 func fileName(name string) string { return filerfs.Escape(name) + ".json" }
 
 func (s *Store) read(ctx context.Context, name string) (file, error) {
-	data, err := s.files.ReadFile(ctx, Dir, fileName(name))
+	f, _, err := s.readVersion(ctx, name)
+	return f, err
+}
+
+// readVersion is read with the file's version ("" when there is none).
+func (s *Store) readVersion(ctx context.Context, name string) (file, string, error) {
+	data, version, err := s.files.ReadFileVersion(ctx, Dir, fileName(name))
 	if errors.Is(err, fs.ErrNotExist) {
-		return file{}, ErrNotFound
+		return file{}, "", ErrNotFound
 	}
 	if err != nil {
-		return file{}, err
+		return file{}, "", err
 	}
 	var f file
 	if err := json.Unmarshal(data, &f); err != nil {
-		return file{}, fmt.Errorf("user %s: unreadable file: %w", name, err)
+		return file{}, "", fmt.Errorf("user %s: unreadable file: %w", name, err)
 	}
 	if f.Name != name {
-		return file{}, ErrNotFound // another name escaped to the same hash
+		return file{}, version, ErrNotFound // another name escaped to the same hash
 	}
-	return f, nil
+	return f, version, nil
 }
 
 // Credential returns a user's credential for mechanism, or ErrNotFound.
@@ -237,10 +243,23 @@ type Change struct {
 
 // Apply makes a user's changes in one write; deleting a credential the
 // user does not have is ErrNotFound, and nothing is written then.
+//
+// The file is written over the one read only: two gateways changing one
+// user at once (each a mechanism of its own) both take effect, the second
+// reading the first's change.
 func (s *Store) Apply(ctx context.Context, name string, changes []Change) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, err := s.read(ctx, name)
+	for attempt := 1; ; attempt++ {
+		err := s.apply(ctx, name, changes)
+		if !errors.Is(err, filerfs.ErrChanged) || attempt == 5 {
+			return err
+		}
+	}
+}
+
+func (s *Store) apply(ctx context.Context, name string, changes []Change) error {
+	f, version, err := s.readVersion(ctx, name)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
@@ -265,7 +284,8 @@ func (s *Store) Apply(ctx context.Context, name string, changes []Change) error 
 	if err != nil {
 		return err
 	}
-	return s.files.WriteFile(ctx, Dir, fileName(name), data)
+	_, err = s.files.WriteFileIf(ctx, Dir, fileName(name), data, version)
+	return err
 }
 
 // SetPassword gives a user credentials of every SCRAM mechanism for
