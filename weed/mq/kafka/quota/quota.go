@@ -65,7 +65,7 @@ const (
 
 // Options configure a Store.
 type Options struct {
-	Files filerfs.Files
+	Files filerfs.VersionedFiles
 	// Samples and Window are quota.window.num and
 	// quota.window.size.seconds: a rate is measured over Samples windows
 	// of Window (DefaultSamples and DefaultWindow when 0).
@@ -211,19 +211,41 @@ func (s *Store) Alter(ctx context.Context, e Entity, ops []Op) error {
 	s.write.Lock()
 	defer s.write.Unlock()
 	e = e.Sorted()
+	// Written over the file as read: another gateway's change made
+	// meanwhile is read, and these ops made again on it.
+	for attempt := 1; ; attempt++ {
+		entry, err := s.alter(ctx, e, ops)
+		if errors.Is(err, filerfs.ErrChanged) && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		if len(entry.Values) == 0 {
+			delete(s.entries, e.ident())
+		} else {
+			s.entries[e.ident()] = entry
+		}
+		s.mu.Unlock()
+		return nil
+	}
+}
+
+func (s *Store) alter(ctx context.Context, e Entity, ops []Op) (Entry, error) {
 	name := e.key()
 	entry := Entry{Entity: e, Values: map[string]float64{}}
-	data, err := s.opts.Files.ReadFile(ctx, Dir, name)
+	data, version, err := s.opts.Files.ReadFileVersion(ctx, Dir, name)
 	switch {
 	case err == nil:
 		if err := json.Unmarshal(data, &entry); err != nil {
-			return fmt.Errorf("quotas of %s: unreadable file: %w", e, err)
+			return entry, fmt.Errorf("quotas of %s: unreadable file: %w", e, err)
 		}
 		if entry.Values == nil {
 			entry.Values = map[string]float64{}
 		}
 	case !errors.Is(err, fs.ErrNotExist):
-		return err
+		return entry, err
 	}
 	for _, op := range ops {
 		if op.Remove {
@@ -234,25 +256,16 @@ func (s *Store) Alter(ctx context.Context, e Entity, ops []Op) error {
 	}
 	if len(entry.Values) == 0 {
 		if err := s.opts.Files.Remove(ctx, Dir, name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+			return entry, err
 		}
-	} else {
-		data, err := json.Marshal(entry)
-		if err != nil {
-			return err
-		}
-		if err := s.opts.Files.WriteFile(ctx, Dir, name, data); err != nil {
-			return err
-		}
+		return entry, nil
 	}
-	s.mu.Lock()
-	if len(entry.Values) == 0 {
-		delete(s.entries, e.ident())
-	} else {
-		s.entries[e.ident()] = entry
+	data, err = json.Marshal(entry)
+	if err != nil {
+		return entry, err
 	}
-	s.mu.Unlock()
-	return nil
+	_, err = s.opts.Files.WriteFileIf(ctx, Dir, name, data, version)
+	return entry, err
 }
 
 // UserName is the user a principal is for quotas: its name ("User:alice"

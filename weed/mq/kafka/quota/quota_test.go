@@ -281,3 +281,27 @@ func TestMutationBucket(t *testing.T) {
 		t.Errorf("a debt of 39 after 30 s: %v %v", ok, d)
 	}
 }
+
+// Two gateways altering one entity's quotas at once, each a quota of its
+// own: both stay (before, the second write replaced the first's).
+func TestQuotaAltersOnTwoGatewaysBothStay(t *testing.T) {
+	ctx := context.Background()
+	files := filerfstest.New()
+	here, there := New(Options{Files: files}), New(Options{Files: files})
+	e := Entity{{Type: User, Name: name("alice")}}
+	files.BeforeNextWriteIf(func() {
+		if err := there.Alter(ctx, e, []Op{{Key: ConsumerByteRate, Value: 2048}}); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := here.Alter(ctx, e, []Op{{Key: ProducerByteRate, Value: 1024}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := here.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := here.Describe(nil, false)
+	if len(got) != 1 || got[0].Values[ProducerByteRate] != 1024 || got[0].Values[ConsumerByteRate] != 2048 {
+		t.Fatalf("quotas %+v, want both", got)
+	}
+}

@@ -7,38 +7,23 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
 )
 
-// raceFiles lets another gateway's write land between a read and the
-// write after it, once.
-type raceFiles struct {
-	*filerfstest.Files
-	other func()
-}
-
-func (f *raceFiles) WriteFileIf(ctx context.Context, dir, name string, data []byte, version string) (string, error) {
-	if other := f.other; other != nil {
-		f.other = nil
-		other()
-	}
-	return f.Files.WriteFileIf(ctx, dir, name, data, version)
-}
-
 // A reservation that lands after another gateway's (its lock expired
 // meanwhile) does not hand out the other's ids again: it reads the file
 // again and takes the block after.
 func TestProducerIDBlocksNeverShared(t *testing.T) {
 	ctx := context.Background()
-	files := &raceFiles{Files: filerfstest.New()}
+	files := filerfstest.New()
 	first, err := claimProducerIDs(ctx, files, 1000)
 	if err != nil || first != 0 {
 		t.Fatalf("first block at %d, %v", first, err)
 	}
 	var other int64
-	files.other = func() {
+	files.BeforeNextWriteIf(func() {
 		var err error
-		if other, err = claimProducerIDs(ctx, files.Files, 1000); err != nil {
+		if other, err = claimProducerIDs(ctx, files, 1000); err != nil {
 			t.Error(err)
 		}
-	}
+	})
 	mine, err := claimProducerIDs(ctx, files, 1000)
 	if err != nil {
 		t.Fatal(err)

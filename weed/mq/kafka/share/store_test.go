@@ -8,37 +8,22 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
 )
 
-// raceFiles lets another write land between a read and the write after
-// it, once.
-type raceFiles struct {
-	*filerfstest.Files
-	other func()
-}
-
-func (f *raceFiles) WriteFileIf(ctx context.Context, dir, name string, data []byte, version string) (string, error) {
-	if other := f.other; other != nil {
-		f.other = nil
-		other()
-	}
-	return f.Files.WriteFileIf(ctx, dir, name, data, version)
-}
-
 // SetStart writes over the state it read only: a state the leader saved
 // in between is read again, and the new state's epoch follows it.
 func TestSetStartOverTheStateRead(t *testing.T) {
 	ctx := context.Background()
-	files := &raceFiles{Files: filerfstest.New()}
+	files := filerfstest.New()
 	s := NewStore(files, nil)
 	key := Key{Group: "g", Topic: "t", Partition: 0}
 	if err := s.SetStart(ctx, key, 5); err != nil {
 		t.Fatal(err)
 	}
-	files.other = func() {
+	files.BeforeNextWriteIf(func() {
 		data, _ := json.Marshal(savedState{StateEpoch: 7, StartOffset: 40})
-		if err := files.Files.WriteFile(ctx, key.dir(), key.name(), data); err != nil {
+		if err := files.WriteFile(ctx, key.dir(), key.name(), data); err != nil {
 			t.Error(err)
 		}
-	}
+	})
 	if err := s.SetStart(ctx, key, 10); err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ const (
 
 // Options configure a Manager.
 type Options struct {
-	Files filerfs.Files
+	Files filerfs.VersionedFiles
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -197,42 +197,61 @@ func (m *Manager) Alter(ctx context.Context, name string, validateOnly bool, cha
 	if name == "" {
 		return &InvalidConfig{"a client metrics subscription needs a name"}
 	}
+	// Written over the file as read: another gateway's change made
+	// meanwhile is read, and this change made again on it.
+	for attempt := 1; ; attempt++ {
+		configs, err := m.alter(ctx, name, validateOnly, change)
+		if errors.Is(err, filerfs.ErrChanged) && attempt < 5 {
+			continue
+		}
+		if err != nil || validateOnly {
+			return err
+		}
+		m.saved(name, configs)
+		return nil
+	}
+}
+
+func (m *Manager) alter(ctx context.Context, name string, validateOnly bool, change func(map[string]string) error) (map[string]string, error) {
 	file := filerfs.Escape(name)
 	configs := map[string]string{}
-	data, err := m.opts.Files.ReadFile(ctx, Dir, file)
+	data, version, err := m.opts.Files.ReadFileVersion(ctx, Dir, file)
 	switch {
 	case err == nil:
 		if err := json.Unmarshal(data, &configs); err != nil {
-			return fmt.Errorf("client metrics subscription %s: unreadable file: %w", name, err)
+			return nil, fmt.Errorf("client metrics subscription %s: unreadable file: %w", name, err)
 		}
 		if configs == nil {
 			configs = map[string]string{}
 		}
 	case !errors.Is(err, fs.ErrNotExist):
-		return err
+		return nil, err
 	}
 	if err := change(configs); err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := Parse(name, configs); err != nil {
-		return err
+		return nil, err
 	}
 	if validateOnly {
-		return nil
+		return configs, nil
 	}
 	if len(configs) == 0 {
 		if err := m.opts.Files.Remove(ctx, Dir, file); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+			return nil, err
 		}
-	} else {
-		data, err := json.Marshal(configs)
-		if err != nil {
-			return err
-		}
-		if err := m.opts.Files.WriteFile(ctx, Dir, file, data); err != nil {
-			return err
-		}
+		return configs, nil
 	}
+	data, err = json.Marshal(configs)
+	if err != nil {
+		return nil, err
+	}
+	_, err = m.opts.Files.WriteFileIf(ctx, Dir, file, data, version)
+	return configs, err
+}
+
+// saved takes a subscription's configs as saved (none: removed).
+func (m *Manager) saved(name string, configs map[string]string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	all := maps.Clone(m.configs)
@@ -242,5 +261,4 @@ func (m *Manager) Alter(ctx context.Context, name string, validateOnly bool, cha
 		all[name] = configs
 	}
 	m.setLocked(all)
-	return nil
 }

@@ -345,3 +345,31 @@ func labelMap(m *dto.Metric) map[string]string {
 	}
 	return out
 }
+
+// Two gateways altering one subscription at once, each a config of its
+// own: both stay (before, the second write replaced the first's).
+func TestAltersOnTwoGatewaysBothStay(t *testing.T) {
+	ctx := context.Background()
+	here, _, files := newManager(t)
+	there := New(Options{Files: files})
+	files.BeforeNextWriteIf(func() {
+		if err := there.Alter(ctx, "sub", false, func(c map[string]string) error {
+			c[IntervalConfig] = "60000"
+			return nil
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := here.Alter(ctx, "sub", false, func(c map[string]string) error {
+		c[MetricsConfig] = "org.apache.kafka.producer."
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := here.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := here.Configs("sub"); got[IntervalConfig] != "60000" || got[MetricsConfig] != "org.apache.kafka.producer." {
+		t.Fatalf("configs %v, want both", got)
+	}
+}

@@ -9,27 +9,12 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
 )
 
-// raceFiles lets another gateway's change land between a read and the
-// write after it, once.
-type raceFiles struct {
-	*filerfstest.Files
-	other func()
-}
-
-func (f *raceFiles) WriteFileIf(ctx context.Context, dir, name string, data []byte, version string) (string, error) {
-	if other := f.other; other != nil {
-		f.other = nil
-		other()
-	}
-	return f.Files.WriteFileIf(ctx, dir, name, data, version)
-}
-
 // Two gateways changing one user at once, each a mechanism of its own:
 // both changes stay (before, the second write replaced the first's).
 func TestUserChangesOnTwoGatewaysBothStay(t *testing.T) {
 	ctx := context.Background()
-	files := &raceFiles{Files: filerfstest.New()}
-	here, there := NewStore(files), NewStore(files.Files)
+	files := filerfstest.New()
+	here, there := NewStore(files), NewStore(files)
 	c256, err := FromPassword(SHA256, "p256", MinIterations)
 	if err != nil {
 		t.Fatal(err)
@@ -38,11 +23,11 @@ func TestUserChangesOnTwoGatewaysBothStay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files.other = func() {
+	files.BeforeNextWriteIf(func() {
 		if err := there.Apply(ctx, "alice", []Change{{Mechanism: SHA512, Credential: &c512}}); err != nil {
 			t.Error(err)
 		}
-	}
+	})
 	if err := here.Apply(ctx, "alice", []Change{{Mechanism: SHA256, Credential: &c256}}); err != nil {
 		t.Fatal(err)
 	}
@@ -56,11 +41,10 @@ func TestUserChangesOnTwoGatewaysBothStay(t *testing.T) {
 // (removes it) does not come back: the renewal finds it gone.
 func TestExpiredTokenNotRenewedBack(t *testing.T) {
 	ctx := context.Background()
-	files := &raceFiles{Files: filerfstest.New()}
+	files := filerfstest.New()
 	opts := TokenOptions{Files: files, Secret: "s", RenewTime: time.Hour, MaxLifetime: 2 * time.Hour}
 	here := NewTokens(opts)
 	defer here.Close()
-	opts.Files = files.Files
 	there := NewTokens(opts)
 	defer there.Close()
 	tok, err := here.Create(ctx, "User:alice", "User:alice", nil, 0)
@@ -68,11 +52,11 @@ func TestExpiredTokenNotRenewedBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	mac := here.HMAC(tok.ID)
-	files.other = func() {
+	files.BeforeNextWriteIf(func() {
 		if _, err := there.Expire(ctx, "User:alice", mac, -1); err != nil {
 			t.Error(err)
 		}
-	}
+	})
 	if _, err := here.Renew(ctx, "User:alice", mac, time.Hour); !errors.Is(err, ErrTokenNotFound) {
 		t.Fatalf("renewing a token expired meanwhile: %v, want it not found", err)
 	}

@@ -27,6 +27,7 @@ type Files struct {
 	writes   int
 	listings int
 	gate     chan struct{}
+	before   func()
 }
 
 // New returns an empty filer.
@@ -38,6 +39,14 @@ func (m *Files) Gate(gate chan struct{}) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.gate = gate
+}
+
+// BeforeNextWriteIf runs fn before the next conditional write, once:
+// another gateway's write landing between a read and the write after it.
+func (m *Files) BeforeNextWriteIf(fn func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.before = fn
 }
 
 // Writes counts the writes done.
@@ -121,6 +130,13 @@ func (m *Files) WriteFile(_ context.Context, dir, name string, data []byte) erro
 }
 
 func (m *Files) WriteFileIf(_ context.Context, dir, name string, data []byte, version string) (string, error) {
+	m.mu.Lock()
+	before := m.before
+	m.before = nil
+	m.mu.Unlock()
+	if before != nil {
+		before()
+	}
 	m.wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()
