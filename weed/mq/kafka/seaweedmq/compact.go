@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
@@ -174,8 +176,35 @@ func (l *cleanedLog) Read(ctx context.Context, s compaction.Segment) ([]*filer_p
 	return expandEntries(d.entries), nil
 }
 
+// Remove removes a segment the cleaner merged into another, or emptied,
+// only if it is as listed (its offset_max and cleaned base the same): a
+// cleaner deposed while it cleaned must not remove a segment the
+// partition's next cleaner rewrote meanwhile with records it kept, nor one
+// the leader appended to.
 func (l *cleanedLog) Remove(ctx context.Context, s compaction.Segment) error {
-	return l.c.Remove(ctx, l.dir, s.Entry.Name)
+	expect := map[string][]byte{
+		mq.ExtendedAttrOffsetMax: s.Entry.Extended[mq.ExtendedAttrOffsetMax],
+		cleanedBaseAttr:          s.Entry.Extended[cleanedBaseAttr],
+	}
+	err := l.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		resp, err := fc.DeleteEntry(ctx, &filer_pb.DeleteEntryRequest{
+			Directory: l.dir, Name: s.Entry.Name, IsDeleteData: true, ExpectedExtended: expect,
+		})
+		if err != nil {
+			return err
+		}
+		if resp.Error != "" {
+			return errors.New(resp.Error)
+		}
+		return nil
+	})
+	if status.Code(err) == codes.FailedPrecondition {
+		return fmt.Errorf("segment %s/%s changed while it was cleaned; left as it is", l.dir, s.Entry.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: remove cleaned segment %s/%s: %v", ErrUnavailable, l.dir, s.Entry.Name, err)
+	}
+	return nil
 }
 
 func (l *cleanedLog) Checkpoint(ctx context.Context) (int64, error) {

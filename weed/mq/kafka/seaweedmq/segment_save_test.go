@@ -1,6 +1,7 @@
 package seaweedmq
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -18,7 +19,9 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -90,6 +93,24 @@ func (f *segmentFiler) ListEntries(req *filer_pb.ListEntriesRequest, stream file
 	return nil
 }
 
+func (f *segmentFiler) DeleteEntry(_ context.Context, req *filer_pb.DeleteEntryRequest) (*filer_pb.DeleteEntryResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur := f.entries[req.Name]
+	if len(req.ExpectedExtended) > 0 {
+		if cur == nil {
+			return nil, status.Error(codes.FailedPrecondition, "not found")
+		}
+		for k, want := range req.ExpectedExtended {
+			if got, ok := cur.Extended[k]; ok && !bytes.Equal(got, want) || !ok && len(want) > 0 {
+				return nil, status.Errorf(codes.FailedPrecondition, "extended attribute %q changed", k)
+			}
+		}
+	}
+	delete(f.entries, req.Name)
+	return &filer_pb.DeleteEntryResponse{}, nil
+}
+
 // segmentEntry is a gateway's segment file of offsets first to last in the
 // given chunks.
 func segmentEntry(name string, first, last int64, fids ...string) *filer_pb.Entry {
@@ -105,6 +126,27 @@ func segmentEntry(name string, first, last int64, fids ...string) *filer_pb.Entr
 	return e
 }
 
+// startSegmentFiler serves f on a port of its own until the test ends and
+// returns a client of it.
+func startSegmentFiler(t *testing.T, f *segmentFiler) *Client {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	filer_pb.RegisterSeaweedFilerServer(srv, f)
+	go srv.Serve(lis) //nolint:errcheck // ends with Stop
+	t.Cleanup(srv.Stop)
+	port := lis.Addr().(*net.TCPAddr).Port
+	c := &Client{
+		filer: pb.NewServerAddress("127.0.0.1", port, port),
+		opts:  Options{DialOption: grpc.WithTransportCredentials(insecure.NewCredentials())},
+	}
+	c.segs.init()
+	return c
+}
+
 // Two gateways appending to one segment file at once: the second update
 // finds the file changed and looks again, so the first's chunk stays
 // (before, the filer's create replaced the entry with the second's
@@ -115,20 +157,7 @@ func TestSegmentAppendsDoNotOverwrite(t *testing.T) {
 	const dir = "/topics/kafka/t/v/0000-0630"
 	newest := time.Now().Add(time.Hour).UTC().Format(topic.TIME_FORMAT)
 	f := &segmentFiler{entries: map[string]*filer_pb.Entry{newest: segmentEntry(newest, 0, 9, "1,a1")}}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	filer_pb.RegisterSeaweedFilerServer(srv, f)
-	go srv.Serve(lis) //nolint:errcheck // ends with Stop
-	defer srv.Stop()
-	port := lis.Addr().(*net.TCPAddr).Port
-	c := &Client{
-		filer: pb.NewServerAddress("127.0.0.1", port, port),
-		opts:  Options{DialOption: grpc.WithTransportCredentials(insecure.NewCredentials())},
-	}
-	c.segs.init()
+	c := startSegmentFiler(t, f)
 	c.segs.knowEnd(segment{entry: f.entries[newest]}.key(dir), 10)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -150,7 +179,7 @@ func TestSegmentAppendsDoNotOverwrite(t *testing.T) {
 			t.Errorf("the recovery's write: %v", err)
 		}
 	}
-	err = c.saveSegment(ctx, dir, 10, 14, now, "2,b2", &operation.UploadResult{Size: 100})
+	err := c.saveSegment(ctx, dir, 10, 14, now, "2,b2", &operation.UploadResult{Size: 100})
 	var covered *coveredError
 	if !errors.As(err, &covered) || covered.end != 20 {
 		t.Fatalf("the tail's write: %v, want the segments covering it up to offset 19", err)
@@ -184,5 +213,44 @@ func TestUploadFilerCallsEndWithTheirContext(t *testing.T) {
 	})
 	if called || !errors.Is(err, context.Canceled) {
 		t.Fatalf("called %v, error %v: want no call and the context's error", called, err)
+	}
+}
+
+// A cleaner removes a segment it merged into another only if the segment
+// is as it listed it: one the partition's next cleaner rewrote meanwhile
+// (a deposed cleaner's round running late), or the leader appended to,
+// stays with the records it holds.
+func TestCleanerRemovesOnlyTheSegmentAsListed(t *testing.T) {
+	const dir = "/topics/kafka/t/v/0000-0630"
+	f := &segmentFiler{entries: map[string]*filer_pb.Entry{
+		"s1": segmentEntry("s1", 0, 9, "1,a1"),
+		"s2": segmentEntry("s2", 10, 19, "2,b2"),
+		"s3": segmentEntry("s3", 20, 29, "3,c3"),
+	}}
+	c := startSegmentFiler(t, f)
+	l := &cleanedLog{c: c, dir: dir}
+	ctx := context.Background()
+	segs, err := l.Segments(ctx)
+	if err != nil || len(segs) != 3 {
+		t.Fatalf("%d segments, %v", len(segs), err)
+	}
+	// The next cleaner merged s2 and s3 into s2 (its offsets up to 29,
+	// its base 10) while this one held its listing.
+	rewritten := segmentEntry("s2", 10, 29, "4,d4")
+	rewritten.Extended[cleanedBaseAttr] = binary.BigEndian.AppendUint64(nil, 10)
+	f.mu.Lock()
+	f.entries["s2"] = rewritten
+	f.mu.Unlock()
+	if err := l.Remove(ctx, segs[1]); err == nil {
+		t.Fatal("removed a segment rewritten since it was listed")
+	}
+	if _, ok := f.entries["s2"]; !ok {
+		t.Fatal("the rewritten segment is gone")
+	}
+	if err := l.Remove(ctx, segs[2]); err != nil {
+		t.Fatalf("removing a segment as listed: %v", err)
+	}
+	if _, ok := f.entries["s3"]; ok {
+		t.Fatal("the segment as listed is still there")
 	}
 }
