@@ -299,19 +299,12 @@ func (c *Client) writeCleaned(ctx context.Context, dir string, group []compactio
 	entry.Extended[cleanedBaseAttr] = binary.BigEndian.AppendUint64(nil, uint64(lo))
 	was := strings.TrimPrefix(fileVersion(first), "v:")
 	return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		resp, err := fc.CreateEntry(ctx, &filer_pb.CreateEntryRequest{
-			Directory: dir, Entry: entry,
-			Condition: &filer_pb.WriteCondition{Clauses: []*filer_pb.WriteCondition_Clause{
-				{Kind: filer_pb.WriteCondition_IF_ETAG_MATCH, Etags: []string{was}},
-			}},
-		})
+		err := createIf(ctx, fc, dir, entry, &filer_pb.WriteCondition_Clause{Kind: filer_pb.WriteCondition_IF_ETAG_MATCH, Etags: []string{was}})
 		switch {
+		case errors.Is(err, errPrecondition):
+			return fmt.Errorf("segment %s/%s changed while it was cleaned; left as it is", dir, first.Name)
 		case err != nil:
 			return fmt.Errorf("%w: save cleaned segment %s/%s: %v", ErrUnavailable, dir, first.Name, err)
-		case resp.ErrorCode == filer_pb.FilerError_PRECONDITION_FAILED:
-			return fmt.Errorf("segment %s/%s changed while it was cleaned; left as it is", dir, first.Name)
-		case resp.Error != "":
-			return fmt.Errorf("save cleaned segment %s/%s: %s", dir, first.Name, resp.Error)
 		}
 		return nil
 	})

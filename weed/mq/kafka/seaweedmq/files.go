@@ -64,6 +64,28 @@ func (c *Client) ReadFileVersion(ctx context.Context, dir, name string) ([]byte,
 	return data, version, err
 }
 
+// errPrecondition is a conditional create the filer refused: the entry
+// is not as the condition says.
+var errPrecondition = errors.New("precondition failed")
+
+// createIf creates or replaces dir's entry e if cond holds, which the
+// filer checks atomically with the write; errPrecondition if it does not.
+func createIf(ctx context.Context, fc filer_pb.SeaweedFilerClient, dir string, e *filer_pb.Entry, cond *filer_pb.WriteCondition_Clause) error {
+	resp, err := fc.CreateEntry(ctx, &filer_pb.CreateEntryRequest{
+		Directory: dir, Entry: e,
+		Condition: &filer_pb.WriteCondition{Clauses: []*filer_pb.WriteCondition_Clause{cond}},
+	})
+	switch {
+	case err != nil:
+		return err
+	case resp.ErrorCode == filer_pb.FilerError_PRECONDITION_FAILED:
+		return errPrecondition
+	case resp.Error != "":
+		return errors.New(resp.Error)
+	}
+	return nil
+}
+
 // WriteFileIf implements filerfs.VersionedFiles: one conditional filer call.
 func (c *Client) WriteFileIf(ctx context.Context, dir, name string, data []byte, version string) (string, error) {
 	var token [12]byte
@@ -75,25 +97,16 @@ func (c *Client) WriteFileIf(ctx context.Context, dir, name string, data []byte,
 	}
 	now := clock.Now().Unix()
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		resp, err := fc.CreateEntry(ctx, &filer_pb.CreateEntryRequest{
-			Directory: dir,
-			Entry: &filer_pb.Entry{
-				Name:       name,
-				Content:    data,
-				Attributes: &filer_pb.FuseAttributes{Mtime: now, Crtime: now, FileMode: 0o644, FileSize: uint64(len(data))},
-				Extended:   map[string][]byte{versionAttr: []byte(next)},
-			},
-			Condition: &filer_pb.WriteCondition{Clauses: []*filer_pb.WriteCondition_Clause{clause}},
-		})
-		switch {
-		case err != nil:
-			return err
-		case resp.ErrorCode == filer_pb.FilerError_PRECONDITION_FAILED:
+		err := createIf(ctx, fc, dir, &filer_pb.Entry{
+			Name:       name,
+			Content:    data,
+			Attributes: &filer_pb.FuseAttributes{Mtime: now, Crtime: now, FileMode: 0o644, FileSize: uint64(len(data))},
+			Extended:   map[string][]byte{versionAttr: []byte(next)},
+		}, clause)
+		if errors.Is(err, errPrecondition) {
 			return filerfs.ErrChanged
-		case resp.Error != "":
-			return errors.New(resp.Error)
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		// A write that landed though its answer did not come back (a

@@ -264,17 +264,12 @@ func (c *Client) saveSegmentOnce(ctx context.Context, dir string, first, last, l
 		if c.beforeSegmentSave != nil {
 			c.beforeSegmentSave()
 		}
-		resp2, err := fc.CreateEntry(ctx, &filer_pb.CreateEntryRequest{
-			Directory: dir, Entry: entry,
-			Condition: &filer_pb.WriteCondition{Clauses: []*filer_pb.WriteCondition_Clause{cond}},
-		})
-		switch {
-		case err != nil:
-			return err
-		case resp2.ErrorCode == filer_pb.FilerError_PRECONDITION_FAILED:
+		err = createIf(ctx, fc, dir, entry, cond)
+		if errors.Is(err, errPrecondition) {
 			return errSegmentChanged
-		case resp2.Error != "":
-			return errors.New(resp2.Error)
+		}
+		if err != nil {
+			return err
 		}
 		// Its end is known (its offset_max, this segment's last offset
 		// or, appended to, the file's before): the listing that follows

@@ -463,22 +463,16 @@ func (c *Client) createTopicConf(ctx context.Context, name string, conf *mq_pb.C
 	sum := md5.Sum(content)
 	now := clock.Now().Unix()
 	return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		resp, err := fc.CreateEntry(ctx, &filer_pb.CreateEntryRequest{
-			Directory: topic.Topic{Namespace: Namespace, Name: name}.Dir(),
-			Entry: &filer_pb.Entry{
-				Name:       filer.TopicConfFile,
-				Attributes: &filer_pb.FuseAttributes{Mtime: now, Crtime: now, FileMode: 0o644, FileSize: uint64(len(content)), Md5: sum[:]},
-				Content:    content,
-			},
-			Condition: &filer_pb.WriteCondition{Clauses: []*filer_pb.WriteCondition_Clause{{Kind: filer_pb.WriteCondition_IF_NOT_EXISTS}}},
-		})
+		err := createIf(ctx, fc, topic.Topic{Namespace: Namespace, Name: name}.Dir(), &filer_pb.Entry{
+			Name:       filer.TopicConfFile,
+			Attributes: &filer_pb.FuseAttributes{Mtime: now, Crtime: now, FileMode: 0o644, FileSize: uint64(len(content)), Md5: sum[:]},
+			Content:    content,
+		}, &filer_pb.WriteCondition_Clause{Kind: filer_pb.WriteCondition_IF_NOT_EXISTS})
 		switch {
+		case errors.Is(err, errPrecondition):
+			return kerr.TopicAlreadyExists
 		case err != nil:
 			return fmt.Errorf("create topic %s: %w", name, err)
-		case resp.ErrorCode == filer_pb.FilerError_PRECONDITION_FAILED:
-			return kerr.TopicAlreadyExists
-		case resp.Error != "":
-			return fmt.Errorf("create topic %s: %s", name, resp.Error)
 		}
 		return nil
 	})

@@ -79,19 +79,11 @@ func (s *walStore) Save(ctx context.Context, dir string, e *filer_pb.Entry, prio
 		}
 	}
 	return s.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		resp, err := fc.CreateEntry(ctx, &filer_pb.CreateEntryRequest{
-			Directory: dir, Entry: e,
-			Condition: &filer_pb.WriteCondition{Clauses: []*filer_pb.WriteCondition_Clause{cond}},
-		})
-		switch {
-		case err != nil:
-			return err
-		case resp.ErrorCode == filer_pb.FilerError_PRECONDITION_FAILED:
+		err := createIf(ctx, fc, dir, e, cond)
+		if errors.Is(err, errPrecondition) {
 			return wal.ErrChanged
-		case resp.Error != "":
-			return errors.New(resp.Error)
 		}
-		return nil
+		return err
 	})
 }
 

@@ -134,58 +134,41 @@ func TestLogRetries(t *testing.T) {
 	}
 }
 
-// TestLogLateSaveRefused: a commit's save that timed out and lands after
-// its retry (sent before a cut, say) is refused: before, it replaced the
-// file with its chunks, the filer deleted the retry's chunk, and the next
-// commit listed that chunk again: the batch was gone and the file could
-// not be read (a chunk missing before its last).
-func TestLogLateSaveRefused(t *testing.T) {
-	s := newMemStore()
-	w := startLog(t, s, "g1", nil)
-	if err := logSync(w, walTestBatch("p@1", 0, "a")); err != nil {
-		t.Fatal(err)
-	}
-	once := true
-	s.hold = func() bool { h := once; once = false; return h }
-	if err := logSync(w, walTestBatch("p@1", 1, "b")); err != nil {
-		t.Fatal(err)
-	}
-	if errs := s.land(); len(errs) != 1 || !errors.Is(errs[0], ErrChanged) {
-		t.Fatalf("the late save: %v, want it refused", errs)
-	}
-	if err := logSync(w, walTestBatch("p@1", 2, "c")); err != nil {
-		t.Fatal(err)
-	}
-	if es, err := NewReader(s).Logged(context.Background(), "p@1", 0); err != nil || values(t, es) != "[0:a 1:b 2:c]" {
-		t.Fatalf("read back %s %v", values(t, es), err)
-	}
-}
-
-// TestLogSaveLandedGoesOnInANewFile: a commit's save that landed though
-// it was answered with an error (its answer lost) leaves the file with a
-// chunk the log took back; the retry's save is refused and the log goes
-// on in a new file, its records read where the two disagree.
-func TestLogSaveLandedGoesOnInANewFile(t *testing.T) {
-	s := newMemStore()
-	w := startLog(t, s, "g1", nil)
-	if err := logSync(w, walTestBatch("p@1", 0, "a")); err != nil {
-		t.Fatal(err)
-	}
-	once := true
-	s.hold = func() bool { h := once; once = false; return h }
-	s.landNow = true
-	if err := logSync(w, walTestBatch("p@1", 1, "b")); err != nil {
-		t.Fatal(err)
-	}
-	if err := logSync(w, walTestBatch("p@1", 2, "c")); err != nil {
-		t.Fatal(err)
-	}
-	if es, err := NewReader(s).Logged(context.Background(), "p@1", 0); err != nil || values(t, es) != "[0:a 1:b 2:c]" {
-		t.Fatalf("read back %s %v", values(t, es), err)
-	}
-	files, err := s.List(context.Background(), Dir+"/g1")
-	if err != nil || len(files) != 2 {
-		t.Fatalf("%d log files (%v), want the first and the one after the refused save", len(files), err)
+// TestLogSaveLandingLate: a commit's save answered with an error that
+// reaches the filer anyway. Landing after its retry (sent before a cut,
+// say), it is refused: before, it replaced the file with its chunks, the
+// filer deleted the retry's chunk, and the next commit listed that chunk
+// again: the batch was gone and the file could not be read (a chunk
+// missing before its last). Landing before its retry (its answer lost),
+// it leaves the file with a chunk the log took back: the retry's save is
+// refused and the log goes on in a new file, whose records win where the
+// two disagree.
+func TestLogSaveLandingLate(t *testing.T) {
+	for _, afterRetry := range []bool{true, false} {
+		s := newMemStore()
+		w := startLog(t, s, "g1", nil)
+		if err := logSync(w, walTestBatch("p@1", 0, "a")); err != nil {
+			t.Fatal(err)
+		}
+		once := true
+		s.hold = func() bool { h := once; once = false; return h }
+		s.landNow = !afterRetry
+		if err := logSync(w, walTestBatch("p@1", 1, "b")); err != nil {
+			t.Fatal(err)
+		}
+		if errs := s.land(); afterRetry && (len(errs) != 1 || !errors.Is(errs[0], ErrChanged)) {
+			t.Fatalf("the save landing after its retry: %v, want it refused", errs)
+		}
+		if err := logSync(w, walTestBatch("p@1", 2, "c")); err != nil {
+			t.Fatal(err)
+		}
+		if es, err := NewReader(s).Logged(context.Background(), "p@1", 0); err != nil || values(t, es) != "[0:a 1:b 2:c]" {
+			t.Fatalf("landing after the retry %v: read back %s %v", afterRetry, values(t, es), err)
+		}
+		files, err := s.List(context.Background(), Dir+"/g1")
+		if want := map[bool]int{true: 1, false: 2}[afterRetry]; err != nil || len(files) != want {
+			t.Fatalf("landing after the retry %v: %d log files (%v), want %d", afterRetry, len(files), err, want)
+		}
 	}
 }
 
