@@ -274,6 +274,17 @@ func TestMarkerFencesEarlierEpochs(t *testing.T) {
 		t.Fatalf("aborted %+v (%v), want offsets 0-1", txns.Aborted, err)
 	}
 
+	// A marker of the aborted transaction delivered late (sent before a
+	// cut, the cut healed after the producer's next transaction began)
+	// is refused: it would end the next transaction with the old one's
+	// outcome.
+	if err := c.WriteMarker(ctx, "t", 0, 7, 3, 0, false); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("a marker of epoch 3 after a batch of epoch 4: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	if txns, err := c.Transactions(ctx, "t", 0, 0, 10); err != nil || len(txns.Aborted) != 1 || txns.FirstUnstable != 2 {
+		t.Fatalf("aborted %+v, open from %d (%v): want the next transaction open from offset 2", txns.Aborted, txns.FirstUnstable, err)
+	}
+
 	// A marker given its offset by another object of the partition than
 	// the one WriteMarker noted the fence on fences as well.
 	marker := record.Record{Key: record.ControlKey(record.ControlAbort), Value: record.ControlValue(0), Txn: &record.TxnMark{ProducerID: 8, Epoch: 2, Control: record.ControlAbort}}

@@ -120,9 +120,19 @@ func (c *Client) appendLocked(ctx context.Context, p *partition, batch []byte, r
 		return c.appendIdempotent(ctx, p, records, write)
 	}
 	if t := records[0].Txn; t != nil && t.Control != record.NotControl {
-		// A marker: noted by WriteMarker before, and again here, on the
-		// object that gives it its offset (it may have taken the
-		// place of the one WriteMarker saw), before any batch after it.
+		// A marker of an epoch older than the producer's batches here
+		// ends a transaction the producer no longer runs: a request sent
+		// before a cut and delivered after it healed, after the
+		// transaction's own marker and the producer's next batches. Let
+		// through, it would end their transaction with the old one's
+		// outcome (a fault run had a committed transaction's records
+		// aborted so). Refused as Kafka's producer state refuses it.
+		if e := p.producers.m[t.ProducerID]; e != nil && t.Epoch < e.epoch {
+			return storage.FailedAppend(fmt.Errorf("%w: a marker of producer %d's epoch %d, after its batches of epoch %d", kerr.InvalidProducerEpoch, t.ProducerID, t.Epoch, e.epoch))
+		}
+		// Noted by WriteMarker before, and again here, on the object
+		// that gives it its offset (it may have taken the place of the
+		// one WriteMarker saw), before any batch after it.
 		ps := &p.producers
 		ps.txnMu.Lock()
 		ps.noteFence(t.ProducerID, t.Epoch, clock.Now())
