@@ -117,11 +117,11 @@ func (m *Forwarder) NewProducerID(ctx context.Context) (int64, error) {
 }
 
 // WriteMarker implements txn.Log.
-func (m *Forwarder) WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error {
+func (m *Forwarder) WriteMarker(ctx context.Context, topic string, partition int32, mk storage.Marker) error {
 	if _, ok := m.Members.Serving(membership.PartitionKey(topic, partition)); ok {
-		return m.Log.WriteMarker(ctx, topic, partition, producerID, epoch, coordinatorEpoch, commit)
+		return m.Log.WriteMarker(ctx, topic, partition, mk)
 	}
-	return m.send(ctx, membership.PartitionKey(topic, partition), topic, partition, producerID, epoch, coordinatorEpoch, commit, kerr.NotLeaderForPartition)
+	return m.send(ctx, membership.PartitionKey(topic, partition), topic, partition, mk, kerr.NotLeaderForPartition)
 }
 
 // HighWatermark is a partition's high watermark, for a group's lag: from
@@ -159,7 +159,8 @@ func (m *Forwarder) EndTxnOffsets(ctx context.Context, name string, producerID i
 	if _, ok := m.Members.Serving(membership.GroupKey(name)); ok {
 		return m.Groups.EndTxnOffsets(ctx, name, producerID, epoch, coordinatorEpoch, commit)
 	}
-	err := m.send(ctx, membership.GroupKey(name), protocol.GroupMarkerTopic(name), 0, producerID, epoch, coordinatorEpoch, commit, kerr.NotCoordinator)
+	mk := storage.Marker{ProducerID: producerID, Epoch: epoch, CoordinatorEpoch: coordinatorEpoch, Commit: commit}
+	err := m.send(ctx, membership.GroupKey(name), protocol.GroupMarkerTopic(name), 0, mk, kerr.NotCoordinator)
 	if err == nil {
 		return nil
 	}
@@ -173,19 +174,12 @@ func (m *Forwarder) EndTxnOffsets(ctx context.Context, name string, producerID i
 
 // send writes one marker through the gateway that owns key; notOwned is
 // the error while that is this gateway, not serving it yet.
-func (m *Forwarder) send(ctx context.Context, key, topic string, partition int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool, notOwned *kerr.Error) error {
+func (m *Forwarder) send(ctx context.Context, key, topic string, partition int32, marker storage.Marker, notOwned *kerr.Error) error {
 	owner, _, ok := m.Members.Owner(key)
 	if !ok || owner.NodeID == m.Members.Self().NodeID {
 		return notOwned
 	}
-	req := kmsg.NewPtrWriteTxnMarkersRequest()
-	mk := kmsg.NewWriteTxnMarkersRequestMarker()
-	mk.ProducerID, mk.ProducerEpoch, mk.CoordinatorEpoch, mk.Committed = producerID, epoch, coordinatorEpoch, commit
-	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-	mt.Topic, mt.Partitions = topic, []int32{partition}
-	mk.Topics = append(mk.Topics, mt)
-	req.Markers = append(req.Markers, mk)
-	resp, err := m.Peers.Request(ctx, owner.Addr(), req)
+	resp, err := m.Peers.Request(ctx, owner.Addr(), MarkerRequest(topic, partition, marker))
 	if err != nil {
 		return fmt.Errorf("marker for %s through %s: %w", topic, owner.Addr(), err)
 	}
@@ -197,6 +191,26 @@ func (m *Forwarder) send(ctx context.Context, key, topic string, partition int32
 		return kerr.ErrorForCode(code)
 	}
 	return nil
+}
+
+// MarkerRequest is the WriteTxnMarkers request that writes one marker to
+// a partition (or a group, as protocol.GroupMarkerTopic). A marker whose
+// end raised the producer's epoch goes as transaction version 2 (v2,
+// KIP-1228); to a gateway that takes only v0-1 the version is not said,
+// and it checks the marker's epoch as before.
+func MarkerRequest(topic string, partition int32, marker storage.Marker) *kmsg.WriteTxnMarkersRequest {
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	mk := kmsg.NewWriteTxnMarkersRequestMarker()
+	mk.ProducerID, mk.ProducerEpoch, mk.CoordinatorEpoch, mk.Committed = marker.ProducerID, marker.Epoch, marker.CoordinatorEpoch, marker.Commit
+	mk.TransactionVersion = 1
+	if marker.Bumped {
+		mk.TransactionVersion = 2
+	}
+	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+	mt.Topic, mt.Partitions = topic, []int32{partition}
+	mk.Topics = append(mk.Topics, mt)
+	req.Markers = append(req.Markers, mk)
+	return req
 }
 
 // Verify implements protocol.TxnVerifier. On another gateway, the check is

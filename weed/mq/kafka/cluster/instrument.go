@@ -162,9 +162,9 @@ func (i instrumented) NewProducerID(ctx context.Context) (int64, error) {
 	return id, err
 }
 
-func (i instrumented) WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error {
+func (i instrumented) WriteMarker(ctx context.Context, topic string, partition int32, m storage.Marker) error {
 	start := time.Now()
-	err := i.b.WriteMarker(ctx, topic, partition, producerID, epoch, coordinatorEpoch, commit)
+	err := i.b.WriteMarker(ctx, topic, partition, m)
 	observe("WriteMarker", start, err)
 	return err
 }

@@ -277,11 +277,11 @@ func (o *Owned) MaxTimestamp(ctx context.Context, topic string, partition int32)
 	return o.b.MaxTimestamp(ctx, topic, partition)
 }
 
-func (o *Owned) WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error {
+func (o *Owned) WriteMarker(ctx context.Context, topic string, partition int32, m storage.Marker) error {
 	if err := o.lead(topic, partition); err != nil {
 		return err
 	}
-	return o.b.WriteMarker(ctx, topic, partition, producerID, epoch, coordinatorEpoch, commit)
+	return o.b.WriteMarker(ctx, topic, partition, m)
 }
 
 func (o *Owned) Transactions(ctx context.Context, topic string, partition int32, from, to int64) (storage.PartitionTxns, error) {

@@ -53,7 +53,7 @@ func TestIcebergSourceReadsCommitted(t *testing.T) {
 	}
 	marker := func(pid int64, commit bool) {
 		t.Helper()
-		if err := b.WriteMarker(ctx, "t", 0, pid, 0, 0, commit); err != nil {
+		if err := b.WriteMarker(ctx, "t", 0, storage.Marker{ProducerID: pid, Commit: commit}); err != nil {
 			t.Fatal(err)
 		}
 		next++

@@ -362,7 +362,7 @@ func TestFetchReadCommitted(t *testing.T) {
 	if _, offsets := batchesOf(t, p.RecordBatches); p.LastStableOffset != 1 || p.HighWatermark != 3 || !slices.Equal(offsets, []int64{0}) || len(p.AbortedTransactions) != 0 {
 		t.Fatalf("open transaction: last stable %d, high watermark %d, offsets %v, aborted %v", p.LastStableOffset, p.HighWatermark, offsets, p.AbortedTransactions)
 	}
-	if err := b.WriteMarker(ctx, "rc", 0, 42, 3, 0, false); err != nil {
+	if err := b.WriteMarker(ctx, "rc", 0, storage.Marker{ProducerID: 42, Epoch: 3}); err != nil {
 		t.Fatal(err)
 	}
 	p = committed()

@@ -243,11 +243,11 @@ func (b internalBackend) Changed(topic string, partition int32, hw int64) <-chan
 
 // WriteMarker has nothing to mark in an internal topic: it holds no
 // transaction's records (no client appends to it).
-func (b internalBackend) WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error {
+func (b internalBackend) WriteMarker(ctx context.Context, topic string, partition int32, m storage.Marker) error {
 	if internalTopic(topic) {
 		return internalPartition(partition)
 	}
-	return b.Backend.WriteMarker(ctx, topic, partition, producerID, epoch, coordinatorEpoch, commit)
+	return b.Backend.WriteMarker(ctx, topic, partition, m)
 }
 
 func (b internalBackend) Transactions(ctx context.Context, topic string, partition int32, from, to int64) (storage.PartitionTxns, error) {

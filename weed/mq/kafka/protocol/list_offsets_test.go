@@ -10,6 +10,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // listOffsets asks for one timestamp of each partition of topic, in order.
@@ -131,7 +132,7 @@ func TestListOffsetsReadCommitted(t *testing.T) {
 	if c, u := latest(1), latest(0); c != 2 || u != 4 {
 		t.Fatalf("open transaction from offset 2: read_committed latest %d (want 2), read_uncommitted %d (want 4)", c, u)
 	}
-	if err := g.backend.WriteMarker(context.Background(), "lo-rc", 0, 9, 0, 0, true); err != nil {
+	if err := g.backend.WriteMarker(context.Background(), "lo-rc", 0, storage.Marker{ProducerID: 9, Commit: true}); err != nil {
 		t.Fatal(err)
 	}
 	if c := latest(1); c != 5 {

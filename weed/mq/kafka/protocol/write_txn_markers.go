@@ -1,6 +1,6 @@
 package protocol
 
-// WriteTxnMarkers, versions 0-1: a transaction coordinator's markers, sent
+// WriteTxnMarkers, versions 0-2: a transaction coordinator's markers, sent
 // by the gateway coordinating a transaction to the gateways that lead its
 // partitions and coordinate its groups (as Kafka's brokers send them to
 // each other). A partition gets a commit or abort marker written to it; a
@@ -8,7 +8,8 @@ package protocol
 // can have), commits or drops the producer's pending offsets. A partition
 // this gateway does not lead gets NOT_LEADER_OR_FOLLOWER, a group it does
 // not coordinate NOT_COORDINATOR, and the coordinator sends it again to the
-// right gateway.
+// right gateway. A marker of transaction version 2 (v2, KIP-1228) says its
+// transaction's end raised the producer's epoch (storage.Marker.Bumped).
 
 import (
 	"context"
@@ -16,9 +17,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
-func init() { register(kmsg.WriteTxnMarkers, 0, 1, (*Handler).handleWriteTxnMarkers) }
+func init() { register(kmsg.WriteTxnMarkers, 0, 2, (*Handler).handleWriteTxnMarkers) }
 
 // groupMarkerPrefix starts the topic names that stand for groups in
 // WriteTxnMarkers; '/' is not allowed in Kafka topic names.
@@ -49,7 +52,8 @@ func (h *Handler) handleWriteTxnMarkers(ctx context.Context, r *Request) Reply {
 					} else if group, ok := strings.CutPrefix(t.Topic, groupMarkerPrefix); ok {
 						e = h.groups.EndTxnOffsets(ctx, group, m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Committed)
 					} else if e = knownName(t.Topic); e == nil {
-						e = kafkaErr(h.backend.WriteMarker(ctx, t.Topic, p, m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Committed), kerr.KafkaStorageError)
+						mk := storage.Marker{ProducerID: m.ProducerID, Epoch: m.ProducerEpoch, CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Committed, Bumped: m.TransactionVersion >= 2}
+						e = kafkaErr(h.backend.WriteMarker(ctx, t.Topic, p, mk), kerr.KafkaStorageError)
 					}
 					rp.ErrorCode = errCode(e)
 					rt.Partitions = append(rt.Partitions, rp)

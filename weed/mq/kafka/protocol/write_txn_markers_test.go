@@ -11,8 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/cluster"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 func markers(pid int64, epoch int16, commit bool, topics map[string][]int32) *kmsg.WriteTxnMarkersRequest {
@@ -38,14 +40,14 @@ func markerCodes(resp *kmsg.WriteTxnMarkersResponse) map[string]int16 {
 	return out
 }
 
-// WriteTxnMarkers v0-1 (between gateways): a partition gets the commit or
+// WriteTxnMarkers v0-2 (between gateways): a partition gets the commit or
 // abort marker of the producer, which ends its transaction there (an abort
 // is listed for read_committed readers); a group, named as
 // GroupMarkerTopic(group), commits or drops the producer's pending offsets.
-// v2 is refused.
+// v3 is refused.
 func TestWriteTxnMarkersVersions(t *testing.T) {
 	g := startGateway(t, gatewayOptions{})
-	servesVersions(t, g.addr, kmsg.NewPtrWriteTxnMarkersRequest(), 0, 1)
+	servesVersions(t, g.addr, kmsg.NewPtrWriteTxnMarkersRequest(), 0, 2)
 	g.topic(t, "wtm", 2, nil)
 	ctx := context.Background()
 	for _, v := range []int16{0, 1} {
@@ -88,6 +90,44 @@ func TestWriteTxnMarkersVersions(t *testing.T) {
 	if got := committed(t, g.addr, "wtm-g", "wtm-o", 0); !slices.Equal(got, []int64{33}) {
 		t.Errorf("the group's offsets after its commit marker: %v", got)
 	}
+}
+
+// v2's transaction version 2 says the marker's end raised the producer's
+// epoch (KIP-890): a marker of the epoch of the producer's batches in the
+// partition is then late, the batches being its next transaction's, and
+// is refused with INVALID_PRODUCER_EPOCH; of version 1 (the epoch kept
+// from the transaction's batches) it ends their transaction.
+func TestWriteTxnMarkersTransactionVersion(t *testing.T) {
+	g := startGateway(t, gatewayOptions{})
+	g.topic(t, "wtm-v", 1, nil)
+	ctx := context.Background()
+	produce := func(pid int64, epoch int16) {
+		t.Helper()
+		mark := &record.TxnMark{ProducerID: pid, Epoch: epoch, Control: record.NotControl}
+		r := record.Record{Value: []byte("t"), Producer: &record.ProducerBatch{ID: pid, Epoch: epoch}, Txn: mark}
+		app := g.backend.Append(ctx, "wtm-v", 0, []record.Record{r}, true)
+		if <-app.Done; app.Err != nil {
+			t.Fatal(app.Err)
+		}
+	}
+	// As another gateway's coordinator sends them (cluster.Forwarder).
+	send := func(pid int64, epoch int16, bumped bool) int16 {
+		t.Helper()
+		req := cluster.MarkerRequest("wtm-v", 0, storage.Marker{ProducerID: pid, Epoch: epoch, Commit: true, Bumped: bumped})
+		return markerCodes(roundTrip(t, g.addr, req, 2).(*kmsg.WriteTxnMarkersResponse))["wtm-v/0"]
+	}
+	produce(7, 3)
+	code(t, "a version 2 marker of the batches' epoch", send(7, 3, true), kerr.InvalidProducerEpoch)
+	if m := lastMarker(t, g, "wtm-v", 0); m != nil {
+		t.Fatalf("a refused marker was written: %+v", m)
+	}
+	code(t, "a version 2 marker of the next epoch", send(7, 4, true), nil)
+	produce(8, 3)
+	code(t, "a version 1 marker of the batches' epoch", send(8, 3, false), nil)
+	if m := lastMarker(t, g, "wtm-v", 0); m == nil || m.ProducerID != 8 || m.Epoch != 3 || m.Control != record.ControlCommit {
+		t.Fatalf("the partition ends with %+v, want producer 8's commit of epoch 3", m)
+	}
+	code(t, "a marker of an epoch below the batches'", send(8, 2, false), kerr.InvalidProducerEpoch)
 }
 
 // Errors per partition: an unknown topic or partition (or a name no topic

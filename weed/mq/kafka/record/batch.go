@@ -67,6 +67,10 @@ type TxnMark struct {
 	ProducerID int64
 	Epoch      int16
 	Control    int8
+	// Bumped, on a marker being written, says its transaction's end
+	// raised the producer's epoch to Epoch (storage.Marker.Bumped). Not
+	// stored.
+	Bumped bool
 }
 
 // Control record types, as Kafka writes them in a marker's key.

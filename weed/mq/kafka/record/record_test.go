@@ -209,7 +209,7 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 	}
 
 	// Records of a transaction and its markers carry their mark.
-	for _, mark := range []TxnMark{{5, 2, NotControl}, {5, 2, ControlAbort}, {1 << 50, 0, ControlCommit}} {
+	for _, mark := range []TxnMark{{ProducerID: 5, Epoch: 2, Control: NotControl}, {ProducerID: 5, Epoch: 2, Control: ControlAbort}, {ProducerID: 1 << 50, Control: ControlCommit}} {
 		r := Record{Value: []byte("x"), Timestamp: 1, Txn: &mark}
 		got, err := FromStored(nil, AppendEnvelope(nil, &r, false), 1)
 		if err != nil || got.Txn == nil || *got.Txn != mark {

@@ -260,7 +260,7 @@ func TestMarkerFencesEarlierEpochs(t *testing.T) {
 	}
 	// The coordinator aborts the transaction on its timeout, with the
 	// producer's next epoch.
-	if err := c.WriteMarker(ctx, "t", 0, 7, 4, 0, false); err != nil {
+	if err := c.WriteMarker(ctx, "t", 0, storage.Marker{ProducerID: 7, Epoch: 4}); err != nil {
 		t.Fatal(err)
 	}
 	if err := produce(3, 1); !errors.Is(err, kerr.InvalidProducerEpoch) {
@@ -278,8 +278,19 @@ func TestMarkerFencesEarlierEpochs(t *testing.T) {
 	// cut, the cut healed after the producer's next transaction began)
 	// is refused: it would end the next transaction with the old one's
 	// outcome.
-	if err := c.WriteMarker(ctx, "t", 0, 7, 3, 0, false); !errors.Is(err, kerr.InvalidProducerEpoch) {
+	if err := c.WriteMarker(ctx, "t", 0, storage.Marker{ProducerID: 7, Epoch: 3}); !errors.Is(err, kerr.InvalidProducerEpoch) {
 		t.Fatalf("a marker of epoch 3 after a batch of epoch 4: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	if txns, err := c.Transactions(ctx, "t", 0, 0, 10); err != nil || len(txns.Aborted) != 1 || txns.FirstUnstable != 2 {
+		t.Fatalf("aborted %+v, open from %d (%v): want the next transaction open from offset 2", txns.Aborted, txns.FirstUnstable, err)
+	}
+
+	// With transactions v2 the end raises the epoch and the marker
+	// carries the raised one, which the producer's next transaction then
+	// runs in: a late marker of the epoch of the batches here is refused
+	// as well when its end raised it (its batches had the epoch before).
+	if err := c.WriteMarker(ctx, "t", 0, storage.Marker{ProducerID: 7, Epoch: 4, Bumped: true}); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("a marker of epoch 4 raised by its end, after a batch of epoch 4: %v, want INVALID_PRODUCER_EPOCH", err)
 	}
 	if txns, err := c.Transactions(ctx, "t", 0, 0, 10); err != nil || len(txns.Aborted) != 1 || txns.FirstUnstable != 2 {
 		t.Fatalf("aborted %+v, open from %d (%v): want the next transaction open from offset 2", txns.Aborted, txns.FirstUnstable, err)
@@ -312,5 +323,13 @@ func TestMarkerFencesEarlierEpochs(t *testing.T) {
 	fresh.txnMu.Unlock()
 	if !fresh.fenced(7, 3) || fresh.fenced(7, 4) || !fresh.fenced(8, 1) || fresh.fenced(9, 0) {
 		t.Fatal("the saved fences do not refuse the earlier epochs alone")
+	}
+
+	// The next transaction's own end, raised to epoch 5, ends it.
+	if err := c.WriteMarker(ctx, "t", 0, storage.Marker{ProducerID: 7, Epoch: 5, Commit: true, Bumped: true}); err != nil {
+		t.Fatalf("the end of the transaction of epoch 4: %v", err)
+	}
+	if txns, err := c.Transactions(ctx, "t", 0, 0, 10); err != nil || len(txns.Aborted) != 1 || txns.FirstUnstable != -1 {
+		t.Fatalf("aborted %+v, open from %d (%v): want nothing open", txns.Aborted, txns.FirstUnstable, err)
 	}
 }

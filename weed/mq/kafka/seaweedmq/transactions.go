@@ -76,8 +76,10 @@ func (c *Client) ensureProducers(ctx context.Context, topic string, index int32)
 // marker from a coordinator epoch below the producer's last one here is
 // refused: once a transaction's new coordinator has written its markers,
 // its producer may begin the next one, which a late marker from the
-// deposed coordinator would end.
-func (c *Client) WriteMarker(ctx context.Context, topic string, index int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error {
+// deposed coordinator would end. So is a marker of a producer epoch the
+// producer's batches here went past (appendLocked).
+func (c *Client) WriteMarker(ctx context.Context, topic string, index int32, m storage.Marker) error {
+	producerID, epoch, coordinatorEpoch, commit := m.ProducerID, m.Epoch, m.CoordinatorEpoch, m.Commit
 	p, err := c.ensureProducers(ctx, topic, index)
 	if err != nil {
 		return err
@@ -86,7 +88,7 @@ func (c *Client) WriteMarker(ctx context.Context, topic string, index int32, pro
 	if commit {
 		control = record.ControlCommit
 	}
-	mark := &record.TxnMark{ProducerID: producerID, Epoch: epoch, Control: control}
+	mark := &record.TxnMark{ProducerID: producerID, Epoch: epoch, Control: control, Bumped: m.Bumped}
 	ps := &p.producers
 	ps.txnMu.Lock()
 	now := clock.Now()

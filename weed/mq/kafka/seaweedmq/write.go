@@ -126,9 +126,13 @@ func (c *Client) appendLocked(ctx context.Context, p *partition, batch []byte, r
 		// transaction's own marker and the producer's next batches. Let
 		// through, it would end their transaction with the old one's
 		// outcome (a fault run had a committed transaction's records
-		// aborted so). Refused as Kafka's producer state refuses it.
-		if e := p.producers.m[t.ProducerID]; e != nil && t.Epoch < e.epoch {
-			return storage.FailedAppend(fmt.Errorf("%w: a marker of producer %d's epoch %d, after its batches of epoch %d", kerr.InvalidProducerEpoch, t.ProducerID, t.Epoch, e.epoch))
+		// aborted so). Refused as Kafka's producer state refuses it. A
+		// marker whose end raised the epoch (transactions v2) comes after
+		// batches of the epoch before: one of the epoch of the batches
+		// here is late as well (the producer's next transaction runs in
+		// the epoch the end raised it to).
+		if e := p.producers.m[t.ProducerID]; e != nil && (t.Epoch < e.epoch || t.Bumped && t.Epoch == e.epoch) {
+			return storage.FailedAppend(fmt.Errorf("%w: a marker of producer %d's epoch %d (raised by its end: %v), after its batches of epoch %d", kerr.InvalidProducerEpoch, t.ProducerID, t.Epoch, t.Bumped, e.epoch))
 		}
 		// Noted by WriteMarker before, and again here, on the object
 		// that gives it its offset (it may have taken the place of the

@@ -83,8 +83,12 @@ type Backend interface {
 	// commit or abort marker; it returns once the marker is durable. A
 	// marker whose coordinator epoch is below one the partition took for
 	// the producer is refused (TRANSACTION_COORDINATOR_FENCED): it comes
-	// from a coordinator that was deposed.
-	WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error
+	// from a coordinator that was deposed. One of a producer epoch below
+	// the producer's batches in the partition, or not above them when
+	// its end raised the epoch (Marker.Bumped), is refused too
+	// (INVALID_PRODUCER_EPOCH): it ends a transaction the producer no
+	// longer runs.
+	WriteMarker(ctx context.Context, topic string, partition int32, m Marker) error
 	// Transactions returns the partition's open transactions and, of its
 	// aborted ones, those with records between offsets from and to (none
 	// when from > to).
@@ -92,6 +96,22 @@ type Backend interface {
 	// Producers returns the partition's idempotent and transactional
 	// producers.
 	Producers(ctx context.Context, topic string, partition int32) ([]ProducerInfo, error)
+}
+
+// Marker is a transaction's end, written to one of its partitions.
+type Marker struct {
+	ProducerID int64
+	// Epoch is the producer epoch the end carries.
+	Epoch int16
+	// CoordinatorEpoch is the term of the coordinator that ended it.
+	CoordinatorEpoch int32
+	Commit           bool
+	// Bumped says the end raised the producer's epoch to Epoch
+	// (transactions v2, KIP-890, and a coordinator's own aborts): the
+	// transaction's batches carry an epoch below it, and batches of Epoch
+	// are the producer's next transaction. Kafka's WriteTxnMarkers carries
+	// it as the transaction version 2 (KIP-1228).
+	Bumped bool
 }
 
 // PartitionTxns is what read_committed readers of a partition need.

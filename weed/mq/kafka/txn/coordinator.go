@@ -25,6 +25,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // Dir is where the filer keeps the transactional ids' states.
@@ -49,7 +50,7 @@ const (
 // Log is where markers go and producer ids come from: SeaweedMQ.
 type Log interface {
 	NewProducerID(ctx context.Context) (int64, error)
-	WriteMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error
+	WriteMarker(ctx context.Context, topic string, partition int32, m storage.Marker) error
 }
 
 // Groups end a transaction's offsets in the groups it added: the groups'
@@ -200,6 +201,9 @@ type saved struct {
 	// switched from, so that a retried end is known (KIP-890).
 	NextProducerID int64 `json:"nextProducerId,omitempty"`
 	PrevProducerID int64 `json:"prevProducerId,omitempty"`
+	// Bumped says the state's change raised the epoch (bumpEpoch): a
+	// decided end's markers carry an epoch above its batches.
+	Bumped bool `json:"bumped,omitempty"`
 }
 
 // Kafka's transactional.id.expiration.ms (7 days) and
@@ -326,9 +330,10 @@ func (c *Coordinator) save(ctx context.Context, t *txn, next saved) error {
 }
 
 // next is a copy of the id's state for an operation to change and save
-// (on the id's turn).
+// (on the id's turn). Bumped is the change's own: none yet.
 func (t *txn) next() saved {
 	st := t.st
+	st.Bumped = false
 	st.Groups = slices.Clone(st.Groups)
 	if st.Partitions != nil {
 		st.Partitions = make(map[string][]int32, len(t.st.Partitions))

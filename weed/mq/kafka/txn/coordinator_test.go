@@ -14,6 +14,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership/membershiptest"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // fakes: files in memory, a log that records markers, groups that record
@@ -24,6 +25,7 @@ type marker struct {
 	pid    int64
 	epoch  int16
 	commit bool
+	bumped bool // the end raised the epoch (storage.Marker.Bumped)
 }
 
 type fakeLog struct {
@@ -42,13 +44,14 @@ func (l *fakeLog) NewProducerID(context.Context) (int64, error) {
 	return l.next, nil
 }
 
-func (l *fakeLog) WriteMarker(_ context.Context, topic string, part int32, pid int64, epoch int16, coordinatorEpoch int32, commit bool) error {
+func (l *fakeLog) WriteMarker(_ context.Context, topic string, part int32, m storage.Marker) error {
+	pid, epoch, coordinatorEpoch, commit := m.ProducerID, m.Epoch, m.CoordinatorEpoch, m.Commit
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.fail {
 		return errors.New("broker down")
 	}
-	l.markers = append(l.markers, marker{topic, part, pid, epoch, commit})
+	l.markers = append(l.markers, marker{topic, part, pid, epoch, commit, m.Bumped})
 	l.coordinators = append(l.coordinators, coordinatorEpoch)
 	return nil
 }
@@ -130,6 +133,11 @@ func TestCommitWritesMarkersAndOffsets(t *testing.T) {
 	if len(log.markers) != 2 || !log.markers[0].commit || len(groups.ends) != 1 || groups.ends[0] != (groupEnd{"g", pid, epoch, true}) {
 		t.Fatalf("markers %+v, group markers %+v", log.markers, groups.ends)
 	}
+	// Transactions v1: the end keeps the epoch of the transaction's
+	// batches, and its markers say so.
+	if log.markers[0].epoch != epoch || log.markers[0].bumped || log.markers[1].bumped {
+		t.Fatalf("markers %+v, want epoch %d, not raised by the end", log.markers, epoch)
+	}
 	if e := c.EndTxn(ctx, "tx", pid, epoch, true); e != nil {
 		t.Fatalf("a retried commit: %v", e)
 	}
@@ -153,8 +161,8 @@ func TestFencingAndTimeouts(t *testing.T) {
 	if e != nil || pid2 != pid || e1 <= e0 {
 		t.Fatalf("second init: %d %d %v", pid2, e1, e)
 	}
-	if len(log.markers) != 1 || log.markers[0].commit {
-		t.Fatalf("the open transaction was not aborted: %+v", log.markers)
+	if len(log.markers) != 1 || log.markers[0].commit || !log.markers[0].bumped {
+		t.Fatalf("the open transaction was not aborted at a raised epoch: %+v", log.markers)
 	}
 	if e := c.AddPartitions(ctx, "tx", pid, e0, map[string][]int32{"a": {0}}); e != kerr.ProducerFenced {
 		t.Fatalf("the fenced producer: %v", e)

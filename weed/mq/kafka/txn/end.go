@@ -16,6 +16,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // EndTxn commits or aborts the producer's transaction. A retry of an end
@@ -84,7 +85,7 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := c.opts.Log.WriteMarker(ctx, topic, p, t.st.ProducerID, t.st.Epoch, coordinatorEpoch, commit)
+				err := c.opts.Log.WriteMarker(ctx, topic, p, storage.Marker{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch, CoordinatorEpoch: coordinatorEpoch, Commit: commit, Bumped: t.st.Bumped})
 				if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
 					mu.Lock()
 					firstErr = cmpErr(firstErr, err)
@@ -129,6 +130,7 @@ func CoordinatorEpoch(term int64) int32 {
 // epoch becomes the last one, for the markers, and a new producer id is
 // taken, which the end switches to (switchProducerID).
 func (c *Coordinator) bumpEpoch(ctx context.Context, st *saved) error {
+	st.Bumped = true
 	if st.Epoch < math.MaxInt16-1 {
 		st.Epoch++
 		return nil

@@ -77,7 +77,7 @@ func TestTimeoutAbortNotSavedWritesNoMarker(t *testing.T) {
 	}
 	log.mu.Lock()
 	defer log.mu.Unlock()
-	if len(log.markers) != 2 || log.markers[0].commit || log.markers[1].commit || log.markers[0].epoch != epoch+1 {
+	if len(log.markers) != 2 || log.markers[0].commit || log.markers[1].commit || log.markers[0].epoch != epoch+1 || !log.markers[0].bumped {
 		t.Fatalf("markers %+v, want two aborts at epoch %d", log.markers, epoch+1)
 	}
 }

@@ -36,7 +36,7 @@ func TestEndTxnV2BumpsTheEpoch(t *testing.T) {
 	if e != nil || gotPID != pid || next != epoch+1 {
 		t.Fatalf("commit: producer %d epoch %d, %v; want %d epoch %d", gotPID, next, e, pid, epoch+1)
 	}
-	if len(log.markers) != 1 || log.markers[0] != (marker{"a", 3, pid, next, true}) {
+	if len(log.markers) != 1 || log.markers[0] != (marker{"a", 3, pid, next, true, true}) {
 		t.Errorf("markers %+v, want a/3 committed at epoch %d", log.markers, next)
 	}
 	if len(groups.ends) != 1 || groups.ends[0] != (groupEnd{"g", pid, next, true}) {
@@ -69,7 +69,7 @@ func TestEndTxnV2BumpsTheEpoch(t *testing.T) {
 	if e != nil || p != pid || aborted != next+1 {
 		t.Fatalf("abort: %d %d %v", p, aborted, e)
 	}
-	if m := log.markers[len(log.markers)-1]; m != (marker{"a", 4, pid, aborted, false}) {
+	if m := log.markers[len(log.markers)-1]; m != (marker{"a", 4, pid, aborted, false, true}) {
 		t.Errorf("abort marker %+v", m)
 	}
 	// An abort with nothing open: no marker, a new epoch.
@@ -171,7 +171,7 @@ func TestEndTxnV2NewProducerIDAtTheLastEpoch(t *testing.T) {
 	if e != nil || np == pid || ne != 0 {
 		t.Fatalf("the end at the last epoch: %d %d %v, want a new producer id at epoch 0", np, ne, e)
 	}
-	if m := log.markers[len(log.markers)-1]; m != (marker{"a", 0, pid, math.MaxInt16, true}) {
+	if m := log.markers[len(log.markers)-1]; m != (marker{"a", 0, pid, math.MaxInt16, true, true}) {
 		t.Errorf("marker %+v, want the old id at epoch 32767", m)
 	}
 	if p, ep, e := c.EndTxnV2(ctx, id, pid, last, true); e != nil || p != np || ep != 0 {

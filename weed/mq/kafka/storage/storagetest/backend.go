@@ -407,7 +407,8 @@ func (b *Backend) NewProducerID(context.Context) (int64, error) {
 	return b.nextPID, nil
 }
 
-func (b *Backend) WriteMarker(_ context.Context, topic string, partition int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error {
+func (b *Backend) WriteMarker(_ context.Context, topic string, partition int32, m storage.Marker) error {
+	producerID, epoch, coordinatorEpoch, commit := m.ProducerID, m.Epoch, m.CoordinatorEpoch, m.Commit
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
@@ -416,6 +417,9 @@ func (b *Backend) WriteMarker(_ context.Context, topic string, partition int32, 
 	}
 	if coordinatorEpoch < p.coordinators[producerID] {
 		return kerr.TransactionCoordinatorFenced
+	}
+	if pi, ok := p.producers[producerID]; ok && (epoch < pi.Epoch || m.Bumped && epoch == pi.Epoch) {
+		return kerr.InvalidProducerEpoch
 	}
 	if p.coordinators == nil {
 		p.coordinators = map[int64]int32{}
