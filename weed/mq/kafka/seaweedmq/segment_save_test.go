@@ -32,6 +32,18 @@ type segmentFiler struct {
 	filer_pb.UnimplementedSeaweedFilerServer
 	mu      sync.Mutex
 	entries map[string]*filer_pb.Entry // by name
+	// beforeCreate, if set, runs (under mu) before each create is
+	// checked and made.
+	beforeCreate func(req *filer_pb.CreateEntryRequest)
+}
+
+// DistributedLock grants every lock: one gateway holds them in these tests.
+func (f *segmentFiler) DistributedLock(context.Context, *filer_pb.LockRequest) (*filer_pb.LockResponse, error) {
+	return &filer_pb.LockResponse{RenewToken: "token"}, nil
+}
+
+func (f *segmentFiler) DistributedUnlock(context.Context, *filer_pb.UnlockRequest) (*filer_pb.UnlockResponse, error) {
+	return &filer_pb.UnlockResponse{}, nil
 }
 
 func (f *segmentFiler) LookupDirectoryEntry(_ context.Context, req *filer_pb.LookupDirectoryEntryRequest) (*filer_pb.LookupDirectoryEntryResponse, error) {
@@ -47,12 +59,17 @@ func (f *segmentFiler) LookupDirectoryEntry(_ context.Context, req *filer_pb.Loo
 func (f *segmentFiler) CreateEntry(_ context.Context, req *filer_pb.CreateEntryRequest) (*filer_pb.CreateEntryResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.beforeCreate != nil {
+		f.beforeCreate(req)
+	}
 	cur := f.entries[req.Entry.Name]
 	for _, c := range req.GetCondition().GetClauses() {
 		ok := false
 		switch c.Kind {
 		case filer_pb.WriteCondition_IF_NOT_EXISTS:
 			ok = cur == nil
+		case filer_pb.WriteCondition_IF_ETAG_MATCH:
+			ok = cur != nil && slices.Contains(c.Etags, strings.TrimPrefix(fileVersion(cur), "v:"))
 		case filer_pb.WriteCondition_IF_CHUNKS_EQUAL:
 			var fids []string
 			for _, ch := range cur.GetChunks() {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
 	"path"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seaweedfs/seaweedfs/weed/filer"
@@ -29,6 +31,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb/schema_pb"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
@@ -56,6 +59,12 @@ type topicEntry struct {
 	read  time.Time
 	// logStart: log start offsets moved up by DeleteRecords.
 	logStart map[int32]int64
+	// conf is the topic's SeaweedMQ configuration as read (partitions in
+	// the file's order); confVersion and settingsVersion the versions of
+	// the two files read (filerfs.VersionedFiles; "" for none), which a
+	// change writes over.
+	conf                         *mq_pb.ConfigureTopicResponse
+	confVersion, settingsVersion string
 }
 
 type topicCache struct {
@@ -100,31 +109,27 @@ func (c *Client) readTopic(ctx context.Context, name string) (*topicEntry, error
 	if protocol.ValidTopicName(name) != nil {
 		return nil, kerr.UnknownTopicOrPartition
 	}
-	var conf *mq_pb.ConfigureTopicResponse
-	var kconf topicConfigFile
-	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		var err error
-		conf, err = topic.Topic{Namespace: Namespace, Name: name}.ReadConfFile(fc)
-		if err != nil {
-			return err
-		}
-		data, err := filer.ReadInsideFiler(ctx, fc, ConfigDir, name+".json")
-		if errors.Is(err, filer_pb.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(data, &kconf); err != nil {
-			glog.Warningf("kafka topic %s: ignoring unreadable settings file: %v", name, err)
-		}
-		return nil
-	})
-	if errors.Is(err, filer_pb.ErrNotFound) {
+	data, confVersion, err := c.ReadFileVersion(ctx, topic.Topic{Namespace: Namespace, Name: name}.Dir(), filer.TopicConfFile)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, kerr.UnknownTopicOrPartition
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read topic.conf of %s: %w", name, err)
+	}
+	conf := &mq_pb.ConfigureTopicResponse{}
+	if err := protojson.Unmarshal(data, conf); err != nil {
+		return nil, fmt.Errorf("topic.conf of %s: %w", name, err)
+	}
+	var kconf topicConfigFile
+	data, settingsVersion, err := c.ReadFileVersion(ctx, ConfigDir, name+".json")
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("read the settings of topic %s: %w", name, err)
+	default:
+		if err := json.Unmarshal(data, &kconf); err != nil {
+			glog.Warningf("kafka topic %s: ignoring unreadable settings file: %v", name, err)
+		}
 	}
 	parts := append([]*mq_pb.BrokerPartitionAssignment(nil), conf.BrokerPartitionAssignments...)
 	if len(parts) == 0 {
@@ -140,7 +145,7 @@ func (c *Client) readTopic(ctx context.Context, name string) (*topicEntry, error
 		}
 		return a.RangeStart < b.RangeStart
 	})
-	e := &topicEntry{parts: parts, read: time.Now(), logStart: kconf.LogStart}
+	e := &topicEntry{parts: parts, read: time.Now(), logStart: kconf.LogStart, conf: conf, confVersion: confVersion, settingsVersion: settingsVersion}
 	e.info = storage.TopicInfo{
 		Name:       name,
 		ID:         topicID(name, parts[0].Partition.UnixTimeNs),
@@ -335,22 +340,8 @@ func (c *Client) CreatePartitions(ctx context.Context, name string, count int32,
 	if count > MaxPartitions {
 		return fmt.Errorf("%w: at most %d partitions", kerr.InvalidPartitions, MaxPartitions)
 	}
-	return c.withTopicLock(ctx, name, func() error {
-		if protocol.ValidTopicName(name) != nil {
-			return kerr.UnknownTopicOrPartition
-		}
-		var conf *mq_pb.ConfigureTopicResponse
-		err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-			var err error
-			conf, err = topic.Topic{Namespace: Namespace, Name: name}.ReadConfFile(fc)
-			return err
-		})
-		if errors.Is(err, filer_pb.ErrNotFound) {
-			return kerr.UnknownTopicOrPartition
-		}
-		if err != nil {
-			return err
-		}
+	return c.changeTopic(ctx, name, func(e *topicEntry) error {
+		conf := proto.Clone(e.conf).(*mq_pb.ConfigureTopicResponse)
 		have := int32(len(conf.BrokerPartitionAssignments))
 		if count <= have {
 			return fmt.Errorf("%w: the topic has %d partitions", kerr.InvalidPartitions, have)
@@ -378,7 +369,7 @@ func (c *Client) CreatePartitions(ctx context.Context, name string, count int32,
 				a.Partition.RangeStop -= have
 			}
 		}
-		if err := c.writeTopicConf(ctx, name, conf); err != nil {
+		if err := c.writeTopicConf(ctx, name, conf, e.confVersion); err != nil {
 			return err
 		}
 		glog.V(0).Infof("kafka gateway: topic %s has %d partitions (was %d)", name, count, have)
@@ -386,13 +377,44 @@ func (c *Client) CreatePartitions(ctx context.Context, name string, count int32,
 	})
 }
 
-// writeTopicConf saves a topic's SeaweedMQ configuration (topic.conf).
-func (c *Client) writeTopicConf(ctx context.Context, name string, conf *mq_pb.ConfigureTopicResponse) error {
-	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		return topic.Topic{Namespace: Namespace, Name: name}.WriteConfFile(fc, conf)
-	})
+// writeTopicConf saves a topic's SeaweedMQ configuration (topic.conf, as
+// SeaweedFS writes it) over the version read (filerfs.ErrChanged if it
+// has another).
+func (c *Client) writeTopicConf(ctx context.Context, name string, conf *mq_pb.ConfigureTopicResponse, version string) error {
+	var buf bytes.Buffer
+	if err := filer.ProtoToText(&buf, conf); err != nil {
+		return err
+	}
+	_, err := c.WriteFileIf(ctx, topic.Topic{Namespace: Namespace, Name: name}.Dir(), filer.TopicConfFile, buf.Bytes(), version)
 	c.topics.forget(name)
 	return err
+}
+
+// changeTopic runs change on the topic as read under its lock; change
+// writes its files over the versions read. A write that finds a file
+// changed since (another gateway's change that outlasted its lock, or a
+// lock that expired during this one) leaves it as the other wrote it, and
+// change runs again on the topic read again.
+func (c *Client) changeTopic(ctx context.Context, name string, change func(e *topicEntry) error) error {
+	if protocol.ValidTopicName(name) != nil {
+		return kerr.UnknownTopicOrPartition
+	}
+	return c.withTopicLock(ctx, name, func() error {
+		for {
+			c.topics.forget(name)
+			e, err := c.readTopic(ctx, name)
+			if err != nil {
+				return err
+			}
+			if err := change(e); !errors.Is(err, filerfs.ErrChanged) {
+				return err
+			}
+			glog.V(0).Infof("kafka topic %s: changed by another gateway during this change; made again on what it wrote", name)
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+	})
 }
 
 // CreateTopic implements storage.Backend: the topic's configuration is
@@ -431,7 +453,18 @@ func (c *Client) CreateTopic(ctx context.Context, spec storage.TopicSpec) (stora
 		if err := exists(); err != nil {
 			return err
 		}
-		if err := c.saveTopicConfigs(ctx, spec.Name, spec.Configs); err != nil {
+		// The settings are written over those read (a deleted topic's
+		// left, or none), so that a create outlasting the lock does not
+		// replace another's settings either.
+		_, version, err := c.ReadFileVersion(ctx, ConfigDir, spec.Name+".json")
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		err = c.saveTopicFile(ctx, spec.Name, topicConfigFile{Configs: spec.Configs}, version)
+		if errors.Is(err, filerfs.ErrChanged) {
+			return fmt.Errorf("%w: being created on another gateway", kerr.TopicAlreadyExists)
+		}
+		if err != nil {
 			return err
 		}
 		conf := &mq_pb.ConfigureTopicResponse{
@@ -478,18 +511,15 @@ func (c *Client) createTopicConf(ctx context.Context, name string, conf *mq_pb.C
 	})
 }
 
-func (c *Client) saveTopicConfigs(ctx context.Context, name string, configs map[string]string) error {
-	return c.saveTopicFile(ctx, name, topicConfigFile{Configs: configs})
-}
-
-func (c *Client) saveTopicFile(ctx context.Context, name string, file topicConfigFile) error {
+// saveTopicFile writes a topic's Kafka settings over the version read
+// (filerfs.ErrChanged if the file has another).
+func (c *Client) saveTopicFile(ctx context.Context, name string, file topicConfigFile, version string) error {
 	data, err := json.Marshal(file)
 	if err != nil {
 		return err
 	}
-	return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		return filer.SaveInsideFiler(ctx, fc, ConfigDir, name+".json", data)
-	})
+	_, err = c.WriteFileIf(ctx, ConfigDir, name+".json", data, version)
+	return err
 }
 
 // AlterTopicConfigs implements storage.Backend: the topic's settings become
@@ -497,46 +527,32 @@ func (c *Client) saveTopicFile(ctx context.Context, name string, file topicConfi
 // delete) becomes SeaweedMQ's
 // retention of the topic (its partitions stay where they are).
 func (c *Client) AlterTopicConfigs(ctx context.Context, name string, change func(map[string]string) error) error {
-	var e *topicEntry
-	var configs map[string]string
-	err := c.withTopicLock(ctx, name, func() error {
-		c.topics.forget(name)
-		var err error
-		if e, err = c.readTopic(ctx, name); err != nil {
-			return err
-		}
-		configs = maps.Clone(e.info.Configs)
+	var before, configs map[string]string
+	err := c.changeTopic(ctx, name, func(e *topicEntry) error {
+		before, configs = e.info.Configs, maps.Clone(e.info.Configs)
 		if configs == nil {
 			configs = map[string]string{}
 		}
 		if err := change(configs); err != nil {
 			return err
 		}
-		return c.saveTopicFile(ctx, name, topicConfigFile{Configs: configs, LogStart: e.logStart})
+		return c.saveTopicFile(ctx, name, topicConfigFile{Configs: configs, LogStart: e.logStart}, e.settingsVersion)
 	})
 	if err != nil {
 		return err
 	}
 	defer c.topics.forget(name)
-	if proto.Equal(retention(e.info.Configs), retention(configs)) {
+	if proto.Equal(retention(before), retention(configs)) {
 		return nil
 	}
 	ret := retention(configs)
 	if ret == nil {
 		ret = &mq_pb.TopicRetention{Enabled: false}
 	}
-	return c.withTopicLock(ctx, name, func() error {
-		var conf *mq_pb.ConfigureTopicResponse
-		err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-			var err error
-			conf, err = topic.Topic{Namespace: Namespace, Name: name}.ReadConfFile(fc)
-			return err
-		})
-		if err != nil {
-			return err
-		}
+	return c.changeTopic(ctx, name, func(e *topicEntry) error {
+		conf := proto.Clone(e.conf).(*mq_pb.ConfigureTopicResponse)
 		conf.Retention = ret
-		return c.writeTopicConf(ctx, name, conf)
+		return c.writeTopicConf(ctx, name, conf, e.confVersion)
 	})
 }
 
@@ -569,12 +585,7 @@ func (c *Client) DeleteRecords(ctx context.Context, name string, index int32, be
 	}
 	// Read again under the topic's lock: a log start only moves up, and
 	// the settings saved beside it are the current ones.
-	err = c.withTopicLock(ctx, name, func() error {
-		c.topics.forget(name)
-		fresh, err := c.readTopic(ctx, name)
-		if err != nil {
-			return err
-		}
+	err = c.changeTopic(ctx, name, func(fresh *topicEntry) error {
 		if fresh.logStart[index] >= before {
 			before = fresh.logStart[index]
 			return nil
@@ -584,7 +595,7 @@ func (c *Client) DeleteRecords(ctx context.Context, name string, index int32, be
 			starts = map[int32]int64{}
 		}
 		starts[index] = before
-		return c.saveTopicFile(ctx, name, topicConfigFile{Configs: fresh.info.Configs, LogStart: starts})
+		return c.saveTopicFile(ctx, name, topicConfigFile{Configs: fresh.info.Configs, LogStart: starts}, fresh.settingsVersion)
 	})
 	if err != nil {
 		return -1, err
@@ -624,8 +635,18 @@ func retention(configs map[string]string) *mq_pb.TopicRetention {
 
 // DeleteTopic implements storage.Backend: SeaweedMQ has no delete call, so
 // the topic's directory and settings are removed from the filer after this
-// gateway's streams to it are closed.
+// gateway's streams to it are closed. It holds the topic's lock, as its
+// changes do: one made meanwhile on another gateway finds the topic gone
+// (its write over the version it read is refused) rather than writing
+// its settings back.
 func (c *Client) DeleteTopic(ctx context.Context, name string) error {
+	if protocol.ValidTopicName(name) != nil {
+		return kerr.UnknownTopicOrPartition
+	}
+	return c.withTopicLock(ctx, name, func() error { return c.deleteTopic(ctx, name) })
+}
+
+func (c *Client) deleteTopic(ctx context.Context, name string) error {
 	c.topics.forget(name)
 	e, err := c.readTopic(ctx, name)
 	if err != nil {
