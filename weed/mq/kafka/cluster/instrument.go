@@ -242,6 +242,13 @@ func (i instrumentedFiles) ListFiles(ctx context.Context, dir string) ([]filerfs
 	return l, err
 }
 
+func (i instrumentedFiles) RemoveIf(ctx context.Context, dir, name, version string) error {
+	start := time.Now()
+	err := i.f.RemoveIf(ctx, dir, name, version)
+	observe("FilerRemove", start, ignoreChanged(err))
+	return err
+}
+
 func (i instrumentedFiles) Remove(ctx context.Context, dir, name string) error {
 	start := time.Now()
 	err := i.f.Remove(ctx, dir, name)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"path"
 	"strconv"
@@ -77,6 +78,34 @@ func TestConditionalFilerWrites(t *testing.T) {
 		if _, v, _ := c.ReadFileVersion(ctx, dir, f.Name); f.Version != v {
 			t.Fatalf("%s listed at version %q, read at %q", f.Name, f.Version, v)
 		}
+	}
+	// A removal at a stale version is refused and leaves the file; at
+	// its version it removes it, and a missing file is removed already.
+	// The same for a file written the old way.
+	if err := c.RemoveIf(ctx, dir, "f", v1); !errors.Is(err, filerfs.ErrChanged) {
+		t.Fatalf("a removal at a stale version: %v, want ErrChanged", err)
+	}
+	if err := c.RemoveIf(ctx, dir, "f", v2); err != nil {
+		t.Fatalf("a removal at the current version: %v", err)
+	}
+	if _, _, err := c.ReadFileVersion(ctx, dir, "f"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the removed file: %v, want fs.ErrNotExist", err)
+	}
+	if err := c.RemoveIf(ctx, dir, "f", v2); err != nil {
+		t.Fatalf("removing a missing file: %v", err)
+	}
+	if err := c.WriteFile(ctx, dir, "old2", []byte("unversioned")); err != nil {
+		t.Fatal(err)
+	}
+	_, vOld2, err := c.ReadFileVersion(ctx, dir, "old2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RemoveIf(ctx, dir, "old2", "v:0123"); !errors.Is(err, filerfs.ErrChanged) {
+		t.Fatalf("removing an unversioned file at another version: %v, want ErrChanged", err)
+	}
+	if err := c.RemoveIf(ctx, dir, "old2", vOld2); err != nil {
+		t.Fatalf("removing an unversioned file at its version: %v", err)
 	}
 	c.Remove(ctx, "/etc", "kafka-gateway-e2e") //nolint:errcheck
 }

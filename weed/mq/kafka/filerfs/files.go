@@ -43,6 +43,10 @@ type VersionedFiles interface {
 	// WriteFileIf writes the file if it is at version ("": if it does
 	// not exist) and returns its new version; ErrChanged if it is not.
 	WriteFileIf(ctx context.Context, dir, name string, data []byte, version string) (string, error)
+	// RemoveIf removes the file if it is at version, as WriteFileIf
+	// writes it; ErrChanged if it is at another. A missing file is
+	// removed already.
+	RemoveIf(ctx context.Context, dir, name, version string) error
 }
 
 // ErrChanged is a conditional write's refusal: the file changed since its

@@ -75,6 +75,13 @@ func (f filerFor) WriteFileIf(ctx context.Context, dir, name string, data []byte
 	return f.files.WriteFileIf(ctx, dir, name, data, version)
 }
 
+func (f filerFor) RemoveIf(ctx context.Context, dir, name, version string) error {
+	if f.cut() {
+		return errDown
+	}
+	return f.files.RemoveIf(ctx, dir, name, version)
+}
+
 func (f filerFor) ListFiles(ctx context.Context, dir string) ([]filerfs.File, error) {
 	if f.cut() {
 		return nil, errDown

@@ -304,15 +304,15 @@ func (s *Store) writeBatch(ctx context.Context, g *groupOffsets, batch []*write)
 			continue
 		}
 		var version string
+		g.mu.Lock()
+		was := g.versions[topic]
+		g.mu.Unlock()
 		if len(parts) == 0 {
-			err = s.files.Remove(ctx, dir, filerfs.Escape(topic))
+			err = s.files.RemoveIf(ctx, dir, filerfs.Escape(topic), was)
 		} else {
 			var data []byte
 			data, err = json.Marshal(parts)
 			if err == nil {
-				g.mu.Lock()
-				was := g.versions[topic]
-				g.mu.Unlock()
 				version, err = s.files.WriteFileIf(ctx, dir, filerfs.Escape(topic), data, was)
 			}
 		}

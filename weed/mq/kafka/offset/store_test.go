@@ -174,3 +174,34 @@ func TestStaleWritesRefused(t *testing.T) {
 		t.Fatalf("a stale state save: %v, want filerfs.ErrChanged", err)
 	}
 }
+
+// OffsetDelete of a topic's last partitions removes its file only as the
+// store read or wrote it: a removal by a gateway the group moved from
+// (paused, and acting on what it held) leaves what the group's new
+// coordinator committed since. Before, the removal was unconditional and
+// took those offsets with it.
+func TestStaleRemovalRefused(t *testing.T) {
+	files := filerfstest.New()
+	old := NewStore(files)
+	if err := <-old.Commit("g", Topics{"t": {0: {Offset: 10}}}); err != nil {
+		t.Fatal(err)
+	}
+	moved := NewStore(files)
+	if err := <-moved.Commit("g", Topics{"t": {0: {Offset: 50}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-old.Delete("g", map[string][]int32{"t": {0}}); !errors.Is(err, filerfs.ErrChanged) {
+		t.Fatalf("a late OffsetDelete on the old coordinator: %v, want filerfs.ErrChanged", err)
+	}
+	got, err := NewStore(files).Fetch(context.Background(), "g", nil)
+	if err != nil || got["t"][0].Offset != 50 {
+		t.Fatalf("offsets in the filer: %v %v, want t/0 at 50", got, err)
+	}
+	// The group's coordinator removes them.
+	if err := <-moved.Delete("g", map[string][]int32{"t": {0}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := NewStore(files).Fetch(context.Background(), "g", nil); err != nil || len(got["t"]) != 0 {
+		t.Fatalf("offsets after the coordinator's OffsetDelete: %v %v, want none", got, err)
+	}
+}

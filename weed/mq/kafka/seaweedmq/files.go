@@ -13,6 +13,8 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/filer"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/s3api/s3_constants"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
@@ -120,6 +122,43 @@ func (c *Client) WriteFileIf(ctx context.Context, dir, name string, data []byte,
 		return "", err
 	}
 	return "v:" + next, nil
+}
+
+// RemoveIf implements filerfs.VersionedFiles. The filer deletes under a
+// condition on extended attributes alone: the file is looked up, and the
+// delete names the version token it holds (none for a file written before
+// tokens were kept), which every conditional write replaces.
+func (c *Client) RemoveIf(ctx context.Context, dir, name, version string) error {
+	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		resp, err := filer_pb.LookupEntry(ctx, fc, &filer_pb.LookupDirectoryEntryRequest{Directory: dir, Name: name})
+		if err != nil {
+			return err
+		}
+		if fileVersion(resp.Entry) != version {
+			return filerfs.ErrChanged
+		}
+		token := resp.Entry.Extended[versionAttr]
+		if token == nil {
+			token = []byte{}
+		}
+		del, err := fc.DeleteEntry(ctx, &filer_pb.DeleteEntryRequest{
+			Directory: dir, Name: name, IsDeleteData: true,
+			ExpectedExtended: map[string][]byte{versionAttr: token},
+		})
+		switch {
+		case status.Code(err) == codes.FailedPrecondition:
+			return filerfs.ErrChanged
+		case err != nil:
+			return err
+		case del.Error != "":
+			return errors.New(del.Error)
+		}
+		return nil
+	})
+	if errors.Is(err, filer_pb.ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // ReadFile implements filerfs.Files; a missing file is fs.ErrNotExist.

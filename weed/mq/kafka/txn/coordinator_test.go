@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -322,6 +323,38 @@ func TestTransactionalIDsExpire(t *testing.T) {
 	}
 	if _, epoch, e := c2.InitProducerID(ctx, "idle", time.Minute, -1, -1); e != nil || epoch != 0 {
 		t.Fatalf("init of the expired id: epoch %d, %v", epoch, e)
+	}
+}
+
+// An expired id's file is removed only as its coordinator last read or
+// wrote it: a removal landing once another gateway took the id over and
+// wrote it leaves that (before, it removed it, and the other's producer
+// was then unknown).
+func TestExpiryLeavesAnIDWrittenSince(t *testing.T) {
+	files, log, groups := filerfstest.New(), &fakeLog{}, &fakeGroups{}
+	c := start(t, files, log, groups)
+	ctx := context.Background()
+	if _, _, e := c.InitProducerID(ctx, "idle", time.Minute, -1, -1); e != nil {
+		t.Fatal(e)
+	}
+	data, err := files.ReadFile(ctx, Dir, "idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := []byte(strings.Replace(string(data), `"epoch":0`, `"epoch":1`, 1))
+	files.BeforeNextWriteIf(func() {
+		if err := files.WriteFile(ctx, Dir, "idle", written); err != nil {
+			t.Error(err)
+		}
+	})
+	c.ExpireIDs(time.Now().Add(8 * 24 * time.Hour))
+	if got, err := files.ReadFile(ctx, Dir, "idle"); err != nil || string(got) != string(written) {
+		t.Fatalf("the id's file after a late expiry: %q, %v; want what the other gateway wrote", got, err)
+	}
+	// Read again when next asked: the next producer goes on from the
+	// other gateway's epoch.
+	if _, epoch, e := c.InitProducerID(ctx, "idle", time.Minute, -1, -1); e != nil || epoch != 2 {
+		t.Fatalf("init after the other gateway's epoch 1: epoch %d, %v; want 2", epoch, e)
 	}
 }
 

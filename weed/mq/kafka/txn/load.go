@@ -7,6 +7,7 @@ package txn
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -120,7 +121,16 @@ func (c *Coordinator) ExpireIDs(now time.Time) {
 		idle := st == Empty || st == CompleteCommit || st == CompleteAbort
 		if idle && time.UnixMilli(t.st.UpdatedMs).Add(c.opts.IDExpiration).Before(now) {
 			if term, ok := c.serving(t.st.ID); ok && term == t.term {
-				if err := c.opts.Files.Remove(ctx, Dir, filerfs.Escape(t.st.ID)); err != nil {
+				// Removed only as this gateway last read or wrote it: a
+				// removal landing late, once another gateway took the id
+				// over and wrote it, leaves what that one wrote.
+				err := c.opts.Files.RemoveIf(ctx, Dir, filerfs.Escape(t.st.ID), t.version)
+				if errors.Is(err, filerfs.ErrChanged) {
+					glog.V(0).Infof("kafka transaction %s: not removed as expired: written by another gateway since", t.st.ID)
+					c.mu.Lock()
+					c.unloadLocked(t) // read again when next asked
+					c.mu.Unlock()
+				} else if err != nil {
 					glog.Warningf("kafka transaction %s: removing the expired id: %v", t.st.ID, err)
 				} else {
 					c.mu.Lock()

@@ -173,6 +173,27 @@ func (m *Files) ListFiles(_ context.Context, dir string) ([]filerfs.File, error)
 	return out, nil
 }
 
+func (m *Files) RemoveIf(_ context.Context, dir, name, version string) error {
+	m.mu.Lock()
+	before := m.before
+	m.before = nil
+	m.mu.Unlock()
+	if before != nil {
+		before()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := path.Join(dir, name)
+	if _, ok := m.files[p]; !ok {
+		return nil
+	}
+	if m.versionLocked(p) != version {
+		return filerfs.ErrChanged
+	}
+	delete(m.files, p)
+	return nil
+}
+
 func (m *Files) Remove(_ context.Context, dir, name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
