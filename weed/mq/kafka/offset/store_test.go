@@ -130,21 +130,28 @@ func TestWritePanicFailsOnlyItsCommits(t *testing.T) {
 	}
 }
 
-// A gateway whose copy of a group's offsets is stale (another gateway wrote
-// them since it read them: it paused, and the group moved) cannot write
-// over them: its commits fail, those it queued too, until it reads them
-// again. Its late writes once took committed offsets back.
-func TestStaleWritesRefused(t *testing.T) {
+// movedGroup is group g with t/0 committed at 10 on old and then, the
+// group moved to a gateway that read and committed it, at 50 on moved.
+func movedGroup(t *testing.T) (*filerfstest.Files, *Store, *Store) {
+	t.Helper()
 	files := filerfstest.New()
 	old := NewStore(files)
 	if err := <-old.Commit("g", Topics{"t": {0: {Offset: 10}}}); err != nil {
 		t.Fatal(err)
 	}
-	// The group moves: its new coordinator reads and commits.
 	moved := NewStore(files)
 	if err := <-moved.Commit("g", Topics{"t": {0: {Offset: 50}}}); err != nil {
 		t.Fatal(err)
 	}
+	return files, old, moved
+}
+
+// A gateway whose copy of a group's offsets is stale (another gateway wrote
+// them since it read them: it paused, and the group moved) cannot write
+// over them: its commits fail, those it queued too, until it reads them
+// again. Its late writes once took committed offsets back.
+func TestStaleWritesRefused(t *testing.T) {
+	files, old, moved := movedGroup(t)
 	// The old one goes on with what it had accepted.
 	if err := <-old.Commit("g", Topics{"t": {0: {Offset: 20}}}); !errors.Is(err, filerfs.ErrChanged) {
 		t.Fatalf("a late commit on the old coordinator: %v, want filerfs.ErrChanged", err)
@@ -181,15 +188,7 @@ func TestStaleWritesRefused(t *testing.T) {
 // coordinator committed since. Before, the removal was unconditional and
 // took those offsets with it.
 func TestStaleRemovalRefused(t *testing.T) {
-	files := filerfstest.New()
-	old := NewStore(files)
-	if err := <-old.Commit("g", Topics{"t": {0: {Offset: 10}}}); err != nil {
-		t.Fatal(err)
-	}
-	moved := NewStore(files)
-	if err := <-moved.Commit("g", Topics{"t": {0: {Offset: 50}}}); err != nil {
-		t.Fatal(err)
-	}
+	files, old, moved := movedGroup(t)
 	if err := <-old.Delete("g", map[string][]int32{"t": {0}}); !errors.Is(err, filerfs.ErrChanged) {
 		t.Fatalf("a late OffsetDelete on the old coordinator: %v, want filerfs.ErrChanged", err)
 	}

@@ -41,8 +41,9 @@ func (m *Files) Gate(gate chan struct{}) {
 	m.gate = gate
 }
 
-// BeforeNextWriteIf runs fn before the next conditional write, once:
-// another gateway's write landing between a read and the write after it.
+// BeforeNextWriteIf runs fn before the next conditional write or removal,
+// once: another gateway's write landing between a read and the write
+// after it.
 func (m *Files) BeforeNextWriteIf(fn func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -129,7 +130,8 @@ func (m *Files) WriteFile(_ context.Context, dir, name string, data []byte) erro
 	return nil
 }
 
-func (m *Files) WriteFileIf(_ context.Context, dir, name string, data []byte, version string) (string, error) {
+// runBefore runs, once, what BeforeNextWriteIf set.
+func (m *Files) runBefore() {
 	m.mu.Lock()
 	before := m.before
 	m.before = nil
@@ -137,6 +139,10 @@ func (m *Files) WriteFileIf(_ context.Context, dir, name string, data []byte, ve
 	if before != nil {
 		before()
 	}
+}
+
+func (m *Files) WriteFileIf(_ context.Context, dir, name string, data []byte, version string) (string, error) {
+	m.runBefore()
 	m.wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -174,13 +180,7 @@ func (m *Files) ListFiles(_ context.Context, dir string) ([]filerfs.File, error)
 }
 
 func (m *Files) RemoveIf(_ context.Context, dir, name, version string) error {
-	m.mu.Lock()
-	before := m.before
-	m.before = nil
-	m.mu.Unlock()
-	if before != nil {
-		before()
-	}
+	m.runBefore()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := path.Join(dir, name)
