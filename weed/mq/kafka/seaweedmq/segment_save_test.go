@@ -88,6 +88,15 @@ func (f *segmentFiler) CreateEntry(_ context.Context, req *filer_pb.CreateEntryR
 	return &filer_pb.CreateEntryResponse{}, nil
 }
 
+// UpdateEntry replaces the entry, as the filer's does without a
+// condition (SeaweedFS's own writers update files so).
+func (f *segmentFiler) UpdateEntry(_ context.Context, req *filer_pb.UpdateEntryRequest) (*filer_pb.UpdateEntryResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.entries[req.Entry.Name] = proto.Clone(req.Entry).(*filer_pb.Entry)
+	return &filer_pb.UpdateEntryResponse{}, nil
+}
+
 func (f *segmentFiler) ListEntries(req *filer_pb.ListEntriesRequest, stream filer_pb.SeaweedFiler_ListEntriesServer) error {
 	f.mu.Lock()
 	var names []string

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs/seaweedfs/weed/filer"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
@@ -110,5 +112,26 @@ func TestTopicChangesWrittenOverWhatWasRead(t *testing.T) {
 	}
 	if e, err := c.readTopic(ctx, "t"); err != nil || e.info.Partitions != 4 {
 		t.Fatalf("after adding one: %v partitions (%v), want 4", e, err)
+	}
+}
+
+// A change that finds the topic's files changed every time it writes them
+// gives up after a few tries, the files as the others wrote them, rather
+// than asking the filer without end.
+func TestTopicChangeGivesUpOnFilesChangingAllTheTime(t *testing.T) {
+	c, f := startTopicFiler(t, 1, map[string]string{"retention.ms": "60000"})
+	tries := 0
+	f.beforeCreate = func(req *filer_pb.CreateEntryRequest) {
+		if req.Entry.Name == "t.json" {
+			tries++
+			f.entries["t.json"] = settingsEntry(t, map[string]string{"retention.ms": "60000"}, fmt.Sprintf("other-%d", tries))
+		}
+	}
+	err := c.AlterTopicConfigs(context.Background(), "t", func(configs map[string]string) error {
+		configs["cleanup.policy"] = "compact"
+		return nil
+	})
+	if !errors.Is(err, filerfs.ErrChanged) || tries != 5 {
+		t.Fatalf("after %d writes refused: %v, want filerfs.ErrChanged after 5", tries, err)
 	}
 }

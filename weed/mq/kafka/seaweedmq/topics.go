@@ -394,13 +394,16 @@ func (c *Client) writeTopicConf(ctx context.Context, name string, conf *mq_pb.Co
 // writes its files over the versions read. A write that finds a file
 // changed since (another gateway's change that outlasted its lock, or a
 // lock that expired during this one) leaves it as the other wrote it, and
-// change runs again on the topic read again.
+// change runs again on the topic read again, a few times at most: a
+// change that keeps finding the files changed fails rather than asking
+// the filer without end.
 func (c *Client) changeTopic(ctx context.Context, name string, change func(e *topicEntry) error) error {
 	if protocol.ValidTopicName(name) != nil {
 		return kerr.UnknownTopicOrPartition
 	}
+	const attempts = 5
 	return c.withTopicLock(ctx, name, func() error {
-		for {
+		for range attempts {
 			c.topics.forget(name)
 			e, err := c.readTopic(ctx, name)
 			if err != nil {
@@ -414,6 +417,7 @@ func (c *Client) changeTopic(ctx context.Context, name string, change func(e *to
 				return err
 			}
 		}
+		return fmt.Errorf("topic %s changed by other gateways %d times during this change: %w", name, attempts, filerfs.ErrChanged)
 	})
 }
 
