@@ -2,11 +2,13 @@ package cluster
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,21 +17,86 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
 )
 
-// The gateways of a cluster log in to one another as protocol.GatewayUser
-// (principal GatewayPrincipal, a super user of the authorizer) with SCRAM,
-// with a password only the filer holds: a client that cannot read the
-// filer cannot be a gateway.
+// The cluster's secret is 32 bytes the gateways of a cluster share. The
+// SCRAM credentials kept in the filer are sealed with it (user.Sealer),
+// and the gateways' password to one another is derived from it: nothing
+// the filer's HTTP API serves logs in, or lets a password be guessed
+// offline. It comes from -cluster.secret.file, the same file on every
+// gateway, or else the first gateway makes it and keeps it in the filer's
+// key-value store, which its HTTP API does not serve (only its gRPC
+// clients reach it, and mutual TLS guards those in a secured cluster).
+//
+// The gateways log in to one another as protocol.GatewayUser (principal
+// GatewayPrincipal, a super user of the authorizer) with SCRAM.
 
 // GatewayPrincipal is the principal of the gateways themselves.
 const GatewayPrincipal = "User:" + protocol.GatewayUser
 
-// identityFile holds the gateways' password.
-const identityDir, identityFile = "/etc/kafka-gateway", "gateway.secret"
+// secretName is the key of the cluster's secret in the filer's key-value
+// store.
+const secretName = "kafka-gateway/cluster.secret"
+
+// legacyDir, legacyFile held the gateways' password in the clear before
+// the secret (gateways before it wrote it there); a gateway removes it.
+const legacyDir, legacyFile = "/etc/kafka-gateway", "gateway.secret"
 
 // Locker takes the filer locks (seaweedmq.Client).
 type Locker interface {
 	Lock(ctx context.Context, name, owner, token string, ttl time.Duration) (string, error)
 	Unlock(ctx context.Context, name, token string) error
+}
+
+// Secrets keep values where the filer's HTTP API does not serve them
+// (seaweedmq.Client: the filer's key-value store).
+type Secrets interface {
+	ReadSecret(ctx context.Context, name string) ([]byte, error)
+	WriteSecret(ctx context.Context, name string, value []byte) error
+}
+
+// SecretFromFile reads -cluster.secret.file: any text or bytes of 16 or
+// more, of which the secret is the SHA-256.
+func SecretFromFile(data []byte) ([]byte, error) {
+	if len(data) < 16 {
+		return nil, fmt.Errorf("%d bytes: the cluster's secret needs 16 or more (32 random bytes, or a long passphrase)", len(data))
+	}
+	sum := sha256.Sum256(data)
+	return sum[:], nil
+}
+
+// EnsureSecret returns the secret kept in secrets, making it if no
+// gateway has (under a filer lock, so that two gateways starting together
+// agree).
+func EnsureSecret(ctx context.Context, secrets Secrets, locks Locker, owner string) ([]byte, error) {
+	secret, err := secrets.ReadSecret(ctx, secretName)
+	if err != nil || len(secret) > 0 {
+		return secret, err
+	}
+	const lock = "kafka-gateway-identity"
+	token, err := locks.Lock(ctx, lock, owner, "", 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer locks.Unlock(context.WithoutCancel(ctx), lock, token) //nolint:errcheck // it expires
+	if secret, err = secrets.ReadSecret(ctx, secretName); err != nil || len(secret) > 0 {
+		return secret, err
+	}
+	secret = make([]byte, 32)
+	rand.Read(secret)
+	if err := secrets.WriteSecret(ctx, secretName, secret); err != nil {
+		return nil, err
+	}
+	return secret, nil
+}
+
+// RemoveLegacyPassword removes the gateways' password that gateways
+// before the secret kept in a file, which the filer's HTTP API served.
+func RemoveLegacyPassword(ctx context.Context, files filerfs.Files) (bool, error) {
+	if _, err := files.ReadFile(ctx, legacyDir, legacyFile); errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return true, files.Remove(ctx, legacyDir, legacyFile)
 }
 
 // Identity is this gateway's login to the others.
@@ -38,47 +105,20 @@ type Identity struct {
 	password string
 }
 
-// Password is the gateways' password, "" until Ensure has read it.
+// Password is the gateways' password, "" until Ensure has made it.
 func (id *Identity) Password() string {
 	id.mu.Lock()
 	defer id.mu.Unlock()
 	return id.password
 }
 
-// Ensure reads the gateways' password from the filer, making it if no
-// gateway has (under a filer lock, so that two gateways starting together
-// agree), and gives GatewayUser its SCRAM credentials.
-func (id *Identity) Ensure(ctx context.Context, files filerfs.Files, locks Locker, users *user.Store, owner string) error {
-	read := func() (string, error) {
-		data, err := files.ReadFile(ctx, identityDir, identityFile)
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", nil
-		}
-		return strings.TrimSpace(string(data)), err
-	}
-	pw, err := read()
-	if err != nil {
-		return err
-	}
-	if pw == "" {
-		const lock = "kafka-gateway-identity"
-		token, err := locks.Lock(ctx, lock, owner, "", 30*time.Second)
-		if err != nil {
-			return err
-		}
-		defer locks.Unlock(context.WithoutCancel(ctx), lock, token) //nolint:errcheck // it expires
-		if pw, err = read(); err != nil {
-			return err
-		}
-		if pw == "" {
-			b := make([]byte, 32)
-			rand.Read(b)
-			pw = hex.EncodeToString(b)
-			if err := files.WriteFile(ctx, identityDir, identityFile, []byte(pw)); err != nil {
-				return err
-			}
-		}
-	}
+// Ensure derives the gateways' password from the cluster's secret and
+// gives GatewayUser its SCRAM credentials (kept if they are the
+// password's already).
+func (id *Identity) Ensure(ctx context.Context, secret []byte, users *user.Store) error {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("kafka gateway: the gateways' login to one another"))
+	pw := hex.EncodeToString(m.Sum(nil))
 	if err := users.SetPassword(ctx, protocol.GatewayUser, pw); err != nil {
 		return err
 	}

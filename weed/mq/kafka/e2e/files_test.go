@@ -15,9 +15,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/seaweedfs/seaweedfs/weed/pb"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
@@ -29,7 +26,7 @@ import (
 // also for a file written before versions were kept.
 func TestConditionalFilerWrites(t *testing.T) {
 	c := seaweedmq.New(seaweedmq.Options{Masters: []pb.ServerAddress{pb.ServerAddress(cluster.master)},
-		DialOption: grpc.WithTransportCredentials(insecure.NewCredentials()), WALName: "e2e-conditional-writes"})
+		WALName: "e2e-conditional-writes"})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -264,6 +265,12 @@ type lakeProc struct {
 }
 
 func startLake(c *seaweedCluster) (*lakeProc, error) {
+	return startLakeAt("s3", "127.0.0.1:"+strconv.Itoa(c.filerPort), nil)
+}
+
+// startLakeAt starts an S3 gateway logging to <name>.log over the filer
+// at filer, with weed's global flags global (-config_dir) if given.
+func startLakeAt(name, filer string, global []string) (*lakeProc, error) {
 	s3Port, err := freePort(true) // its gRPC port is port+10000
 	if err != nil {
 		return nil, err
@@ -273,7 +280,7 @@ func startLake(c *seaweedCluster) (*lakeProc, error) {
 		return nil, err
 	}
 	l := &lakeProc{s3: "http://127.0.0.1:" + strconv.Itoa(s3Port), catalog: "http://127.0.0.1:" + strconv.Itoa(catalogPort)}
-	if l.proc, err = startProc("s3", filepath.Join(work, "s3.log"), command.S3Args("127.0.0.1:"+strconv.Itoa(c.filerPort), s3Port, catalogPort)...); err != nil {
+	if l.proc, err = startProc(name, filepath.Join(work, name+".log"), append(slices.Clone(global), command.S3Args(filer, s3Port, catalogPort)...)...); err != nil {
 		return nil, err
 	}
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
@@ -332,6 +339,13 @@ var gatewayTuning = []string{"-default-partitions=1",
 // startNamedGateway starts a gateway logging to <name>.log, with extra
 // flags if given.
 func startNamedGateway(name, master string, port int, extra ...string) (*gatewayProc, error) {
+	return startGatewayWith(name, master, port, lake, nil, extra...)
+}
+
+// startGatewayWith starts a gateway as startNamedGateway does, whose
+// tables are in l's catalog, with weed's global flags global (-config_dir)
+// if given.
+func startGatewayWith(name, master string, port int, l *lakeProc, global []string, extra ...string) (*gatewayProc, error) {
 	if port == 0 {
 		var err error
 		if port, err = freePort(false); err != nil {
@@ -358,13 +372,13 @@ func startNamedGateway(name, master string, port int, extra ...string) (*gateway
 		g.secure[l] = "127.0.0.1:" + strconv.Itoa(p)
 		listeners = append(listeners, l+"://"+g.secure[l])
 	}
-	args := append([]string{"-v=1", "mq.kafka.gateway",
-		"-ip=127.0.0.1", "-port=" + strconv.Itoa(port), "-master=" + master}, gatewayTuning...)
+	args := append(append(append([]string{"-v=1"}, global...), "mq.kafka.gateway",
+		"-ip=127.0.0.1", "-port="+strconv.Itoa(port), "-master="+master), gatewayTuning...)
 	args = append(args, "-metricsPort="+strconv.Itoa(metricsPort),
 		// Compacted partitions are looked at every second (not 15 s).
 		"-log.cleaner.backoff.ms=1000",
 		"-schema.registry.listeners="+g.registry,
-		"-iceberg.catalog="+lake.catalog, "-iceberg.s3.endpoint="+lake.s3,
+		"-iceberg.catalog="+l.catalog, "-iceberg.s3.endpoint="+l.s3,
 		// Tables' snapshots are expired every 3 s (not every hour).
 		"-iceberg.maintenance.interval.ms=3000",
 		"-listeners="+strings.Join(listeners, ","))
@@ -483,13 +497,22 @@ type splitCluster struct {
 	master string
 	ports  map[string]int // by role: master, volume, filer, broker, broker2, ...
 	procs  map[string]*proc
+	// global are weed's flags before the command (-config_dir).
+	global []string
 }
 
 // startSplitCluster starts a master, a volume server, a filer and brokers
 // MQ brokers.
 func startSplitCluster(t *testing.T, brokers int) *splitCluster {
 	t.Helper()
-	c := &splitCluster{t: t, dir: filepath.Join(work, t.Name()), ports: map[string]int{}, procs: map[string]*proc{}}
+	return startSplitClusterWith(t, brokers, nil)
+}
+
+// startSplitClusterWith starts one whose processes run with weed's global
+// flags global (-config_dir: a security.toml).
+func startSplitClusterWith(t *testing.T, brokers int, global []string) *splitCluster {
+	t.Helper()
+	c := &splitCluster{t: t, dir: filepath.Join(work, t.Name()), ports: map[string]int{}, procs: map[string]*proc{}, global: global}
 	roles := []string{"master", "volume", "filer"}
 	for i := 1; i <= brokers; i++ {
 		roles = append(roles, brokerRole(i))
@@ -526,7 +549,7 @@ func (c *splitCluster) args(role string) []string {
 	if strings.HasPrefix(role, "broker") {
 		kind = "broker"
 	}
-	return command.RoleArgs(kind, filepath.Join(c.dir, role), c.master, strconv.Itoa(c.ports[role]))
+	return append(slices.Clone(c.global), command.RoleArgs(kind, filepath.Join(c.dir, role), c.master, strconv.Itoa(c.ports[role]))...)
 }
 
 // start starts a role's process (again), logging to <test>-<role>.log.

@@ -67,55 +67,15 @@ func makeCreds(dir string) (*credsKit, error) {
 		usersFile: filepath.Join(dir, "users"), jwksFile: filepath.Join(dir, "jwks.json"),
 		principalRules: `RULE:^CN=([^,]+).*$/$1/,DEFAULT`,
 	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := newTestCA(k.caFile)
 	if err != nil {
 		return nil, err
 	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
+	k.caPool = ca.pool
+	if err := ca.issue(2, pkix.Name{CommonName: "gateway"}, true, false, k.certFile, k.keyFile); err != nil {
 		return nil, err
 	}
-	ca, _ := x509.ParseCertificate(caDER)
-	k.caPool = x509.NewCertPool()
-	k.caPool.AddCert(ca)
-	issue := func(serial int64, subject pkix.Name, server bool, certFile, keyFile string) error {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return err
-		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: subject,
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature}
-		if server {
-			tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-			tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-			tmpl.DNSNames = []string{"localhost"}
-		} else {
-			tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			return err
-		}
-		keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-			return err
-		}
-		return os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600)
-	}
-	if err := os.WriteFile(k.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
-		return nil, err
-	}
-	if err := issue(2, pkix.Name{CommonName: "gateway"}, true, k.certFile, k.keyFile); err != nil {
-		return nil, err
-	}
-	if err := issue(3, pkix.Name{CommonName: "alice", Organization: []string{"e2e"}}, false, k.clientCert, k.clientKey); err != nil {
+	if err := ca.issue(3, pkix.Name{CommonName: "alice", Organization: []string{"e2e"}}, false, true, k.clientCert, k.clientKey); err != nil {
 		return nil, err
 	}
 	if k.clientPair, err = tls.LoadX509KeyPair(k.clientCert, k.clientKey); err != nil {
@@ -132,6 +92,67 @@ func makeCreds(dir string) (*credsKit, error) {
 		return nil, err
 	}
 	return k, os.WriteFile(k.jwksFile, jwks, 0o600)
+}
+
+// testCA issues the certificates of the tests' TLS listeners and of a
+// secured SeaweedFS.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
+}
+
+// newTestCA makes a CA for a day and writes its certificate to file.
+func newTestCA(file string) (*testCA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	ca := &testCA{key: key, pool: x509.NewCertPool()}
+	if ca.cert, err = x509.ParseCertificate(der); err != nil {
+		return nil, err
+	}
+	ca.pool.AddCert(ca.cert)
+	return ca, os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+}
+
+// issue writes a certificate and its key, for a server on 127.0.0.1 and
+// localhost, for a client, or for both.
+func (ca *testCA) issue(serial int64, subject pkix.Name, server, client bool, certFile, keyFile string) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: subject,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature}
+	if server {
+		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
+		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+		tmpl.DNSNames = []string{"localhost"}
+	}
+	if client {
+		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600)
 }
 
 // tokenSecret is the delegation.token.secret.key of the package's

@@ -37,10 +37,16 @@ type icebergRow struct {
 // and the current snapshot's summary.
 func readIcebergTable(t *testing.T, topic string, want int, wait time.Duration) (map[string]icebergRow, map[string]string) {
 	t.Helper()
+	return readIcebergTableAt(t, lake, topic, want, wait)
+}
+
+// readIcebergTableAt reads the table from l's catalog.
+func readIcebergTableAt(t *testing.T, l *lakeProc, topic string, want int, wait time.Duration) (map[string]icebergRow, map[string]string) {
+	t.Helper()
 	py := pythonE2E(t)
 	ctx, cancel := context.WithTimeout(context.Background(), wait+2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, py, "testdata/iceberg_read.py", lake.catalog, lake.s3, iceberg.Namespace+"."+iceberg.TableName(topic),
+	cmd := exec.CommandContext(ctx, py, "testdata/iceberg_read.py", l.catalog, l.s3, iceberg.Namespace+"."+iceberg.TableName(topic),
 		strconv.Itoa(want), strconv.Itoa(int(wait.Seconds())))
 	out, err := cmd.Output()
 	if err != nil {

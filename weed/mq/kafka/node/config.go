@@ -16,6 +16,9 @@ type Config struct {
 	// cluster's filer group.
 	Masters    string
 	FilerGroup string
+	// VolumeServerAccess is how volume servers are reached: direct,
+	// publicUrl or filerProxy (seaweedmq.Access*).
+	VolumeServerAccess string
 	// Storage is where the records and files are kept instead of the
 	// SeaweedMQ at Masters: the in-process tests' in-memory storage; nil
 	// (always, in the command) for SeaweedMQ.
@@ -66,6 +69,9 @@ type Config struct {
 	QuotaSamples       int
 	QuotaWindowSeconds int
 	TokenSecret        string
+	// ClusterSecretFile holds the cluster's secret (cluster.Secret*):
+	// "" to keep one in the filer's key-value store.
+	ClusterSecretFile  string
 	TokenMaxLifetimeMs int64
 	TokenExpiryMs      int64
 	TokenCheckMs       int64

@@ -25,6 +25,8 @@ func Defaults() Config {
 		Masters: "localhost:9333",
 		PprofIP: "127.0.0.1",
 
+		VolumeServerAccess: "direct",
+
 		DefaultPartitions:  4,
 		AutoCreateTopics:   true,
 		MaxRequestBytes:    protocol.DefaultMaxRequestSize,

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -22,14 +23,15 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
-	"github.com/seaweedfs/seaweedfs/weed/security"
 	"github.com/seaweedfs/seaweedfs/weed/util"
+	"github.com/spf13/viper"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/cluster"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/iceberg"
@@ -76,15 +78,20 @@ type Node struct {
 	features      *feature.Store
 	peerOpts      cluster.PeerOptions
 	identity      *cluster.Identity // the gateways' own user, with SASL between them
+	sealer        *user.Sealer      // of the users' and tokens' credentials
+	fileSecret    []byte            // -cluster.secret.file's secret, nil without
+	logins        bool              // a listener has SASL
 	srv           *gateway.Server
 	schemaState   *registry.State // nil without a registry
 	regListeners  []registryListener
 	metricsLn     net.Listener // nil without -metricsPort
 	pprofLn       net.Listener // nil without -port.pprof
 
-	// What ClusterReady waits for besides the parts' own readiness.
-	usersCreated, identityRead atomic.Bool
-	initialUsers               map[string]string
+	// What ClusterReady waits for besides the parts' own readiness:
+	// the users of -sasl.users made, the cluster's secret read (and the
+	// gateways' own user made).
+	usersCreated, secretRead atomic.Bool
+	initialUsers             map[string]string
 }
 
 type closer struct {
@@ -132,6 +139,7 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("-transaction.version %d: 0, 1 or 2", tv)
 	}
 	listeners, err := n.listeners()
+	n.logins = slices.ContainsFunc(listeners, gateway.Listener.SASL)
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +168,15 @@ func New(cfg Config) (_ *Node, err error) {
 			return nil, fmt.Errorf("-group.consumer.assignors: %q is not an assignor (uniform, range)", a)
 		}
 	}
+	if cfg.ClusterSecretFile != "" {
+		data, err := os.ReadFile(cfg.ClusterSecretFile)
+		if err == nil {
+			n.fileSecret, err = cluster.SecretFromFile(data)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("-cluster.secret.file: %w", err)
+		}
+	}
 	if cfg.SASLUsersFile != "" {
 		if n.initialUsers, err = readUsersFile(cfg.SASLUsersFile); err != nil {
 			return nil, fmt.Errorf("-sasl.users: %w", err)
@@ -172,10 +189,20 @@ func New(cfg Config) (_ *Node, err error) {
 		}
 		n.store = cfg.Storage
 	} else {
+		access, err := seaweedmq.ParseVolumeAccess(cfg.VolumeServerAccess)
+		if err != nil {
+			return nil, err
+		}
+		sec, err := seaweedmq.LoadSecurity(viper.ConfigFileUsed(), util.GetViper())
+		if err != nil {
+			return nil, err
+		}
+		glog.V(0).Infof("kafka gateway: security: %s; volume servers reached %s", sec, access)
 		n.client = seaweedmq.New(seaweedmq.Options{
-			Masters:    pb.ServerAddresses(cfg.Masters).ToAddresses(),
-			FilerGroup: cfg.FilerGroup,
-			DialOption: security.LoadClientTLS(util.GetViper(), "grpc.mq"),
+			Masters:      pb.ServerAddresses(cfg.Masters).ToAddresses(),
+			FilerGroup:   cfg.FilerGroup,
+			Security:     sec,
+			VolumeAccess: access,
 			// The write-ahead log is the node's: a restarted gateway trims
 			// what it left, and whoever takes its partitions reads it.
 			WALName: strconv.Itoa(int(n.self.NodeID)),
@@ -264,7 +291,8 @@ func New(cfg Config) (_ *Node, err error) {
 	// on interListener: logged in as their own user when it has SASL (as
 	// their own super user, with the authorizer), over TLS when it has
 	// TLS.
-	n.users = user.NewStore(files)
+	n.sealer = user.NewSealer(nil) // given the cluster's secret at start (ensureSecret)
+	n.users = user.NewStore(files, n.sealer)
 	inter := interListener(listeners, cfg.Authorizer)
 	if inter.SASL() {
 		if !slices.Contains(splitList(cfg.SASLMechanisms, ","), sasl.ScramSHA512) {
@@ -296,7 +324,7 @@ func New(cfg Config) (_ *Node, err error) {
 	// Logins: SCRAM and PLAIN check the users every gateway shares, SCRAM
 	// the delegation tokens too.
 	ms64 := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
-	n.tokens = user.NewTokens(user.TokenOptions{Files: files, Secret: cfg.TokenSecret,
+	n.tokens = user.NewTokens(user.TokenOptions{Files: files, Secret: cfg.TokenSecret, Sealer: n.sealer,
 		MaxLifetime: ms64(cfg.TokenMaxLifetimeMs), RenewTime: ms64(cfg.TokenExpiryMs), CheckEvery: ms64(cfg.TokenCheckMs)})
 	n.onClose("the delegation tokens' sweep", n.tokens.Close)
 	auth, err := sasl.New(sasl.Config{
@@ -438,8 +466,8 @@ func (n *Node) ready(ctx context.Context) error {
 	if !n.usersCreated.Load() {
 		return errors.New("the users of -sasl.users are not created yet")
 	}
-	if !n.identityRead.Load() {
-		return errors.New("the gateways' own user is not ready yet")
+	if !n.secretRead.Load() {
+		return errors.New("the cluster's secret is not read yet (and the gateways' own user not made)")
 	}
 	if n.authz != nil {
 		if err := n.authz.Ready(); err != nil {
@@ -472,10 +500,7 @@ func (n *Node) Start() error {
 	if len(n.initialUsers) > 0 {
 		n.goLoop(n.createUsers)
 	}
-	n.identityRead.Store(n.identity == nil)
-	if n.identity != nil {
-		n.goLoop(n.ensureIdentity)
-	}
+	n.goLoop(n.ensureSecret)
 	if n.metricsLn != nil {
 		mon := &http.Server{Handler: n.srv.MonitorHandler(), ReadHeaderTimeout: 10 * time.Second}
 		n.serveHTTP("metrics", mon, n.metricsLn)
@@ -594,22 +619,65 @@ func (n *Node) createUsers() {
 	n.usersCreated.Store(true)
 }
 
-// ensureIdentity makes the gateways' own user (their SCRAM login to one
-// another), retrying until the filer takes it.
-func (n *Node) ensureIdentity() {
+// ensureSecret reads the cluster's secret (made by the first gateway if
+// no file gives it), seals the credentials older gateways left in the
+// clear, removes the password they kept in a file, and makes the gateways'
+// own user; it retries until the filer takes it all.
+func (n *Node) ensureSecret() {
+	files := cluster.InstrumentFiles(n.store)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := n.identity.Ensure(ctx, cluster.InstrumentFiles(n.store), n.store, n.users, strconv.Itoa(int(n.self.NodeID)))
+		err := n.readSecret(ctx, files)
 		cancel()
 		if err == nil {
-			n.identityRead.Store(true)
+			n.secretRead.Store(true)
 			return
 		}
-		glog.V(1).Infof("kafka gateway: the gateways' own user: %v; retrying", err)
+		glog.V(1).Infof("kafka gateway: the cluster's secret: %v; retrying", err)
 		if !n.sleep(time.Second) {
 			return
 		}
 	}
+}
+
+func (n *Node) readSecret(ctx context.Context, files filerfs.Files) error {
+	secret := n.fileSecret
+	if secret == nil {
+		var err error
+		if secret, err = cluster.EnsureSecret(ctx, n.store, n.store, strconv.Itoa(int(n.self.NodeID))); err != nil {
+			return err
+		}
+	}
+	n.sealer.SetSecret(secret)
+	sealed, err := n.users.SealAll(ctx)
+	if err != nil {
+		return err
+	}
+	tokens, err := n.tokens.SealAll(ctx)
+	if err != nil {
+		return err
+	}
+	if sealed+tokens > 0 {
+		glog.V(0).Infof("kafka gateway: sealed the SCRAM credentials of %d users and %d delegation tokens that older gateways kept in the clear", sealed, tokens)
+	}
+	if removed, err := cluster.RemoveLegacyPassword(ctx, files); err != nil {
+		return err
+	} else if removed {
+		glog.V(0).Infof("kafka gateway: removed the gateways' password older gateways kept in the filer; gateways of those versions can no longer log in to this one")
+	}
+	if n.identity != nil {
+		if err := n.identity.Ensure(ctx, secret, n.users); err != nil {
+			return err
+		}
+	}
+	if n.client != nil && n.logins {
+		// Nothing there logs in, but ACLs, users' names and
+		// groups' offsets are for Kafka's clients to see as ACLs allow.
+		if url, served, err := n.client.FilerServes(ctx, "/etc/kafka-gateway"); err == nil && served {
+			glog.Warningf("kafka gateway: the filer serves the gateways' state to anyone over HTTP (%s answers without a token): set [jwt.filer_signing.read] key in the filer's security.toml, or keep its HTTP port from untrusted networks", url)
+		}
+	}
+	return nil
 }
 
 // storageName names the storage in log lines.
@@ -631,6 +699,14 @@ func (n *Node) watchCluster() {
 		switch {
 		case err == nil && !ready:
 			glog.V(0).Infof("kafka gateway: %s is ready", n.storageName())
+		case errors.Is(err, seaweedmq.ErrSecurity):
+			// Asking again will not mend it: the gateway stops, saying
+			// what to set.
+			select {
+			case n.served <- err:
+			default:
+			}
+			return
 		case err != nil && ready:
 			glog.Warningf("kafka gateway: %s unreachable, clients get retriable errors: %v", n.storageName(), err)
 		case err != nil:

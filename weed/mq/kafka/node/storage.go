@@ -21,6 +21,10 @@ type Storage interface {
 	Lock(ctx context.Context, name, owner, token string, ttl time.Duration) (string, error)
 	Unlock(ctx context.Context, name, token string) error
 	LockOwner(ctx context.Context, name string) (string, error)
+	// ReadSecret and WriteSecret keep small values where the filer's
+	// HTTP API does not serve them (nil: none yet).
+	ReadSecret(ctx context.Context, name string) ([]byte, error)
+	WriteSecret(ctx context.Context, name string, value []byte) error
 
 	// Ready fails while the storage cannot be reached.
 	Ready(ctx context.Context) error

@@ -126,7 +126,8 @@ func startGateway(t *testing.T, o gatewayOptions) *testGateway {
 	g.groups.Start()
 	g.txns = txn.New(txn.Options{Files: files, Log: g.backend, Groups: g.groups})
 	g.txns.Start()
-	g.users = user.NewStore(files)
+	sealer := user.NewSealer([]byte("the in-process tests' cluster secret"))
+	g.users = user.NewStore(files, sealer)
 	for name, password := range o.users {
 		if err := g.users.SetPassword(ctx, name, password); err != nil {
 			t.Fatal(err)
@@ -167,7 +168,7 @@ func startGateway(t *testing.T, o gatewayOptions) *testGateway {
 	opts.Features = g.features
 	if o.tokens != nil {
 		to := *o.tokens
-		to.Files = files
+		to.Files, to.Sealer = files, sealer
 		g.tokens = user.NewTokens(to)
 		opts.Tokens = g.tokens
 	}

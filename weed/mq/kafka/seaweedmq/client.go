@@ -17,6 +17,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/seaweedfs/seaweedfs/weed/cluster"
@@ -37,8 +38,11 @@ const Namespace = "kafka"
 type Options struct {
 	Masters    []pb.ServerAddress
 	FilerGroup string
-	// DialOption carries the gRPC transport security (security.toml).
-	DialOption grpc.DialOption
+	// Security is what the calls to SeaweedFS carry (security.toml).
+	Security Security
+	// VolumeAccess is how volume servers are reached: AccessDirect
+	// (""), AccessPublicURL or AccessFilerProxy.
+	VolumeAccess string
 	// TopicCacheTTL bounds how stale a topic list may be when topics are
 	// created or deleted around this gateway.
 	TopicCacheTTL time.Duration
@@ -70,6 +74,7 @@ type Client struct {
 	topics topicCache
 	parts  partitions
 	segs   segmentStore
+	vols   volumes
 	pids   producerIDs
 	// segWrites makes the last check and the entry's update of a
 	// segment write one step among this gateway's writes to a
@@ -96,6 +101,9 @@ type Client struct {
 
 // New returns a client of the cluster at opts.Masters. It connects lazily.
 func New(opts Options) *Client {
+	if opts.Security.DialOption == nil {
+		opts.Security.DialOption = grpc.WithTransportCredentials(insecure.NewCredentials())
+	}
 	if opts.TopicCacheTTL <= 0 {
 		opts.TopicCacheTTL = 2 * time.Second
 	}
@@ -165,7 +173,7 @@ func (c *Client) listNodes(ctx context.Context, clientType string) ([]string, er
 	var lastErr error = fmt.Errorf("%w: no master given", ErrUnavailable)
 	for _, m := range c.opts.Masters {
 		var addrs []string
-		err := pb.WithMasterClient(ctx, false, m, c.opts.DialOption, false, func(mc master_pb.SeaweedClient) error {
+		err := pb.WithMasterClient(ctx, false, m, c.opts.Security.DialOption, false, func(mc master_pb.SeaweedClient) error {
 			resp, err := mc.ListClusterNodes(ctx, &master_pb.ListClusterNodesRequest{ClientType: clientType, FilerGroup: c.opts.FilerGroup})
 			if err != nil {
 				return err
@@ -177,6 +185,9 @@ func (c *Client) listNodes(ctx context.Context, clientType string) ([]string, er
 		})
 		if err == nil {
 			return addrs, nil
+		}
+		if serr := c.opts.Security.securityMismatch("master "+string(m), err); serr != nil {
+			return nil, serr
 		}
 		lastErr = fmt.Errorf("%w: master %s: %v", ErrUnavailable, m, err)
 	}
@@ -218,7 +229,10 @@ func (c *Client) withFiler(ctx context.Context, fn func(filer_pb.SeaweedFilerCli
 	if err != nil {
 		return err
 	}
-	err = pb.WithGrpcFilerClient(false, 0, f, c.opts.DialOption, fn)
+	err = pb.WithGrpcFilerClient(false, 0, f, c.opts.Security.DialOption, fn)
+	if serr := c.opts.Security.securityMismatch("filer "+string(f), err); serr != nil {
+		return serr
+	}
 	if isUnavailable(err) {
 		c.mu.Lock()
 		if c.filer == f {

@@ -23,9 +23,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/mq"
-	"github.com/seaweedfs/seaweedfs/weed/operation"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
-	"github.com/seaweedfs/seaweedfs/weed/util"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
@@ -276,13 +274,7 @@ func (c *Client) writeCleaned(ctx context.Context, dir string, group []compactio
 		}
 		mtime = maxTime(mtime, time.Unix(s.Entry.Attributes.GetMtime(), 0))
 	}
-	uploader, err := operation.NewUploader()
-	if err != nil {
-		return err
-	}
-	fid, up, err, _ := uploader.UploadWithRetry(filerClient{c, ctx}, &filer_pb.AssignVolumeRequest{
-		Count: 1, Collection: "topics", Path: dir + "/" + first.Name,
-	}, &operation.UploadOption{MimeType: segmentMimeType}, util.NewBytesReader(buf))
+	fid, up, err := c.uploadSegment(ctx, dir+"/"+first.Name, buf)
 	if err != nil {
 		return fmt.Errorf("%w: upload cleaned segment: %v", ErrUnavailable, err)
 	}

@@ -71,3 +71,36 @@ func (c *Client) LockOwner(ctx context.Context, name string) (string, error) {
 	}
 	return owner, err
 }
+
+// ReadSecret reads a value of the filer's key-value store (nil if there
+// is none): it is reached over gRPC only, never served by the filer's HTTP
+// API, which serves every file.
+func (c *Client) ReadSecret(ctx context.Context, name string) ([]byte, error) {
+	var value []byte
+	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		resp, err := fc.KvGet(ctx, &filer_pb.KvGetRequest{Key: []byte(name)})
+		if err != nil {
+			return err
+		}
+		if resp.Error != "" {
+			return fmt.Errorf("read %s from the filer's key-value store: %s", name, resp.Error)
+		}
+		value = resp.Value
+		return nil
+	})
+	return value, err
+}
+
+// WriteSecret writes a value of the filer's key-value store.
+func (c *Client) WriteSecret(ctx context.Context, name string, value []byte) error {
+	return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+		resp, err := fc.KvPut(ctx, &filer_pb.KvPutRequest{Key: []byte(name), Value: value})
+		if err != nil {
+			return err
+		}
+		if resp.Error != "" {
+			return fmt.Errorf("write %s to the filer's key-value store: %s", name, resp.Error)
+		}
+		return nil
+	})
+}

@@ -27,7 +27,6 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/mq/topic"
 	"github.com/seaweedfs/seaweedfs/weed/operation"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
-	"github.com/seaweedfs/seaweedfs/weed/util"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
@@ -161,15 +160,7 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 	if err != nil {
 		return err
 	}
-	uploader, err := operation.NewUploader()
-	if err != nil {
-		return err
-	}
-	fid, res, err, _ := uploader.UploadWithRetry(filerClient{c, ctx}, &filer_pb.AssignVolumeRequest{
-		Count:      1,
-		Collection: "topics",
-		Path:       dir + "/" + planned,
-	}, &operation.UploadOption{MimeType: segmentMimeType}, util.NewBytesReader(buf))
+	fid, res, err := c.uploadSegment(ctx, dir+"/"+planned, buf)
 	if err != nil {
 		return fmt.Errorf("%w: upload a segment: %v", ErrUnavailable, err)
 	}

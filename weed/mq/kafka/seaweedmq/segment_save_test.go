@@ -167,7 +167,7 @@ func startSegmentFiler(t *testing.T, f *segmentFiler) *Client {
 	port := lis.Addr().(*net.TCPAddr).Port
 	c := &Client{
 		filer: pb.NewServerAddress("127.0.0.1", port, port),
-		opts:  Options{DialOption: grpc.WithTransportCredentials(insecure.NewCredentials())},
+		opts:  Options{Security: Security{DialOption: grpc.WithTransportCredentials(insecure.NewCredentials())}},
 	}
 	c.segs.init()
 	return c

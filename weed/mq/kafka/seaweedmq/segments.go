@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"sort"
 	"strings"
@@ -340,7 +339,7 @@ func (c *Client) segmentEnd(ctx context.Context, dir string, s segment) (int64, 
 		return end, nil
 	}
 	c.segs.cacheMu.Unlock()
-	data, err := c.readSegmentFile(s.entry)
+	data, err := c.readFile(ctx, s.entry)
 	if err != nil {
 		return 0, fmt.Errorf("%w: read segment %s/%s: %v", ErrUnavailable, dir, s.entry.Name, err)
 	}
@@ -390,7 +389,7 @@ func (c *Client) decodeSegment(ctx context.Context, dir string, s segment) (*dec
 	}
 	ss.cacheMu.Unlock()
 
-	data, err := c.readSegmentFile(s.entry)
+	data, err := c.readFile(ctx, s.entry)
 	if err != nil {
 		return nil, fmt.Errorf("%w: read segment %s/%s: %v", ErrUnavailable, dir, s.entry.Name, err)
 	}
@@ -462,20 +461,6 @@ func (c *Client) readFlushed(ctx context.Context, st *flushedState, offset int64
 	return out, nil
 }
 
-// readSegmentFile reads a segment's bytes into one buffer of its size.
-func (c *Client) readSegmentFile(e *filer_pb.Entry) ([]byte, error) {
-	size := int64(filer.FileSize(e))
-	if size < 0 || size > 1<<31 {
-		return nil, fmt.Errorf("segment of %d bytes", size)
-	}
-	buf := make([]byte, size)
-	n, err := io.ReadFull(filer.NewFileReader(filerClient{c, context.Background()}, e), buf)
-	if err == io.ErrUnexpectedEOF || err == io.EOF {
-		err = nil // a segment shorter than its size says: what is there
-	}
-	return buf[:n], err
-}
-
 // filerClient adapts the Client to filer_pb.FilerClient for reading and
 // uploading chunks. Once ctx is done its calls fail at once: SeaweedFS's
 // upload retries the volume's assignment on its own, for seconds, with no
@@ -491,5 +476,5 @@ func (f filerClient) WithFilerClient(_ bool, fn func(filer_pb.SeaweedFilerClient
 	}
 	return f.c.withFiler(f.ctx, fn)
 }
-func (f filerClient) AdjustedUrl(l *filer_pb.Location) string { return l.Url }
+func (f filerClient) AdjustedUrl(l *filer_pb.Location) string { return f.c.volumeHost(l) }
 func (f filerClient) GetDataCenter() string                   { return "" }

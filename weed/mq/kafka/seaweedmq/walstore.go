@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -26,9 +25,6 @@ import (
 // walStore is wal.Store over the cluster's filer and volume servers.
 type walStore struct {
 	c *Client
-
-	mu   sync.Mutex
-	urls map[string][]string // volume id → its servers, as last looked up
 }
 
 var _ wal.Store = (*walStore)(nil)
@@ -46,20 +42,23 @@ func (s *walStore) Assign(ctx context.Context, dir string, count int, size uint6
 	if err != nil {
 		return wal.Assignment{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	return wal.Assignment{FileID: resp.FileId, Count: int(resp.Count), URL: resp.Location.Url, Auth: resp.Auth, Fsync: resp.Fsync}, nil
+	return wal.Assignment{FileID: resp.FileId, Count: int(resp.Count), URL: s.c.volumeHost(resp.Location), Auth: resp.Auth, Fsync: resp.Fsync}, nil
 }
 
 func (s *walStore) Upload(ctx context.Context, a wal.Assignment, fid string, data []byte) error {
-	url := "http://" + a.URL + "/" + fid
+	url, jwt, err := s.c.chunkUpload(ctx, a.URL, fid, security.EncodedJwt(a.Auth))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
 	if a.Fsync {
-		url += "?fsync=true"
+		url = util_http.AppendQueryParameter(url, "fsync", "true")
 	}
 	uploader, err := operation.NewUploader()
 	if err != nil {
 		return err
 	}
 	res, err := uploader.UploadData(ctx, data, &operation.UploadOption{
-		UploadUrl: url, Jwt: security.EncodedJwt(a.Auth), MaxAttempts: 1, MimeType: "application/octet-stream",
+		UploadUrl: url, Jwt: jwt, MaxAttempts: 1, MimeType: "application/octet-stream",
 	})
 	if err == nil && res.Error != "" {
 		err = errors.New(res.Error)
@@ -112,22 +111,25 @@ func (s *walStore) Remove(ctx context.Context, dir, name string) error {
 	return err
 }
 
-// ReadChunk reads a chunk from the first of its volume servers that has
-// it.
+// ReadChunk reads a chunk from the first of its volume servers (or the
+// filer proxying them) that has it, with the token the cluster asks for.
 func (s *walStore) ReadChunk(ctx context.Context, fid string) ([]byte, error) {
-	vid, _, _ := strings.Cut(fid, ",")
-	urls, err := s.volume(ctx, vid)
+	urls, err := s.c.chunkURLs(ctx, fid)
 	if err != nil {
-		return nil, fmt.Errorf("%w: look up volume %s: %v", ErrUnavailable, vid, err)
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("%w: no volume server holds %s", ErrUnavailable, fid)
 	}
+	jwt := filer.ChunkReadJwt(urls, fid)
 	missing := true
 	for _, u := range urls {
-		req, rerr := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+u+"/"+fid, nil)
+		req, rerr := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if rerr != nil {
 			return nil, rerr
+		}
+		if jwt != "" {
+			req.Header.Set("Authorization", security.BearerPrefix+jwt)
 		}
 		resp, derr := util_http.GetGlobalHttpClient().Do(req)
 		if derr != nil {
@@ -138,50 +140,21 @@ func (s *walStore) ReadChunk(ctx context.Context, fid string) ([]byte, error) {
 		resp.Body.Close()
 		switch {
 		case resp.StatusCode == http.StatusNotFound:
-			err = fmt.Errorf("%s: not found on %s", fid, u)
+			err = fmt.Errorf("%s: not found at %s", fid, u)
+		case resp.StatusCode == http.StatusUnauthorized:
+			// Not a missing chunk: a token the server does not take.
+			missing, err = false, fmt.Errorf("%w: %s refuses the gateway's read of %s (%s): is jwt.signing.read.key (or jwt.filer_signing.read.key) of the gateway's security.toml the cluster's?", ErrSecurity, u, fid, body)
 		case resp.StatusCode != http.StatusOK || rerr != nil:
-			missing, err = false, fmt.Errorf("%s on %s: %s %v", fid, u, resp.Status, rerr)
+			missing, err = false, fmt.Errorf("%s at %s: %s %v", fid, u, resp.Status, rerr)
 		default:
 			return body, nil
 		}
 	}
-	s.mu.Lock()
-	delete(s.urls, vid) // moved, perhaps: looked up again next time
-	s.mu.Unlock()
+	s.c.forgetVolume(fid)
 	if missing {
 		return nil, fmt.Errorf("%w: %w: %v", ErrUnavailable, wal.ErrMissing, err)
 	}
 	return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
-}
-
-// volume returns the servers of a volume.
-func (s *walStore) volume(ctx context.Context, vid string) ([]string, error) {
-	s.mu.Lock()
-	urls, ok := s.urls[vid]
-	s.mu.Unlock()
-	if ok {
-		return urls, nil
-	}
-	err := s.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		resp, err := fc.LookupVolume(ctx, &filer_pb.LookupVolumeRequest{VolumeIds: []string{vid}})
-		if err != nil {
-			return err
-		}
-		for _, l := range resp.LocationsMap[vid].GetLocations() {
-			urls = append(urls, l.Url)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	if s.urls == nil {
-		s.urls = map[string][]string{}
-	}
-	s.urls[vid] = urls
-	s.mu.Unlock()
-	return urls, nil
 }
 
 // walCovered is the log's wal.Options.Covered: whether a partition's

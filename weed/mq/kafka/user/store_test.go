@@ -14,7 +14,8 @@ import (
 func TestUserChangesOnTwoGatewaysBothStay(t *testing.T) {
 	ctx := context.Background()
 	files := filerfstest.New()
-	here, there := NewStore(files), NewStore(files)
+	sealer := NewSealer([]byte("secret"))
+	here, there := NewStore(files, sealer), NewStore(files, sealer)
 	c256, err := FromPassword(SHA256, "p256", MinIterations)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +43,7 @@ func TestUserChangesOnTwoGatewaysBothStay(t *testing.T) {
 func TestExpiredTokenNotRenewedBack(t *testing.T) {
 	ctx := context.Background()
 	files := filerfstest.New()
-	opts := TokenOptions{Files: files, Secret: "s", RenewTime: time.Hour, MaxLifetime: 2 * time.Hour}
+	opts := TokenOptions{Files: files, Secret: "s", Sealer: NewSealer([]byte("secret")), RenewTime: time.Hour, MaxLifetime: 2 * time.Hour}
 	here := NewTokens(opts)
 	defer here.Close()
 	there := NewTokens(opts)

@@ -9,8 +9,8 @@ package user
 // delegation.token.secret.key) is the password the job logs in with, and
 // what renewing, expiring and describing name it by. The HMAC is never
 // stored: the token's file holds the SCRAM credentials derived from it,
-// as a user's file does for a password, and every gateway with the same
-// secret recomputes it.
+// sealed as a user's file holds those of a password (seal.go), and every
+// gateway with the same secret recomputes it.
 //
 // Layout, under TokenDir:
 //
@@ -69,14 +69,18 @@ var (
 // Token is one delegation token. Principals are "Type:name"; times are
 // Unix milliseconds, as Kafka answers them.
 type Token struct {
-	ID        string                `json:"id"`
-	Owner     string                `json:"owner"`
-	Requester string                `json:"requester"`
-	Renewers  []string              `json:"renewers,omitempty"`
-	Issued    int64                 `json:"issued"`
-	Expires   int64                 `json:"expires"`
-	Max       int64                 `json:"max"`
-	SCRAM     map[string]Credential `json:"scram"`
+	ID        string   `json:"id"`
+	Owner     string   `json:"owner"`
+	Requester string   `json:"requester"`
+	Renewers  []string `json:"renewers,omitempty"`
+	Issued    int64    `json:"issued"`
+	Expires   int64    `json:"expires"`
+	Max       int64    `json:"max"`
+	// SCRAM are the credentials derived from the HMAC, by mechanism:
+	// in the file only as gateways wrote them before sealing.
+	SCRAM map[string]Credential `json:"scram,omitempty"`
+	// Sealed are SCRAM as the file keeps them (seal.go).
+	Sealed []byte `json:"sealed,omitempty"`
 }
 
 // OwnerOrRenewer reports whether principal owns the token, asked for it or
@@ -91,6 +95,8 @@ type TokenOptions struct {
 	// Secret is delegation.token.secret.key, the same on every gateway;
 	// "": tokens are disabled (DELEGATION_TOKEN_AUTH_DISABLED).
 	Secret string
+	// Sealer seals the tokens' credentials in their files.
+	Sealer *Sealer
 	// MaxLifetime, RenewTime and CheckEvery: the Default* above when 0.
 	MaxLifetime, RenewTime, CheckEvery time.Duration
 	// Now is the clock (time.Now when nil).
@@ -157,8 +163,38 @@ func newTokenID() string {
 
 func tokenFile(id string) string { return filerfs.Escape(id) + ".json" }
 
+// sealedAs is what a token's credentials are bound to when sealed: not
+// a user's name.
+func sealedAs(id string) string { return "delegation token " + id }
+
+// decodeToken reads a token's file, its credentials opened.
+func (s *Tokens) decodeToken(data []byte) (Token, error) {
+	var t Token
+	if err := json.Unmarshal(data, &t); err != nil {
+		return t, err
+	}
+	if t.Sealed != nil {
+		creds, err := s.o.Sealer.open(sealedAs(t.ID), t.Sealed)
+		if err != nil {
+			return t, err
+		}
+		t.SCRAM, t.Sealed = creds, nil
+	}
+	return t, nil
+}
+
+// encodeToken is a token's file as written, its credentials sealed.
+func (s *Tokens) encodeToken(t Token) ([]byte, error) {
+	sealed, err := s.o.Sealer.seal(sealedAs(t.ID), t.SCRAM)
+	if err != nil {
+		return nil, err
+	}
+	t.SCRAM, t.Sealed = nil, sealed
+	return json.Marshal(t)
+}
+
 func (s *Tokens) write(ctx context.Context, t Token) error {
-	data, err := json.Marshal(t)
+	data, err := s.encodeToken(t)
 	if err != nil {
 		return err
 	}
@@ -209,8 +245,11 @@ func (s *Tokens) List(ctx context.Context) ([]Token, error) {
 		if f.Dir || !strings.HasSuffix(f.Name, ".json") {
 			continue
 		}
-		var t Token
-		if json.Unmarshal(f.Data, &t) != nil || t.ID == "" {
+		t, err := s.decodeToken(f.Data)
+		if errors.Is(err, ErrNoKey) {
+			return nil, err
+		}
+		if err != nil || t.ID == "" {
 			glog.Warningf("delegation tokens: %s/%s: %v", TokenDir, f.Name, errTokenUnreadable)
 			continue
 		}
@@ -255,8 +294,8 @@ func (s *Tokens) change(ctx context.Context, principal string, mac []byte, apply
 		if err != nil {
 			return 0, err
 		}
-		if err := json.Unmarshal(data, &t); err != nil {
-			return 0, fmt.Errorf("delegation token %s: %w", t.ID, errTokenUnreadable)
+		if t, err = s.decodeToken(data); err != nil {
+			return 0, fmt.Errorf("delegation token %s: %w: %w", t.ID, errTokenUnreadable, err)
 		}
 		if !t.OwnerOrRenewer(principal) {
 			return 0, ErrTokenNotOwner
@@ -277,12 +316,33 @@ func (s *Tokens) change(ctx context.Context, principal string, mac []byte, apply
 
 // writeIf writes a token's file over the version read.
 func (s *Tokens) writeIf(ctx context.Context, t Token, version string) error {
-	data, err := json.Marshal(t)
+	data, err := s.encodeToken(t)
 	if err != nil {
 		return err
 	}
 	_, err = s.o.Files.WriteFileIf(ctx, TokenDir, tokenFile(t.ID), data, version)
 	return err
+}
+
+// SealAll seals the credentials of the tokens whose files gateways wrote
+// before credentials were sealed, each written over the version read.
+func (s *Tokens) SealAll(ctx context.Context) (int, error) {
+	files, err := s.o.Files.ListFiles(ctx, TokenDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
+	sealed := 0
+	for _, f := range files {
+		var t Token
+		if f.Dir || json.Unmarshal(f.Data, &t) != nil || t.Sealed != nil || len(t.SCRAM) == 0 {
+			continue
+		}
+		if err := s.writeIf(ctx, t, f.Version); err != nil && !errors.Is(err, filerfs.ErrChanged) {
+			return sealed, fmt.Errorf("seal delegation token %s: %w", t.ID, err)
+		}
+		sealed++
+	}
+	return sealed, nil
 }
 
 // Renew moves the token's expiry to period from now (period < 0: the
@@ -330,9 +390,9 @@ func (s *Tokens) Login(ctx context.Context, id, mechanism string) (Credential, T
 	if err != nil {
 		return Credential{}, Token{}, err
 	}
-	var t Token
-	if err := json.Unmarshal(data, &t); err != nil {
-		return Credential{}, Token{}, fmt.Errorf("token %s: %w: %v", id, errTokenUnreadable, err)
+	t, err := s.decodeToken(data)
+	if err != nil {
+		return Credential{}, Token{}, fmt.Errorf("token %s: %w: %w", id, errTokenUnreadable, err)
 	}
 	if t.ID != id {
 		return Credential{}, Token{}, ErrNotFound // another id escaped to the same hash

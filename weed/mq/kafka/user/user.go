@@ -2,12 +2,13 @@
 // RFC 7677), stored in the SeaweedFS filer and shared by every gateway of the
 // cluster, as Kafka keeps them in its metadata log. A password is never
 // stored: a credential is the salt, the iteration count and the two keys a
-// SCRAM server needs (StoredKey, ServerKey). PLAIN logins are checked
-// against the same credentials.
+// SCRAM server needs (StoredKey, ServerKey), sealed with the cluster's
+// secret (see seal.go). PLAIN logins are checked against the same
+// credentials.
 //
 // Layout, under Dir:
 //
-//	<user>.json   the user's credentials by mechanism (name escaped as filerfs.Escape does)
+//	<user>.json   the user's name and its sealed credentials by mechanism (file name escaped as filerfs.Escape does)
 //
 // Every lookup reads the filer, so a user created, changed or deleted on
 // one gateway applies on every other at the next login.
@@ -65,8 +66,12 @@ type Credential struct {
 
 // file is a user's file.
 type file struct {
-	Name  string                `json:"name"`
-	SCRAM map[string]Credential `json:"scram"`
+	Name string `json:"name"`
+	// SCRAM are the credentials by mechanism: in the file only as
+	// gateways wrote them before sealing, in memory once opened.
+	SCRAM map[string]Credential `json:"scram,omitempty"`
+	// Sealed are the credentials as the file keeps them (seal.go).
+	Sealed []byte `json:"sealed,omitempty"`
 }
 
 // Hash returns the hash function of a SCRAM mechanism, or nil.
@@ -127,14 +132,68 @@ func (cred Credential) Verify(mechanism, password string) bool {
 
 // Store reads and writes the users' files.
 type Store struct {
-	files filerfs.VersionedFiles
+	files  filerfs.VersionedFiles
+	sealer *Sealer
 	// mu orders this gateway's changes of a user's file; a file another
 	// gateway changed since it was read is read again (Apply).
 	mu sync.Mutex
 }
 
-// NewStore returns a store keeping its files under Dir in files.
-func NewStore(files filerfs.VersionedFiles) *Store { return &Store{files: files} }
+// NewStore returns a store keeping its files under Dir in files, their
+// credentials sealed by sealer.
+func NewStore(files filerfs.VersionedFiles, sealer *Sealer) *Store {
+	return &Store{files: files, sealer: sealer}
+}
+
+// decode reads a user's file, its credentials opened.
+func (s *Store) decode(data []byte) (file, error) {
+	var f file
+	if err := json.Unmarshal(data, &f); err != nil {
+		return f, err
+	}
+	if f.Sealed != nil {
+		creds, err := s.sealer.open(f.Name, f.Sealed)
+		if err != nil {
+			return f, err
+		}
+		f.SCRAM, f.Sealed = creds, nil
+	}
+	return f, nil
+}
+
+// encode is a user's file as written, its credentials sealed.
+func (s *Store) encode(f file) ([]byte, error) {
+	sealed, err := s.sealer.seal(f.Name, f.SCRAM)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(file{Name: f.Name, Sealed: sealed})
+}
+
+// SealAll seals the credentials of the files gateways wrote before
+// credentials were sealed, each written over the version read.
+func (s *Store) SealAll(ctx context.Context) (int, error) {
+	files, err := s.files.ListFiles(ctx, Dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
+	sealed := 0
+	for _, fl := range files {
+		var f file
+		if fl.Dir || json.Unmarshal(fl.Data, &f) != nil || f.Sealed != nil || len(f.SCRAM) == 0 {
+			continue
+		}
+		data, err := s.encode(f)
+		if err != nil {
+			return sealed, err
+		}
+		if _, err := s.files.WriteFileIf(ctx, Dir, fl.Name, data, fl.Version); err != nil && !errors.Is(err, filerfs.ErrChanged) {
+			return sealed, fmt.Errorf("seal user %s: %w", f.Name, err)
+		}
+		sealed++
+	}
+	return sealed, nil
+}
 
 func fileName(name string) string { return filerfs.Escape(name) + ".json" }
 
@@ -152,8 +211,11 @@ func (s *Store) readVersion(ctx context.Context, name string) (file, string, err
 	if err != nil {
 		return file{}, "", err
 	}
-	var f file
-	if err := json.Unmarshal(data, &f); err != nil {
+	f, err := s.decode(data)
+	if errors.Is(err, ErrNoKey) {
+		return file{}, "", err
+	}
+	if err != nil {
 		return file{}, "", fmt.Errorf("user %s: unreadable file: %w", name, err)
 	}
 	if f.Name != name {
@@ -221,8 +283,11 @@ func (s *Store) List(ctx context.Context) (map[string]Info, error) {
 		if fl.Dir || !strings.HasSuffix(fl.Name, ".json") {
 			continue
 		}
-		var f file
-		if json.Unmarshal(fl.Data, &f) != nil || len(f.SCRAM) == 0 {
+		f, err := s.decode(fl.Data)
+		if errors.Is(err, ErrNoKey) {
+			return nil, err
+		}
+		if err != nil || len(f.SCRAM) == 0 {
 			continue
 		}
 		info := Info{}
@@ -280,7 +345,7 @@ func (s *Store) apply(ctx context.Context, name string, changes []Change) error 
 	if len(f.SCRAM) == 0 {
 		return s.files.Remove(ctx, Dir, fileName(name))
 	}
-	data, err := json.Marshal(f)
+	data, err := s.encode(f)
 	if err != nil {
 		return err
 	}

@@ -9,17 +9,18 @@ import (
 
 // Storage is a whole gateway's storage in memory, as a node takes it
 // (node.Storage): the records in a Backend, the small files and locks in
-// filerfstest's. It has no tails or producer state kept apart to flush,
+// filerfstest's, the key-value store's values in its Secrets. It has no tails or producer state kept apart to flush,
 // and one gateway's terms are not its concern.
 type Storage struct {
 	*Backend
 	*filerfstest.Files
 	*filerfstest.Locks
+	*filerfstest.Secrets
 }
 
 // NewStorage returns an empty Storage.
 func NewStorage() *Storage {
-	return &Storage{Backend: New(), Files: filerfstest.New(), Locks: filerfstest.NewLocks(nil)}
+	return &Storage{Backend: New(), Files: filerfstest.New(), Locks: filerfstest.NewLocks(nil), Secrets: &filerfstest.Secrets{}}
 }
 
 // Ready is nil: memory is always reached.
