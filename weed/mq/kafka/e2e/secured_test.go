@@ -23,7 +23,9 @@ import (
 // each a process, and two gateways given the same security.toml. A gateway
 // without the cluster's certificate stops at once, naming the section to
 // set. Under an idempotent and a plain acks=all load, the gateway leading
-// the idempotent partition is SIGKILLed: the other recovers its records
+// the idempotent partition is SIGKILLed (one gateway reaches the volume
+// servers directly, the other through the filer's proxy): the other
+// recovers its records
 // from the write-ahead log (chunks read with the read JWT over HTTPS), and
 // every acknowledged record is read back at its offset, the idempotent
 // producer's once each. Then every codec, a consumer group, a transaction,
@@ -72,10 +74,16 @@ func TestSecuredCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.stop)
+	// The second gateway reads and writes every chunk through the
+	// filer (-volumeServerAccess=filerProxy), with the filer's tokens.
 	var gws [2]*gatewayProc
 	for i := range gws {
 		name := fmt.Sprintf("secured-gateway%d", i+1)
-		if gws[i], err = startGatewayWith(name, c.master, 0, l, sec.global()); err != nil {
+		var extra []string
+		if i == 1 {
+			extra = append(extra, "-volumeServerAccess=filerProxy")
+		}
+		if gws[i], err = startGatewayWith(name, c.master, 0, l, sec.global(), extra...); err != nil {
 			dumpLog(filepath.Join(work, name+".log"))
 			t.Fatal(err)
 		}
