@@ -699,7 +699,7 @@ func (n *Node) watchCluster() {
 		switch {
 		case err == nil && !ready:
 			glog.V(0).Infof("kafka gateway: %s is ready", n.storageName())
-		case errors.Is(err, seaweedmq.ErrSecurity):
+		case errors.Is(err, seaweedmq.ErrSecurity), errors.Is(err, seaweedmq.ErrFilerTooOld):
 			// Asking again will not mend it: the gateway stops, saying
 			// what to set.
 			select {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -70,6 +71,10 @@ type Client struct {
 
 	mu    sync.Mutex
 	filer pb.ServerAddress // current filer ("" until discovered)
+	// filerChecked: the filer checks the conditions of the gateway's
+	// writes (checkFiler, under checkMu: one probe at a time).
+	filerChecked atomic.Bool
+	checkMu      sync.Mutex
 
 	topics topicCache
 	parts  partitions
@@ -245,12 +250,26 @@ func (c *Client) withFiler(ctx context.Context, fn func(filer_pb.SeaweedFilerCli
 }
 
 // Ready reports whether the cluster can serve: a filer is known and
-// answers.
+// answers, and (asked once) checks the conditions of the gateway's writes
+// (ErrFilerTooOld if not).
 func (c *Client) Ready(ctx context.Context) error {
-	return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		_, err := fc.GetFilerConfiguration(ctx, &filer_pb.GetFilerConfigurationRequest{})
 		return err
 	})
+	if err != nil || c.filerChecked.Load() {
+		return err
+	}
+	c.checkMu.Lock()
+	defer c.checkMu.Unlock()
+	if c.filerChecked.Load() {
+		return nil
+	}
+	if err := c.checkFiler(ctx); err != nil {
+		return err
+	}
+	c.filerChecked.Store(true)
+	return nil
 }
 
 // isUnavailable reports whether err means the peer could not be reached.
