@@ -36,6 +36,8 @@ func init() {
 	f.StringVar(&c.Masters, "master", d.Masters, "comma-separated SeaweedFS master servers")
 	f.StringVar(&c.FilerGroup, "filerGroup", d.FilerGroup, "filer group of the cluster")
 	f.StringVar(&c.VolumeServerAccess, "volumeServerAccess", d.VolumeServerAccess, "reach volume servers by [direct|publicUrl|filerProxy]: their address in the cluster, their public address, or through the filer's HTTP port")
+	f.IntVar(&c.DefaultReplicationFactor, "default.replication.factor", d.DefaultReplicationFactor, "replication factor of topics created with the default (-1): the copies SeaweedFS keeps of their files (-1: the cluster's default replication, weed master -defaultReplication)")
+	f.StringVar(&c.ReplicationSpread, "replication.spread", d.ReplicationSpread, "where a topic's copies go: [server|rack|datacenter] (factor 3 is SeaweedFS replication 002, 020 or 200)")
 	f.IntVar(&c.DefaultPartitions, "default-partitions", d.DefaultPartitions, "partitions of auto-created topics")
 	f.BoolVar(&c.AutoCreateTopics, "auto.create.topics", d.AutoCreateTopics, "create unknown topics on Metadata requests")
 	f.IntVar(&c.MaxRequestBytes, "max.request.bytes", d.MaxRequestBytes, "largest request frame accepted")

@@ -505,20 +505,30 @@ type splitCluster struct {
 // MQ brokers.
 func startSplitCluster(t *testing.T, brokers int) *splitCluster {
 	t.Helper()
-	return startSplitClusterWith(t, brokers, nil)
+	return startSplitClusterWith(t, splitOptions{brokers: brokers})
 }
 
-// startSplitClusterWith starts one whose processes run with weed's global
-// flags global (-config_dir: a security.toml).
-func startSplitClusterWith(t *testing.T, brokers int, global []string) *splitCluster {
+// splitOptions shape a split cluster: its MQ brokers and volume servers
+// (1 if 0), and weed's global flags of its processes (-config_dir: a
+// security.toml).
+type splitOptions struct {
+	brokers, volumes int
+	global           []string
+}
+
+// startSplitClusterWith starts a split cluster shaped by o.
+func startSplitClusterWith(t *testing.T, o splitOptions) *splitCluster {
 	t.Helper()
-	c := &splitCluster{t: t, dir: filepath.Join(work, t.Name()), ports: map[string]int{}, procs: map[string]*proc{}, global: global}
+	c := &splitCluster{t: t, dir: filepath.Join(work, t.Name()), ports: map[string]int{}, procs: map[string]*proc{}, global: o.global}
 	roles := []string{"master", "volume", "filer"}
-	for i := 1; i <= brokers; i++ {
+	for i := 2; i <= o.volumes; i++ {
+		roles = append(roles, fmt.Sprintf("volume%d", i))
+	}
+	for i := 1; i <= o.brokers; i++ {
 		roles = append(roles, brokerRole(i))
 	}
 	for _, role := range roles {
-		p, err := freePort(role == "master" || role == "volume" || role == "filer")
+		p, err := freePort(role == "master" || strings.HasPrefix(role, "volume") || role == "filer")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -546,8 +556,11 @@ func brokerRole(i int) string {
 // with a folder of its own.
 func (c *splitCluster) args(role string) []string {
 	kind := role
-	if strings.HasPrefix(role, "broker") {
+	switch {
+	case strings.HasPrefix(role, "broker"):
 		kind = "broker"
+	case strings.HasPrefix(role, "volume"):
+		kind = "volume"
 	}
 	return append(slices.Clone(c.global), command.RoleArgs(kind, filepath.Join(c.dir, role), c.master, strconv.Itoa(c.ports[role]))...)
 }
@@ -571,7 +584,7 @@ func (c *splitCluster) kill(role string) {
 
 // stop ends every process of the cluster, brokers first.
 func (c *splitCluster) stop() {
-	for _, role := range []string{"broker3", "broker2", "broker", "filer", "volume", "master"} {
+	for _, role := range []string{"broker3", "broker2", "broker", "filer", "volume3", "volume2", "volume", "master"} {
 		if p := c.procs[role]; p != nil && !p.exited() {
 			p.stop()
 		}

@@ -33,7 +33,7 @@ import (
 func TestSecuredCluster(t *testing.T) {
 	t.Parallel() // alone on a cluster of its own: beside the others, at the end
 	sec := makeSecuredSeaweedFS(t, filepath.Join(work, t.Name()+"-security"))
-	c := startSplitClusterWith(t, 1, sec.global())
+	c := startSplitClusterWith(t, splitOptions{brokers: 1, global: sec.global()})
 
 	// Without a certificate: the masters close its plaintext dial, and
 	// the gateway stops with what to set, rather than retrying for ever.

@@ -19,6 +19,11 @@ type Config struct {
 	// VolumeServerAccess is how volume servers are reached: direct,
 	// publicUrl or filerProxy (seaweedmq.Access*).
 	VolumeServerAccess string
+	// DefaultReplicationFactor is the factor of topics created with -1
+	// (-1: the cluster's default replication); ReplicationSpread where a
+	// topic's copies go (seaweedmq.Spread*).
+	DefaultReplicationFactor int
+	ReplicationSpread        string
 	// Storage is where the records and files are kept instead of the
 	// SeaweedMQ at Masters: the in-process tests' in-memory storage; nil
 	// (always, in the command) for SeaweedMQ.

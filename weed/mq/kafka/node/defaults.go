@@ -25,7 +25,9 @@ func Defaults() Config {
 		Masters: "localhost:9333",
 		PprofIP: "127.0.0.1",
 
-		VolumeServerAccess: "direct",
+		VolumeServerAccess:       "direct",
+		DefaultReplicationFactor: -1,
+		ReplicationSpread:        "server",
 
 		DefaultPartitions:  4,
 		AutoCreateTopics:   true,

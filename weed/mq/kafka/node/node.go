@@ -193,16 +193,25 @@ func New(cfg Config) (_ *Node, err error) {
 		if err != nil {
 			return nil, err
 		}
+		spread, err := seaweedmq.ParseSpread(cfg.ReplicationSpread)
+		if err != nil {
+			return nil, err
+		}
+		if f := cfg.DefaultReplicationFactor; f != -1 && (f < 1 || f > seaweedmq.MaxReplicationFactor) {
+			return nil, fmt.Errorf("-default.replication.factor: %d is not -1 or 1 to %d", f, seaweedmq.MaxReplicationFactor)
+		}
 		sec, err := seaweedmq.LoadSecurity(viper.ConfigFileUsed(), util.GetViper())
 		if err != nil {
 			return nil, err
 		}
 		glog.V(0).Infof("kafka gateway: security: %s; volume servers reached %s", sec, access)
 		n.client = seaweedmq.New(seaweedmq.Options{
-			Masters:      pb.ServerAddresses(cfg.Masters).ToAddresses(),
-			FilerGroup:   cfg.FilerGroup,
-			Security:     sec,
-			VolumeAccess: access,
+			Masters:                  pb.ServerAddresses(cfg.Masters).ToAddresses(),
+			FilerGroup:               cfg.FilerGroup,
+			Security:                 sec,
+			VolumeAccess:             access,
+			Spread:                   spread,
+			DefaultReplicationFactor: int16(cfg.DefaultReplicationFactor),
 			// The write-ahead log is the node's: a restarted gateway trims
 			// what it left, and whoever takes its partitions reads it.
 			WALName: strconv.Itoa(int(n.self.NodeID)),
@@ -372,27 +381,28 @@ func New(cfg Config) (_ *Node, err error) {
 	})
 	n.srv, err = gateway.NewServer(gateway.Options{
 		Config: protocol.Config{
-			NodeID:                n.self.NodeID,
-			ClusterID:             clusterID(cfg.Masters, cfg.FilerGroup),
-			DefaultPartitions:     int32(cfg.DefaultPartitions),
-			AutoCreateTopics:      cfg.AutoCreateTopics,
-			FetchMaxBytes:         cfg.FetchMaxBytes,
-			FetchSessionSlots:     int(orNone(int64(cfg.FetchSessionSlots))),
-			FetchBatchCacheBytes:  orNone(cfg.FetchBatchCache),
-			DecompressionMaxBytes: cfg.DecompressMaxBytes,
-			TransactionVersion:    int16(cfg.TransactionVersion),
-			Features:              n.features,
-			Cluster:               members,
-			Txns:                  forward,
-			Users:                 n.users,
-			Tokens:                n.tokens,
-			Quotas:                n.quotas,
-			ClientMetrics:         n.clientMetrics,
-			Authorizer:            n.authz,
-			Schemas:               n.schemaState,
-			Shares:                shares,
-			ShareSessionSlots:     cfg.ShareSessions,
-			HighWatermark:         forward.HighWatermark,
+			NodeID:                   n.self.NodeID,
+			ClusterID:                clusterID(cfg.Masters, cfg.FilerGroup),
+			DefaultPartitions:        int32(cfg.DefaultPartitions),
+			DefaultReplicationFactor: int16(cfg.DefaultReplicationFactor),
+			AutoCreateTopics:         cfg.AutoCreateTopics,
+			FetchMaxBytes:            cfg.FetchMaxBytes,
+			FetchSessionSlots:        int(orNone(int64(cfg.FetchSessionSlots))),
+			FetchBatchCacheBytes:     orNone(cfg.FetchBatchCache),
+			DecompressionMaxBytes:    cfg.DecompressMaxBytes,
+			TransactionVersion:       int16(cfg.TransactionVersion),
+			Features:                 n.features,
+			Cluster:                  members,
+			Txns:                     forward,
+			Users:                    n.users,
+			Tokens:                   n.tokens,
+			Quotas:                   n.quotas,
+			ClientMetrics:            n.clientMetrics,
+			Authorizer:               n.authz,
+			Schemas:                  n.schemaState,
+			Shares:                   shares,
+			ShareSessionSlots:        cfg.ShareSessions,
+			HighWatermark:            forward.HighWatermark,
 		},
 		Listeners: listeners,
 		TLS: gateway.TLSOptions{

@@ -3,10 +3,14 @@ package protocol
 // CreateTopics, versions 2-7.
 //
 // The partition count is SeaweedMQ's (at most 2520); -1 takes
-// -default-partitions. Replication is SeaweedFS's, so the replication factor
-// must be -1 or 1; a manual replica assignment is checked as Kafka checks
-// it (partitions 0 to n-1, live gateways) and sets the partition count,
-// and changes nothing else (create_partitions.go's badAssignment).
+// -default-partitions. The replication factor is the copies SeaweedFS
+// keeps of the topic's files (the storage maps it onto a replication and
+// refuses one the cluster cannot place, INVALID_REPLICATION_FACTOR); -1
+// takes -default.replication.factor. A manual replica assignment is
+// checked as Kafka checks it (partitions 0 to n-1, live gateways) and sets
+// the partition count and the replication factor (its first list's
+// length), and changes nothing else (create_partitions.go's
+// badAssignment).
 // Configs are checked against Kafka's (see topic_config.go).
 
 import (
@@ -51,9 +55,11 @@ func (h *Handler) handleCreateTopics(ctx context.Context, r *Request) Reply {
 			partitions = h.cfg.DefaultPartitions
 		}
 		assigned := ""
+		factor := rt.ReplicationFactor
 		if len(rt.ReplicaAssignment) > 0 {
 			partitions = int32(len(rt.ReplicaAssignment))
 			assigned = h.badCreateAssignment(rt.ReplicaAssignment)
+			factor = int16(len(rt.ReplicaAssignment[0].Replicas))
 		}
 		switch {
 		case !h.allowedCluster(r, kmsg.ACLOperationCreate) && !h.allowedTopic(r, kmsg.ACLOperationCreate, rt.Topic):
@@ -68,8 +74,8 @@ func (h *Handler) handleCreateTopics(ctx context.Context, r *Request) Reply {
 			fail(kerr.InvalidRequest, "a replica assignment is given with the partition count and replication factor -1")
 		case assigned != "":
 			fail(kerr.InvalidReplicaAssignment, assigned)
-		case rt.ReplicationFactor != -1 && rt.ReplicationFactor != 1:
-			fail(kerr.InvalidReplicationFactor, "replication is SeaweedFS's: the replication factor must be 1 or -1")
+		case factor == 0 || factor < -1:
+			fail(kerr.InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value.")
 		case nullConfig != "":
 			fail(kerr.InvalidConfig, "setting "+nullConfig+" has a null value")
 		default:
@@ -81,13 +87,14 @@ func (h *Handler) handleCreateTopics(ctx context.Context, r *Request) Reply {
 				fail(kerr.ThrottlingQuotaExceeded, throttleMessage)
 				break
 			}
-			info, err := h.backend.CreateTopic(ctx, storage.TopicSpec{Name: rt.Topic, Partitions: partitions, Configs: configs, ValidateOnly: req.ValidateOnly})
+			info, err := h.backend.CreateTopic(ctx, storage.TopicSpec{Name: rt.Topic, Partitions: partitions, ReplicationFactor: factor,
+				Configs: configs, ValidateOnly: req.ValidateOnly})
 			if err != nil {
 				fail(kafkaErr(err, kerr.RequestTimedOut), err.Error())
 				break
 			}
 			st.TopicID = info.ID
-			st.NumPartitions, st.ReplicationFactor = partitions, 1
+			st.NumPartitions, st.ReplicationFactor = partitions, max(info.ReplicationFactor, 1)
 			for _, tc := range topicConfigs {
 				c := kmsg.NewCreateTopicsResponseTopicConfig()
 				c.Name = tc.name

@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 )
 
 func createTopic(name string, partitions int32, rf int16, configs map[string]string) kmsg.CreateTopicsRequestTopic {
@@ -23,6 +25,16 @@ func createTopic(name string, partitions int32, rf int16, configs map[string]str
 	return rt
 }
 
+// createAssigned is a topic with a replica assignment: a list of
+// replicas by partition.
+func createAssigned(name string, parts int32, rf int16, replicas ...[]int32) kmsg.CreateTopicsRequestTopic {
+	tc := createTopic(name, parts, rf, nil)
+	for i, r := range replicas {
+		tc.ReplicaAssignment = append(tc.ReplicaAssignment, kmsg.CreateTopicsRequestTopicReplicaAssignment{Partition: int32(i), Replicas: r})
+	}
+	return tc
+}
+
 func createTopics(validateOnly bool, topics ...kmsg.CreateTopicsRequestTopic) *kmsg.CreateTopicsRequest {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis, req.ValidateOnly, req.Topics = 5000, validateOnly, topics
@@ -31,7 +43,7 @@ func createTopics(validateOnly bool, topics ...kmsg.CreateTopicsRequestTopic) *k
 
 // CreateTopics v2-7: the topic with its partitions (-1: the gateway's
 // default, 3) and configs; from v5 the answer has the partition count,
-// replication factor 1 and every topic config with its source
+// the replication factor (1 here) and every topic config with its source
 // (DYNAMIC_TOPIC_CONFIG for those set), from v7 the topic id. ValidateOnly
 // answers the same and creates nothing.
 func TestCreateTopicsVersions(t *testing.T) {
@@ -97,16 +109,9 @@ func TestCreateTopicsErrors(t *testing.T) {
 	g.topic(t, "cte-exists", 1, nil)
 	md := kmsg.NewPtrMetadataRequest()
 	self := roundTrip(t, g.addr, md, 12).(*kmsg.MetadataResponse).Brokers[0].NodeID
-	assigned := func(name string, parts int32, rf int16, replicas ...[]int32) kmsg.CreateTopicsRequestTopic {
-		tc := createTopic(name, parts, rf, nil)
-		for i, r := range replicas {
-			tc.ReplicaAssignment = append(tc.ReplicaAssignment, kmsg.CreateTopicsRequestTopicReplicaAssignment{Partition: int32(i), Replicas: r})
-		}
-		return tc
-	}
 	nullConfig := createTopic("cte-null-config", 1, 1, nil)
 	nullConfig.Configs = append(nullConfig.Configs, kmsg.CreateTopicsRequestTopicConfig{Name: "retention.ms"})
-	misnumbered := assigned("cte-assigned-p", -1, -1, []int32{self}, []int32{self})
+	misnumbered := createAssigned("cte-assigned-p", -1, -1, []int32{self}, []int32{self})
 	misnumbered.ReplicaAssignment[1].Partition = 5
 	cases := []struct {
 		topic kmsg.CreateTopicsRequestTopic
@@ -121,12 +126,12 @@ func TestCreateTopicsErrors(t *testing.T) {
 		{createTopic("cte-zero", 0, 1, nil), kerr.InvalidPartitions},
 		{createTopic("cte-many", 2521, 1, nil), kerr.InvalidPartitions},
 		{createTopic("cte-rf3", 1, 3, nil), kerr.InvalidReplicationFactor},
-		{assigned("cte-assigned", -1, -1, []int32{self}, []int32{self}, []int32{self}), nil},
-		{assigned("cte-assigned-unknown", -1, -1, []int32{self}, []int32{self + 99}), kerr.InvalidReplicaAssignment},
-		{assigned("cte-assigned-twice", -1, -1, []int32{self, self}), kerr.InvalidReplicaAssignment},
-		{assigned("cte-assigned-none", -1, -1, []int32{}), kerr.InvalidReplicaAssignment},
+		{createAssigned("cte-assigned", -1, -1, []int32{self}, []int32{self}, []int32{self}), nil},
+		{createAssigned("cte-assigned-unknown", -1, -1, []int32{self}, []int32{self + 99}), kerr.InvalidReplicaAssignment},
+		{createAssigned("cte-assigned-twice", -1, -1, []int32{self, self}), kerr.InvalidReplicaAssignment},
+		{createAssigned("cte-assigned-none", -1, -1, []int32{}), kerr.InvalidReplicaAssignment},
 		{misnumbered, kerr.InvalidReplicaAssignment},
-		{assigned("cte-assigned-count", 2, -1, []int32{self}), kerr.InvalidRequest},
+		{createAssigned("cte-assigned-count", 2, -1, []int32{self}), kerr.InvalidRequest},
 		{createTopic("cte-compact", 1, 1, map[string]string{"cleanup.policy": "compact", "delete.retention.ms": "1000", "min.compaction.lag.ms": "0", "min.cleanable.dirty.ratio": "0.1"}), nil},
 		{createTopic("cte-compact-delete", 1, 1, map[string]string{"cleanup.policy": "compact,delete"}), nil},
 		{createTopic("cte-bad-policy", 1, 1, map[string]string{"cleanup.policy": "keep"}), kerr.InvalidConfig},
@@ -173,4 +178,55 @@ func TestCreateTopicsAuthorization(t *testing.T) {
 	g.allow(t, binding(anonymous, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, acl.ClusterName))
 	resp = roundTrip(t, g.addr, createTopics(false, createTopic("cta-theirs", 1, 1, nil)), 7).(*kmsg.CreateTopicsResponse)
 	code(t, "with Create on the cluster", resp.Topics[0].ErrorCode, nil)
+}
+
+// The replication factor is the copies the storage keeps: CreateTopics
+// answers it, a factor the storage cannot keep (here: more than 3 copies)
+// or below 1 (but -1) is INVALID_REPLICATION_FACTOR, and a replica
+// assignment's lists set it. Metadata and DescribeTopicPartitions list
+// the leader and the live gateways after it as its replicas, as many as
+// the factor asks or there are, all in sync.
+func TestReplicationFactor(t *testing.T) {
+	fc := newFakeCluster(0, map[string]fakeOwner{
+		membership.PartitionKey("rf-2", 0): {0, 0},
+		membership.PartitionKey("rf-3", 0): {1, 0},
+		membership.PartitionKey("rf-1", 0): {1, 0},
+	})
+	g := startGateway(t, gatewayOptions{cluster: fc})
+	g.backend.MaxReplicationFactor = 3
+	self := fc.Members()[0].NodeID
+	resp := roundTrip(t, g.addr, createTopics(false,
+		createTopic("rf-2", 1, 2, nil), createTopic("rf-3", 1, 3, nil), createTopic("rf-1", 1, -1, nil),
+		createTopic("rf-4", 1, 4, nil), createTopic("rf-0", 1, 0, nil), createTopic("rf-minus-2", 1, -2, nil),
+		createAssigned("rf-assigned", -1, -1, []int32{self, 1})), 7).(*kmsg.CreateTopicsResponse)
+	want := map[string]struct {
+		rf  int16
+		err *kerr.Error
+	}{"rf-2": {2, nil}, "rf-3": {3, nil}, "rf-1": {1, nil}, "rf-assigned": {2, nil},
+		"rf-4": {-1, kerr.InvalidReplicationFactor}, "rf-0": {-1, kerr.InvalidReplicationFactor}, "rf-minus-2": {-1, kerr.InvalidReplicationFactor}}
+	for _, st := range resp.Topics {
+		w := want[st.Topic]
+		if err := kerr.ErrorForCode(st.ErrorCode); !errors.Is(err, w.err) && (err != nil || w.err != nil) || st.ReplicationFactor != w.rf {
+			t.Errorf("%s: %v, factor %d; want %v, %d", st.Topic, err, st.ReplicationFactor, w.err, w.rf)
+		}
+	}
+
+	md := kmsg.NewPtrMetadataRequest()
+	for _, name := range []string{"rf-2", "rf-3", "rf-1"} {
+		md.Topics = append(md.Topics, kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr(name)})
+	}
+	mresp := roundTrip(t, g.addr, md, 12).(*kmsg.MetadataResponse)
+	wantReplicas := map[string][]int32{"rf-2": {self, 1}, "rf-3": {1, self}, "rf-1": {1}}
+	for _, mt := range mresp.Topics {
+		p := mt.Partitions[0]
+		if w := wantReplicas[*mt.Topic]; !slices.Equal(p.Replicas, w) || !slices.Equal(p.ISR, w) {
+			t.Errorf("Metadata %s: replicas %v, isr %v; want %v", *mt.Topic, p.Replicas, p.ISR, w)
+		}
+	}
+	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	dtp.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "rf-2"}}
+	dresp := roundTrip(t, g.addr, dtp, 0).(*kmsg.DescribeTopicPartitionsResponse)
+	if p := dresp.Topics[0].Partitions[0]; !slices.Equal(p.Replicas, []int32{self, 1}) || !slices.Equal(p.ISR, p.Replicas) {
+		t.Errorf("DescribeTopicPartitions rf-2: replicas %v, isr %v", p.Replicas, p.ISR)
+	}
 }

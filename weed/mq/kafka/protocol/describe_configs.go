@@ -87,10 +87,11 @@ func (h *Handler) handleDescribeConfigs(ctx context.Context, r *Request) Reply {
 			add("broker.id", strconv.Itoa(int(h.cfg.NodeID)), static, kmsg.ConfigTypeInt, "This gateway's node id.", true)
 			add("auto.create.topics.enable", strconv.FormatBool(h.cfg.AutoCreateTopics), static, kmsg.ConfigTypeBoolean, "Whether Metadata creates missing topics.", true)
 			add("num.partitions", strconv.Itoa(int(h.cfg.DefaultPartitions)), static, kmsg.ConfigTypeInt, "Partitions of auto-created topics (-default-partitions).", true)
-			add("default.replication.factor", "1", static, kmsg.ConfigTypeShort, "Replication is SeaweedFS's.", true)
+			add("default.replication.factor", strconv.Itoa(int(h.cfg.DefaultReplicationFactor)), static, kmsg.ConfigTypeShort,
+				"Replication factor of topics created with the default (-default.replication.factor; -1: the cluster's default replication): the copies SeaweedFS keeps.", true)
 			add("message.max.bytes", strconv.Itoa(int(h.cfg.MaxMessageBytes)), static, kmsg.ConfigTypeInt, "Default max.message.bytes of topics.", true)
 			add("log.retention.ms", "-1", static, kmsg.ConfigTypeLong, "Records are kept unless a topic sets retention.ms.", true)
-			add("min.insync.replicas", "1", static, kmsg.ConfigTypeInt, "Replication is SeaweedFS's.", true)
+			add("min.insync.replicas", "1", static, kmsg.ConfigTypeInt, "Default min.insync.replicas of topics.", true)
 		case kmsg.ConfigResourceTypeGroupConfig:
 			h.describeGroupConfigs(ctx, r, rr.ResourceName, &sr, add)
 		case kmsg.ConfigResourceTypeClientMetrics:

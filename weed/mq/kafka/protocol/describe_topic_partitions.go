@@ -121,8 +121,9 @@ func (h *Handler) handleDescribeTopicPartitions(ctx context.Context, r *Request)
 		st.TopicID = info.ID
 		st.IsInternal = internalTopic(info.Name)
 		st.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
+		ids := h.memberIDs()
 		for p := start; p < end; p++ {
-			st.Partitions = append(st.Partitions, h.describedPartition(info.Name, int32(p)))
+			st.Partitions = append(st.Partitions, h.describedPartition(info, int32(p), ids))
 		}
 		resp.Topics = append(resp.Topics, st)
 		if end < int64(info.Partitions) {
@@ -140,15 +141,16 @@ func (h *Handler) handleDescribeTopicPartitions(ctx context.Context, r *Request)
 }
 
 // describedPartition is a partition as DescribeTopicPartitions shows it.
-func (h *Handler) describedPartition(topic string, partition int32) kmsg.DescribeTopicPartitionsResponseTopicPartition {
+func (h *Handler) describedPartition(t storage.TopicInfo, partition int32, ids []int32) kmsg.DescribeTopicPartitionsResponseTopicPartition {
 	sp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 	sp.Partition = partition
 	sp.Replicas, sp.ISR = []int32{}, []int32{}
 	sp.EligibleLeaderReplicas, sp.LastKnownELR, sp.OfflineReplicas = []int32{}, []int32{}, []int32{}
-	leader, epoch, ok := h.partitionLeader(topic, partition)
+	leader, epoch, ok := h.partitionLeader(t.Name, partition)
 	sp.LeaderID, sp.LeaderEpoch = leader, epoch
 	if ok {
-		sp.Replicas, sp.ISR = []int32{leader}, []int32{leader}
+		sp.Replicas = replicas(leader, t.ReplicationFactor, ids)
+		sp.ISR = sp.Replicas
 	}
 	return sp
 }

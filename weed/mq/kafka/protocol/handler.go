@@ -35,7 +35,11 @@ type Config struct {
 	Listeners         string
 	ClusterID         string
 	DefaultPartitions int32
-	AutoCreateTopics  bool
+	// DefaultReplicationFactor is what DescribeConfigs says of the
+	// factor of topics created with the default (-1: the cluster's
+	// default replication; 0: 1).
+	DefaultReplicationFactor int16
+	AutoCreateTopics         bool
 	// MaxMessageBytes is the default max.message.bytes of topics: the
 	// largest record batch a producer may send.
 	MaxMessageBytes int32
@@ -153,6 +157,9 @@ func New(cfg Config, backend storage.Backend, groups *group.Coordinator, txns *t
 	}
 	if cfg.FetchMaxBytes <= 0 {
 		cfg.FetchMaxBytes = DefaultFetchMaxBytes
+	}
+	if cfg.DefaultReplicationFactor == 0 {
+		cfg.DefaultReplicationFactor = 1
 	}
 	if cfg.DefaultPartitions <= 0 {
 		cfg.DefaultPartitions = 1

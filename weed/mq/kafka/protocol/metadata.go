@@ -23,6 +23,7 @@ package protocol
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -149,6 +150,7 @@ func (h *Handler) metadataTopics(ctx context.Context, r *Request, req *kmsg.Meta
 }
 
 func (h *Handler) topicMetadata(t storage.TopicInfo) kmsg.MetadataResponseTopic {
+	ids := h.memberIDs()
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
@@ -166,16 +168,45 @@ func (h *Handler) topicMetadata(t storage.TopicInfo) kmsg.MetadataResponseTopic 
 		}
 		mp.Leader = leader
 		mp.LeaderEpoch = epoch
-		mp.Replicas = []int32{leader}
-		mp.ISR = []int32{leader}
+		mp.Replicas = replicas(leader, t.ReplicationFactor, ids)
+		mp.ISR = mp.Replicas
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
 }
 
+// memberIDs are the live gateways' node ids, in order.
+func (h *Handler) memberIDs() []int32 {
+	ms := h.brokers()
+	ids := make([]int32, len(ms))
+	for i, m := range ms {
+		ids[i] = m.NodeID
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// replicas are a partition's replicas as Metadata and
+// DescribeTopicPartitions list them: its leader, then the live gateways
+// after it by node id, as many as the topic's replication factor (or all
+// there are). They are what a gateway can honestly call a replica: any of
+// them leads the partition with every acknowledged record once the leader
+// is gone (the records are SeaweedFS's, with the factor's copies; the
+// write-ahead log is read by the next leader), so each is in sync.
+func replicas(leader int32, factor int16, ids []int32) []int32 {
+	out := []int32{leader}
+	at, _ := slices.BinarySearch(ids, leader)
+	for i := 0; i < len(ids) && len(out) < int(factor); i++ {
+		if id := ids[(at+i)%len(ids)]; id != leader {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // partitionLeader returns the node id of the gateway that leads a
 // partition and its leader epoch; ok is false while no gateway is known.
-// The leader is the partition's only replica (SeaweedFS replicates).
+// Its replicas are replicas(): see there.
 func (h *Handler) partitionLeader(topic string, partition int32) (leader, epoch int32, ok bool) {
 	m, e, ok := h.cluster.Owner(membership.PartitionKey(topic, partition))
 	if !ok {

@@ -91,7 +91,7 @@ var topicConfigs = []topicConfig{
 	{name: "min.compaction.lag.ms", def: "0", typ: kmsg.ConfigTypeLong,
 		doc: "The shortest a record stays uncompacted after it was stored.", check: intAtLeast(0)},
 	{name: "min.insync.replicas", def: "1", typ: kmsg.ConfigTypeInt,
-		doc: noEffect + "replication is SeaweedFS's.", check: intAtLeast(1)},
+		doc: "The fewest copies SeaweedFS keeps of what is produced while the cluster cannot place the topic's replication factor (a volume server lost); fewer, and produce waits.", check: intAtLeast(1)},
 	{name: "preallocate", def: "false", typ: kmsg.ConfigTypeBoolean,
 		doc: noEffect + "SeaweedFS allocates its volumes.", check: boolean},
 	{name: "remote.copy.lag.bytes", def: "-1", typ: kmsg.ConfigTypeLong,

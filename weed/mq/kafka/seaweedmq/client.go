@@ -44,6 +44,12 @@ type Options struct {
 	// VolumeAccess is how volume servers are reached: AccessDirect
 	// (""), AccessPublicURL or AccessFilerProxy.
 	VolumeAccess string
+	// Spread is where a topic's copies go (Spread*: "" is server), and
+	// DefaultReplicationFactor the copies of a topic created with the
+	// default factor (-1 or 0: the cluster's default replication); see
+	// replication.go.
+	Spread                   string
+	DefaultReplicationFactor int16
 	// TopicCacheTTL bounds how stale a topic list may be when topics are
 	// created or deleted around this gateway.
 	TopicCacheTTL time.Duration
@@ -80,6 +86,7 @@ type Client struct {
 	parts  partitions
 	segs   segmentStore
 	vols   volumes
+	view   clusterView
 	pids   producerIDs
 	// segWrites makes the last check and the entry's update of a
 	// segment write one step among this gateway's writes to a
@@ -108,6 +115,9 @@ type Client struct {
 func New(opts Options) *Client {
 	if opts.Security.DialOption == nil {
 		opts.Security.DialOption = grpc.WithTransportCredentials(insecure.NewCredentials())
+	}
+	if opts.DefaultReplicationFactor == 0 {
+		opts.DefaultReplicationFactor = -1
 	}
 	if opts.TopicCacheTTL <= 0 {
 		opts.TopicCacheTTL = 2 * time.Second
@@ -266,6 +276,9 @@ func (c *Client) Ready(ctx context.Context) error {
 		return nil
 	}
 	if err := c.checkFiler(ctx); err != nil {
+		return err
+	}
+	if _, _, err := c.cluster(ctx); err != nil { // the default replication, for the factors
 		return err
 	}
 	c.filerChecked.Store(true)

@@ -274,7 +274,11 @@ func (c *Client) writeCleaned(ctx context.Context, dir string, group []compactio
 		}
 		mtime = maxTime(mtime, time.Unix(s.Entry.Attributes.GetMtime(), 0))
 	}
-	fid, up, err := c.uploadSegment(ctx, dir+"/"+first.Name, buf)
+	replication, err := c.dirReplication(ctx, dir)
+	if err != nil {
+		return err
+	}
+	fid, up, err := c.uploadSegment(ctx, dir+"/"+first.Name, replication, buf)
 	if err != nil {
 		return fmt.Errorf("%w: upload cleaned segment: %v", ErrUnavailable, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/pb/mq_pb"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
@@ -28,6 +29,9 @@ type partition struct {
 	// deleted and created again within a second (the directory is named
 	// to the second) are not taken for the new one's (wal.PartKey).
 	walKey string
+	// replication is the copies of the topic's files, with which its
+	// batches are logged.
+	replication wal.Replication
 
 	// writeMu serializes appends, so that a batch's records get
 	// contiguous offsets and batches keep the order in which they were

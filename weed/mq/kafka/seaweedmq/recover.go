@@ -160,7 +160,11 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 	if err != nil {
 		return err
 	}
-	fid, res, err := c.uploadSegment(ctx, dir+"/"+planned, buf)
+	replication, err := c.dirReplication(ctx, dir)
+	if err != nil {
+		return err
+	}
+	fid, res, err := c.uploadSegment(ctx, dir+"/"+planned, replication, buf)
 	if err != nil {
 		return fmt.Errorf("%w: upload a segment: %v", ErrUnavailable, err)
 	}
@@ -303,10 +307,15 @@ func fnv32(s string) uint32 {
 // It also learns the ts_ns of the partition's last record, so that the
 // ts_ns it gives stay increasing, as SeaweedMQ keeps them.
 func (c *Client) openPartition(ctx context.Context, p *partition) error {
-	a, err := c.assignment(ctx, p.topic, p.index)
+	e, err := c.topic(ctx, p.topic)
 	if err != nil {
 		return err
 	}
+	if p.index < 0 || int(p.index) >= len(e.parts) {
+		return kerr.UnknownTopicOrPartition
+	}
+	a := e.parts[p.index]
+	p.replication = e.replication()
 	p.dir = partitionDir(p.topic, a)
 	p.walKey = wal.PartKey(p.dir, a.Partition.UnixTimeNs)
 	if c.opts.Term != nil {

@@ -45,6 +45,9 @@ const ConfigDir = "/etc/kafka-gateway/topics"
 // topicConfigFile is the content of a topic's file in ConfigDir.
 type topicConfigFile struct {
 	Configs map[string]string `json:"configs"`
+	// Replication is SeaweedFS's replication of the topic's files, as
+	// its replication factor maps onto it ("": the cluster's default).
+	Replication string `json:"replication,omitempty"`
 	// LogStart holds the log start offsets DeleteRecords moved up, by
 	// partition: records below are gone for Kafka clients.
 	LogStart map[int32]int64 `json:"logStart,omitempty"`
@@ -59,6 +62,8 @@ type topicEntry struct {
 	read  time.Time
 	// logStart: log start offsets moved up by DeleteRecords.
 	logStart map[int32]int64
+	// replicationWant is the replication of the topic's files.
+	replicationWant string
 	// conf is the topic's SeaweedMQ configuration as read (partitions in
 	// the file's order); confVersion and settingsVersion the versions of
 	// the two files read (filerfs.VersionedFiles; "" for none), which a
@@ -145,12 +150,14 @@ func (c *Client) readTopic(ctx context.Context, name string) (*topicEntry, error
 		}
 		return a.RangeStart < b.RangeStart
 	})
-	e := &topicEntry{parts: parts, read: time.Now(), logStart: kconf.LogStart, conf: conf, confVersion: confVersion, settingsVersion: settingsVersion}
+	e := &topicEntry{parts: parts, read: time.Now(), logStart: kconf.LogStart, replicationWant: kconf.Replication,
+		conf: conf, confVersion: confVersion, settingsVersion: settingsVersion}
 	e.info = storage.TopicInfo{
-		Name:       name,
-		ID:         topicID(name, parts[0].Partition.UnixTimeNs),
-		Partitions: int32(len(parts)),
-		Configs:    kconf.Configs,
+		Name:              name,
+		ID:                topicID(name, parts[0].Partition.UnixTimeNs),
+		Partitions:        int32(len(parts)),
+		ReplicationFactor: c.replicationFactor(kconf.Replication),
+		Configs:           kconf.Configs,
 	}
 	return e, nil
 }
@@ -441,11 +448,16 @@ func (c *Client) CreateTopic(ctx context.Context, spec storage.TopicSpec) (stora
 		}
 		return nil
 	}
+	replication, err := c.replicationOf(ctx, spec.ReplicationFactor)
+	if err != nil {
+		return storage.TopicInfo{}, err
+	}
 	if spec.ValidateOnly {
 		if err := exists(); err != nil {
 			return storage.TopicInfo{}, err
 		}
-		return storage.TopicInfo{Name: spec.Name, Partitions: spec.Partitions, Configs: spec.Configs}, nil
+		return storage.TopicInfo{Name: spec.Name, Partitions: spec.Partitions, Configs: spec.Configs,
+			ReplicationFactor: c.replicationFactor(replication)}, nil
 	}
 	// Two gateways creating the topic at once (clients auto-creating it
 	// on each) would each write its settings and a configuration of
@@ -453,7 +465,7 @@ func (c *Client) CreateTopic(ctx context.Context, spec storage.TopicSpec) (stora
 	// what was produced to the other's partitions is lost. One creates it
 	// under the topic's lock; its configuration is written only if there
 	// is none, for a create that outlasts the lock.
-	err := c.withTopicLock(ctx, spec.Name, func() error {
+	err = c.withTopicLock(ctx, spec.Name, func() error {
 		if err := exists(); err != nil {
 			return err
 		}
@@ -464,7 +476,7 @@ func (c *Client) CreateTopic(ctx context.Context, spec storage.TopicSpec) (stora
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		err = c.saveTopicFile(ctx, spec.Name, topicConfigFile{Configs: spec.Configs}, version)
+		err = c.saveTopicFile(ctx, spec.Name, topicConfigFile{Configs: spec.Configs, Replication: replication}, version)
 		if errors.Is(err, filerfs.ErrChanged) {
 			return fmt.Errorf("%w: being created on another gateway", kerr.TopicAlreadyExists)
 		}
@@ -484,7 +496,7 @@ func (c *Client) CreateTopic(ctx context.Context, spec storage.TopicSpec) (stora
 	if err != nil {
 		return storage.TopicInfo{}, err
 	}
-	glog.V(0).Infof("kafka gateway: created topic %s with %d partitions", spec.Name, spec.Partitions)
+	glog.V(0).Infof("kafka gateway: created topic %s with %d partitions, replication %q", spec.Name, spec.Partitions, replication)
 	return c.DescribeTopic(ctx, spec.Name)
 }
 
@@ -540,7 +552,7 @@ func (c *Client) AlterTopicConfigs(ctx context.Context, name string, change func
 		if err := change(configs); err != nil {
 			return err
 		}
-		return c.saveTopicFile(ctx, name, topicConfigFile{Configs: configs, LogStart: e.logStart}, e.settingsVersion)
+		return c.saveTopicFile(ctx, name, topicConfigFile{Configs: configs, LogStart: e.logStart, Replication: e.replicationWant}, e.settingsVersion)
 	})
 	if err != nil {
 		return err
@@ -599,7 +611,7 @@ func (c *Client) DeleteRecords(ctx context.Context, name string, index int32, be
 			starts = map[int32]int64{}
 		}
 		starts[index] = before
-		return c.saveTopicFile(ctx, name, topicConfigFile{Configs: fresh.info.Configs, LogStart: starts}, fresh.settingsVersion)
+		return c.saveTopicFile(ctx, name, topicConfigFile{Configs: fresh.info.Configs, LogStart: starts, Replication: fresh.replicationWant}, fresh.settingsVersion)
 	})
 	if err != nil {
 		return -1, err

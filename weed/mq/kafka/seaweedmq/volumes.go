@@ -21,6 +21,8 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/security"
 	"github.com/seaweedfs/seaweedfs/weed/util"
 	util_http "github.com/seaweedfs/seaweedfs/weed/util/http"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
 )
 
 // volumes caches the servers of the volumes the gateway reads from.
@@ -115,9 +117,13 @@ func (c *Client) chunkUpload(ctx context.Context, host, fid string, auth securit
 }
 
 // uploadSegment uploads the bytes of a segment file at path as one chunk
-// of the topics' collection (UploadWithRetry asks filerClient for the
-// volume and retries it).
-func (c *Client) uploadSegment(ctx context.Context, path string, buf []byte) (string, *operation.UploadResult, error) {
+// of the topics' collection, kept with replication (UploadWithRetry asks
+// filerClient for the volume and retries it).
+func (c *Client) uploadSegment(ctx context.Context, path string, r wal.Replication, buf []byte) (string, *operation.UploadResult, error) {
+	replication, err := c.replicationNow(ctx, r)
+	if err != nil {
+		return "", nil, err
+	}
 	o := &operation.UploadOption{MimeType: segmentMimeType}
 	if c.opts.VolumeAccess == AccessFilerProxy {
 		f, err := c.filerAddr(ctx)
@@ -131,8 +137,11 @@ func (c *Client) uploadSegment(ctx context.Context, path string, buf []byte) (st
 		return "", nil, err
 	}
 	fid, res, err, _ := uploader.UploadWithRetry(filerClient{c, ctx}, &filer_pb.AssignVolumeRequest{
-		Count: 1, Collection: "topics", Path: path,
+		Count: 1, Collection: "topics", Replication: replication, Path: path,
 	}, o, util.NewBytesReader(buf))
+	if err != nil {
+		c.lookAgain()
+	}
 	return fid, res, err
 }
 

@@ -29,17 +29,22 @@ type walStore struct {
 
 var _ wal.Store = (*walStore)(nil)
 
-func (s *walStore) Assign(ctx context.Context, dir string, count int, size uint64) (wal.Assignment, error) {
+func (s *walStore) Assign(ctx context.Context, dir string, r wal.Replication, count int, size uint64) (wal.Assignment, error) {
+	replication, err := s.c.replicationNow(ctx, r)
+	if err != nil {
+		return wal.Assignment{}, err
+	}
 	var resp *filer_pb.AssignVolumeResponse
-	err := s.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+	err = s.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		var err error
-		resp, err = fc.AssignVolume(ctx, &filer_pb.AssignVolumeRequest{Count: int32(count), Path: dir, ExpectedDataSize: size})
+		resp, err = fc.AssignVolume(ctx, &filer_pb.AssignVolumeRequest{Count: int32(count), Path: dir, Replication: replication, ExpectedDataSize: size})
 		if err == nil && resp.Error != "" {
 			err = errors.New(resp.Error)
 		}
 		return err
 	})
 	if err != nil {
+		s.c.lookAgain()
 		return wal.Assignment{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	return wal.Assignment{FileID: resp.FileId, Count: int(resp.Count), URL: s.c.volumeHost(resp.Location), Auth: resp.Auth, Fsync: resp.Fsync}, nil

@@ -228,7 +228,7 @@ func (p *partition) log(b *pendingBatch) *storage.Appended {
 	p.notifyMu.Lock()
 	p.pending = append(p.pending, b)
 	p.notifyMu.Unlock()
-	p.c.logBatch(wal.Batch{Dir: p.walKey, Term: p.term, Base: b.base, N: b.n, Recs: b.recs}, func(err error) { p.logged(b, err) })
+	p.c.logBatch(wal.Batch{Dir: p.walKey, Term: p.term, Base: b.base, N: b.n, Recs: b.recs, Replication: p.replication}, func(err error) { p.logged(b, err) })
 	if !b.durable {
 		b.app.Finish(b.base, nil)
 	}

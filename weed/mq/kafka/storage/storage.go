@@ -146,16 +146,22 @@ type TopicInfo struct {
 	Name       string
 	ID         [16]byte
 	Partitions int32
+	// ReplicationFactor is the copies the storage keeps of the topic's
+	// records (SeaweedFS's replication of its files).
+	ReplicationFactor int16
 	// Configs holds the settings made for this topic (not the defaults).
 	Configs map[string]string
 }
 
 // TopicSpec is a topic to create.
 type TopicSpec struct {
-	Name         string
-	Partitions   int32
-	Configs      map[string]string
-	ValidateOnly bool
+	Name       string
+	Partitions int32
+	// ReplicationFactor is the copies to keep (-1 or 0: the storage's
+	// default); one the storage cannot keep is kerr.InvalidReplicationFactor.
+	ReplicationFactor int16
+	Configs           map[string]string
+	ValidateOnly      bool
 }
 
 // Offsets are a partition's log start offset and high watermark.

@@ -47,6 +47,19 @@ type Batch struct {
 	Base int64
 	N    int
 	Recs []byte // n records, each uvarint length and LogEntry
+	// Replication is how many copies of the chunk that holds the batch
+	// SeaweedFS keeps: those of its topic (the chunk's are the widest
+	// of its batches'). It is not written into the log.
+	Replication Replication
+}
+
+// Replication is a topic's copies: Want, SeaweedFS's replication of its
+// files ("": the cluster's default), and Min, the fewest copies a chunk
+// may be written with while the cluster cannot place Want's
+// (min.insync.replicas).
+type Replication struct {
+	Want string
+	Min  int
 }
 
 // appendBatch appends a batch to a frame's payload.

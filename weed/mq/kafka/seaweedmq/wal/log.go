@@ -86,7 +86,7 @@ type Log struct {
 	closing bool
 
 	// Owned by the commit loop.
-	fids fidPool
+	fids map[Replication]*fidPool
 	// framed and frames are the bytes and frames committed, whose average
 	// is what each reserved file id is announced to hold.
 	framed, frames uint64
@@ -216,12 +216,15 @@ func (w *Log) commitLoop() {
 
 		frame = frame[:8]
 		records := 0
+		var replication Replication
 		for _, e := range batch {
 			frame = appendBatch(frame, &e.Batch)
 			records += e.N
+			replication.Want = Wider(replication.Want, e.Replication.Want)
+			replication.Min = max(replication.Min, e.Replication.Min)
 		}
 		frame = sealFrame(frame)
-		err := w.commitRetrying(frame, batch)
+		err := w.commitRetrying(frame, replication, batch)
 		if err == nil {
 			metrics.WALCommitBatches.Observe(float64(len(batch)))
 			metrics.WALCommitRecords.Observe(float64(records))
@@ -244,13 +247,13 @@ func (w *Log) commitLoop() {
 // take it: the batches' producers wait (their requests time out and are
 // retried; an idempotent retry waits for this outcome). Only a gateway
 // that stops gives up, and then nothing of it is acknowledged.
-func (w *Log) commitRetrying(frame []byte, batch []*pending) error {
+func (w *Log) commitRetrying(frame []byte, replication Replication, batch []*pending) error {
 	pause := 20 * time.Millisecond
 	var logged string
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
 		// A panic is tried again, as a filer that does not answer.
-		err := guard.Try("WALCommit", func() error { return w.commit(frame, batch) })
+		err := guard.Try("WALCommit", func() error { return w.commit(frame, replication, batch) })
 		metrics.WALCommitSeconds.Observe(time.Since(start).Seconds())
 		if err == nil {
 			if logged != "" {
@@ -274,8 +277,9 @@ func (w *Log) commitRetrying(frame []byte, batch []*pending) error {
 	}
 }
 
-// commit writes one frame as a chunk of the current file.
-func (w *Log) commit(frame []byte, batch []*pending) (err error) {
+// commit writes one frame as a chunk of the current file, kept with
+// replication.
+func (w *Log) commit(frame []byte, replication Replication, batch []*pending) (err error) {
 	w.filesMu.Lock()
 	w.committing = true
 	if w.cur != nil && (len(w.cur.entry.Chunks) >= fileChunks || time.Since(w.cur.created) > fileAge) {
@@ -297,7 +301,7 @@ func (w *Log) commit(frame []byte, batch []*pending) (err error) {
 			}}}
 	}
 	f := w.cur
-	slot, err := w.reserve()
+	slot, err := w.reserve(replication)
 	if err != nil {
 		return err
 	}
@@ -334,7 +338,7 @@ func (w *Log) commit(frame []byte, batch []*pending) (err error) {
 	go func() { uploaded <- guard.Try("WALUpload", func() error { return w.put(ctx, slot, frame) }) }()
 	err = w.opts.Store.Save(ctx, w.dir, f.entry, len(f.entry.Chunks)-1)
 	if uerr := <-uploaded; uerr != nil {
-		w.fids.base = nil // the volume may be gone or full
+		delete(w.fids, replication) // the volume may be gone or full
 		if err == nil {
 			err = uerr
 		}
@@ -382,14 +386,15 @@ type chunkSlot struct {
 	fid string
 }
 
-// reserve takes the next reserved file id, reserving more when none is
-// left.
-func (w *Log) reserve() (chunkSlot, error) {
-	if w.fids.base == nil || w.fids.next >= w.fids.n {
+// reserve takes the next file id reserved with replication, reserving
+// more when none is left.
+func (w *Log) reserve(replication Replication) (chunkSlot, error) {
+	pool := w.fids[replication]
+	if pool == nil || pool.next >= pool.n {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		// The expected size per id: without it the master counts 1 MB
 		// for each, and grows new volumes all the time.
-		a, err := w.opts.Store.Assign(ctx, w.dir+"/", assignCount, w.expectedFrame())
+		a, err := w.opts.Store.Assign(ctx, w.dir+"/", replication, assignCount, w.expectedFrame())
 		cancel()
 		if err != nil {
 			return chunkSlot{}, fmt.Errorf("assign a volume for the write-ahead log: %w", err)
@@ -402,12 +407,37 @@ func (w *Log) reserve() (chunkSlot, error) {
 		if a.Auth != "" {
 			n = 1 // a signed write is for the assigned id only
 		}
-		w.fids = fidPool{a: a, base: base, n: n}
+		if w.fids == nil {
+			w.fids = map[Replication]*fidPool{}
+		}
+		pool = &fidPool{a: a, base: base, n: n}
+		w.fids[replication] = pool
 	}
-	id := *w.fids.base
-	id.Key += types.NeedleId(w.fids.next)
-	w.fids.next++
-	return chunkSlot{a: w.fids.a, fid: id.String()}, nil
+	id := *pool.base
+	id.Key += types.NeedleId(pool.next)
+	pool.next++
+	return chunkSlot{a: pool.a, fid: id.String()}, nil
+}
+
+// Wider is of two replication strings the one that keeps more copies
+// ("" is the cluster's default, which any named one is taken over).
+func Wider(a, b string) string {
+	if copies(b) > copies(a) || a == "" {
+		return b
+	}
+	return a
+}
+
+// copies is the number of copies a replication string keeps (its digits
+// and the first).
+func copies(replication string) int {
+	n := 1
+	for _, c := range replication {
+		if c >= '0' && c <= '9' {
+			n += int(c - '0')
+		}
+	}
+	return n
 }
 
 // expectedFrame is the average frame committed so far, at least 4 KB.

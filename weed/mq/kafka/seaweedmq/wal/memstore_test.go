@@ -50,7 +50,7 @@ func newMemStore() *memStore {
 
 var errInjected = errors.New("injected failure")
 
-func (m *memStore) Assign(_ context.Context, _ string, count int, _ uint64) (Assignment, error) {
+func (m *memStore) Assign(_ context.Context, _ string, _ Replication, count int, _ uint64) (Assignment, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	fid := needle.NewFileId(7, m.nextKey, 0x5eed).String()

@@ -13,9 +13,9 @@ import (
 // tests in memory.
 type Store interface {
 	// Assign reserves file ids on a volume server for chunks of files
-	// under dir: about count of them, each expected to hold about size
-	// bytes.
-	Assign(ctx context.Context, dir string, count int, size uint64) (Assignment, error)
+	// under dir, kept with replication's copies: about count of them,
+	// each expected to hold about size bytes.
+	Assign(ctx context.Context, dir string, replication Replication, count int, size uint64) (Assignment, error)
 	// Upload stores a chunk under a file id reserved by a.
 	Upload(ctx context.Context, a Assignment, fid string, data []byte) error
 	// Save creates a file's entry, its chunks listed in it, or replaces

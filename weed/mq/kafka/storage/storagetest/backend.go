@@ -9,6 +9,7 @@ package storagetest
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -24,6 +25,9 @@ type Backend struct {
 	mu      sync.Mutex
 	topics  map[string]*memTopic
 	nextPID int64
+	// MaxReplicationFactor is the most copies a topic may ask for (as
+	// a cluster of that many volume servers); 1 when 0.
+	MaxReplicationFactor int16
 }
 
 type memTopic struct {
@@ -143,7 +147,14 @@ func (b *Backend) CreateTopic(_ context.Context, spec storage.TopicSpec) (storag
 	if _, ok := b.topics[spec.Name]; ok {
 		return storage.TopicInfo{}, kerr.TopicAlreadyExists
 	}
-	info := storage.TopicInfo{Name: spec.Name, Partitions: spec.Partitions, Configs: maps.Clone(spec.Configs), ID: TopicID(spec.Name)}
+	factor := spec.ReplicationFactor
+	if factor <= 0 {
+		factor = 1
+	}
+	if factor > max(b.MaxReplicationFactor, 1) {
+		return storage.TopicInfo{}, fmt.Errorf("%w: %d copies, at most %d", kerr.InvalidReplicationFactor, factor, max(b.MaxReplicationFactor, 1))
+	}
+	info := storage.TopicInfo{Name: spec.Name, Partitions: spec.Partitions, ReplicationFactor: factor, Configs: maps.Clone(spec.Configs), ID: TopicID(spec.Name)}
 	if spec.ValidateOnly {
 		return info, nil
 	}

@@ -34,15 +34,25 @@ class ConnectTest {
     }
 
     static Connect<?> worker(String group, int port) {
+        return worker(group, port, true);
+    }
+
+    /**
+     * A distributed worker; factorOne sets its three topics' replication factor to 1, else they
+     * have Connect's default (3).
+     */
+    static Connect<?> worker(String group, int port, boolean factorOne) {
         Map<String, String> p = new HashMap<>();
         p.put("bootstrap.servers", Gateway.bootstrap());
         p.put("group.id", group);
         p.put("config.storage.topic", group + "-configs");
         p.put("offset.storage.topic", group + "-offsets");
         p.put("status.storage.topic", group + "-status");
-        p.put("config.storage.replication.factor", "1");
-        p.put("offset.storage.replication.factor", "1");
-        p.put("status.storage.replication.factor", "1");
+        if (factorOne) {
+            p.put("config.storage.replication.factor", "1");
+            p.put("offset.storage.replication.factor", "1");
+            p.put("status.storage.replication.factor", "1");
+        }
         p.put("key.converter", "org.apache.kafka.connect.storage.StringConverter");
         p.put("value.converter", "org.apache.kafka.connect.storage.StringConverter");
         p.put("offset.flush.interval.ms", "500");
