@@ -35,6 +35,7 @@ func init() {
 	f.StringVar(&e.clockSkewFile, "clock.skew.file", "", "for fault tests: a file holding a duration (30s, -30s) added to the gateway's wall clock, read every second")
 	f.StringVar(&c.Masters, "master", d.Masters, "comma-separated SeaweedFS master servers")
 	f.StringVar(&c.FilerGroup, "filerGroup", d.FilerGroup, "filer group of the cluster")
+	f.StringVar(&c.ClusterName, "cluster.name", d.ClusterName, "name of this Kafka cluster among those one filer holds (a-z, 0-9, _): its topics in SeaweedMQ namespace kafka_<name>, its state under /etc/kafka-gateway/clusters/<name>, the Iceberg namespace kafka_<name>; empty: the default cluster (namespace kafka, /etc/kafka-gateway)")
 	f.StringVar(&c.VolumeServerAccess, "volumeServerAccess", d.VolumeServerAccess, "reach volume servers by [direct|publicUrl|filerProxy]: their address in the cluster, their public address, or through the filer's HTTP port")
 	f.IntVar(&c.DefaultReplicationFactor, "default.replication.factor", d.DefaultReplicationFactor, "replication factor of topics created with the default (-1): the copies SeaweedFS keeps of their files (-1: the cluster's default replication, weed master -defaultReplication)")
 	f.StringVar(&c.ReplicationSpread, "replication.spread", d.ReplicationSpread, "where a topic's copies go: [server|rack|datacenter] (factor 3 is SeaweedFS replication 002, 020 or 200)")

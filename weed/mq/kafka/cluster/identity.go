@@ -127,3 +127,28 @@ func (id *Identity) Ensure(ctx context.Context, secret []byte, users *user.Store
 	id.mu.Unlock()
 	return nil
 }
+
+// idDir, idFile keep the cluster's id (Metadata's cluster id).
+const idDir, idFile = "/etc/kafka-gateway", "cluster.id"
+
+// EnsureID returns the cluster's id as the filer keeps it, keeping first
+// if no gateway has written one: the first gateway's id stays the
+// cluster's, whatever the others' -master lists say. Two gateways writing
+// it at once agree (the file is made only if there is none).
+func EnsureID(ctx context.Context, files filerfs.VersionedFiles, first string) (string, error) {
+	for range 3 {
+		data, err := files.ReadFile(ctx, idDir, idFile)
+		if err == nil && len(data) > 0 {
+			return string(data), nil
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		if _, err := files.WriteFileIf(ctx, idDir, idFile, []byte(first), ""); err == nil {
+			return first, nil
+		} else if !errors.Is(err, filerfs.ErrChanged) {
+			return "", err
+		}
+	}
+	return "", errors.New("the cluster id changes as it is read")
+}

@@ -38,8 +38,12 @@ const summaryOffsets = "kafka.offsets"
 type RESTOptions struct {
 	// URI is the catalog's base URL (http://127.0.0.1:8181).
 	URI string
-	// Warehouse is the table bucket the tables are in.
+	// Warehouse is the table bucket the tables are in (Namespace when
+	// empty).
 	Warehouse string
+	// Namespace is the catalog namespace of the topics' tables: the
+	// cluster's (Namespace when empty).
+	Namespace string
 	// S3Endpoint is the S3 API the data files are written through, and
 	// where a missing table bucket is made; empty: the one the catalog
 	// names for each table.
@@ -60,6 +64,9 @@ type REST struct {
 func NewREST(ctx context.Context, o RESTOptions) (*REST, error) {
 	if o.Warehouse == "" {
 		o.Warehouse = Namespace
+	}
+	if o.Namespace == "" {
+		o.Namespace = Namespace
 	}
 	props := iceberg.Properties{iceio.S3Region: "us-east-1",
 		iceio.S3AccessKeyID: envOr("AWS_ACCESS_KEY_ID", "kafka-gateway"), iceio.S3SecretAccessKey: envOr("AWS_SECRET_ACCESS_KEY", "kafka-gateway")}
@@ -108,13 +115,13 @@ func createTableBucket(ctx context.Context, endpoint, name string) error {
 // Table loads a topic's table, making the namespace and the table (of
 // schema, partitioned as spec says) first if missing.
 func (c *REST) Table(ctx context.Context, name string, schema *iceberg.Schema, spec string) (Table, error) {
-	ident := catalog.ToIdentifier(Namespace, name)
+	ident := catalog.ToIdentifier(c.o.Namespace, name)
 	tbl, err := c.cat.LoadTable(ctx, ident)
 	if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
 		tbl, err = c.create(ctx, ident, schema, spec)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("table %s.%s: %w", Namespace, name, err)
+		return nil, fmt.Errorf("table %s.%s: %w", c.o.Namespace, name, err)
 	}
 	return &restTable{tbl: tbl}, nil
 }
@@ -122,7 +129,7 @@ func (c *REST) Table(ctx context.Context, name string, schema *iceberg.Schema, s
 func (c *REST) create(ctx context.Context, ident table.Identifier, schema *iceberg.Schema, specText string) (*table.Table, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ns := catalog.ToIdentifier(Namespace)
+	ns := catalog.ToIdentifier(c.o.Namespace)
 	if err := c.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, err
 	}
@@ -276,7 +283,7 @@ func (t *restTable) Append(ctx context.Context, rdr array.RecordReader, rows int
 // the table that no snapshot holds and that are older than orphanAge (a
 // commit that failed or never happened).
 func (c *REST) Maintain(ctx context.Context, name string, orphanAge time.Duration) (expired, orphans int, err error) {
-	tbl, err := c.cat.LoadTable(ctx, catalog.ToIdentifier(Namespace, name))
+	tbl, err := c.cat.LoadTable(ctx, catalog.ToIdentifier(c.o.Namespace, name))
 	if err != nil {
 		return 0, 0, err
 	}

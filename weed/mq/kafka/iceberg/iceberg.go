@@ -55,7 +55,8 @@ const (
 
 	// DefaultTargetLag is iceberg.target.lag.ms unless set.
 	DefaultTargetLag = time.Minute
-	// Namespace is the catalog namespace of the topics' tables.
+	// Namespace is the catalog namespace of the default cluster's
+	// topics' tables, and the default table bucket.
 	Namespace = "kafka"
 )
 

@@ -5,7 +5,9 @@ package node
 // cluster id, users from a file, and settings turned into the parts'.
 
 import (
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/base64"
 	"fmt"
 	"hash/fnv"
 	"net"
@@ -18,9 +20,17 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 )
 
-// clusterID names the Kafka cluster after the SeaweedFS cluster it serves,
-// so every gateway of one cluster reports the same id.
-func clusterID(masters, filerGroup string) string {
+// firstClusterID is the id this gateway gives the cluster if none is kept
+// yet (cluster.EnsureID): the default cluster's is named after the
+// SeaweedFS cluster it serves, as gateways before the kept id named it
+// (its -master list as typed), so that the clusters they served keep their
+// id; a named cluster's is random, as Kafka's.
+func firstClusterID(masters, filerGroup, name string) string {
+	if name != "" {
+		var b [16]byte
+		rand.Read(b[:])
+		return base64.RawURLEncoding.EncodeToString(b[:])
+	}
 	list := strings.Split(masters, ",")
 	h := fnv.New64a()
 	for _, m := range list {

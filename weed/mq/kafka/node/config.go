@@ -16,6 +16,9 @@ type Config struct {
 	// cluster's filer group.
 	Masters    string
 	FilerGroup string
+	// ClusterName names the Kafka cluster among those the filer holds
+	// ("": the default one; see seaweedmq's layout.go).
+	ClusterName string
 	// VolumeServerAccess is how volume servers are reached: direct,
 	// publicUrl or filerProxy (seaweedmq.Access*).
 	VolumeServerAccess string

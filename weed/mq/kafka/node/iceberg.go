@@ -15,12 +15,14 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // icebergOptions are where the topics' tables are; no catalog: no tables.
 func (n *Node) icebergOptions() iceberg.RESTOptions {
-	return iceberg.RESTOptions{URI: n.cfg.IcebergCatalog, Warehouse: n.cfg.IcebergWarehouse, S3Endpoint: n.cfg.IcebergS3}
+	return iceberg.RESTOptions{URI: n.cfg.IcebergCatalog, Warehouse: n.cfg.IcebergWarehouse, S3Endpoint: n.cfg.IcebergS3,
+		Namespace: seaweedmq.ClusterNamespace(n.cfg.ClusterName)}
 }
 
 // startIcebergTables writes the topics with iceberg.mode to their tables,
@@ -48,9 +50,9 @@ func startIcebergTables(o iceberg.RESTOptions, backend storage.Backend, filer fu
 	}
 	t := iceberg.New(iceberg.Options{Source: &icebergSource{backend: backend, members: members}, Catalog: cat, Schemas: schemas,
 		MaintenanceInterval: maintenance,
-		Compact:             compactor(filer, o.Warehouse)})
+		Compact:             compactor(filer, o.Warehouse, o.Namespace)})
 	t.Start()
-	glog.V(0).Infof("kafka gateway: topics with iceberg.mode kept as tables %s.<topic> in the Iceberg catalog %s (warehouse %s)", iceberg.Namespace, o.URI, o.Warehouse)
+	glog.V(0).Infof("kafka gateway: topics with iceberg.mode kept as tables %s.<topic> in the Iceberg catalog %s (warehouse %s)", o.Namespace, o.URI, o.Warehouse)
 	return t, nil
 }
 
@@ -60,7 +62,7 @@ func startIcebergTables(o iceberg.RESTOptions, backend storage.Backend, filer fu
 // committed on the table's entry in the filer, conditional on the
 // version it read as the catalog's commits are. The filer is the
 // gateway's: the catalog's when the gateway runs in its cluster.
-func compactor(filer func(context.Context, func(filer_pb.SeaweedFilerClient) error) error, warehouse string) func(context.Context, string) (string, error) {
+func compactor(filer func(context.Context, func(filer_pb.SeaweedFilerClient) error) error, warehouse, namespace string) func(context.Context, string) (string, error) {
 	if warehouse == "" {
 		warehouse = iceberg.Namespace
 	}
@@ -70,7 +72,7 @@ func compactor(filer func(context.Context, func(filer_pb.SeaweedFilerClient) err
 		var did string
 		err := filer(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 			var err error
-			did, _, err = h.CompactDataFiles(ctx, fc, warehouse, path.Join(iceberg.Namespace, table), config)
+			did, _, err = h.CompactDataFiles(ctx, fc, warehouse, path.Join(namespace, table), config)
 			return err
 		})
 		return did, err

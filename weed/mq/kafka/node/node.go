@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seaweedfs/seaweedfs/weed/filer"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
@@ -81,11 +82,14 @@ type Node struct {
 	sealer        *user.Sealer      // of the users' and tokens' credentials
 	fileSecret    []byte            // -cluster.secret.file's secret, nil without
 	logins        bool              // a listener has SASL
-	srv           *gateway.Server
-	schemaState   *registry.State // nil without a registry
-	regListeners  []registryListener
-	metricsLn     net.Listener // nil without -metricsPort
-	pprofLn       net.Listener // nil without -port.pprof
+	// id is the cluster's id: as the filer keeps it once read
+	// (readSecret), the one this gateway would give it before.
+	id           atomic.Pointer[string]
+	srv          *gateway.Server
+	schemaState  *registry.State // nil without a registry
+	regListeners []registryListener
+	metricsLn    net.Listener // nil without -metricsPort
+	pprofLn      net.Listener // nil without -port.pprof
 
 	// What ClusterReady waits for besides the parts' own readiness:
 	// the users of -sasl.users made, the cluster's secret read (and the
@@ -168,6 +172,8 @@ func New(cfg Config) (_ *Node, err error) {
 			return nil, fmt.Errorf("-group.consumer.assignors: %q is not an assignor (uniform, range)", a)
 		}
 	}
+	firstID := firstClusterID(cfg.Masters, cfg.FilerGroup, cfg.ClusterName)
+	n.id.Store(&firstID)
 	if cfg.ClusterSecretFile != "" {
 		data, err := os.ReadFile(cfg.ClusterSecretFile)
 		if err == nil {
@@ -189,6 +195,9 @@ func New(cfg Config) (_ *Node, err error) {
 		}
 		n.store = cfg.Storage
 	} else {
+		if err := seaweedmq.ValidClusterName(cfg.ClusterName); err != nil {
+			return nil, err
+		}
 		access, err := seaweedmq.ParseVolumeAccess(cfg.VolumeServerAccess)
 		if err != nil {
 			return nil, err
@@ -208,6 +217,7 @@ func New(cfg Config) (_ *Node, err error) {
 		n.client = seaweedmq.New(seaweedmq.Options{
 			Masters:                  pb.ServerAddresses(cfg.Masters).ToAddresses(),
 			FilerGroup:               cfg.FilerGroup,
+			Cluster:                  cfg.ClusterName,
 			Security:                 sec,
 			VolumeAccess:             access,
 			Spread:                   spread,
@@ -382,7 +392,8 @@ func New(cfg Config) (_ *Node, err error) {
 	n.srv, err = gateway.NewServer(gateway.Options{
 		Config: protocol.Config{
 			NodeID:                   n.self.NodeID,
-			ClusterID:                clusterID(cfg.Masters, cfg.FilerGroup),
+			ClusterID:                n.clusterID,
+			LogDir:                   filer.TopicsDir + "/" + seaweedmq.ClusterNamespace(cfg.ClusterName),
 			DefaultPartitions:        int32(cfg.DefaultPartitions),
 			DefaultReplicationFactor: int16(cfg.DefaultReplicationFactor),
 			AutoCreateTopics:         cfg.AutoCreateTopics,
@@ -658,6 +669,11 @@ func (n *Node) readSecret(ctx context.Context, files filerfs.Files) error {
 			return err
 		}
 	}
+	id, err := cluster.EnsureID(ctx, n.store, *n.id.Load())
+	if err != nil {
+		return err
+	}
+	n.id.Store(&id)
 	n.sealer.SetSecret(secret)
 	sealed, err := n.users.SealAll(ctx)
 	if err != nil {
@@ -689,6 +705,9 @@ func (n *Node) readSecret(ctx context.Context, files filerfs.Files) error {
 	}
 	return nil
 }
+
+// clusterID is the cluster's id, as Metadata answers it.
+func (n *Node) clusterID() string { return *n.id.Load() }
 
 // storageName names the storage in log lines.
 func (n *Node) storageName() string {

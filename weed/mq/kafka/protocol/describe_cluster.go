@@ -22,7 +22,7 @@ func (h *Handler) handleDescribeCluster(_ context.Context, r *Request) Reply {
 		return now(resp)
 	}
 	resp.EndpointType = 1
-	resp.ClusterID = h.cfg.ClusterID
+	resp.ClusterID = h.cfg.ClusterID()
 	resp.ControllerID = h.cluster.Controller()
 	for _, m := range h.brokers() {
 		b := kmsg.NewDescribeClusterResponseBroker()

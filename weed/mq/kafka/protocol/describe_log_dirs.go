@@ -19,7 +19,8 @@ import (
 
 func init() { register(kmsg.DescribeLogDirs, 0, 5, (*Handler).handleDescribeLogDirs) }
 
-// LogDir is the one log directory DescribeLogDirs reports.
+// LogDir is the one log directory DescribeLogDirs reports, unless
+// Config.LogDir names the cluster's.
 const LogDir = "/topics/kafka"
 
 func (h *Handler) handleDescribeLogDirs(ctx context.Context, r *Request) Reply {
@@ -27,7 +28,7 @@ func (h *Handler) handleDescribeLogDirs(ctx context.Context, r *Request) Reply {
 	return func() (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 		dir := kmsg.NewDescribeLogDirsResponseDir()
-		dir.Dir, dir.TotalBytes, dir.UsableBytes = LogDir, -1, -1
+		dir.Dir, dir.TotalBytes, dir.UsableBytes = h.cfg.LogDir, -1, -1
 		if !h.allowedCluster(r, kmsg.ACLOperationDescribe) {
 			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code // v3+; older versions get no directories
 			return resp, nil

@@ -32,8 +32,13 @@ type Config struct {
 	Host   string // advertised host
 	Port   int32  // advertised port
 	// Listeners are the advertised listeners, "NAME://host:port,...".
-	Listeners         string
-	ClusterID         string
+	Listeners string
+	// ClusterID is the cluster's id as Metadata and DescribeCluster
+	// answer it (read from the filer once the gateway reaches it).
+	ClusterID func() string
+	// LogDir is the log directory DescribeLogDirs reports (LogDir when
+	// empty): the directory of the cluster's topics.
+	LogDir            string
 	DefaultPartitions int32
 	// DefaultReplicationFactor is what DescribeConfigs says of the
 	// factor of topics created with the default (-1: the cluster's
@@ -157,6 +162,12 @@ func New(cfg Config, backend storage.Backend, groups *group.Coordinator, txns *t
 	}
 	if cfg.FetchMaxBytes <= 0 {
 		cfg.FetchMaxBytes = DefaultFetchMaxBytes
+	}
+	if cfg.LogDir == "" {
+		cfg.LogDir = LogDir
+	}
+	if cfg.ClusterID == nil {
+		cfg.ClusterID = func() string { return "" }
 	}
 	if cfg.DefaultReplicationFactor == 0 {
 		cfg.DefaultReplicationFactor = 1

@@ -40,7 +40,7 @@ func inProcess(tb testing.TB) *Handler {
 	for p := int32(0); p < 3; p++ {
 		b.Append(ctx, "t", p, []record.Record{{Key: []byte("k"), Value: []byte("v"), Timestamp: 1}, {Value: []byte("w"), Timestamp: 2}}, true)
 	}
-	return New(Config{AutoCreateTopics: true, DefaultPartitions: 3, ClusterID: "fuzz", Shares: shares,
+	return New(Config{AutoCreateTopics: true, DefaultPartitions: 3, ClusterID: func() string { return "fuzz" }, Shares: shares,
 		ClientMetrics: telemetry.New(telemetry.Options{Files: files})}, b, groups, txns)
 }
 

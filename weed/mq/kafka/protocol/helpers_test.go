@@ -135,7 +135,7 @@ func startGateway(t *testing.T, o gatewayOptions) *testGateway {
 	}
 	opts := gateway.Options{Listen: "127.0.0.1:0", Backend: g.backend, Groups: g.groups, Txns: g.txns,
 		Config: protocol.Config{Shares: g.shares, Users: g.users, DefaultPartitions: 3, AutoCreateTopics: !o.noAutoCreate,
-			ClusterID: "in-process", TransactionVersion: 2, ShareSessionSlots: o.shareSessions}}
+			ClusterID: func() string { return "in-process" }, TransactionVersion: 2, ShareSessionSlots: o.shareSessions}}
 	if o.classicTxns {
 		opts.TransactionVersion = 0
 	}

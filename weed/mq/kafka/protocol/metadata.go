@@ -46,7 +46,8 @@ func (h *Handler) handleMetadata(ctx context.Context, r *Request) Reply {
 		b.Host, b.Port = m.Endpoint(r.Listener)
 		resp.Brokers = append(resp.Brokers, b)
 	}
-	resp.ClusterID = &h.cfg.ClusterID
+	id := h.cfg.ClusterID()
+	resp.ClusterID = &id
 	resp.ControllerID = h.cluster.Controller()
 
 	if r.Version >= 8 && r.Version <= 10 {

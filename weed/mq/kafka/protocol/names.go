@@ -19,9 +19,10 @@ import (
 
 // ValidTopicName applies Kafka's rule for topic names: [a-zA-Z0-9._-],
 // at most MaxTopicNameLength characters, not "." or "..". It returns
-// INVALID_TOPIC_EXCEPTION for a name outside it.
+// INVALID_TOPIC_EXCEPTION for a name outside it, and for ReservedTopic,
+// whose directory would be SeaweedFS's own.
 func ValidTopicName(name string) *kerr.Error {
-	if name == "" || name == "." || name == ".." || len(name) > MaxTopicNameLength {
+	if name == "" || name == "." || name == ".." || len(name) > MaxTopicNameLength || name == ReservedTopic {
 		return kerr.InvalidTopicException
 	}
 	for i := 0; i < len(name); i++ {
@@ -34,6 +35,11 @@ func ValidTopicName(name string) *kerr.Error {
 }
 
 func validTopicName(name string) *kerr.Error { return ValidTopicName(name) }
+
+// ReservedTopic is the name a topic cannot have: upstream SeaweedFS's
+// Kafka gateway keeps its state in the namespace's directory of that name
+// (/topics/kafka/.meta).
+const ReservedTopic = ".meta"
 
 // describeTopic is the backend's DescribeTopic behind the name check: a
 // name no topic can have is an unknown topic.

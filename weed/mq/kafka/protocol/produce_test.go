@@ -247,7 +247,7 @@ func testHandler(t *testing.T, authz *acl.Authorizer, wrap ...func(*storagetest.
 			t.Fatal("the transaction coordinator did not load")
 		}
 	}
-	return New(Config{ClusterID: "in-package", DefaultPartitions: 3, AutoCreateTopics: true, Authorizer: authz}, backend, groups, txns), b
+	return New(Config{ClusterID: func() string { return "in-package" }, DefaultPartitions: 3, AutoCreateTopics: true, Authorizer: authz}, backend, groups, txns), b
 }
 
 // exchange takes req at version the way the gateway does: encoded as a

@@ -62,7 +62,7 @@ func (c *Client) checkFiler(ctx context.Context) error {
 		return err
 	}
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		err := createIf(ctx, fc, probeDir, &filer_pb.Entry{Name: name, Attributes: &filer_pb.FuseAttributes{FileMode: 0o644}},
+		err := createIf(ctx, fc, c.l.at(probeDir), &filer_pb.Entry{Name: name, Attributes: &filer_pb.FuseAttributes{FileMode: 0o644}},
 			&filer_pb.WriteCondition_Clause{Kind: filer_pb.WriteCondition_IF_CHUNKS_EQUAL, Fids: []string{"1,01637037d6"}})
 		switch {
 		case err == nil:
@@ -70,7 +70,7 @@ func (c *Client) checkFiler(ctx context.Context) error {
 		case !errors.Is(err, errPrecondition):
 			return err
 		}
-		_, err = fc.DeleteEntry(ctx, &filer_pb.DeleteEntryRequest{Directory: probeDir, Name: name,
+		_, err = fc.DeleteEntry(ctx, &filer_pb.DeleteEntryRequest{Directory: c.l.at(probeDir), Name: name,
 			ExpectedExtended: map[string][]byte{versionAttr: []byte("not-its-version")}})
 		switch {
 		case err == nil:

@@ -32,13 +32,13 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
 )
 
-// Namespace is the SeaweedMQ namespace that holds Kafka topics.
-const Namespace = "kafka"
-
 // Options configure a Client.
 type Options struct {
 	Masters    []pb.ServerAddress
 	FilerGroup string
+	// Cluster names the Kafka cluster among those the filer holds (""
+	// the default; see layout.go).
+	Cluster string
 	// Security is what the calls to SeaweedFS carry (security.toml).
 	Security Security
 	// VolumeAccess is how volume servers are reached: AccessDirect
@@ -74,6 +74,7 @@ var ErrUnavailable = errors.New("seaweedfs cluster unavailable")
 // Client talks to one SeaweedFS cluster.
 type Client struct {
 	opts Options
+	l    layout // where the cluster's files are
 
 	mu    sync.Mutex
 	filer pb.ServerAddress // current filer ("" until discovered)
@@ -122,7 +123,7 @@ func New(opts Options) *Client {
 	if opts.TopicCacheTTL <= 0 {
 		opts.TopicCacheTTL = 2 * time.Second
 	}
-	c := &Client{opts: opts, stop: make(chan struct{}), stopped: make(chan struct{})}
+	c := &Client{opts: opts, l: newLayout(opts.Cluster), stop: make(chan struct{}), stopped: make(chan struct{})}
 	c.topics.init()
 	c.parts.init()
 	c.segs.init()

@@ -126,7 +126,7 @@ func (c *Client) CleanPartition(ctx context.Context, info storage.TopicInfo, ind
 	for i, t := range txns.Aborted {
 		aborted[i] = compaction.Aborted(t)
 	}
-	dir := partitionDir(info.Name, a)
+	dir := c.partitionDir(info.Name, a)
 	res, err := compaction.Clean(ctx, compaction.Partition{
 		Name: fmt.Sprintf("%s/%d", info.Name, index), Log: &cleanedLog{c: c, dir: dir},
 		Configs: info.Configs, Aborted: aborted, Bound: bound,

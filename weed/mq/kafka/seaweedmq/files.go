@@ -50,6 +50,7 @@ func fileVersion(e *filer_pb.Entry) string {
 
 // ReadFileVersion implements filerfs.VersionedFiles.
 func (c *Client) ReadFileVersion(ctx context.Context, dir, name string) ([]byte, string, error) {
+	dir = c.l.at(dir)
 	var data []byte
 	var version string
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
@@ -90,6 +91,7 @@ func createIf(ctx context.Context, fc filer_pb.SeaweedFilerClient, dir string, e
 
 // WriteFileIf implements filerfs.VersionedFiles: one conditional filer call.
 func (c *Client) WriteFileIf(ctx context.Context, dir, name string, data []byte, version string) (string, error) {
+	dir = c.l.at(dir)
 	var token [12]byte
 	rand.Read(token[:]) //nolint:errcheck // crypto/rand does not fail
 	next := hex.EncodeToString(token[:])
@@ -129,6 +131,7 @@ func (c *Client) WriteFileIf(ctx context.Context, dir, name string, data []byte,
 // delete names the version token it holds (none for a file written before
 // tokens were kept), which every conditional write replaces.
 func (c *Client) RemoveIf(ctx context.Context, dir, name, version string) error {
+	dir = c.l.at(dir)
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		resp, err := filer_pb.LookupEntry(ctx, fc, &filer_pb.LookupDirectoryEntryRequest{Directory: dir, Name: name})
 		if err != nil {
@@ -163,6 +166,7 @@ func (c *Client) RemoveIf(ctx context.Context, dir, name, version string) error 
 
 // ReadFile implements filerfs.Files; a missing file is fs.ErrNotExist.
 func (c *Client) ReadFile(ctx context.Context, dir, name string) ([]byte, error) {
+	dir = c.l.at(dir)
 	var data []byte
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		resp, err := filer_pb.LookupEntry(ctx, fc, &filer_pb.LookupDirectoryEntryRequest{Directory: dir, Name: name})
@@ -181,6 +185,7 @@ func (c *Client) ReadFile(ctx context.Context, dir, name string) ([]byte, error)
 // WriteFile implements filerfs.Files: it creates or replaces the file, and
 // the directories above it, in one filer call.
 func (c *Client) WriteFile(ctx context.Context, dir, name string, data []byte) error {
+	dir = c.l.at(dir)
 	now := clock.Now().Unix()
 	return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		return filer_pb.CreateEntry(ctx, fc, &filer_pb.CreateEntryRequest{
@@ -197,6 +202,7 @@ func (c *Client) WriteFile(ctx context.Context, dir, name string, data []byte) e
 // ListFiles implements filerfs.Files: the entries of dir with the content of
 // its files; a missing directory has none.
 func (c *Client) ListFiles(ctx context.Context, dir string) ([]filerfs.File, error) {
+	dir = c.l.at(dir)
 	var out []filerfs.File
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		out = out[:0]
@@ -218,6 +224,7 @@ func (c *Client) ListFiles(ctx context.Context, dir string) ([]filerfs.File, err
 // Remove implements filerfs.Files: it deletes a file or a directory with
 // everything in it; a missing one is not an error.
 func (c *Client) Remove(ctx context.Context, dir, name string) error {
+	dir = c.l.at(dir)
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		return filer_pb.DoRemove(ctx, fc, dir, name, true, true, true, false, nil)
 	})

@@ -21,6 +21,7 @@ var ErrLockHeld = errors.New("the lock is held")
 // Lock takes (token "") or renews a filer lock for ttl, rounded up to whole
 // seconds, and returns the token to renew it with.
 func (c *Client) Lock(ctx context.Context, name, owner, token string, ttl time.Duration) (string, error) {
+	name = c.l.named(name)
 	secs := int64((ttl + time.Second - 1) / time.Second)
 	var got string
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
@@ -39,6 +40,7 @@ func (c *Client) Lock(ctx context.Context, name, owner, token string, ttl time.D
 
 // Unlock releases a lock taken with token.
 func (c *Client) Unlock(ctx context.Context, name, token string) error {
+	name = c.l.named(name)
 	return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		resp, err := fc.DistributedUnlock(ctx, &filer_pb.UnlockRequest{Name: name, RenewToken: token})
 		if err != nil {
@@ -53,6 +55,7 @@ func (c *Client) Unlock(ctx context.Context, name, token string) error {
 
 // LockOwner returns the owner of a held lock, "" if it is free.
 func (c *Client) LockOwner(ctx context.Context, name string) (string, error) {
+	name = c.l.named(name)
 	var owner string
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		resp, err := fc.FindLockOwner(ctx, &filer_pb.FindLockOwnerRequest{Name: name})
@@ -76,6 +79,7 @@ func (c *Client) LockOwner(ctx context.Context, name string) (string, error) {
 // is none): it is reached over gRPC only, never served by the filer's HTTP
 // API, which serves every file.
 func (c *Client) ReadSecret(ctx context.Context, name string) ([]byte, error) {
+	name = c.l.named(name)
 	var value []byte
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		resp, err := fc.KvGet(ctx, &filer_pb.KvGetRequest{Key: []byte(name)})
@@ -93,6 +97,7 @@ func (c *Client) ReadSecret(ctx context.Context, name string) ([]byte, error) {
 
 // WriteSecret writes a value of the filer's key-value store.
 func (c *Client) WriteSecret(ctx context.Context, name string, value []byte) error {
+	name = c.l.named(name)
 	return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		resp, err := fc.KvPut(ctx, &filer_pb.KvPutRequest{Key: []byte(name), Value: value})
 		if err != nil {

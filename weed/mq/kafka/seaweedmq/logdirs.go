@@ -14,7 +14,7 @@ func (c *Client) PartitionSize(ctx context.Context, topic string, index int32) (
 	if err != nil {
 		return 0, err
 	}
-	st, err := c.flushed(ctx, partitionDir(topic, a), false)
+	st, err := c.flushed(ctx, c.partitionDir(topic, a), false)
 	if err != nil {
 		return 0, err
 	}

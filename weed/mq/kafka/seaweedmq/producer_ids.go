@@ -53,7 +53,7 @@ func (c *Client) reserveProducerIDs(ctx context.Context, n int64) (int64, error)
 		return -1, err
 	}
 	host, _ := os.Hostname()
-	lock := cluster.NewLockClient(c.opts.Security.DialOption, filer).NewShortLivedLock(producerIDLock, fmt.Sprintf("kafka-gateway@%s/%d", host, os.Getpid()))
+	lock := cluster.NewLockClient(c.opts.Security.DialOption, filer).NewShortLivedLock(c.l.named(producerIDLock), fmt.Sprintf("kafka-gateway@%s/%d", host, os.Getpid()))
 	if lock == nil {
 		return -1, fmt.Errorf("%w: cannot take the filer lock %s", ErrUnavailable, producerIDLock)
 	}

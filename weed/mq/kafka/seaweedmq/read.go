@@ -240,7 +240,7 @@ func (c *Client) HighWatermark(ctx context.Context, topic string, index int32) (
 	if p != nil {
 		hw = p.knownHW()
 	}
-	st, err := c.flushed(ctx, partitionDir(topic, a), false)
+	st, err := c.flushed(ctx, c.partitionDir(topic, a), false)
 	if err != nil {
 		return -1, err
 	}

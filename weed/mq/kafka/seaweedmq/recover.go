@@ -316,7 +316,7 @@ func (c *Client) openPartition(ctx context.Context, p *partition) error {
 	}
 	a := e.parts[p.index]
 	p.replication = e.replication()
-	p.dir = partitionDir(p.topic, a)
+	p.dir = c.partitionDir(p.topic, a)
 	p.walKey = wal.PartKey(p.dir, a.Partition.UnixTimeNs)
 	if c.opts.Term != nil {
 		p.term = c.opts.Term(p.topic, p.index)

@@ -15,13 +15,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/seaweedfs/seaweedfs/weed/filer"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/master_pb"
@@ -205,9 +203,7 @@ func (e *topicEntry) replication() wal.Replication {
 // dirReplication is the replication of the topic a partition directory is
 // of (the cluster's default for a topic gone).
 func (c *Client) dirReplication(ctx context.Context, dir string) (wal.Replication, error) {
-	rest, _ := strings.CutPrefix(dir, filer.TopicsDir+"/"+Namespace+"/")
-	name, _, _ := strings.Cut(rest, "/")
-	e, err := c.topic(ctx, name)
+	e, err := c.topic(ctx, c.l.topicOf(dir))
 	if errors.Is(err, kerr.UnknownTopicOrPartition) {
 		return wal.Replication{Min: 1}, nil
 	}

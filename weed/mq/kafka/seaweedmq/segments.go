@@ -203,8 +203,8 @@ func (ss *segmentStore) drop(dir string) {
 }
 
 // partitionDir is where a partition's data lives in the filer.
-func partitionDir(topicName string, a *mq_pb.BrokerPartitionAssignment) string {
-	return topic.PartitionDir(topic.Topic{Namespace: Namespace, Name: topicName}, topic.FromPbPartition(a.Partition))
+func (c *Client) partitionDir(topicName string, a *mq_pb.BrokerPartitionAssignment) string {
+	return topic.PartitionDir(topic.Topic{Namespace: c.l.ns, Name: topicName}, topic.FromPbPartition(a.Partition))
 }
 
 // flushed returns what the filer holds for a partition, listing the

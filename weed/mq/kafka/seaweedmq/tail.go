@@ -315,7 +315,7 @@ func (c *Client) stillThere(ctx context.Context, p *partition) (bool, error) {
 		return false, nil
 	}
 	a := e.parts[p.index]
-	there := wal.PartKey(partitionDir(p.topic, a), a.Partition.UnixTimeNs) == p.walKey
+	there := wal.PartKey(c.partitionDir(p.topic, a), a.Partition.UnixTimeNs) == p.walKey
 	if !there {
 		c.topics.forget(p.topic)
 	}

@@ -96,11 +96,12 @@ func (tc *topicCache) generation() uint64 {
 	return tc.gen
 }
 
-// topicID derives a stable, non-zero Kafka topic id from the topic and the
-// time SeaweedMQ created its partitions: the same topic has the same id
-// across restarts and gateways, and a re-created topic gets a new one.
-func topicID(name string, generation int64) [16]byte {
-	sum := sha256.Sum256([]byte(Namespace + "/" + name + "/" + strconv.FormatInt(generation, 10)))
+// topicID derives a stable, non-zero Kafka topic id from the topic's
+// namespace and name and the time SeaweedMQ created its partitions: the
+// same topic has the same id across restarts and gateways, and a
+// re-created topic gets a new one.
+func topicID(ns, name string, generation int64) [16]byte {
+	sum := sha256.Sum256([]byte(ns + "/" + name + "/" + strconv.FormatInt(generation, 10)))
 	var id [16]byte
 	copy(id[:], sum[:16])
 	id[6] = id[6]&0x0f | 0x80 // UUID version 8 (name-based, custom hash)
@@ -114,7 +115,7 @@ func (c *Client) readTopic(ctx context.Context, name string) (*topicEntry, error
 	if protocol.ValidTopicName(name) != nil {
 		return nil, kerr.UnknownTopicOrPartition
 	}
-	data, confVersion, err := c.ReadFileVersion(ctx, topic.Topic{Namespace: Namespace, Name: name}.Dir(), filer.TopicConfFile)
+	data, confVersion, err := c.ReadFileVersion(ctx, topic.Topic{Namespace: c.l.ns, Name: name}.Dir(), filer.TopicConfFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, kerr.UnknownTopicOrPartition
 	}
@@ -154,7 +155,7 @@ func (c *Client) readTopic(ctx context.Context, name string) (*topicEntry, error
 		conf: conf, confVersion: confVersion, settingsVersion: settingsVersion}
 	e.info = storage.TopicInfo{
 		Name:              name,
-		ID:                topicID(name, parts[0].Partition.UnixTimeNs),
+		ID:                topicID(c.l.ns, name, parts[0].Partition.UnixTimeNs),
 		Partitions:        int32(len(parts)),
 		ReplicationFactor: c.replicationFactor(kconf.Replication),
 		Configs:           kconf.Configs,
@@ -274,7 +275,7 @@ func (c *Client) ListTopics(ctx context.Context) ([]storage.TopicInfo, error) {
 func (c *Client) TopicNames(ctx context.Context) ([]string, error) {
 	var names []string
 	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		return filer_pb.SeaweedList(ctx, fc, filer.TopicsDir+"/"+Namespace, "", func(entry *filer_pb.Entry, isLast bool) error {
+		return filer_pb.SeaweedList(ctx, fc, c.l.topicsDir(), "", func(entry *filer_pb.Entry, isLast bool) error {
 			if entry.IsDirectory {
 				names = append(names, entry.Name)
 			}
@@ -392,7 +393,7 @@ func (c *Client) writeTopicConf(ctx context.Context, name string, conf *mq_pb.Co
 	if err := filer.ProtoToText(&buf, conf); err != nil {
 		return err
 	}
-	_, err := c.WriteFileIf(ctx, topic.Topic{Namespace: Namespace, Name: name}.Dir(), filer.TopicConfFile, buf.Bytes(), version)
+	_, err := c.WriteFileIf(ctx, topic.Topic{Namespace: c.l.ns, Name: name}.Dir(), filer.TopicConfFile, buf.Bytes(), version)
 	c.topics.forget(name)
 	return err
 }
@@ -512,7 +513,7 @@ func (c *Client) createTopicConf(ctx context.Context, name string, conf *mq_pb.C
 	sum := md5.Sum(content)
 	now := clock.Now().Unix()
 	return c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		err := createIf(ctx, fc, topic.Topic{Namespace: Namespace, Name: name}.Dir(), &filer_pb.Entry{
+		err := createIf(ctx, fc, topic.Topic{Namespace: c.l.ns, Name: name}.Dir(), &filer_pb.Entry{
 			Name:       filer.TopicConfFile,
 			Attributes: &filer_pb.FuseAttributes{Mtime: now, Crtime: now, FileMode: 0o644, FileSize: uint64(len(content)), Md5: sum[:]},
 			Content:    content,
@@ -670,23 +671,23 @@ func (c *Client) deleteTopic(ctx context.Context, name string) error {
 	}
 	var partDirs []string
 	for _, a := range e.parts {
-		partDirs = append(partDirs, partitionDir(name, a))
+		partDirs = append(partDirs, c.partitionDir(name, a))
 	}
 	c.parts.closeTopic(name)
-	dir := topic.Topic{Namespace: Namespace, Name: name}.Dir()
+	dir := topic.Topic{Namespace: c.l.ns, Name: name}.Dir()
 	c.segs.forget(dir + "/")
 	parent, base := dir[:len(dir)-len(name)-1], name
 	err = c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		if err := filer_pb.DoRemove(ctx, fc, parent, base, true, true, true, false, nil); err != nil {
 			return err
 		}
-		err := filer_pb.DoRemove(ctx, fc, ConfigDir, name+".json", true, false, true, false, nil)
+		err := filer_pb.DoRemove(ctx, fc, c.l.at(ConfigDir), name+".json", true, false, true, false, nil)
 		if err != nil && !errors.Is(err, filer_pb.ErrNotFound) {
 			glog.V(1).Infof("kafka topic %s: removing settings: %v", name, err)
 		}
 		// Its partitions' producer states go with it: a topic created
 		// again under the name starts without them.
-		err = filer_pb.DoRemove(ctx, fc, ProducersDir, name, true, true, true, false, nil)
+		err = filer_pb.DoRemove(ctx, fc, c.l.at(ProducersDir), name, true, true, true, false, nil)
 		if err != nil && !errors.Is(err, filer_pb.ErrNotFound) {
 			glog.V(1).Infof("kafka topic %s: removing producer states: %v", name, err)
 		}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -37,7 +36,7 @@ func (s *walStore) Assign(ctx context.Context, dir string, r wal.Replication, co
 	var resp *filer_pb.AssignVolumeResponse
 	err = s.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		var err error
-		resp, err = fc.AssignVolume(ctx, &filer_pb.AssignVolumeRequest{Count: int32(count), Path: dir, Replication: replication, ExpectedDataSize: size})
+		resp, err = fc.AssignVolume(ctx, &filer_pb.AssignVolumeRequest{Count: int32(count), Path: s.c.l.at(dir), Replication: replication, ExpectedDataSize: size})
 		if err == nil && resp.Error != "" {
 			err = errors.New(resp.Error)
 		}
@@ -83,7 +82,7 @@ func (s *walStore) Save(ctx context.Context, dir string, e *filer_pb.Entry, prio
 		}
 	}
 	return s.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		err := createIf(ctx, fc, dir, e, cond)
+		err := createIf(ctx, fc, s.c.l.at(dir), e, cond)
 		if errors.Is(err, errPrecondition) {
 			return wal.ErrChanged
 		}
@@ -95,7 +94,7 @@ func (s *walStore) List(ctx context.Context, dir string) ([]*filer_pb.Entry, err
 	var entries []*filer_pb.Entry
 	err := s.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		entries = entries[:0]
-		return filer_pb.SeaweedList(ctx, fc, dir, "", func(e *filer_pb.Entry, _ bool) error {
+		return filer_pb.SeaweedList(ctx, fc, s.c.l.at(dir), "", func(e *filer_pb.Entry, _ bool) error {
 			entries = append(entries, e)
 			return nil
 		}, "", false, 1<<31-1)
@@ -108,7 +107,7 @@ func (s *walStore) List(ctx context.Context, dir string) ([]*filer_pb.Entry, err
 
 func (s *walStore) Remove(ctx context.Context, dir, name string) error {
 	err := s.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
-		return filer_pb.DoRemove(ctx, fc, dir, name, true, false, true, false, nil)
+		return filer_pb.DoRemove(ctx, fc, s.c.l.at(dir), name, true, false, true, false, nil)
 	})
 	if errors.Is(err, filer_pb.ErrNotFound) {
 		return nil
@@ -179,9 +178,8 @@ func (c *Client) walCovered(ctx context.Context, part string, end int64, orGone 
 // missing dir says nothing).
 func (c *Client) partitionGone(ctx context.Context, part string) bool {
 	dir, gen := wal.SplitPartKey(part)
-	rest, ok := strings.CutPrefix(dir, filer.TopicsDir+"/"+Namespace+"/")
-	name, _, _ := strings.Cut(rest, "/")
-	if !ok || name == "" {
+	name := c.l.topicOf(dir)
+	if name == "" {
 		return false
 	}
 	e, err := c.topic(ctx, name)
@@ -192,7 +190,7 @@ func (c *Client) partitionGone(ctx context.Context, part string) bool {
 		return false
 	}
 	for _, a := range e.parts {
-		if partitionDir(name, a) == dir && (gen < 0 || a.Partition.UnixTimeNs == gen) {
+		if c.partitionDir(name, a) == dir && (gen < 0 || a.Partition.UnixTimeNs == gen) {
 			return false
 		}
 	}

@@ -53,11 +53,11 @@ func TestNextTs(t *testing.T) {
 }
 
 func TestTopicIDStable(t *testing.T) {
-	a, b := topicID("orders", 42), topicID("orders", 42)
+	a, b := topicID(DefaultNamespace, "orders", 42), topicID(DefaultNamespace, "orders", 42)
 	if a != b || a == [16]byte{} {
 		t.Fatalf("ids %x %x", a, b)
 	}
-	if topicID("orders", 43) == a || topicID("orders2", 42) == a {
+	if topicID(DefaultNamespace, "orders", 43) == a || topicID(DefaultNamespace, "orders2", 42) == a || topicID("kafka_other", "orders", 42) == a {
 		t.Fatal("different topics share an id")
 	}
 }
