@@ -224,6 +224,24 @@ func chaosGateway(t *testing.T, name, master string, g **gatewayProc) {
 	})
 }
 
+// waitGateways waits until the Metadata of the gateways at seeds lists
+// them all.
+func waitGateways(t *testing.T, seeds []string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	eventually(t, time.Minute, fmt.Sprintf("the %d gateways in the metadata", len(seeds)), func() error {
+		md, err := kadm.NewClient(cl).BrokerMetadata(ctxT(t))
+		if err == nil && len(md.Brokers) != len(seeds) {
+			err = fmt.Errorf("%d brokers", len(md.Brokers))
+		}
+		return err
+	})
+}
+
 // createTopicAt creates a topic with partitions through the gateways at
 // seeds.
 func createTopicAt(t *testing.T, seeds []string, partitions int32) string {
@@ -422,18 +440,7 @@ func TestDurabilityTwoGateways(t *testing.T) {
 		chaosGateway(t, fmt.Sprintf("durability-gateway%d", i+1), c.master, &gws[i])
 	}
 	seeds := []string{gws[0].addr, gws[1].addr}
-	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	eventually(t, time.Minute, "both gateways in the metadata", func() error {
-		md, err := kadm.NewClient(admin).BrokerMetadata(ctxT(t))
-		if err == nil && len(md.Brokers) != 2 {
-			err = fmt.Errorf("%d brokers", len(md.Brokers))
-		}
-		return err
-	})
+	waitGateways(t, seeds)
 	topic := createTopicAt(t, seeds, 2)
 	acks := newAckLog()
 	stop := make(chan struct{})

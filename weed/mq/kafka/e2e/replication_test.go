@@ -38,19 +38,13 @@ func TestReplicatedTopic(t *testing.T) {
 		chaosGateway(t, fmt.Sprintf("replicated-gateway%d", i+1), c.master, &gws[i])
 	}
 	seeds := []string{gws[0].addr, gws[1].addr, gws[2].addr}
+	waitGateways(t, seeds)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	eventually(t, time.Minute, "the three gateways in the metadata", func() error {
-		md, err := adm.BrokerMetadata(ctxT(t))
-		if err == nil && len(md.Brokers) != 3 {
-			err = fmt.Errorf("%d brokers", len(md.Brokers))
-		}
-		return err
-	})
 
 	if r, _ := adm.CreateTopic(ctxT(t), 1, 4, nil, newTopic(t)); !errors.Is(r.Err, kerr.InvalidReplicationFactor) {
 		t.Errorf("replication factor 4 on three volume servers: %v, want INVALID_REPLICATION_FACTOR", r.Err)

@@ -102,18 +102,7 @@ func TestSecuredCluster(t *testing.T) {
 		}
 	}
 	seeds := []string{gws[0].addr, gws[1].addr}
-	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	eventually(t, time.Minute, "both gateways in the metadata", func() error {
-		md, err := kadm.NewClient(admin).BrokerMetadata(ctxT(t))
-		if err == nil && len(md.Brokers) != 2 {
-			err = fmt.Errorf("%d brokers", len(md.Brokers))
-		}
-		return err
-	})
+	waitGateways(t, seeds)
 
 	topic := createTopicAt(t, seeds, 2)
 	acks := newAckLog()
