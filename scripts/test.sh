@@ -31,7 +31,7 @@ if ! command -v kcat >/dev/null 2>&1; then
 fi
 
 # Java 17+ and Maven run Apache Kafka's own Java clients against the gateway
-# (java/, started by the end-to-end suite; Maven fetches kafka-clients and
+# (java/ and java/mirrormaker/, started by the end-to-end suite; Maven fetches kafka-clients and
 # kafka-tools once).
 if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -35,21 +35,22 @@ func TestJavaClients(t *testing.T) {
 	t.Parallel() // on the shared gateway, touching only what it makes: beside the others at the end
 	// ReplicatedClusterTest runs against a cluster of its own
 	// (TestReplicatedTopic).
-	total := runJavaTests(t, "!ReplicatedClusterTest", "-Dkafka.bootstrap="+gw.addr,
+	total := runJavaTests(t, "java", "-Dtest=!ReplicatedClusterTest", "-Dkafka.bootstrap="+gw.addr,
 		"-Dkafka.sasl.bootstrap="+gw.secure["SASL_PLAINTEXT"], "-Dkafka.monitor="+gw.monitor, "-Dkafka.registry="+gw.registry)
 	if total < 26 {
 		t.Errorf("%d Java tests ran, want the 26 of the module", total)
 	}
 }
 
-// mavenMu keeps one Maven run at a time on the module (they share its
+// mavenMu keeps one Maven run at a time (runs of a module share its
 // target/ folder).
 var mavenMu sync.Mutex
 
-// runJavaTests runs the module's tests that the surefire selection
-// selects, with the system properties props, and returns how many ran;
-// each that failed, erred or was skipped is an error.
-func runJavaTests(t *testing.T, selection string, props ...string) int {
+// runJavaTests runs the tests of the Maven module in dir (of the
+// repository: java, java/mirrormaker) with Maven's properties props (a
+// surefire selection -Dtest, the tests' system properties), and returns
+// how many ran; each that failed, erred or was skipped is an error.
+func runJavaTests(t *testing.T, dir string, props ...string) int {
 	t.Helper()
 	mavenMu.Lock()
 	defer mavenMu.Unlock()
@@ -57,12 +58,12 @@ func runJavaTests(t *testing.T, selection string, props ...string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	module := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "java")
+	module := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), dir)
 	reports := filepath.Join(module, "target", "surefire-reports")
 	os.RemoveAll(reports) //nolint:errcheck // a previous run's, if any
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	args := append([]string{"-B", "-q", "-f", filepath.Join(module, "pom.xml"), "test", "-Dtest=" + selection}, props...)
+	args := append([]string{"-B", "-q", "-f", filepath.Join(module, "pom.xml"), "test"}, props...)
 	if res, err := exec.CommandContext(ctx, "mvn", args...).CombinedOutput(); err != nil {
 		t.Fatalf("mvn test: %v\n%s", err, res)
 	}

@@ -28,8 +28,9 @@ import (
 // on (with the copies the two left can hold, min.insync.replicas being 1)
 // and every acknowledged record is read back, the idempotent producer's
 // once each. With a third volume server again (its disk new), Kafka's
-// kafka-topics creates a topic of factor 3 and describes it so, and a
-// Connect worker runs with its default factors (ReplicatedClusterTest).
+// kafka-topics creates a topic of factor 3 and describes it so, a
+// Connect worker runs with its default factors (ReplicatedClusterTest),
+// and so does MirrorMaker 2 (MirrorMakerTest).
 func TestReplicatedTopic(t *testing.T) {
 	t.Parallel() // alone on a cluster of its own: beside the others, at the end
 	c := startSplitClusterWith(t, splitOptions{brokers: 1, volumes: 3})
@@ -102,8 +103,11 @@ func TestReplicatedTopic(t *testing.T) {
 		}
 		return nil
 	})
-	if n := runJavaTests(t, "ReplicatedClusterTest", "-Dkafka.bootstrap="+gws[0].addr); n != 2 {
+	if n := runJavaTests(t, "java", "-Dtest=ReplicatedClusterTest", "-Dkafka.bootstrap="+gws[0].addr); n != 2 {
 		t.Errorf("%d tests of ReplicatedClusterTest ran, want 2", n)
+	}
+	if n := runJavaTests(t, "java/mirrormaker", "-Dkafka.bootstrap="+gws[0].addr); n != 1 {
+		t.Errorf("%d tests of MirrorMakerTest ran, want 1", n)
 	}
 }
 
