@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sr"
 )
 
@@ -29,7 +30,8 @@ import (
 // from the write-ahead log (chunks read with the read JWT over HTTPS), and
 // every acknowledged record is read back at its offset, the idempotent
 // producer's once each. Then every codec, a consumer group, a transaction,
-// the schema registry and an Iceberg table work on the survivor.
+// the schema registry, an Iceberg table and the log cleaner work on the
+// survivor.
 func TestSecuredCluster(t *testing.T) {
 	t.Parallel() // alone on a cluster of its own: beside the others, at the end
 	sec := makeSecuredSeaweedFS(t, filepath.Join(work, t.Name()+"-security"))
@@ -245,6 +247,27 @@ func TestSecuredCluster(t *testing.T) {
 			t.Fatalf("row 0/%d: %+v, want the value %s", i, r, *want)
 		}
 	}
+
+	// A compacted topic: the log cleaner reads the segments (with the
+	// read token) and writes the cleaned ones (with the write token).
+	compacted := newTopic(t)
+	if _, err := adm.CreateTopic(ctxT(t), 1, 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("compact"),
+		"min.cleanable.dirty.ratio": kmsg.StringPtr("0.01")}, compacted); err != nil {
+		t.Fatal(err)
+	}
+	load := &keyedLoad{topic: compacted, keys: 200, newest: map[string][]byte{}}
+	load.produce(t, cl, 20)
+	ticking(t, compacted, kgo.SeedBrokers(g.addr))
+	eventually(t, 3*time.Minute, "the log cleaner to compact the topic", func() error {
+		v := readCompacted(t, compacted, kgo.SeedBrokers(g.addr))
+		load.check(t, v, false)
+		for key := range load.newest {
+			if n := v.perKey[key]; n > 3 {
+				return fmt.Errorf("%d records read, %d of key %s", v.total, n, key)
+			}
+		}
+		return nil
+	})
 
 	// The filer's HTTP port asks for TLS and a token: an outsider with a
 	// certificate but no token reads nothing of the topic.
