@@ -720,7 +720,7 @@ func (n *Node) storageName() string {
 // watchCluster logs when the SeaweedFS cluster becomes reachable and when
 // it is lost, so an operator sees why clients get retriable errors.
 func (n *Node) watchCluster() {
-	ready := false
+	ready, reached, mismatched := false, false, 0
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := n.store.Ready(ctx)
@@ -728,9 +728,11 @@ func (n *Node) watchCluster() {
 		switch {
 		case err == nil && !ready:
 			glog.V(0).Infof("kafka gateway: %s is ready", n.storageName())
-		case errors.Is(err, seaweedmq.ErrSecurity), errors.Is(err, seaweedmq.ErrFilerTooOld):
+		case errors.Is(err, seaweedmq.ErrFilerTooOld), errors.Is(err, seaweedmq.ErrSecurity) && !reached && mismatched > 0:
 			// Asking again will not mend it: the gateway stops, saying
-			// what to set.
+			// what to set. (Seen once, it may be a server restarting,
+			// and a cluster reached before with the same security is
+			// one: they are waited for.)
 			select {
 			case n.served <- err:
 			default:
@@ -742,6 +744,12 @@ func (n *Node) watchCluster() {
 			glog.V(0).Infof("kafka gateway: waiting for %s: %v", n.storageName(), err)
 		}
 		ready = err == nil
+		reached = reached || ready
+		if errors.Is(err, seaweedmq.ErrSecurity) {
+			mismatched++
+		} else {
+			mismatched = 0
+		}
 		if !n.sleep(5 * time.Second) {
 			return
 		}

@@ -155,9 +155,11 @@ func (s Security) String() string {
 	return s.File + ": " + strings.Join(parts, ", ")
 }
 
-// ErrSecurity marks a failure that retrying will not mend: the cluster
-// asks for TLS or a token the gateway's security.toml does not give, or
-// the other way round.
+// ErrSecurity marks a failure that retrying is not likely to mend: the
+// cluster asks for TLS or a token the gateway's security.toml does not
+// give, or the other way round. Such an error also wraps ErrUnavailable
+// (clients get retriable errors): a server restarting can close a
+// connection as a TLS server closes a plaintext one.
 var ErrSecurity = errors.New("security.toml does not match the cluster")
 
 // securityMismatch names what to set when err is the handshake failure of
@@ -170,11 +172,11 @@ func (s Security) securityMismatch(peer string, err error) error {
 	msg := err.Error()
 	switch {
 	case s.GRPCSection == "" && (strings.Contains(msg, "error reading server preface") || strings.Contains(msg, "http2: frame too large")):
-		return fmt.Errorf("%w: %s closes plaintext gRPC connections, so the cluster uses TLS: give the gateway a certificate in security.toml, [grpc.client] cert and key (or [grpc.mq] client_cert and client_key) and [grpc] ca (%v)", ErrSecurity, peer, err)
+		return fmt.Errorf("%w: %w: %s closes plaintext gRPC connections, so the cluster uses TLS: give the gateway a certificate in security.toml, [grpc.client] cert and key (or [grpc.mq] client_cert and client_key) and [grpc] ca (%v)", ErrUnavailable, ErrSecurity, peer, err)
 	case s.GRPCSection != "" && strings.Contains(msg, "first record does not look like a TLS handshake"):
-		return fmt.Errorf("%w: %s does not speak TLS, but [%s] of %s gives the gateway a certificate: remove it, or secure the cluster with the same security.toml (%v)", ErrSecurity, peer, s.GRPCSection, s.where(), err)
+		return fmt.Errorf("%w: %w: %s does not speak TLS, but [%s] of %s gives the gateway a certificate: remove it, or secure the cluster with the same security.toml (%v)", ErrUnavailable, ErrSecurity, peer, s.GRPCSection, s.where(), err)
 	case s.GRPCSection != "" && (strings.Contains(msg, "certificate signed by unknown authority") || strings.Contains(msg, "bad certificate") || strings.Contains(msg, "unknown certificate authority")):
-		return fmt.Errorf("%w: the TLS handshake with %s failed: is [grpc] ca of %s the cluster's CA, and [%s]'s certificate issued by it? (%v)", ErrSecurity, peer, s.where(), s.GRPCSection, err)
+		return fmt.Errorf("%w: %w: the TLS handshake with %s failed: is [grpc] ca of %s the cluster's CA, and [%s]'s certificate issued by it? (%v)", ErrUnavailable, ErrSecurity, peer, s.where(), s.GRPCSection, err)
 	}
 	return nil
 }

@@ -91,13 +91,14 @@ func TestLoadSecurity(t *testing.T) {
 }
 
 // A plaintext dial that a TLS server closes, and a TLS dial to a
-// plaintext server, are ErrSecurity naming what to set; other failures
-// are not.
+// plaintext server, are ErrSecurity naming what to set, and retriable
+// (a server restarting may close a connection so too); other failures
+// are not ErrSecurity.
 func TestSecurityMismatch(t *testing.T) {
 	plain := Security{File: "/etc/seaweedfs/security.toml"}
 	err := plain.securityMismatch("master m:9333", errors.New(`rpc error: code = Unavailable desc = connection error: desc = "error reading server preface: EOF"`))
-	if !errors.Is(err, ErrSecurity) || !strings.Contains(err.Error(), "[grpc.client] cert and key") {
-		t.Errorf("plaintext to TLS: %v", err)
+	if !errors.Is(err, ErrSecurity) || !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "[grpc.client] cert and key") {
+		t.Errorf("plaintext to TLS: %v (want ErrSecurity, retriable: ErrUnavailable)", err)
 	}
 	tls := Security{File: "/etc/seaweedfs/security.toml", GRPCSection: "grpc.client"}
 	err = tls.securityMismatch("filer f:18888", errors.New(`transport: authentication handshake failed: tls: first record does not look like a TLS handshake`))
