@@ -92,8 +92,8 @@ type Node struct {
 	pprofLn      net.Listener // nil without -port.pprof
 
 	// What ClusterReady waits for besides the parts' own readiness:
-	// the users of -sasl.users made, the cluster's secret read (and the
-	// gateways' own user made).
+	// the users of -sasl.users made, the cluster's id and secret read
+	// (and the gateways' own user made: ensureSecret).
 	usersCreated, secretRead atomic.Bool
 	initialUsers             map[string]string
 }
@@ -640,10 +640,11 @@ func (n *Node) createUsers() {
 	n.usersCreated.Store(true)
 }
 
-// ensureSecret reads the cluster's secret (made by the first gateway if
-// no file gives it), seals the credentials older gateways left in the
-// clear, removes the password they kept in a file, and makes the gateways'
-// own user; it retries until the filer takes it all.
+// ensureSecret reads the cluster's id and secret (made by the first
+// gateway if none is kept, and no file gives the secret), seals the
+// credentials older gateways left in the clear, removes the password they
+// kept in a file, and makes the gateways' own user; it retries until the
+// filer takes it all.
 func (n *Node) ensureSecret() {
 	files := cluster.InstrumentFiles(n.store)
 	for {
