@@ -113,6 +113,23 @@ func ackLoad(t *testing.T, cl *kgo.Client, topic string, partition int32, prefix
 	}
 }
 
+// mixedLoad produces to partition 0 of topic as an idempotent producer and
+// to partition 1 as a plain acks=all one, 300 records/s each and at most
+// max each, through the gateways at seeds; stop ends both and waits for
+// their last acknowledgements.
+func mixedLoad(t *testing.T, seeds []string, topic string, max int) (acks *ackLog, stop func()) {
+	t.Helper()
+	acks = newAckLog()
+	done := make(chan struct{})
+	waitIdem := ackLoad(t, chaosProducer(t, seeds), topic, 0, "idempotent", 300, max, done, acks)
+	waitPlain := ackLoad(t, chaosProducer(t, seeds, kgo.DisableIdempotentWrite()), topic, 1, "plain", 300, max, done, acks)
+	return acks, func() {
+		close(done)
+		waitIdem()
+		waitPlain()
+	}
+}
+
 // checkAcknowledged reads every partition of topic from offset 0 to its
 // end through the gateway at addr and checks what a user would: offsets
 // come in order, no offset holds two records, every acknowledged record
@@ -283,10 +300,7 @@ func TestDurabilityChaos(t *testing.T) {
 	var g *gatewayProc
 	chaosGateway(t, "chaos-gateway", c.master, &g)
 	topic := createTopicAt(t, []string{g.addr}, 2)
-	acks := newAckLog()
-	stop := make(chan struct{})
-	waitIdem := ackLoad(t, chaosProducer(t, []string{g.addr}), topic, 0, "idempotent", 300, 30000, stop, acks)
-	waitPlain := ackLoad(t, chaosProducer(t, []string{g.addr}, kgo.DisableIdempotentWrite()), topic, 1, "plain", 300, 30000, stop, acks)
+	acks, stopLoad := mixedLoad(t, []string{g.addr}, topic, 30000)
 
 	// Each step waits until both partitions take writes again, so that
 	// each kill catches a broker holding records it has not flushed.
@@ -313,9 +327,7 @@ func TestDurabilityChaos(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	c.start("filer")
 	acked("a filer restart")
-	close(stop)
-	waitIdem()
-	waitPlain()
+	stopLoad()
 	t.Logf("%d records acknowledged, %d failed; longest time without an acknowledgement %v", acks.count(), acks.failed, acks.longestGap())
 	checkAcknowledged(t, g.addr, topic, acks, map[int32]bool{0: true})
 }
@@ -442,10 +454,7 @@ func TestDurabilityTwoGateways(t *testing.T) {
 	seeds := []string{gws[0].addr, gws[1].addr}
 	waitGateways(t, seeds)
 	topic := createTopicAt(t, seeds, 2)
-	acks := newAckLog()
-	stop := make(chan struct{})
-	waitIdem := ackLoad(t, chaosProducer(t, seeds), topic, 0, "idempotent", 300, 30000, stop, acks)
-	waitPlain := ackLoad(t, chaosProducer(t, seeds, kgo.DisableIdempotentWrite()), topic, 1, "plain", 300, 30000, stop, acks)
+	acks, stopLoad := mixedLoad(t, seeds, topic, 30000)
 	acked := func(what string) { acks.progress(t, 2, 150, what) }
 	acked("the start")
 	time.Sleep(2 * time.Second)
@@ -461,9 +470,7 @@ func TestDurabilityTwoGateways(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	c.start("broker")
 	acked("a broker restart")
-	close(stop)
-	waitIdem()
-	waitPlain()
+	stopLoad()
 	t.Logf("%d records acknowledged, %d failed; longest time without an acknowledgement %v", acks.count(), acks.failed, acks.longestGap())
 	checkAcknowledged(t, gws[survivor].addr, topic, acks, map[int32]bool{0: true})
 	// The killed gateway comes back under its node id and trims what its

@@ -68,10 +68,7 @@ func TestReplicatedTopic(t *testing.T) {
 		return nil
 	})
 
-	acks := newAckLog()
-	stop := make(chan struct{})
-	waitIdem := ackLoad(t, chaosProducer(t, seeds), topic, 0, "idempotent", 300, 40000, stop, acks)
-	waitPlain := ackLoad(t, chaosProducer(t, seeds, kgo.DisableIdempotentWrite()), topic, 1, "plain", 300, 40000, stop, acks)
+	acks, stopLoad := mixedLoad(t, seeds, topic, 40000)
 	acks.progress(t, 2, 1500, "the start")
 	eventually(t, time.Minute, "segments written", func() error {
 		if copies := topicCopies(t, c); copies != 3 {
@@ -85,9 +82,7 @@ func TestReplicatedTopic(t *testing.T) {
 	}
 	t.Logf("volume2's disk deleted")
 	acks.progress(t, 2, 1500, "a volume server lost for good")
-	close(stop)
-	waitIdem()
-	waitPlain()
+	stopLoad()
 	t.Logf("%d records acknowledged, %d failed; longest time without an acknowledgement %v", acks.count(), acks.failed, acks.longestGap())
 	checkAcknowledged(t, gws[0].addr, topic, acks, map[int32]bool{0: true})
 

@@ -107,10 +107,7 @@ func TestSecuredCluster(t *testing.T) {
 	waitGateways(t, seeds)
 
 	topic := createTopicAt(t, seeds, 2)
-	acks := newAckLog()
-	stop := make(chan struct{})
-	waitIdem := ackLoad(t, chaosProducer(t, seeds), topic, 0, "idempotent", 300, 30000, stop, acks)
-	waitPlain := ackLoad(t, chaosProducer(t, seeds, kgo.DisableIdempotentWrite()), topic, 1, "plain", 300, 30000, stop, acks)
+	acks, stopLoad := mixedLoad(t, seeds, topic, 30000)
 	acks.progress(t, 2, 300, "the start")
 	victim, survivor := 0, 1
 	if leaderAddr(t, gws[0].addr, topic, 0) == gws[1].addr {
@@ -121,9 +118,7 @@ func TestSecuredCluster(t *testing.T) {
 	t.Logf("SIGKILL gateway %s (leads partition 0)", gws[victim].addr)
 	gws[victim].kill()
 	acks.progress(t, 2, 300, "the gateway's death")
-	close(stop)
-	waitIdem()
-	waitPlain()
+	stopLoad()
 	t.Logf("%d records acknowledged, %d failed; longest time without an acknowledgement %v", acks.count(), acks.failed, acks.longestGap())
 	g := gws[survivor]
 	checkAcknowledged(t, g.addr, topic, acks, map[int32]bool{0: true})
