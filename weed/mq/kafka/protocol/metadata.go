@@ -69,6 +69,7 @@ func (h *Handler) handleMetadata(ctx context.Context, r *Request) Reply {
 // (TOPIC_AUTHORIZATION_FAILED for one it may not describe, whether it
 // exists or not).
 func (h *Handler) metadataTopics(ctx context.Context, r *Request, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+	ids := h.memberIDs() // the replicas' candidates, once for every topic
 	all := req.Topics == nil || (r.Version == 0 && len(req.Topics) == 0)
 	if all {
 		topics, err := h.backend.ListTopics(ctx)
@@ -79,7 +80,7 @@ func (h *Handler) metadataTopics(ctx context.Context, r *Request, req *kmsg.Meta
 		}
 		for _, t := range topics {
 			if h.allowedTopic(r, kmsg.ACLOperationDescribe, t.Name) {
-				resp.Topics = append(resp.Topics, h.topicMetadata(t))
+				resp.Topics = append(resp.Topics, h.topicMetadata(t, ids))
 			}
 		}
 		return
@@ -99,7 +100,7 @@ func (h *Handler) metadataTopics(ctx context.Context, r *Request, req *kmsg.Meta
 				}
 			}
 			if t, ok := byID[rt.TopicID]; ok && h.allowedTopic(r, kmsg.ACLOperationDescribe, t.Name) {
-				resp.Topics = append(resp.Topics, h.topicMetadata(t))
+				resp.Topics = append(resp.Topics, h.topicMetadata(t, ids))
 			} else if ok {
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID = rt.TopicID
@@ -146,12 +147,13 @@ func (h *Handler) metadataTopics(ctx context.Context, r *Request, req *kmsg.Meta
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, h.topicMetadata(t))
+		resp.Topics = append(resp.Topics, h.topicMetadata(t, ids))
 	}
 }
 
-func (h *Handler) topicMetadata(t storage.TopicInfo) kmsg.MetadataResponseTopic {
-	ids := h.memberIDs()
+// topicMetadata is a topic as Metadata answers it; ids are the live
+// gateways' node ids, in order (memberIDs).
+func (h *Handler) topicMetadata(t storage.TopicInfo, ids []int32) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name

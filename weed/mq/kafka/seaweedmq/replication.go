@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,13 +75,24 @@ func copiesOf(replication string) int16 {
 }
 
 // clusterView is what the masters said last of the cluster's default
-// replication and its servers.
+// replication and its servers. The masters are asked outside mu (two
+// lookers at once may both ask), so that a slow master never holds up a
+// topic's read, which takes the default replication.
 type clusterView struct {
-	mu                 sync.Mutex
-	defaultReplication string
-	topology           *master_pb.TopologyInfo
-	read               time.Time
-	warned             time.Time // last underReplicated warning
+	defaultReplication atomic.Pointer[string]
+
+	mu       sync.Mutex
+	topology *master_pb.TopologyInfo
+	read     time.Time
+	warned   time.Time // last underReplicated warning
+}
+
+// defaultRepl is the default replication as last read ("" before).
+func (v *clusterView) defaultRepl() string {
+	if def := v.defaultReplication.Load(); def != nil {
+		return *def
+	}
+	return ""
 }
 
 // clusterViewTTL bounds how old the servers looked at may be.
@@ -91,12 +103,14 @@ const clusterViewTTL = 10 * time.Second
 func (c *Client) cluster(ctx context.Context) (string, *master_pb.TopologyInfo, error) {
 	v := &c.view
 	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.topology != nil && time.Since(v.read) < clusterViewTTL {
-		return v.defaultReplication, v.topology, nil
+	topo, fresh := v.topology, time.Since(v.read) < clusterViewTTL
+	v.mu.Unlock()
+	if topo != nil && fresh {
+		return v.defaultRepl(), topo, nil
 	}
 	var lastErr error = fmt.Errorf("%w: no master given", ErrUnavailable)
 	for _, m := range c.opts.Masters {
+		var def string
 		err := pb.WithMasterClient(ctx, false, m, c.opts.Security.DialOption, false, func(mc master_pb.SeaweedClient) error {
 			conf, err := mc.GetMasterConfiguration(ctx, &master_pb.GetMasterConfigurationRequest{})
 			if err != nil {
@@ -106,11 +120,15 @@ func (c *Client) cluster(ctx context.Context) (string, *master_pb.TopologyInfo, 
 			if err != nil {
 				return err
 			}
-			v.defaultReplication, v.topology, v.read = conf.DefaultReplication, list.TopologyInfo, time.Now()
+			def, topo = conf.DefaultReplication, list.TopologyInfo
 			return nil
 		})
 		if err == nil {
-			return v.defaultReplication, v.topology, nil
+			v.defaultReplication.Store(&def)
+			v.mu.Lock()
+			v.topology, v.read = topo, time.Now()
+			v.mu.Unlock()
+			return def, topo, nil
 		}
 		lastErr = fmt.Errorf("%w: master %s: %v", ErrUnavailable, m, err)
 	}
@@ -183,9 +201,7 @@ func (c *Client) replicationOf(ctx context.Context, factor int16) (string, error
 // ("": the cluster's default, as last read; 1 if never read).
 func (c *Client) replicationFactor(replication string) int16 {
 	if replication == "" {
-		c.view.mu.Lock()
-		replication = c.view.defaultReplication
-		c.view.mu.Unlock()
+		replication = c.view.defaultRepl()
 	}
 	return copiesOf(replication)
 }

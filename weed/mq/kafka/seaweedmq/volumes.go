@@ -58,8 +58,8 @@ func (c *Client) volumeHosts(ctx context.Context, vid string) ([]string, error) 
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	if err != nil || len(hosts) == 0 {
+		return hosts, err // a volume no server holds is looked up again next time
 	}
 	c.vols.mu.Lock()
 	if c.vols.hosts == nil {
