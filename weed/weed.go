@@ -31,7 +31,7 @@ var commands = func() []*swcommand.Command {
 		}
 		out = append(out, c)
 	}
-	return append(out, command.MqKafkaBench)
+	return append(out, command.MqKafkaBench, command.MqKafkaLink)
 }()
 
 func init() {

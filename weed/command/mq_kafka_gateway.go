@@ -149,6 +149,16 @@ Security (see the README's Security section):
                        these http(s)://host:port, kept in the _schemas
                        topic (with -embedded.dir: http://127.0.0.1:8081
                        unless set; none: off)
+  -console.listeners    serve the gateway's HTTP API on these
+                       http(s)://host:port: topic links (weed
+                       mq.kafka.link), with HTTP basic auth by the
+                       gateway's users when it has a SASL listener (with
+                       -embedded.dir: http://127.0.0.1:8080 unless set;
+                       none: off)
+  -link.refresh.ms, -link.sync.interval.ms
+                       how often each gateway reads the topic links, and
+                       how often a link's controller syncs (default 2000,
+                       5000)
   -schema.registry.basic.auth
                        the schema registry asks for HTTP basic auth with
                        the gateway's SCRAM users; with -authorizer.enabled
@@ -202,6 +212,10 @@ Examples:
 // listens when -schema.registry.listeners is not given.
 const defaultEmbeddedRegistry = "http://127.0.0.1:8081"
 
+// defaultEmbeddedConsole is where the run command serves the gateway's
+// HTTP API when -console.listeners is not given.
+const defaultEmbeddedConsole = "http://127.0.0.1:8080"
+
 func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 	cfg, p := kafkaGatewayConfig, &kafkaGatewayProcess
 	util.LoadSecurityConfiguration()
@@ -222,6 +236,9 @@ func runMqKafkaGateway(cmd *swcommand.Command, args []string) bool {
 		cfg.Masters = emb.master
 		if cfg.RegistryListeners == "" {
 			cfg.RegistryListeners = defaultEmbeddedRegistry
+		}
+		if cfg.ConsoleListeners == "" {
+			cfg.ConsoleListeners = defaultEmbeddedConsole
 		}
 		if p.embeddedS3 > 0 && cfg.IcebergCatalog == "" {
 			cfg.IcebergCatalog = "http://127.0.0.1:" + strconv.Itoa(p.embeddedIceberg)

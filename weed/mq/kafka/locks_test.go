@@ -19,7 +19,7 @@ import (
 // filer, the log, the other gateways) is never done under a mutex, so a
 // slow filer or a partitioned gateway holds up the one id or partition
 // waiting for it, never a describe, a list, the sweeps or the other ids.
-var ownedByTurn = []string{"txn", "share", "group"}
+var ownedByTurn = []string{"txn", "share", "group", "link"}
 
 // TestNoIOUnderLock checks the rule in the coordinators' code: no call
 // that takes a context between a mutex's Lock and its Unlock (a deferred

@@ -262,3 +262,46 @@ func ignoreMissing(err error) error {
 	}
 	return err
 }
+
+// AppendMirrored, MirroredProducers, RaiseProducerIDs and DropProducerIDs
+// pass storage.Mirror on, for a backend that is one.
+
+func (i instrumented) AppendMirrored(ctx context.Context, topic string, partition int32, batches [][]byte) *storage.Appended {
+	m, ok := i.b.(storage.Mirror)
+	if !ok {
+		return storage.FailedAppend(errNoMirror)
+	}
+	start := time.Now()
+	app := m.AppendMirrored(ctx, topic, partition, batches)
+	app.Then(func(a *storage.Appended) { observe("AppendMirrored", start, ignoreKafka(a.Err)) })
+	return app
+}
+
+func (i instrumented) MirroredProducers(ctx context.Context, topic string, partition int32) (int64, error) {
+	m, ok := i.b.(storage.Mirror)
+	if !ok {
+		return -1, errNoMirror
+	}
+	return m.MirroredProducers(ctx, topic, partition)
+}
+
+func (i instrumented) RaiseProducerIDs(ctx context.Context, floor int64) error {
+	m, ok := i.b.(storage.Mirror)
+	if !ok {
+		return errNoMirror
+	}
+	start := time.Now()
+	err := m.RaiseProducerIDs(ctx, floor)
+	observe("RaiseProducerIDs", start, err)
+	return err
+}
+
+func (i instrumented) DropProducerIDs(floor int64) {
+	if m, ok := i.b.(storage.Mirror); ok {
+		m.DropProducerIDs(floor)
+	}
+}
+
+// errNoMirror is a mirrored write to a storage that keeps no other
+// cluster's offsets.
+var errNoMirror = errors.New("this storage cannot keep another cluster's batches at their offsets")

@@ -297,3 +297,48 @@ func (o *Owned) Producers(ctx context.Context, topic string, partition int32) ([
 	}
 	return o.b.Producers(ctx, topic, partition)
 }
+
+// AppendMirrored is AppendBatch of a topic link's batches (storage.Mirror),
+// on a partition this gateway leads.
+func (o *Owned) AppendMirrored(ctx context.Context, topic string, partition int32, batches [][]byte) *storage.Appended {
+	m, ok := o.b.(storage.Mirror)
+	if !ok {
+		return storage.FailedAppend(errNoMirror)
+	}
+	if err := o.lead(topic, partition); err != nil {
+		return storage.FailedAppend(err)
+	}
+	return o.whileLeading(topic, partition, func() *storage.Appended {
+		return m.AppendMirrored(ctx, topic, partition, batches)
+	})
+}
+
+// MirroredProducers is storage.Mirror's, on a partition led here.
+func (o *Owned) MirroredProducers(ctx context.Context, topic string, partition int32) (int64, error) {
+	m, ok := o.b.(storage.Mirror)
+	if !ok {
+		return -1, errNoMirror
+	}
+	if err := o.lead(topic, partition); err != nil {
+		return -1, err
+	}
+	return m.MirroredProducers(ctx, topic, partition)
+}
+
+// RaiseProducerIDs is storage.Mirror's.
+func (o *Owned) RaiseProducerIDs(ctx context.Context, floor int64) error {
+	m, ok := o.b.(storage.Mirror)
+	if !ok {
+		return errNoMirror
+	}
+	return m.RaiseProducerIDs(ctx, floor)
+}
+
+// DropProducerIDs is storage.Mirror's.
+func (o *Owned) DropProducerIDs(floor int64) {
+	if m, ok := o.b.(storage.Mirror); ok {
+		m.DropProducerIDs(floor)
+	}
+}
+
+var _ storage.Mirror = (*Owned)(nil)

@@ -304,6 +304,34 @@ var (
 		Help: "Data files committed to topics' Iceberg tables, by topic.",
 	}, []string{"topic"})
 
+	// Topic links: the records and seconds a mirrored partition is
+	// behind its source (set by the link's controller), what the pullers
+	// wrote, their errors by kind, and each link's state.
+	LinkLagRecords = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "link_lag_records",
+		Help: "Records a mirrored partition is behind its source's end, by link, topic and partition (on the link's controller).",
+	}, []string{"link", "topic", "partition"})
+	LinkLagSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "link_lag_seconds",
+		Help: "How long a mirrored partition has been behind its source's end without catching up, by link, topic and partition (on the link's controller).",
+	}, []string{"link", "topic", "partition"})
+	LinkRecords = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "link_records_total",
+		Help: "Offsets a topic link wrote (records, and what its source's cleaner left out), by link and topic.",
+	}, []string{"link", "topic"})
+	LinkBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "link_bytes_total",
+		Help: "Bytes of batches a topic link pulled from its source and wrote, by link.",
+	}, []string{"link"})
+	LinkErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "link_errors_total",
+		Help: "Topic link errors, by link and kind (source: reaching the source; deleted: records deleted on the source before they were pulled; write: storing; sync: configs, groups, ACLs).",
+	}, []string{"link", "kind"})
+	LinkState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "link_state",
+		Help: "1 for a topic link's state (active, paused, failed, source unreachable), by link (on its controller).",
+	}, []string{"link", "state"})
+
 	// Rebalances counts completed rebalances (new generations), by group.
 	Rebalances = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "group_rebalances_total",
@@ -320,7 +348,8 @@ func init() {
 		CompactionRecords, CompactionBytes, CompactionRuns, CompactionDirtyRatio, ShareSessions, ShareAcks,
 		ThrottleSeconds, ClientInstances, ClientPushes, ClientPushErrors, ClientSeriesDropped,
 		RegistryRequests, RegistryRequestSeconds, RegistrySchemas,
-		IcebergLagRecords, IcebergLagSeconds, IcebergCommits, IcebergCommitSeconds, IcebergRecords, IcebergFiles, IcebergInvalid)
+		IcebergLagRecords, IcebergLagSeconds, IcebergCommits, IcebergCommitSeconds, IcebergRecords, IcebergFiles, IcebergInvalid,
+		LinkLagRecords, LinkLagSeconds, LinkRecords, LinkBytes, LinkErrors, LinkState)
 }
 
 // Register adds a collector of the gateway's to /metrics, until

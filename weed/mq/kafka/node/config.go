@@ -105,6 +105,14 @@ type Config struct {
 	SSLPrincipalRules   string
 	RegistryListeners   string // "none": no registry
 	RegistryBasicAuth   bool
+	// ConsoleListeners serve the gateway's HTTP API (topic links) on
+	// http(s)://host:port ("" or "none": off).
+	ConsoleListeners string
+
+	// Topic links: how often every gateway reads them, how often a
+	// link's controller syncs.
+	LinkRefreshMs  int
+	LinkIntervalMs int
 
 	// Iceberg tables: no catalog, no tables.
 	IcebergCatalog       string

@@ -75,6 +75,8 @@ func Defaults() Config {
 		SSLPrincipalRules: "DEFAULT",
 
 		IcebergWarehouse:     "kafka",
+		LinkRefreshMs:        2000,
+		LinkIntervalMs:       5000,
 		IcebergMaintenanceMs: 3600000,
 	}
 }

@@ -203,7 +203,7 @@ func (s *icebergSource) Read(ctx context.Context, topic string, partition int32,
 			}
 			rb := raw[0]
 			raw = raw[1:]
-			b, err := record.ParseBatch(rb.Data, protocol.MaxDecompressedBatch)
+			b, err := record.ParseStoredBatch(rb.Data, protocol.MaxDecompressedBatch)
 			if err != nil {
 				// As Read leaves it out (it was validated when it was
 				// produced): the table goes on past it.
@@ -220,7 +220,7 @@ func (s *icebergSource) Read(ctx context.Context, topic string, partition int32,
 				grow(len(b.Records), bytes)
 			}
 			for k := range b.Records {
-				if !take(rb.Base+int64(k), b.Records[k]) {
+				if !take(rb.Base+b.Delta(k), b.Records[k]) {
 					full = true
 					break
 				}

@@ -8,6 +8,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -36,6 +37,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/iceberg"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/link"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
@@ -88,6 +90,8 @@ type Node struct {
 	srv          *gateway.Server
 	schemaState  *registry.State // nil without a registry
 	regListeners []registryListener
+	conListeners []registryListener
+	links        *link.Manager
 	metricsLn    net.Listener // nil without -metricsPort
 	pprofLn      net.Listener // nil without -port.pprof
 
@@ -151,7 +155,12 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	if cfg.RegistryListeners != "none" {
-		if n.regListeners, n.self.Registry, err = parseRegistryListeners(cfg.RegistryListeners, cfg.IP); err != nil {
+		if n.regListeners, n.self.Registry, err = parseHTTPListeners("-schema.registry.listeners", cfg.RegistryListeners, cfg.IP); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.ConsoleListeners != "none" {
+		if n.conListeners, _, err = parseHTTPListeners("-console.listeners", cfg.ConsoleListeners, cfg.IP); err != nil {
 			return nil, err
 		}
 	}
@@ -312,6 +321,19 @@ func New(cfg Config) (_ *Node, err error) {
 	// TLS.
 	n.sealer = user.NewSealer(nil) // given the cluster's secret at start (ensureSecret)
 	n.users = user.NewStore(files, n.sealer)
+	// Topic links: every gateway pulls the mirrored partitions it leads;
+	// the gateway that owns a link controls it.
+	n.links = link.New(link.Options{
+		Store:   &link.Store{Files: files, Sealer: n.sealer},
+		Backend: owned, Mirror: owned,
+		Serving: members.Serving, Self: n.self.NodeID,
+		Local: func() []kgo.Opt {
+			return append(n.peerOpts.ClientOpts(), kgo.SeedBrokers(n.self.Addr()), kgo.ClientID("kafka-gateway-link"))
+		},
+		Refresh:  ms(cfg.LinkRefreshMs),
+		Interval: ms(cfg.LinkIntervalMs),
+	})
+	n.onClose("the topic links", n.links.Close)
 	inter := interListener(listeners, cfg.Authorizer)
 	if inter.SASL() {
 		if !slices.Contains(splitList(cfg.SASLMechanisms, ","), sasl.ScramSHA512) {
@@ -397,6 +419,7 @@ func New(cfg Config) (_ *Node, err error) {
 			DefaultPartitions:        int32(cfg.DefaultPartitions),
 			DefaultReplicationFactor: int16(cfg.DefaultReplicationFactor),
 			AutoCreateTopics:         cfg.AutoCreateTopics,
+			ReadOnly:                 n.links.ReadOnly,
 			FetchMaxBytes:            cfg.FetchMaxBytes,
 			FetchSessionSlots:        int(orNone(int64(cfg.FetchSessionSlots))),
 			FetchBatchCacheBytes:     orNone(cfg.FetchBatchCache),
@@ -536,6 +559,21 @@ func (n *Node) Start() error {
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		n.serveHTTP("pprof", &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, n.pprofLn)
 	}
+	n.links.Start()
+	if len(n.conListeners) > 0 {
+		var o link.HandlerOptions
+		if n.logins {
+			o.Authenticate = n.users.VerifyPassword
+		}
+		if n.authz != nil {
+			o.Authorize = n.authz.Authorize
+		}
+		for _, l := range n.conListeners {
+			if err := n.serveListener("console", l, link.Handler(&link.Store{Files: cluster.InstrumentFiles(n.store), Sealer: n.sealer}, o)); err != nil {
+				return err
+			}
+		}
+	}
 	var schemasOf iceberg.Schemas // the registry's, when this gateway serves one
 	if len(n.regListeners) > 0 {
 		schemas, err := startSchemaRegistry(n.schemaState, n.regListeners, append(n.peerOpts.ClientOpts(), kgo.SeedBrokers(n.self.Addr())), n.members,
@@ -579,6 +617,33 @@ func (n *Node) serveHTTP(what string, srv *http.Server, ln net.Listener) {
 			glog.Errorf("kafka gateway: %s on %s: %v", what, ln.Addr(), err)
 		}
 	})
+}
+
+// serveListener serves handler on one of an HTTP server's listeners
+// (https with the -ssl.* files).
+func (n *Node) serveListener(what string, l registryListener, handler http.Handler) error {
+	ln, err := net.Listen("tcp", l.bind)
+	if err != nil {
+		return fmt.Errorf("%s on %s: %w", what, l.bind, err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	scheme := "http"
+	if l.tls {
+		if n.cfg.SSLCert == "" || n.cfg.SSLKey == "" {
+			ln.Close()
+			return fmt.Errorf("an https %s listener needs -ssl.cert and -ssl.key", what)
+		}
+		cert, err := tls.LoadX509KeyPair(n.cfg.SSLCert, n.cfg.SSLKey)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		scheme = "https"
+	}
+	n.serveHTTP(what, srv, ln)
+	glog.V(0).Infof("kafka gateway: %s on %s://%s", what, scheme, ln.Addr())
+	return nil
 }
 
 // Addr is the host:port this gateway gives clients for itself in

@@ -25,11 +25,11 @@ type registryListener struct {
 	bind string // host:port
 }
 
-// parseRegistryListeners reads -schema.registry.listeners
+// parseHTTPListeners reads an HTTP server's listeners, flag
 // ("http://0.0.0.0:8081,https://..."), and returns them with the URL the
-// other gateways forward writes to: the first listener's, with advertised
-// as its host when it binds every address.
-func parseRegistryListeners(spec, advertised string) ([]registryListener, string, error) {
+// other gateways reach it at: the first listener's, with advertised as its
+// host when it binds every address.
+func parseHTTPListeners(flag, spec, advertised string) ([]registryListener, string, error) {
 	var out []registryListener
 	var first string
 	for _, s := range strings.Split(spec, ",") {
@@ -39,7 +39,7 @@ func parseRegistryListeners(spec, advertised string) ([]registryListener, string
 		}
 		u, err := url.Parse(s)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Port() == "" || (u.Path != "" && u.Path != "/") {
-			return nil, "", fmt.Errorf("-schema.registry.listeners: %q is not http(s)://host:port", s)
+			return nil, "", fmt.Errorf("%s: %q is not http(s)://host:port", flag, s)
 		}
 		l := registryListener{tls: u.Scheme == "https", bind: u.Host}
 		out = append(out, l)

@@ -193,14 +193,14 @@ func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, ve
 				sp.RecordBatches = append(sp.RecordBatches, rb.Data...)
 				continue
 			}
-			decoded, err := record.ParseBatch(rb.Data, MaxDecompressedBatch)
+			decoded, err := record.ParseStoredBatch(rb.Data, MaxDecompressedBatch)
 			if err != nil {
 				continue // stored whole and checked: not reached
 			}
 			decoded.Mark()
 			stored := make([]storage.StoredRecord, len(decoded.Records))
 			for i := range decoded.Records {
-				stored[i] = storage.StoredRecord{Offset: rb.Base + int64(i), Record: decoded.Records[i]}
+				stored[i] = storage.StoredRecord{Offset: rb.Base + decoded.Delta(i), Record: decoded.Records[i]}
 			}
 			sp.RecordBatches = h.appendBatches(b, sp.RecordBatches, info.ID, rp.partition, stored, codec)
 			continue

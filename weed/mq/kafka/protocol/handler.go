@@ -45,6 +45,10 @@ type Config struct {
 	// default replication; 0: 1).
 	DefaultReplicationFactor int16
 	AutoCreateTopics         bool
+	// ReadOnly says whether a topic is a mirror of a topic link's source
+	// not yet promoted, and of which link: produce to it is refused
+	// (nil: none is).
+	ReadOnly func(topic string) (link string, ok bool)
 	// MaxMessageBytes is the default max.message.bytes of topics: the
 	// largest record batch a producer may send.
 	MaxMessageBytes int32

@@ -107,6 +107,8 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 			case r.Version < 3:
 				p.ErrorCode = kerr.UnsupportedForMessageFormat.Code
 				continue
+			case h.mirrored(info.Name, p):
+				continue
 			case len(rp.Records) > maxBytes:
 				p.ErrorCode = kerr.MessageTooLarge.Code
 				continue
@@ -444,4 +446,20 @@ func (h *Handler) addTxnGroup(ctx context.Context, id string, producerID int64, 
 func schemaWhy(check func(*record.Record) string, r *record.Record, why *string) bool {
 	*why = check(r)
 	return *why != ""
+}
+
+// mirrored refuses produce to a mirror topic of a topic link, not yet
+// promoted: its records come from the link's source, at the offsets they
+// have there.
+func (h *Handler) mirrored(topic string, p *kmsg.ProduceResponseTopicPartition) bool {
+	if h.cfg.ReadOnly == nil {
+		return false
+	}
+	link, ok := h.cfg.ReadOnly(topic)
+	if !ok {
+		return false
+	}
+	msg := fmt.Sprintf("topic %s is a mirror of topic link %s's source, read-only until the link promotes it", topic, link)
+	p.ErrorCode, p.ErrorMessage = kerr.InvalidRequest.Code, &msg
+	return true
 }

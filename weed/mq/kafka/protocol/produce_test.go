@@ -757,3 +757,28 @@ func TestProduceTimestampBounds(t *testing.T) {
 		t.Errorf("stored %d records, want the 3 of the batch within bounds", len(got))
 	}
 }
+
+// A mirror topic of a topic link takes no produce until it is promoted:
+// INVALID_REQUEST, with the link named; its neighbours do.
+func TestProduceToMirrorTopic(t *testing.T) {
+	h, b := testHandler(t, nil)
+	ctx := context.Background()
+	b.CreateTopic(ctx, storage.TopicSpec{Name: "mirror", Partitions: 1})
+	b.CreateTopic(ctx, storage.TopicSpec{Name: "plain", Partitions: 1})
+	promoted := false
+	h.cfg.ReadOnly = func(topic string) (string, bool) { return "from-kafka", topic == "mirror" && !promoted }
+	resp := exchange(t, h, anonymous, produceReq("mirror", [16]byte{}, map[int32][]byte{0: batchOf(t, nil, "x")}), 12).(*kmsg.ProduceResponse)
+	p := resp.Topics[0].Partitions[0]
+	wantCode(t, "produce to a mirror topic", p.ErrorCode, kerr.InvalidRequest)
+	if p.ErrorMessage == nil || !strings.Contains(*p.ErrorMessage, "from-kafka") {
+		t.Errorf("error message %v names no link", p.ErrorMessage)
+	}
+	resp = exchange(t, h, anonymous, produceReq("plain", [16]byte{}, map[int32][]byte{0: batchOf(t, nil, "y")}), 12).(*kmsg.ProduceResponse)
+	wantCode(t, "produce to another topic", resp.Topics[0].Partitions[0].ErrorCode, nil)
+	if got := values(t, b, "mirror", 0); len(got) != 0 {
+		t.Fatalf("the mirror took %v", got)
+	}
+	promoted = true
+	resp = exchange(t, h, anonymous, produceReq("mirror", [16]byte{}, map[int32][]byte{0: batchOf(t, nil, "z")}), 12).(*kmsg.ProduceResponse)
+	wantCode(t, "produce once promoted", resp.Topics[0].Partitions[0].ErrorCode, nil)
+}

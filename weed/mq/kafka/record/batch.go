@@ -84,6 +84,18 @@ const (
 type Batch struct {
 	Header  kmsg.RecordBatch // the header fields; Records is left empty
 	Records []Record
+	// Deltas are the records' offset deltas when they are not 0, 1, 2...
+	// (a batch another cluster's log cleaner compacted: ParseStoredBatch);
+	// nil when they are.
+	Deltas []int32
+}
+
+// Delta is the offset delta of the batch's record i.
+func (b *Batch) Delta(i int) int64 {
+	if b.Deltas != nil {
+		return int64(b.Deltas[i])
+	}
+	return int64(i)
 }
 
 // Codec is the batch's compression codec.
@@ -158,7 +170,7 @@ func ParseBatches(data []byte, maxDecompressed int) ([]Batch, error) {
 		if n < BatchHeaderLen || n > len(data) {
 			return nil, fmt.Errorf("%w: batch length %d with %d bytes left", ErrCorrupt, n, len(data))
 		}
-		b, inflated, err := parseBatch(data[:n], left)
+		b, inflated, err := parseBatch(data[:n], left, false)
 		if err != nil {
 			return nil, err
 		}
@@ -197,12 +209,23 @@ func Compressed(data []byte) bool {
 // ParseBatch decodes exactly one v2 record batch, checking its length, magic
 // and CRC-32C, and decompressing its records.
 func ParseBatch(raw []byte, maxDecompressed int) (Batch, error) {
-	b, _, err := parseBatch(raw, maxDecompressed)
+	b, _, err := parseBatch(raw, maxDecompressed, false)
 	return b, err
 }
 
-// parseBatch is ParseBatch, saying also how many bytes decompressing took.
-func parseBatch(raw []byte, maxDecompressed int) (b Batch, inflated int, err error) {
+// ParseStoredBatch is ParseBatch of a batch as a Kafka log holds it, not as
+// a producer sends it: one a log cleaner compacted keeps its offsets, so
+// its records' offset deltas may skip (Batch.Deltas) and it may hold no
+// record at all (kept for its producer's state). A topic link stores such
+// batches as its source cluster served them.
+func ParseStoredBatch(raw []byte, maxDecompressed int) (Batch, error) {
+	b, _, err := parseBatch(raw, maxDecompressed, true)
+	return b, err
+}
+
+// parseBatch is ParseBatch (ParseStoredBatch if stored), saying also how
+// many bytes decompressing took.
+func parseBatch(raw []byte, maxDecompressed int, stored bool) (b Batch, inflated int, err error) {
 	if len(raw) < BatchHeaderLen {
 		return b, 0, fmt.Errorf("%w: %d bytes is shorter than a batch header", ErrCorrupt, len(raw))
 	}
@@ -218,7 +241,7 @@ func parseBatch(raw []byte, maxDecompressed int) (b Batch, inflated int, err err
 	if crc32.Checksum(raw[crcStart:], castagnoli) != uint32(b.Header.CRC) {
 		return b, 0, fmt.Errorf("%w: CRC mismatch", ErrCorrupt)
 	}
-	if b.Header.NumRecords <= 0 || int(b.Header.NumRecords) > len(raw) {
+	if b.Header.NumRecords < 0 || b.Header.NumRecords == 0 && !stored || int(b.Header.NumRecords) > len(raw) {
 		return b, 0, fmt.Errorf("%w: %d records claimed", ErrInvalid, b.Header.NumRecords)
 	}
 	body := b.Header.Records
@@ -249,8 +272,20 @@ func parseBatch(raw []byte, maxDecompressed int) (b Batch, inflated int, err err
 		if err := kr.ReadFrom(body[:end]); err != nil {
 			return b, 0, fmt.Errorf("%w: record %d: %v", ErrInvalid, i, err)
 		}
-		if kr.OffsetDelta != i {
+		switch {
+		case kr.OffsetDelta == i && b.Deltas == nil:
+		case !stored || kr.OffsetDelta < i || kr.OffsetDelta > b.Header.LastOffsetDelta || i > 0 && kr.OffsetDelta <= int32(b.Delta(int(i)-1)):
 			return b, 0, fmt.Errorf("%w: record %d has offset delta %d", ErrInvalid, i, kr.OffsetDelta)
+		default:
+			if b.Deltas == nil {
+				b.Deltas = make([]int32, i, b.Header.NumRecords)
+				for j := range b.Deltas {
+					b.Deltas[j] = int32(j)
+				}
+			}
+		}
+		if b.Deltas != nil {
+			b.Deltas = append(b.Deltas, kr.OffsetDelta)
 		}
 		b.Records = append(b.Records, Record{
 			Key:       kr.Key,
@@ -264,7 +299,7 @@ func parseBatch(raw []byte, maxDecompressed int) (b Batch, inflated int, err err
 	if len(body) != 0 {
 		return b, 0, fmt.Errorf("%w: %d bytes after the last record", ErrInvalid, len(body))
 	}
-	if int(b.Header.LastOffsetDelta) != len(b.Records)-1 {
+	if !stored && int(b.Header.LastOffsetDelta) != len(b.Records)-1 || b.Header.LastOffsetDelta < 0 {
 		return b, 0, fmt.Errorf("%w: last offset delta %d for %d records", ErrInvalid, b.Header.LastOffsetDelta, len(b.Records))
 	}
 	return b, inflated, nil
@@ -434,4 +469,70 @@ func Count(data []byte) (int, Codec) {
 func SetBaseOffset(batch []byte, base int64) {
 	binary.BigEndian.PutUint64(batch[0:8], uint64(base))
 	binary.BigEndian.PutUint32(batch[12:16], 0)
+}
+
+// Gap returns a v2 batch of no record that takes the n offsets from base,
+// with timestamp ts: a topic link stores one where its source's log holds
+// no batch (its log cleaner removed them), so that a partition's entries
+// stay dense. Readers skip it (IsGap): no Kafka log holds an empty batch
+// of no producer (a cleaner keeps an empty batch only for its producer's
+// state).
+func Gap(base int64, n int32, ts int64) []byte {
+	hdr := kmsg.RecordBatch{
+		FirstOffset:     base,
+		Length:          int32(BatchHeaderLen - batchLengthEnd),
+		Magic:           2,
+		LastOffsetDelta: n - 1,
+		FirstTimestamp:  ts,
+		MaxTimestamp:    ts,
+		ProducerID:      -1,
+		ProducerEpoch:   -1,
+		FirstSequence:   -1,
+	}
+	out := hdr.AppendTo(make([]byte, 0, BatchHeaderLen))
+	binary.BigEndian.PutUint32(out[crcOffset:], crc32.Checksum(out[crcStart:], castagnoli))
+	return out
+}
+
+// IsGap reports whether a stored batch is one Gap made.
+func IsGap(batch []byte) bool {
+	return len(batch) == BatchHeaderLen && binary.BigEndian.Uint32(batch[57:61]) == 0 &&
+		int64(binary.BigEndian.Uint64(batch[43:51])) == -1 && binary.BigEndian.Uint16(batch[crcStart:])&AttrControl == 0
+}
+
+// ReadHeader reads a v2 batch's header fields (Records left empty),
+// checking its length, magic and CRC-32C but not its records.
+func ReadHeader(raw []byte) (kmsg.RecordBatch, error) {
+	var h kmsg.RecordBatch
+	if len(raw) < BatchHeaderLen {
+		return h, fmt.Errorf("%w: %d bytes is shorter than a batch header", ErrCorrupt, len(raw))
+	}
+	if raw[magicOffset] != 2 {
+		return h, fmt.Errorf("%w %d", ErrBadMagic, raw[magicOffset])
+	}
+	if err := h.ReadFrom(raw); err != nil {
+		return h, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if int(h.Length)+batchLengthEnd != len(raw) {
+		return h, fmt.Errorf("%w: batch length %d, have %d bytes", ErrCorrupt, h.Length, len(raw)-batchLengthEnd)
+	}
+	if crc32.Checksum(raw[crcStart:], castagnoli) != uint32(h.CRC) {
+		return h, fmt.Errorf("%w: CRC mismatch", ErrCorrupt)
+	}
+	if h.LastOffsetDelta < 0 || h.NumRecords < 0 {
+		return h, fmt.Errorf("%w: last offset delta %d, %d records", ErrInvalid, h.LastOffsetDelta, h.NumRecords)
+	}
+	h.Records = nil
+	return h, nil
+}
+
+// ControlOf reads a control batch's marker: its control type (ControlAbort,
+// ControlCommit) and coordinator epoch; ok is false for a batch that is
+// not a whole control batch.
+func ControlOf(batch []byte) (control int8, coordinatorEpoch int32, ok bool) {
+	b, err := ParseStoredBatch(batch, 1<<20)
+	if err != nil || b.Header.Attributes&AttrControl == 0 || len(b.Records) == 0 || len(b.Records[0].Key) < 4 {
+		return 0, 0, false
+	}
+	return int8(b.Records[0].Key[3]), ControlCoordinatorEpoch(b.Records[0].Value), true
 }

@@ -186,9 +186,13 @@ func (c *Client) readEntries(ctx context.Context, p *partition, offset int64, ma
 		first = false
 		for i := range entries {
 			e := &entries[i]
-			if raw && logentry.IsBatch(e.Key, e.Data) {
+			switch {
+			case logentry.IsBatch(e.Key, e.Data) && record.IsGap(e.Data):
+				// Offsets a topic link's source held no batch in:
+				// nothing to read, as in a compacted log.
+			case raw && logentry.IsBatch(e.Key, e.Data):
 				res.Raw = append(res.Raw, storage.RawBatch{Base: e.Offset, Count: int32(e.Span()), Codec: record.BatchCodec(e.Data), Data: e.Data})
-			} else {
+			default:
 				var bad error
 				if res.Records, bad = storedRecords(e, res.Records, offset); bad != nil {
 					// A stored record no Kafka client could read (a
@@ -372,10 +376,10 @@ func (c *Client) MaxTimestamp(ctx context.Context, topic string, index int32) (i
 	}
 	if batch != nil && m.offset == batchAt {
 		// Its first record of that timestamp.
-		if b, err := record.ParseBatch(batch, protocol.MaxDecompressedBatch); err == nil {
+		if b, err := record.ParseStoredBatch(batch, protocol.MaxDecompressedBatch); err == nil {
 			for i := range b.Records {
 				if b.Records[i].Timestamp == m.ts {
-					m.offset = batchAt + int64(i)
+					m.offset = batchAt + b.Delta(i)
 					break
 				}
 			}
@@ -400,13 +404,13 @@ type maxTimestamp struct {
 // filler). bad is set for an entry no Kafka client could read.
 func storedRecords(e *logentry.Raw, out []storage.StoredRecord, from int64) (_ []storage.StoredRecord, bad error) {
 	if logentry.IsBatch(e.Key, e.Data) {
-		b, err := record.ParseBatch(e.Data, protocol.MaxDecompressedBatch)
+		b, err := record.ParseStoredBatch(e.Data, protocol.MaxDecompressedBatch)
 		if err != nil {
 			return out, err
 		}
 		b.Mark()
 		for i := range b.Records {
-			if off := e.Offset + int64(i); off >= from {
+			if off := e.Offset + b.Delta(i); off >= from {
 				out = append(out, storage.StoredRecord{Offset: off, Record: b.Records[i]})
 			}
 		}

@@ -86,30 +86,9 @@ func (c *Client) withPartition(ctx context.Context, topic string, index int32, f
 
 // appendLocked is appendTo with writeMu held.
 func (c *Client) appendLocked(ctx context.Context, p *partition, batch []byte, records []record.Record, durable bool) *storage.Appended {
-	if err := c.ensureReady(ctx, p); err != nil {
+	if err := c.readyToWrite(ctx, p); err != nil {
 		return storage.FailedAppend(err)
 	}
-	// Offsets are given only in the term the partition was opened in: an
-	// append admitted before the leadership ended, that waited for the
-	// partition's recovery meanwhile, gives none; a partition opened in
-	// no term (read here before this gateway led it) or an earlier one is
-	// recovered again first.
-	if c.opts.Term != nil {
-		now := c.opts.Term(p.topic, p.index)
-		if now == 0 {
-			return storage.FailedAppend(fmt.Errorf("%w: not led here", kerr.NotLeaderForPartition))
-		}
-		if now != p.term {
-			p.ready = false
-			if err := c.ensureReady(ctx, p); err != nil {
-				return storage.FailedAppend(err)
-			}
-			if p.term != now {
-				return storage.FailedAppend(fmt.Errorf("%w: the leadership changed while the partition was recovered", kerr.NotLeaderForPartition))
-			}
-		}
-	}
-	p.touch()
 	write := func() *storage.Appended {
 		if batch != nil {
 			return p.writeBatch(batch, len(records), durable)
@@ -143,6 +122,35 @@ func (c *Client) appendLocked(ctx context.Context, p *partition, batch []byte, r
 		ps.txnMu.Unlock()
 	}
 	return write()
+}
+
+// readyToWrite makes the partition ready to be given offsets, in this
+// gateway's term over it. Offsets are given only in the term the partition
+// was opened in: an append admitted before the leadership ended, that
+// waited for the partition's recovery meanwhile, gives none; a partition
+// opened in no term (read here before this gateway led it) or an earlier
+// one is recovered again first. Called with writeMu held.
+func (c *Client) readyToWrite(ctx context.Context, p *partition) error {
+	if err := c.ensureReady(ctx, p); err != nil {
+		return err
+	}
+	if c.opts.Term != nil {
+		now := c.opts.Term(p.topic, p.index)
+		if now == 0 {
+			return fmt.Errorf("%w: not led here", kerr.NotLeaderForPartition)
+		}
+		if now != p.term {
+			p.ready = false
+			if err := c.ensureReady(ctx, p); err != nil {
+				return err
+			}
+			if p.term != now {
+				return fmt.Errorf("%w: the leadership changed while the partition was recovered", kerr.NotLeaderForPartition)
+			}
+		}
+	}
+	p.touch()
+	return nil
 }
 
 // ensureReady recovers the partition if it is not yet (recover.go), or

@@ -98,6 +98,30 @@ type Backend interface {
 	Producers(ctx context.Context, topic string, partition int32) ([]ProducerInfo, error)
 }
 
+// Mirror is what a topic link (package link) writes with, beside Backend:
+// another Kafka cluster's batches kept at their own offsets.
+type Mirror interface {
+	// AppendMirrored stores batches a source cluster's partition served
+	// (v2, in offset order, bytes as its log holds them), each at its own
+	// base offset; offsets before one that the source had no batch for
+	// stay empty, as a compacted log's. A batch that ends at or below the
+	// partition's end was stored before and is skipped; one that begins
+	// below it is refused. The partition's producers follow the batches:
+	// their sequences and epochs, open and aborted transactions. It is
+	// done once the batches are durable, Base the first offset stored.
+	AppendMirrored(ctx context.Context, topic string, partition int32, batches [][]byte) *Appended
+	// MirroredProducers returns the largest producer id a partition's
+	// producer state holds, -1 for none.
+	MirroredProducers(ctx context.Context, topic string, partition int32) (int64, error)
+	// RaiseProducerIDs makes the producer ids handed out from now on, by
+	// any gateway once it dropped its own (DropProducerIDs), larger than
+	// floor: a mirrored producer's id is never given to another producer.
+	RaiseProducerIDs(ctx context.Context, floor int64) error
+	// DropProducerIDs forgets this gateway's reserved producer ids if any
+	// is at most floor.
+	DropProducerIDs(floor int64)
+}
+
 // Marker is a transaction's end, written to one of its partitions.
 type Marker struct {
 	ProducerID int64

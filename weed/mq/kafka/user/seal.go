@@ -63,32 +63,47 @@ func (s *Sealer) SetSecret(secret []byte) {
 
 // seal encrypts creds, bound to name.
 func (s *Sealer) seal(name string, creds map[string]Credential) ([]byte, error) {
-	aead := s.aead.Load()
-	if aead == nil {
-		return nil, ErrNoKey
-	}
 	plain, err := json.Marshal(creds)
 	if err != nil {
 		return nil, err
+	}
+	return s.Seal(name, plain)
+}
+
+// Seal encrypts plain, bound to name (another secret the gateways keep in
+// the filer: a topic link's password for its source cluster).
+func (s *Sealer) Seal(name string, plain []byte) ([]byte, error) {
+	aead := s.aead.Load()
+	if aead == nil {
+		return nil, ErrNoKey
 	}
 	nonce := make([]byte, (*aead).NonceSize(), (*aead).NonceSize()+len(plain)+(*aead).Overhead())
 	rand.Read(nonce)
 	return (*aead).Seal(nonce, nonce, plain, []byte(name)), nil
 }
 
-// open decrypts what seal made for name.
-func (s *Sealer) open(name string, sealed []byte) (map[string]Credential, error) {
+// Open decrypts what Seal made for name.
+func (s *Sealer) Open(name string, sealed []byte) ([]byte, error) {
 	aead := s.aead.Load()
 	if aead == nil {
 		return nil, ErrNoKey
 	}
 	n := (*aead).NonceSize()
 	if len(sealed) < n {
-		return nil, fmt.Errorf("%s: sealed credentials too short", name)
+		return nil, fmt.Errorf("%s: sealed data too short", name)
 	}
 	plain, err := (*aead).Open(nil, sealed[:n], sealed[n:], []byte(name))
 	if err != nil {
-		return nil, fmt.Errorf("%s: sealed credentials do not open with the cluster's secret (another -cluster.secret.file?): %w", name, err)
+		return nil, fmt.Errorf("%s: sealed data does not open with the cluster's secret (another -cluster.secret.file?): %w", name, err)
+	}
+	return plain, nil
+}
+
+// open decrypts what seal made for name.
+func (s *Sealer) open(name string, sealed []byte) (map[string]Credential, error) {
+	plain, err := s.Open(name, sealed)
+	if err != nil {
+		return nil, err
 	}
 	var creds map[string]Credential
 	if err := json.Unmarshal(plain, &creds); err != nil {

@@ -1,0 +1,246 @@
+package link
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
+)
+
+// Options configure a Manager.
+type Options struct {
+	Store *Store
+	// Backend is the storage as this gateway serves it (leadership
+	// checked); Mirror the same, for the pullers' writes.
+	Backend storage.Backend
+	Mirror  storage.Mirror
+	// Serving is the membership's: whether this gateway owns a key now.
+	Serving func(key string) (term int64, ok bool)
+	Self    int32
+	// Local returns the settings of a Kafka client of this cluster, as
+	// the gateways' own user (topics, configs, groups, ACLs are changed
+	// through the Kafka API, on whichever gateway owns them).
+	Local func() []kgo.Opt
+	// Refresh is how often every gateway reads the links (default 2 s);
+	// Interval how often a link's controller syncs (default 5 s).
+	Refresh  time.Duration
+	Interval time.Duration
+}
+
+// Manager runs the links on one gateway: the pullers of the mirrored
+// partitions it leads, and the controllers of the links it owns. It
+// answers which topics are mirrors (read-only) for the produce path.
+type Manager struct {
+	opts Options
+	loop *filerfs.Loop
+	ctx  context.Context
+	stop context.CancelFunc
+
+	// readOnly maps each mirror topic not yet promoted to its link.
+	readOnly atomic.Pointer[map[string]string]
+
+	mu    sync.Mutex
+	links map[string]*running
+}
+
+// running is what this gateway runs for one link.
+type running struct {
+	cfg     Config
+	src     *kgo.Client
+	pullers map[partKey]*puller
+	ctrl    *controller
+	// failed are the partitions whose source deleted what was not yet
+	// pulled, as the pullers found: reported by the controller.
+	failed sync.Map // partKey -> string
+}
+
+type partKey struct {
+	topic     string
+	partition int32
+}
+
+// New returns a manager, not started.
+func New(opts Options) *Manager {
+	if opts.Refresh <= 0 {
+		opts.Refresh = 2 * time.Second
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = 5 * time.Second
+	}
+	m := &Manager{opts: opts, links: map[string]*running{}}
+	m.ctx, m.stop = context.WithCancel(context.Background())
+	empty := map[string]string{}
+	m.readOnly.Store(&empty)
+	m.loop = filerfs.NewLoop(opts.Refresh, m.refresh)
+	return m
+}
+
+// Start begins reading the links.
+func (m *Manager) Start() { m.loop.Start() }
+
+// Close stops every puller and controller.
+func (m *Manager) Close() {
+	m.loop.Close()
+	m.stop()
+	m.mu.Lock()
+	links := m.links
+	m.links = map[string]*running{}
+	m.mu.Unlock()
+	for _, r := range links {
+		r.close()
+	}
+}
+
+// ReadOnly reports whether topic is a mirror topic not yet promoted, and
+// of which link: produce to it is refused.
+func (m *Manager) ReadOnly(topic string) (string, bool) {
+	name, ok := (*m.readOnly.Load())[topic]
+	return name, ok
+}
+
+// LinkKey names a link for ownership: its controller is the gateway that
+// owns it.
+func LinkKey(name string) string { return "l\x00" + name }
+
+// refresh reads the links and starts and stops what this gateway runs.
+func (m *Manager) refresh(ctx context.Context) {
+	links, err := m.opts.Store.List(ctx)
+	if err != nil {
+		glog.Warningf("kafka links: reading the links: %v", err)
+		return
+	}
+	readOnly := map[string]string{}
+	for _, l := range links {
+		if l.Status == nil {
+			continue
+		}
+		for t, ts := range l.Status.Topics {
+			if ts.State != StatePromoted && ts.State != StateConflict {
+				readOnly[t] = l.Config.Name
+			}
+		}
+		if l.Status.ProducerIDFloor >= 0 {
+			m.opts.Mirror.DropProducerIDs(l.Status.ProducerIDFloor)
+		}
+	}
+	m.readOnly.Store(&readOnly)
+
+	seen := map[string]bool{}
+	for _, l := range links {
+		seen[l.Config.Name] = true
+		m.run(ctx, l)
+	}
+	m.mu.Lock()
+	var gone []*running
+	for name, r := range m.links {
+		if !seen[name] {
+			gone = append(gone, r)
+			delete(m.links, name)
+		}
+	}
+	m.mu.Unlock()
+	for _, r := range gone {
+		r.close()
+	}
+}
+
+// run starts and stops the link's controller and pullers here.
+func (m *Manager) run(ctx context.Context, l Link) {
+	name := l.Config.Name
+	m.mu.Lock()
+	r := m.links[name]
+	m.mu.Unlock()
+	if r != nil && r.cfg.Created != l.Config.Created {
+		// Deleted and created again under the same name.
+		r.close()
+		r = nil
+	}
+	if r == nil {
+		password, err := m.opts.Store.password(&l.Config)
+		if err != nil {
+			glog.Warningf("kafka link %s: %v", name, err)
+			return
+		}
+		opts, err := clientOpts(&l.Config, password)
+		if err == nil {
+			var src *kgo.Client
+			if src, err = kgo.NewClient(opts...); err == nil {
+				r = &running{cfg: l.Config, src: src, pullers: map[partKey]*puller{}}
+			}
+		}
+		if err != nil {
+			glog.Warningf("kafka link %s: a client of its source: %v", name, err)
+			return
+		}
+		m.mu.Lock()
+		m.links[name] = r
+		m.mu.Unlock()
+	}
+	r.cfg = l.Config
+
+	// The controller, on the gateway that owns the link.
+	if _, owned := m.opts.Serving(LinkKey(name)); owned {
+		if r.ctrl == nil {
+			r.ctrl = newController(m, r, l.Status)
+			r.ctrl.start(m.ctx)
+		}
+		r.ctrl.setConfig(l.Config)
+	} else if r.ctrl != nil {
+		r.ctrl.stop()
+		r.ctrl = nil
+	}
+
+	// The pullers, of the mirrored partitions this gateway leads.
+	want := map[partKey]bool{}
+	if !l.Config.Paused && l.Status != nil {
+		for t, ts := range l.Status.Topics {
+			if ts.State != StateMirroring && ts.State != StatePromoting {
+				continue
+			}
+			info, err := m.opts.Backend.DescribeTopic(ctx, t)
+			if err != nil {
+				continue // created by the controller in a moment
+			}
+			for i := int32(0); i < info.Partitions; i++ {
+				if _, leads := m.opts.Serving(membership.PartitionKey(t, i)); leads {
+					want[partKey{t, i}] = true
+				}
+			}
+		}
+	}
+	for k, p := range r.pullers {
+		if !want[k] {
+			p.stop()
+			delete(r.pullers, k)
+		}
+	}
+	for k := range want {
+		if r.pullers[k] != nil {
+			continue
+		}
+		k := k
+		p := &puller{link: name, topic: k.topic, partition: k.partition, src: r.src, backend: m.opts.Backend, mirror: m.opts.Mirror, leader: -1,
+			failed: func(err error) { r.failed.Store(k, err.Error()) }}
+		p.start(m.ctx)
+		r.pullers[k] = p
+	}
+}
+
+// close stops what runs for the link.
+func (r *running) close() {
+	if r.ctrl != nil {
+		r.ctrl.stop()
+	}
+	for _, p := range r.pullers {
+		p.stop()
+	}
+	r.src.Close()
+}
