@@ -179,8 +179,9 @@ func runMqKafkaLink(_ *swcommand.Command, args []string) bool {
 		err = fmt.Errorf("no action %q: create, list, pause, resume, promote or delete", action)
 	}
 	if err != nil {
+		// The request was made and failed: its error, not the usage.
 		fmt.Fprintln(os.Stderr, "weed mq.kafka.link "+action+": "+err.Error())
-		return false
+		os.Exit(1)
 	}
 	return true
 }

@@ -34,8 +34,9 @@ type surefireSuite struct {
 func TestJavaClients(t *testing.T) {
 	t.Parallel() // on the shared gateway, touching only what it makes: beside the others at the end
 	// ReplicatedClusterTest runs against a cluster of its own
-	// (TestReplicatedTopic).
-	total := runJavaTests(t, "java", "-Dtest=!ReplicatedClusterTest", "-Dkafka.bootstrap="+gw.addr,
+	// (TestReplicatedTopic), LinkPromotionTest on Kafka and a linked
+	// gateway (TestLinkFromKafka).
+	total := runJavaTests(t, "java", "-Dtest=!ReplicatedClusterTest,!LinkPromotionTest", "-Dkafka.bootstrap="+gw.addr,
 		"-Dkafka.sasl.bootstrap="+gw.secure["SASL_PLAINTEXT"], "-Dkafka.monitor="+gw.monitor, "-Dkafka.registry="+gw.registry)
 	if total < 26 {
 		t.Errorf("%d Java tests ran, want the 26 of the module", total)

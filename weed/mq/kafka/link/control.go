@@ -28,8 +28,12 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
-// roundTimeout bounds one round of a controller.
-const roundTimeout = 30 * time.Second
+// roundTimeout bounds one round of a controller; sourceTimeout the
+// source's answer to its first request.
+const (
+	roundTimeout  = 30 * time.Second
+	sourceTimeout = 10 * time.Second
+)
 
 type controller struct {
 	m *Manager
@@ -160,7 +164,11 @@ func (c *controller) round(ctx context.Context) {
 // sync does the round's work; its error is the source's unreachable.
 func (c *controller) sync(ctx context.Context, cfg Config, src, local *kadm.Client) error {
 	st := c.st
-	topics, err := src.ListTopics(ctx)
+	// A source that does not answer within sourceTimeout is reported as
+	// such at once, not after the client's retries.
+	lctx, cancel := context.WithTimeout(ctx, sourceTimeout)
+	topics, err := src.ListTopics(lctx)
+	cancel()
 	if err != nil {
 		return fmt.Errorf("listing the source's topics: %w", err)
 	}
@@ -214,10 +222,14 @@ func (c *controller) sync(ctx context.Context, cfg Config, src, local *kadm.Clie
 		}
 		c.syncConfigs(ctx, local, name, configs, ts)
 	}
-	c.measure(ctx, cfg, src, local)
+	if err := c.measure(ctx, cfg, src, local); err != nil {
+		return err
+	}
 	c.promote(ctx, cfg, local)
 	if cfg.Groups != "" {
-		c.syncGroups(ctx, cfg, src, local)
+		gctx, cancel := context.WithTimeout(ctx, sourceTimeout)
+		c.syncGroups(gctx, cfg, src, local)
+		cancel()
 	}
 	if cfg.ACLs {
 		c.syncACLs(ctx, cfg, src, local)
@@ -366,8 +378,9 @@ func (c *controller) syncConfigs(ctx context.Context, local *kadm.Client, name s
 	}
 }
 
-// measure reads both sides' offsets of the mirror topics.
-func (c *controller) measure(ctx context.Context, cfg Config, src, local *kadm.Client) {
+// measure reads both sides' offsets of the mirror topics; its error is
+// the source's, that did not answer.
+func (c *controller) measure(ctx context.Context, cfg Config, src, local *kadm.Client) error {
 	st := c.st
 	var names []string
 	for name, ts := range st.Topics {
@@ -376,14 +389,24 @@ func (c *controller) measure(ctx context.Context, cfg Config, src, local *kadm.C
 		}
 	}
 	if len(names) == 0 {
-		return
+		return nil
 	}
-	starts, err1 := src.ListStartOffsets(ctx, names...)
-	ends, err2 := src.ListEndOffsets(ctx, names...)
-	mine, err3 := local.ListEndOffsets(ctx, names...)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		glog.V(1).Infof("kafka link %s: offsets: %v", cfg.Name, err)
-		return
+	sctx, cancel := context.WithTimeout(ctx, sourceTimeout)
+	defer cancel()
+	starts, err1 := src.ListStartOffsets(sctx, names...)
+	ends, err2 := src.ListEndOffsets(sctx, names...)
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("the source's offsets: %w", err)
+	}
+	for _, lo := range []kadm.ListedOffsets{starts, ends} {
+		if err := lo.Error(); err != nil {
+			return fmt.Errorf("the source's offsets: %w", err)
+		}
+	}
+	mine, err := local.ListEndOffsets(ctx, names...)
+	if err != nil {
+		glog.V(1).Infof("kafka link %s: the mirror's offsets: %v", cfg.Name, err)
+		return nil
 	}
 	now := time.Now()
 	for _, name := range names {
@@ -424,6 +447,7 @@ func (c *controller) measure(ctx context.Context, cfg Config, src, local *kadm.C
 			ts.State, ts.Error = StateMirroring, ""
 		}
 	}
+	return nil
 }
 
 // promote makes the topics asked to be promoted writable, once their

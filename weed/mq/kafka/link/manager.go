@@ -202,8 +202,8 @@ func (m *Manager) run(ctx context.Context, l Link) {
 	want := map[partKey]bool{}
 	if !l.Config.Paused && l.Status != nil {
 		for t, ts := range l.Status.Topics {
-			if ts.State != StateMirroring && ts.State != StatePromoting {
-				continue
+			if !ts.Taken || ts.State != StateMirroring && ts.State != StatePromoting {
+				continue // not created (or taken) yet, or done with
 			}
 			info, err := m.opts.Backend.DescribeTopic(ctx, t)
 			if err != nil {

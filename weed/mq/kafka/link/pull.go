@@ -72,7 +72,11 @@ func (p *puller) start(ctx context.Context) {
 				kind = "write"
 			}
 			metrics.LinkErrors.WithLabelValues(p.link, kind).Inc()
-			glog.V(1).Infof("kafka link %s: %s/%d: %v", p.link, p.topic, p.partition, err)
+			if errors.Is(err, errWrite) || errors.Is(err, errDeleted) {
+				glog.Warningf("kafka link %s: %s/%d: %v", p.link, p.topic, p.partition, err)
+			} else {
+				glog.V(1).Infof("kafka link %s: %s/%d: %v", p.link, p.topic, p.partition, err)
+			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(retryAfter):
