@@ -31,6 +31,8 @@ var requiredMetrics = []string{
 	"SeaweedFS_kafka_groups",
 	"SeaweedFS_kafka_group_rebalances_total",
 	"kafka_consumergroup_lag",
+	"SeaweedFS_kafka_link_lag_records",
+	"SeaweedFS_kafka_link_records_total",
 }
 
 func checkDashboardMetrics(t *testing.T, path string) {

@@ -51,7 +51,8 @@ func kafkaClasspath(t *testing.T) string {
 }
 
 // startApacheKafka starts Apache Kafka 4.4 on 127.0.0.1, logging into the
-// suite's work directory; it stops with the test.
+// suite's work directory, with ACLs (its StandardAuthorizer; what no ACL
+// speaks of is open); it stops with the test.
 func startApacheKafka(t *testing.T) *apacheKafka {
 	t.Helper()
 	cp := kafkaClasspath(t)
@@ -85,6 +86,9 @@ share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 log.cleaner.backoff.ms=1000
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+allow.everyone.if.no.acl.found=true
+super.users=User:ANONYMOUS
 `, port, cport, filepath.Join(dir, "data"))
 	if err := os.WriteFile(props, []byte(config), 0o644); err != nil {
 		t.Fatal(err)

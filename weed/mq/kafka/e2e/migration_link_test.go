@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/link"
 )
@@ -118,8 +119,18 @@ func TestLinkFromKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// An ACL of a mirrored topic, which the link copies (-acls).
+	acl := kmsg.NewPtrCreateACLsRequest()
+	c := kmsg.NewCreateACLsRequestCreation()
+	c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, "lk-idem", kmsg.ACLResourcePatternTypeLiteral
+	c.Principal, c.Host, c.Operation, c.PermissionType = "User:lk-reader", "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+	acl.Creations = append(acl.Creations, c)
+	if resp, err := acl.RequestWith(ctxT(t), src); err != nil || resp.Results[0].ErrorCode != 0 {
+		t.Fatalf("an ACL on Kafka: %v %+v", err, resp)
+	}
+
 	// The link, made with the command a user runs.
-	linkCmd(t, console, "create", "-name=from-kafka", "-source="+k.addr, "-topics=lk-.*|_schemas", "-groups=lk-.*")
+	linkCmd(t, console, "create", "-name=from-kafka", "-source="+k.addr, "-topics=lk-.*|_schemas", "-groups=lk-.*", "-acls")
 	waitCaughtUp(t, console, "from-kafka", 5, srcAdm)
 
 	// A mirror takes no produce.
@@ -206,6 +217,25 @@ func TestLinkFromKafka(t *testing.T) {
 		}
 	}
 
+	// The ACL, copied.
+	describe := kmsg.NewPtrDescribeACLsRequest()
+	describe.ResourceType, describe.ResourceName = kmsg.ACLResourceTypeTopic, kmsg.StringPtr("lk-idem")
+	describe.ResourcePatternType, describe.Operation, describe.PermissionType = kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	eventually(t, 30*time.Second, "lk-idem's ACL copied", func() error {
+		resp, err := describe.RequestWith(ctxT(t), dst)
+		if err != nil {
+			return err
+		}
+		for _, r := range resp.Resources {
+			for _, a := range r.ACLs {
+				if a.Principal == "User:lk-reader" && a.Operation == kmsg.ACLOperationRead {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("not on the gateway: %+v", resp.Resources)
+	})
+
 	// The schema, under its id.
 	if body := httpGet(t, g.registry+"/schemas/ids/42"); !strings.Contains(body, `\"string\"`) {
 		t.Errorf("schema 42 on the gateway: %s", body)
@@ -267,6 +297,23 @@ func TestLinkFromKafka(t *testing.T) {
 		t.Error("no link_records_total on /metrics")
 	}
 	linkCmd(t, console, "delete", "-name=from-kafka")
+
+	// Another gateway cluster as a source: the suite's.
+	createTopic(t, "lg-from-gateway", 2, nil)
+	var recs []*kgo.Record
+	for i := 0; i < 300; i++ {
+		recs = append(recs, &kgo.Record{Topic: "lg-from-gateway", Partition: int32(i % 2), Key: []byte(strconv.Itoa(i)), Value: []byte("from the suite's gateway")})
+	}
+	suite := clientAt(t, gw.addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceSync(t, suite, recs...)
+	linkCmd(t, console, "create", "-name=from-gateway", "-source="+gw.addr, "-topics=lg-.*")
+	waitCaughtUp(t, console, "from-gateway", 1, kadm.NewClient(suite))
+	for p := int32(0); p < 2; p++ {
+		if d := diffRecords(readAll(t, suite, "lg-from-gateway", p, false), readAll(t, dst, "lg-from-gateway", p, false)); d != "" {
+			t.Errorf("lg-from-gateway/%d: %s", p, d)
+		}
+	}
+	linkCmd(t, console, "delete", "-name=from-gateway")
 }
 
 // clientAt is a client of the cluster at addr.

@@ -391,6 +391,12 @@ func (c *controller) measure(ctx context.Context, cfg Config, src, local *kadm.C
 	if len(names) == 0 {
 		return nil
 	}
+	// The mirror's ends first: the lag is never under-stated.
+	mine, err := local.ListEndOffsets(ctx, names...)
+	if err != nil {
+		glog.V(1).Infof("kafka link %s: the mirror's offsets: %v", cfg.Name, err)
+		return nil
+	}
 	sctx, cancel := context.WithTimeout(ctx, sourceTimeout)
 	defer cancel()
 	starts, err1 := src.ListStartOffsets(sctx, names...)
@@ -402,11 +408,6 @@ func (c *controller) measure(ctx context.Context, cfg Config, src, local *kadm.C
 		if err := lo.Error(); err != nil {
 			return fmt.Errorf("the source's offsets: %w", err)
 		}
-	}
-	mine, err := local.ListEndOffsets(ctx, names...)
-	if err != nil {
-		glog.V(1).Infof("kafka link %s: the mirror's offsets: %v", cfg.Name, err)
-		return nil
 	}
 	now := time.Now()
 	for _, name := range names {

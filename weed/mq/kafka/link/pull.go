@@ -33,6 +33,9 @@ const (
 	// retryAfter is the pause after an error, before the puller tries
 	// again (the source down, the partition moving).
 	retryAfter = time.Second
+	// appendsInFlight bounds the fetches being stored at once by one
+	// puller.
+	appendsInFlight = 4
 )
 
 type puller struct {
@@ -102,22 +105,27 @@ func (p *puller) pull(ctx context.Context) error {
 		return fmt.Errorf("%w: the mirror's end: %v", errWrite, err)
 	}
 	next := offs.HighWatermark
-	var prev *storage.Appended
-	wait := func() error {
-		if prev == nil {
-			return nil
-		}
-		select {
-		case <-prev.Done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if prev.Err != nil {
-			return fmt.Errorf("%w: %v", errWrite, prev.Err)
+	// Up to appendsInFlight fetches' batches are being stored while the
+	// next fetch is made; they are stored in their order, and one that
+	// fails fails those after it (the next pull starts again from what
+	// is stored).
+	var inflight []*storage.Appended
+	wait := func(keep int) error {
+		for len(inflight) > keep {
+			a := inflight[0]
+			select {
+			case <-a.Done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			inflight = inflight[1:]
+			if a.Err != nil {
+				return fmt.Errorf("%w: %v", errWrite, a.Err)
+			}
 		}
 		return nil
 	}
-	defer wait() //nolint:errcheck // the next pull starts from what is stored
+	defer wait(0) //nolint:errcheck // the next pull starts from what is stored
 	for {
 		if p.leader < 0 {
 			if err := p.findLeader(ctx); err != nil {
@@ -144,12 +152,15 @@ func (p *puller) pull(ctx context.Context) error {
 			return err
 		}
 		if len(batches) == 0 {
+			if err := wait(0); err != nil {
+				return err
+			}
 			continue
 		}
-		if err := wait(); err != nil {
+		if err := wait(appendsInFlight - 1); err != nil {
 			return err
 		}
-		prev = p.mirror.AppendMirrored(ctx, p.topic, p.partition, batches)
+		inflight = append(inflight, p.mirror.AppendMirrored(ctx, p.topic, p.partition, batches))
 		metrics.LinkRecords.WithLabelValues(p.link, metrics.Topic(p.topic)).Add(float64(end - next))
 		metrics.LinkBytes.WithLabelValues(p.link).Add(float64(len(rp.RecordBatches)))
 		next = max(next, end)

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Topic link throughput: starts Apache Kafka 4.4 (KRaft, one node, from the
+# Maven Central artifacts) and a gateway on an embedded SeaweedFS on this
+# machine, fills a topic of 8 partitions on Kafka with RECORDS records of
+# 100 bytes (weed mq.kafka.bench), links it, and measures how long the
+# gateway takes to catch up (records/s and MB/s of the copy). Then, with
+# the link active, it produces to Kafka at RATE records/s for 30 s and
+# samples the link's lag (records behind, from the link's state) every
+# second. For comparison it prints the gateway's own produce rate of the
+# same load. Every server binds 127.0.0.1 on free ports and is stopped at
+# the end.
+#
+#   bash scripts/link-bench.sh                  # 10 million records
+#   RECORDS=1000000 RATE=20000 bash scripts/link-bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+records=${RECORDS:-10000000}
+rate=${RATE:-50000}
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for pid in "${pids[@]}"; do
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	for pid in "${pids[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() {
+	python3 - <<'PY'
+import random, socket
+while True:
+    p = random.randint(10000, 22699)
+    try:
+        for q in (p, p + 10000):
+            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
+        print(p)
+        break
+    except OSError:
+        pass
+PY
+}
+
+echo "== build weed, fetch Apache Kafka 4.4" >&2
+go build -o "$work/weed" ./weed
+mvn -q -B -f scripts/compare/pom.xml dependency:copy-dependencies -DoutputDirectory="$work/kafka-libs" >&2
+kafka_cp="$work/kafka-libs/*"
+
+echo "== start Apache Kafka (KRaft) and the gateway" >&2
+kport=$(free_port)
+cport=$(free_port)
+mkdir -p "$work/kafka"
+cat >"$work/kafka/server.properties" <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$kport,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$kport
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs=$work/kafka/data
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+EOF
+java -cp "$kafka_cp" kafka.tools.StorageTool format --standalone -t "$(java -cp "$kafka_cp" kafka.tools.StorageTool random-uuid 2>/dev/null)" \
+	-c "$work/kafka/server.properties" >"$work/kafka/format.log" 2>&1
+java -Xms1g -Xmx1g -cp "$kafka_cp" kafka.Kafka "$work/kafka/server.properties" >"$work/kafka/log" 2>&1 &
+pids+=($!)
+
+gport=$(free_port)
+gmetrics=$(free_port)
+gconsole=$(free_port)
+"$work/weed" mq.kafka.gateway -ip=127.0.0.1 -port="$gport" -metricsPort="$gmetrics" -embedded.dir="$work/gateway" \
+	-console.listeners="http://127.0.0.1:$gconsole" -schema.registry.listeners=none -link.sync.interval.ms=1000 \
+	-embedded.ports="$(free_port),$(free_port),$(free_port),$(free_port)" >"$work/gateway.log" 2>&1 &
+pids+=($!)
+
+kafka="127.0.0.1:$kport"
+gateway="127.0.0.1:$gport"
+api="http://127.0.0.1:$gconsole"
+for i in $(seq 120); do
+	if curl -sf "127.0.0.1:$gmetrics/ready" >/dev/null 2>&1 &&
+		java -cp "$kafka_cp" org.apache.kafka.tools.TopicCommand --bootstrap-server "$kafka" --list >/dev/null 2>&1; then
+		break
+	fi
+	if [ "$i" = 120 ]; then
+		echo "the servers were not ready within 2 minutes" >&2
+		exit 1
+	fi
+	sleep 1
+done
+
+# lag prints the records the link is behind on topic (all its partitions),
+# or "none" before its state has the topic.
+lag() {
+	curl -sf "$api/api/links/bench" | python3 -c '
+import json, sys
+st = json.load(sys.stdin).get("status") or {}
+t = (st.get("topics") or {}).get(sys.argv[1])
+if not t or len(t.get("lag") or {}) < t["partitions"]:
+    print("none")
+else:
+    print(sum(max(0, l["sourceEnd"] - l["mirrorEnd"]) for l in t["lag"].values()))
+' "$1"
+}
+
+echo "== $records records of 100 bytes to Kafka, 8 partitions" >&2
+"$work/weed" mq.kafka.bench -bootstrap="$kafka" -topic=link-bench -partitions=8 -records="$records" -size=100 -backlog=false -timeout=20m >&2
+echo "== the same load to the gateway (its own produce rate)" >&2
+own=$("$work/weed" mq.kafka.bench -bootstrap="$gateway" -topic=own-bench -partitions=8 -records="$records" -size=100 -backlog=false -timeout=20m 2>&1 | tee /dev/stderr | grep -E '^produce' | tail -1)
+
+java -cp "$kafka_cp" org.apache.kafka.tools.TopicCommand --bootstrap-server "$kafka" --create --topic link-live --partitions 8 >/dev/null
+
+echo "== link the topics and wait for the copy" >&2
+start=$(date +%s.%N)
+"$work/weed" mq.kafka.link create -bootstrap="$api" -name=bench -source="$kafka" -topics='link-bench|link-live' >&2
+while [ "$(lag link-bench)" != 0 ] || [ "$(lag link-live)" != 0 ]; do
+	sleep 0.5
+done
+end=$(date +%s.%N)
+secs=$(python3 -c "print(round($end - $start, 1))")
+rps=$(python3 -c "print(round($records / ($end - $start)))")
+mbs=$(python3 -c "print(round($records * 100 / ($end - $start) / 1e6, 1))")
+
+echo "== $rate records/s to Kafka for 30 s with the link active: its lag each second" >&2
+"$work/weed" mq.kafka.bench -bootstrap="$kafka" -topic=link-live -partitions=8 -records=$((rate * 30)) -rate="$rate" -size=100 -backlog=false -timeout=2m >/dev/null 2>&1 &
+load=$!
+samples=()
+while kill -0 "$load" 2>/dev/null; do
+	l=$(lag link-live)
+	[ "$l" != none ] && samples+=("$l")
+	sleep 1
+done
+wait "$load" || true
+caught=$(date +%s.%N)
+while [ "$(lag link-live)" != 0 ]; do sleep 0.5; done
+tail_secs=$(python3 -c "import time; print(round(time.time() - $caught, 1))")
+peak=$(printf '%s\n' "${samples[@]:-0}" | sort -n | tail -1)
+median=$(printf '%s\n' "${samples[@]:-0}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+
+echo
+echo "link copy of $records records (100 B, 8 partitions) from Apache Kafka 4.4: $secs s, $rps records/s, $mbs MB/s"
+echo "the gateway's own produce of the same load: $own"
+echo "lag at $rate records/s for 30 s: median $median records, peak $peak; caught up $tail_secs s after the load ended"
