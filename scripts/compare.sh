@@ -87,7 +87,7 @@ gport=$(free_port)
 gmetrics=$(free_port)
 # group.initial.rebalance.delay.ms=0 on both sides (ConsumerPerformance
 # joins a new group).
-"$work/weed" mq.kafka.gateway -ip=127.0.0.1 -port="$gport" -metricsPort="$gmetrics" -embedded.dir="$work/gateway" -group.initial.rebalance.delay.ms=0 \
+"$work/weed" mq.kafka.gateway -ip=127.0.0.1 -port="$gport" -metricsPort="$gmetrics" -embedded.dir="$work/gateway" -group.initial.rebalance.delay.ms=0 -console.listeners=none \
 	-embedded.ports="$(free_port),$(free_port),$(free_port),$(free_port)" >"$work/gateway.log" 2>&1 &
 pids+=($!)
 

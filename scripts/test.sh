@@ -31,7 +31,7 @@ if ! command -v kcat >/dev/null 2>&1; then
 fi
 
 # Java 17+ and Maven run Apache Kafka's own Java clients against the gateway
-# (java/ and java/mirrormaker/, started by the end-to-end suite; Maven fetches kafka-clients and
+# (java/, java/mirrormaker/ and java/link/, started by the end-to-end suite; Maven fetches kafka-clients and
 # kafka-tools once).
 if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -41,6 +41,12 @@ if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
 		exit 1
 	fi
 fi
+
+# Each Maven module's dependencies and plugins, fetched one module at a
+# time: the end-to-end suite then runs the modules side by side.
+for module in java java/mirrormaker java/link; do
+	mvn -q -B -f "$module/pom.xml" dependency:resolve dependency:resolve-plugins >/dev/null
+done
 
 # The fault tests put each process of a cluster in a network namespace of
 # its own and cut them apart (iproute2's ip, run as root).

@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"crypto/tls"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -234,7 +236,8 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 		}
 		configs[name] = &value
 	}
-	if _, err := kadm.NewClient(admin).CreateTopic(ctx, int32(*o.partitions), 1, configs, topic); err != nil {
+	// A -topic that exists is written as it is.
+	if _, err := kadm.NewClient(admin).CreateTopic(ctx, int32(*o.partitions), 1, configs, topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		fmt.Fprintf(os.Stderr, "create topic %s: %v\n", topic, err)
 		return false
 	}

@@ -31,6 +31,11 @@ func startEmbeddedGateway(t *testing.T, dir string, ports []int) *gatewayProc {
 		t.Fatal(err)
 	}
 	g.registry = "http://127.0.0.1:" + strconv.Itoa(registryPort)
+	// Its console (the links' API) too, not the run command's 8080.
+	consolePort, err := freePort(false)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Its S3 gateway and Iceberg catalog too, not the run command's 8333
 	// and 8181.
 	s3Port, err := freePort(true)
@@ -44,6 +49,7 @@ func startEmbeddedGateway(t *testing.T, dir string, ports []int) *gatewayProc {
 	p, err := startProc("embedded", filepath.Join(work, t.Name()+".log"), "-v=1", "mq.kafka.gateway",
 		"-ip=127.0.0.1", "-port="+strconv.Itoa(ports[0]), "-metricsPort="+strconv.Itoa(ports[1]),
 		"-embedded.dir="+dir, "-embedded.ports="+strings.Join(embedded, ","), "-schema.registry.listeners="+g.registry,
+		"-console.listeners=http://127.0.0.1:"+strconv.Itoa(consolePort),
 		"-embedded.s3.port="+strconv.Itoa(s3Port), "-embedded.iceberg.port="+strconv.Itoa(catalogPort))
 	if err != nil {
 		t.Fatal(err)

@@ -33,8 +33,8 @@ func kafkaClasspath(t *testing.T) string {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(home, ".cache", "seaweedfs-kafka-gateway", "kafka-4.4-libs")
-	mavenMu.Lock()
-	defer mavenMu.Unlock()
+	mavenMu["kafka-libs"].Lock()
+	defer mavenMu["kafka-libs"].Unlock()
 	if jars, _ := filepath.Glob(filepath.Join(dir, "kafka_2.13-*.jar")); len(jars) == 0 {
 		out, err := exec.Command("go", "env", "GOMOD").Output()
 		if err != nil {

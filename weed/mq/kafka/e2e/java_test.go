@@ -34,27 +34,31 @@ type surefireSuite struct {
 func TestJavaClients(t *testing.T) {
 	t.Parallel() // on the shared gateway, touching only what it makes: beside the others at the end
 	// ReplicatedClusterTest runs against a cluster of its own
-	// (TestReplicatedTopic), LinkPromotionTest on Kafka and a linked
-	// gateway (TestLinkFromKafka).
-	total := runJavaTests(t, "java", "-Dtest=!ReplicatedClusterTest,!LinkPromotionTest", "-Dkafka.bootstrap="+gw.addr,
+	// (TestReplicatedTopic).
+	total := runJavaTests(t, "java", "-Dtest=!ReplicatedClusterTest", "-Dkafka.bootstrap="+gw.addr,
 		"-Dkafka.sasl.bootstrap="+gw.secure["SASL_PLAINTEXT"], "-Dkafka.monitor="+gw.monitor, "-Dkafka.registry="+gw.registry)
 	if total < 26 {
 		t.Errorf("%d Java tests ran, want the 26 of the module", total)
 	}
 }
 
-// mavenMu keeps one Maven run at a time (runs of a module share its
-// target/ folder).
-var mavenMu sync.Mutex
+// mavenMu keeps one Maven run of a module at a time (runs of a module
+// share its target/ folder); modules run side by side.
+var mavenMu = map[string]*sync.Mutex{"java": {}, "java/mirrormaker": {}, "java/link": {}, "kafka-libs": {}}
 
 // runJavaTests runs the tests of the Maven module in dir (of the
-// repository: java, java/mirrormaker) with Maven's properties props (a
-// surefire selection -Dtest, the tests' system properties), and returns
-// how many ran; each that failed, erred or was skipped is an error.
+// repository: java, java/mirrormaker, java/link) with Maven's properties
+// props (a surefire selection -Dtest, the tests' system properties), and
+// returns how many ran; each that failed, erred or was skipped is an
+// error.
 func runJavaTests(t *testing.T, dir string, props ...string) int {
 	t.Helper()
-	mavenMu.Lock()
-	defer mavenMu.Unlock()
+	mu := mavenMu[dir]
+	if mu == nil {
+		t.Fatalf("no Maven module %s", dir)
+	}
+	mu.Lock()
+	defer mu.Unlock()
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		t.Fatal(err)

@@ -34,7 +34,11 @@ import (
 )
 
 func TestLinkFromKafka(t *testing.T) {
+	t.Parallel() // Kafka and a gateway cluster of its own; on the suite's gateway, topics of its own
+	began := time.Now()
+	step := func(what string) { t.Logf("%5.1fs %s", time.Since(began).Seconds(), what) }
 	k := startApacheKafka(t)
+	step("Apache Kafka started")
 	consolePort, err := freePort(false)
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +79,7 @@ func TestLinkFromKafka(t *testing.T) {
 		return nil
 	})
 
+	step("compacted by Kafka")
 	tx := txnProducerAt(t, k.addr, "lk-tx")
 	for i := 0; i < 5; i++ {
 		txnBegin(t, tx)
@@ -106,12 +111,14 @@ func TestLinkFromKafka(t *testing.T) {
 	schemaValue := `{"subject":"lk-idem-value","version":1,"id":42,"schema":"\"string\"","deleted":false}`
 	produceSync(t, src, &kgo.Record{Topic: "_schemas", Key: []byte(schemaKey), Value: []byte(schemaValue)})
 
+	step("transactions and idempotent records on Kafka")
 	// A Java transactional producer on Kafka (LinkPromotionTest, which
 	// goes on against the gateway once promoted).
-	if n := runJavaTests(t, "java", "-Dtest=LinkPromotionTest", "-Dlink.phase=source", "-Dkafka.bootstrap="+k.addr); n != 1 {
+	if n := runJavaTests(t, "java/link", "-Dlink.phase=source", "-Dkafka.bootstrap="+k.addr); n != 1 {
 		t.Fatalf("%d Java tests ran, want 1", n)
 	}
 
+	step("the Java producer on Kafka")
 	// A group consumes about half of lk-idem on Kafka, commits and leaves.
 	consumedOnKafka := consumeAndCommit(t, k.addr, "lk-group", "lk-idem", 1500)
 	committed, err := srcAdm.FetchOffsets(ctxT(t), "lk-group")
@@ -139,6 +146,7 @@ func TestLinkFromKafka(t *testing.T) {
 		t.Fatalf("produce to a mirror topic: %v, want INVALID_REQUEST", err)
 	}
 
+	step("the link caught up")
 	// The source stopped for 30 s: reported, then caught up with.
 	produceKeyed(3000, 500)
 	waitCaughtUp(t, console, "from-kafka", 5, srcAdm)
@@ -158,6 +166,7 @@ func TestLinkFromKafka(t *testing.T) {
 	produceKeyed(3500, 500)
 	waitCaughtUp(t, console, "from-kafka", 5, srcAdm)
 
+	step("the outage reported and caught up with")
 	// Every record at the same offset on both sides, gaps included.
 	for _, tp := range []struct {
 		topic      string
@@ -183,6 +192,7 @@ func TestLinkFromKafka(t *testing.T) {
 		t.Errorf("%d aborted records read_uncommitted only on the gateway, want 40", aborted)
 	}
 
+	step("records compared")
 	// The group's offsets, copied, and the group resumes exactly there.
 	mine, err := dstAdm.FetchOffsets(ctxT(t), "lk-group")
 	if err != nil {
@@ -241,6 +251,7 @@ func TestLinkFromKafka(t *testing.T) {
 		t.Errorf("schema 42 on the gateway: %s", body)
 	}
 
+	step("the group resumed, the ACL and schema copied")
 	// Promotion: the topics become writable; the Kafka producer's
 	// sequence goes on, and the gateway's producer ids are past its.
 	described, err := srcAdm.DescribeProducers(ctxT(t), kadm.TopicsSet{"lk-idem": {0: {}, 1: {}, 2: {}}})
@@ -287,9 +298,10 @@ func TestLinkFromKafka(t *testing.T) {
 			}
 		}
 	})
-	if n := runJavaTests(t, "java", "-Dtest=LinkPromotionTest", "-Dlink.phase=gateway", "-Dkafka.bootstrap="+g.addr); n != 1 {
+	if n := runJavaTests(t, "java/link", "-Dlink.phase=gateway", "-Dkafka.bootstrap="+g.addr); n != 1 {
 		t.Errorf("%d Java tests ran, want 1", n)
 	}
+	step("promoted; the Java producer went on")
 	if out := linkCmd(t, console, "list"); !strings.Contains(out, "promoted") {
 		t.Errorf("weed mq.kafka.link list:\n%s", out)
 	}
@@ -298,6 +310,7 @@ func TestLinkFromKafka(t *testing.T) {
 	}
 	linkCmd(t, console, "delete", "-name=from-kafka")
 
+	step("the link deleted")
 	// Another gateway cluster as a source: the suite's.
 	createTopic(t, "lg-from-gateway", 2, nil)
 	var recs []*kgo.Record

@@ -159,6 +159,9 @@ func (c *controller) round(ctx context.Context) {
 	if err := c.m.opts.Store.SaveStatus(ctx, cfg.Name, st); err != nil {
 		glog.Warningf("kafka link %s: saving its state: %v", cfg.Name, err)
 	}
+	// This gateway acts on the new state at once (pulls the partitions
+	// it leads of a topic just created); the others within Refresh.
+	c.m.refreshNow()
 }
 
 // sync does the round's work; its error is the source's unreachable.
@@ -208,6 +211,12 @@ func (c *controller) sync(ctx context.Context, cfg Config, src, local *kadm.Clie
 		}
 	}
 	srcConfigs, _ := src.DescribeTopicConfigs(ctx, names...)
+	here, err := local.ListTopics(ctx, names...)
+	if err != nil {
+		glog.V(1).Infof("kafka link %s: this cluster's topics: %v", cfg.Name, err)
+		return nil
+	}
+	localConfigs, _ := local.DescribeTopicConfigs(ctx, names...)
 	for _, name := range names {
 		ts := st.Topics[name]
 		if ts.State == StatePromoted || ts.State == StateConflict {
@@ -215,12 +224,14 @@ func (c *controller) sync(ctx context.Context, cfg Config, src, local *kadm.Clie
 		}
 		want := int32(len(topics[name].Partitions))
 		configs := topicConfigs(srcConfigs, name)
-		if err := c.ensureTopic(ctx, local, name, want, configs, ts); err != nil {
+		if err := c.ensureTopic(ctx, local, here, name, want, configs, ts); err != nil {
 			ts.Error = err.Error()
 			metrics.LinkErrors.WithLabelValues(cfg.Name, "sync").Inc()
 			continue
 		}
-		c.syncConfigs(ctx, local, name, configs, ts)
+		if d, existed := here[name]; existed && d.Err == nil {
+			c.syncConfigs(ctx, local, topicConfigs(localConfigs, name), name, configs, ts)
+		}
 	}
 	if err := c.measure(ctx, cfg, src, local); err != nil {
 		return err
@@ -256,12 +267,8 @@ func topicConfigs(rcs kadm.ResourceConfigs, topic string) map[string]*string {
 
 // ensureTopic creates the mirror topic, or adopts one that exists with no
 // record, and grows it to the source's partitions.
-func (c *controller) ensureTopic(ctx context.Context, local *kadm.Client, name string, partitions int32, configs map[string]*string, ts *TopicStatus) error {
-	td, err := local.ListTopics(ctx, name)
-	if err != nil {
-		return err
-	}
-	have, exists := td[name]
+func (c *controller) ensureTopic(ctx context.Context, local *kadm.Client, here kadm.TopicDetails, name string, partitions int32, configs map[string]*string, ts *TopicStatus) error {
+	have, exists := here[name]
 	if exists && errors.Is(have.Err, kerr.UnknownTopicOrPartition) {
 		exists = false
 	}
@@ -340,12 +347,7 @@ func (c *controller) ensureTopic(ctx context.Context, local *kadm.Client, name s
 // syncConfigs sets the mirror topic's configs to the source's: those set
 // there, the others back to their defaults. One the gateway does not
 // take is noted (Refused) and left.
-func (c *controller) syncConfigs(ctx context.Context, local *kadm.Client, name string, want map[string]*string, ts *TopicStatus) {
-	have, err := local.DescribeTopicConfigs(ctx, name)
-	if err != nil {
-		return
-	}
-	current := topicConfigs(have, name)
+func (c *controller) syncConfigs(ctx context.Context, local *kadm.Client, current map[string]*string, name string, want map[string]*string, ts *TopicStatus) {
 	var alters []kadm.AlterConfig
 	for k, v := range want {
 		if _, refused := ts.Refused[k]; refused {

@@ -34,6 +34,8 @@ type HandlerOptions struct {
 	// Authorize decides an operation on the cluster by its ACLs (nil:
 	// everything is allowed).
 	Authorize func(principal, host string, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool
+	// Changed is told of a change made (nil: nothing is).
+	Changed func()
 }
 
 // Handler serves the API over the links in store.
@@ -84,6 +86,9 @@ func (h *api) route(op kmsg.ACLOperation, fn func(*http.Request) (any, error)) h
 		ctx, cancel := context.WithTimeout(q.Context(), 30*time.Second)
 		defer cancel()
 		v, err := fn(q.WithContext(ctx))
+		if err == nil && op == kmsg.ACLOperationAlter && h.opts.Changed != nil {
+			h.opts.Changed()
+		}
 		reply(w, v, err)
 	}
 }

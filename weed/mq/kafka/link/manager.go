@@ -40,9 +40,13 @@ type Options struct {
 // answers which topics are mirrors (read-only) for the produce path.
 type Manager struct {
 	opts Options
-	loop *filerfs.Loop
 	ctx  context.Context
 	stop context.CancelFunc
+	// kick has the loop read the links now (a controller changed a
+	// link's state); done is closed when the loop ended.
+	kick      chan struct{}
+	done      chan struct{}
+	startOnce sync.Once
 
 	// readOnly maps each mirror topic not yet promoted to its link.
 	readOnly atomic.Pointer[map[string]string]
@@ -75,21 +79,51 @@ func New(opts Options) *Manager {
 	if opts.Interval <= 0 {
 		opts.Interval = 5 * time.Second
 	}
-	m := &Manager{opts: opts, links: map[string]*running{}}
+	m := &Manager{opts: opts, links: map[string]*running{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
 	m.ctx, m.stop = context.WithCancel(context.Background())
 	empty := map[string]string{}
 	m.readOnly.Store(&empty)
-	m.loop = filerfs.NewLoop(opts.Refresh, m.refresh)
 	return m
 }
 
-// Start begins reading the links.
-func (m *Manager) Start() { m.loop.Start() }
+// Start begins reading the links, every Refresh and when kicked.
+func (m *Manager) Start() {
+	m.startOnce.Do(func() {
+		go func() {
+			defer close(m.done)
+			t := time.NewTicker(m.opts.Refresh)
+			defer t.Stop()
+			for {
+				ctx, cancel := context.WithTimeout(m.ctx, filerfs.StepTimeout)
+				m.refresh(ctx)
+				cancel()
+				select {
+				case <-m.ctx.Done():
+					return
+				case <-t.C:
+				case <-m.kick:
+				}
+			}
+		}()
+	})
+}
+
+// Refresh has the links read again at once (the API changed one).
+func (m *Manager) Refresh() { m.refreshNow() }
+
+// refreshNow has the links read again at once.
+func (m *Manager) refreshNow() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
 
 // Close stops every puller and controller.
 func (m *Manager) Close() {
-	m.loop.Close()
 	m.stop()
+	m.startOnce.Do(func() { close(m.done) })
+	<-m.done
 	m.mu.Lock()
 	links := m.links
 	m.links = map[string]*running{}

@@ -561,7 +561,7 @@ func (n *Node) Start() error {
 	}
 	n.links.Start()
 	if len(n.conListeners) > 0 {
-		var o link.HandlerOptions
+		o := link.HandlerOptions{Changed: n.links.Refresh}
 		if n.logins {
 			o.Authenticate = n.users.VerifyPassword
 		}

@@ -1,4 +1,4 @@
-package io.seaweedfs.kafka.gateway;
+package io.seaweedfs.kafka.gateway.link;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -11,6 +11,7 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -19,11 +20,13 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.Test;
 
 /**
  * A transactional producer across a topic link's promotion, run by the Go test TestLinkFromKafka
- * in two phases (-Dlink.phase): on Apache Kafka ("source"), it commits, aborts and commits a
+ * in two phases (-Dlink.phase; -Dkafka.bootstrap is the cluster of the phase): on Apache Kafka ("source"), it commits, aborts and commits a
  * transaction to lk-jtx; once the link mirrored the topic to the gateway and promoted it
  * ("gateway"), a producer of the same transactional.id goes on against the gateway. A
  * read_committed consumer of the gateway reads the committed records of both sides, in order and
@@ -33,8 +36,15 @@ class LinkPromotionTest {
     static final String TOPIC = "lk-jtx";
     static final String TXN_ID = "lk-java-tx";
 
+    static String bootstrap() {
+        return System.getProperty("kafka.bootstrap", "127.0.0.1:9092");
+    }
+
     static Properties txnProducer() {
-        Properties p = Gateway.producer();
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, TXN_ID);
         return p;
     }
@@ -55,7 +65,9 @@ class LinkPromotionTest {
     void transactionsAcrossThePromotion() throws Exception {
         String phase = System.getProperty("link.phase", "source");
         if (phase.equals("source")) {
-            try (Admin admin = Gateway.admin()) {
+            Properties a = new Properties();
+            a.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+            try (Admin admin = Admin.create(a)) {
                 admin.createTopics(List.of(new NewTopic(TOPIC, 1, (short) 1))).all().get(30, TimeUnit.SECONDS);
             }
             try (KafkaProducer<String, String> p = new KafkaProducer<>(txnProducer())) {
@@ -92,7 +104,10 @@ class LinkPromotionTest {
 
     /** Reads lk-jtx read_committed from its start to its last stable offset. */
     static List<ConsumerRecord<String, String>> readCommitted() {
-        Properties c = Gateway.consumer(Gateway.unique("lk-jtx-reader"));
+        Properties c = new Properties();
+        c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        c.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        c.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         c.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
         List<ConsumerRecord<String, String>> out = new ArrayList<>();
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(c)) {
