@@ -2,8 +2,8 @@ package command
 
 import (
 	"context"
-	"errors"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
