@@ -107,9 +107,11 @@ st = json.load(sys.stdin).get("status") or {}
 t = (st.get("topics") or {}).get(sys.argv[1])
 if not t or len(t.get("lag") or {}) < t["partitions"]:
     print("none")
+elif len(sys.argv) > 2:
+    print(st["updated"], sum(l["sourceEnd"] for l in t["lag"].values()))
 else:
     print(sum(max(0, l["sourceEnd"] - l["mirrorEnd"]) for l in t["lag"].values()))
-' "$1"
+' "$@"
 }
 
 echo "== $records records of 100 bytes to Kafka, 8 partitions" >&2
@@ -120,26 +122,44 @@ own=$("$work/weed" mq.kafka.bench -bootstrap="$gateway" -topic=own-bench -partit
 java -cp "$kafka_cp" org.apache.kafka.tools.TopicCommand --bootstrap-server "$kafka" --create --topic link-live --partitions 8 >/dev/null
 
 echo "== link the topics and wait for the copy" >&2
+# copied prints the offsets the link wrote (its pullers' counter).
+copied() {
+	curl -sf "127.0.0.1:$gmetrics/metrics" | awk '/^SeaweedFS_kafka_link_records_total/ {s += $2} END {printf "%d\n", s}'
+}
 start=$(date +%s.%N)
 "$work/weed" mq.kafka.link create -bootstrap="$api" -name=bench -source="$kafka" -topics='link-bench|link-live' >&2
+first=""
 while [ "$(lag link-bench)" != 0 ] || [ "$(lag link-live)" != 0 ]; do
-	sleep 0.5
+	if [ -z "$first" ] && [ "$(copied)" -gt 0 ]; then
+		first=$(date +%s.%N)
+	fi
+	sleep 0.2
 done
 end=$(date +%s.%N)
+first=${first:-$start}
 secs=$(python3 -c "print(round($end - $start, 1))")
-rps=$(python3 -c "print(round($records / ($end - $start)))")
-mbs=$(python3 -c "print(round($records * 100 / ($end - $start) / 1e6, 1))")
+pull=$(python3 -c "print(round($end - $first, 1))")
+rps=$(python3 -c "print(round($records / ($end - $first)))")
+mbs=$(python3 -c "print(round($records * 100 / ($end - $first) / 1e6, 1))")
 
 echo "== $rate records/s to Kafka for 30 s with the link active: its lag each second" >&2
-"$work/weed" mq.kafka.bench -bootstrap="$kafka" -topic=link-live -partitions=8 -records=$((rate * 30)) -rate="$rate" -size=100 -backlog=false -timeout=2m >/dev/null 2>&1 &
+"$work/weed" mq.kafka.bench -bootstrap="$kafka" -topic=link-live -partitions=8 -records=$((rate * 30)) -rate="$rate" -size=100 -backlog=false -timeout=2m >"$work/live.log" 2>&1 &
 load=$!
 samples=()
+rounds=()
 while kill -0 "$load" 2>/dev/null; do
 	l=$(lag link-live)
-	[ "$l" != none ] && samples+=("$l")
+	if [ "$l" != none ]; then
+		samples+=("$l")
+		rounds+=("$(lag link-live ends)")
+	fi
 	sleep 1
 done
+# Each sample is of a round of the link's controller that measured the
+# source's end moving (the load was on).
+distinct=$(printf '%s\n' "${rounds[@]:-}" | sort -u | wc -l)
 wait "$load" || true
+tr '\r' '\n' <"$work/live.log" | grep -E '^(topic|produce)' >&2 || tail -5 "$work/live.log" >&2
 caught=$(date +%s.%N)
 while [ "$(lag link-live)" != 0 ]; do sleep 0.5; done
 tail_secs=$(python3 -c "import time; print(round(time.time() - $caught, 1))")
@@ -147,6 +167,6 @@ peak=$(printf '%s\n' "${samples[@]:-0}" | sort -n | tail -1)
 median=$(printf '%s\n' "${samples[@]:-0}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
 
 echo
-echo "link copy of $records records (100 B, 8 partitions) from Apache Kafka 4.4: $secs s, $rps records/s, $mbs MB/s"
+echo "link copy of $records records (100 B, 8 partitions) from Apache Kafka 4.4: caught up $secs s after create; pulling took $pull s: $rps records/s, $mbs MB/s"
 echo "the gateway's own produce of the same load: $own"
-echo "lag at $rate records/s for 30 s: median $median records, peak $peak; caught up $tail_secs s after the load ended"
+echo "lag at $rate records/s for 30 s: median $median records, peak $peak (${#samples[@]} samples of $distinct controller rounds); caught up $tail_secs s after the load ended"

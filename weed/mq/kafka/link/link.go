@@ -93,7 +93,7 @@ const (
 )
 
 // Status is what a link's controller found and did, kept for every gateway
-// (the produce check, the pullers) and the API.
+// (the produce check, the fetchers) and the API.
 type Status struct {
 	// Controller is the node id of the gateway that wrote it, Updated
 	// when (Unix milliseconds).

@@ -19,7 +19,7 @@ import (
 type Options struct {
 	Store *Store
 	// Backend is the storage as this gateway serves it (leadership
-	// checked); Mirror the same, for the pullers' writes.
+	// checked); Mirror the same, for the fetchers' writes.
 	Backend storage.Backend
 	Mirror  storage.Mirror
 	// Serving is the membership's: whether this gateway owns a key now.
@@ -35,7 +35,7 @@ type Options struct {
 	Interval time.Duration
 }
 
-// Manager runs the links on one gateway: the pullers of the mirrored
+// Manager runs the links on one gateway: the fetchers of the mirrored
 // partitions it leads, and the controllers of the links it owns. It
 // answers which topics are mirrors (read-only) for the produce path.
 type Manager struct {
@@ -59,10 +59,10 @@ type Manager struct {
 type running struct {
 	cfg     Config
 	src     *kgo.Client
-	pullers map[partKey]*puller
+	fetcher *fetcher // while this gateway leads any of its partitions
 	ctrl    *controller
 	// failed are the partitions whose source deleted what was not yet
-	// pulled, as the pullers found: reported by the controller.
+	// pulled, as the fetcher found: reported by the controller.
 	failed sync.Map // partKey -> string
 }
 
@@ -119,7 +119,7 @@ func (m *Manager) refreshNow() {
 	}
 }
 
-// Close stops every puller and controller.
+// Close stops every fetcher and controller.
 func (m *Manager) Close() {
 	m.stop()
 	m.startOnce.Do(func() { close(m.done) })
@@ -186,7 +186,7 @@ func (m *Manager) refresh(ctx context.Context) {
 	}
 }
 
-// run starts and stops the link's controller and pullers here.
+// run starts and stops the link's controller and fetcher here.
 func (m *Manager) run(ctx context.Context, l Link) {
 	name := l.Config.Name
 	m.mu.Lock()
@@ -207,7 +207,7 @@ func (m *Manager) run(ctx context.Context, l Link) {
 		if err == nil {
 			var src *kgo.Client
 			if src, err = kgo.NewClient(opts...); err == nil {
-				r = &running{cfg: l.Config, src: src, pullers: map[partKey]*puller{}}
+				r = &running{cfg: l.Config, src: src}
 			}
 		}
 		if err != nil {
@@ -232,7 +232,7 @@ func (m *Manager) run(ctx context.Context, l Link) {
 		r.ctrl = nil
 	}
 
-	// The pullers, of the mirrored partitions this gateway leads.
+	// The fetcher, of the mirrored partitions this gateway leads.
 	want := map[partKey]bool{}
 	if !l.Config.Paused && l.Status != nil {
 		for t, ts := range l.Status.Topics {
@@ -250,21 +250,16 @@ func (m *Manager) run(ctx context.Context, l Link) {
 			}
 		}
 	}
-	for k, p := range r.pullers {
-		if !want[k] {
-			p.stop()
-			delete(r.pullers, k)
-		}
-	}
-	for k := range want {
-		if r.pullers[k] != nil {
-			continue
-		}
-		k := k
-		p := &puller{link: name, topic: k.topic, partition: k.partition, src: r.src, backend: m.opts.Backend, mirror: m.opts.Mirror, leader: -1,
-			failed: func(err error) { r.failed.Store(k, err.Error()) }}
-		p.start(m.ctx)
-		r.pullers[k] = p
+	switch {
+	case len(want) > 0 && r.fetcher == nil:
+		r.fetcher = newFetcher(name, r.src, m.opts.Backend, m.opts.Mirror, func(k partKey, err error) { r.failed.Store(k, err.Error()) })
+		r.fetcher.set(want)
+		r.fetcher.start(m.ctx)
+	case len(want) > 0:
+		r.fetcher.set(want)
+	case r.fetcher != nil:
+		r.fetcher.stop()
+		r.fetcher = nil
 	}
 }
 
@@ -273,8 +268,8 @@ func (r *running) close() {
 	if r.ctrl != nil {
 		r.ctrl.stop()
 	}
-	for _, p := range r.pullers {
-		p.stop()
+	if r.fetcher != nil {
+		r.fetcher.stop()
 	}
 	r.src.Close()
 }
