@@ -89,6 +89,11 @@ the filers and MQ brokers there and follows them as they move.
                        compacted partitions this gateway leads (default
                        15000, as Kafka; -1: compacted topics are not
                        cleaned)
+  -log.retention.check.interval.ms
+                       how often the partitions this gateway leads lose
+                       the log segments their topic's retention.bytes, or
+                       DeleteRecords, left behind (default 300000, as
+                       Kafka)
 Security (see the README's Security section):
   -listeners           PROTOCOL://host:port entries, comma-separated, of
                        PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL (default:

@@ -48,6 +48,7 @@ func init() {
 	f.IntVar(&c.OffsetsRetentionMin, "offsets.retention.minutes", d.OffsetsRetentionMin, "committed offsets of a group empty this long (of a group that only commits: committed this long ago) are removed, then the group; -1: never")
 	f.IntVar(&c.TxnIDExpirationMs, "transactional.id.expiration.ms", d.TxnIDExpirationMs, "a transactional id without a transaction going on and unchanged this long is removed; -1: never")
 	f.IntVar(&c.CleanerBackoffMs, "log.cleaner.backoff.ms", d.CleanerBackoffMs, "pause between the log cleaner's rounds over compacted partitions (-1: no cleaning)")
+	f.IntVar(&c.LogRetentionCheckMs, "log.retention.check.interval.ms", d.LogRetentionCheckMs, "how often the partitions this gateway leads lose the log segments their topic's retention.bytes, or DeleteRecords, left behind")
 	f.IntVar(&c.RetentionCheckMs, "offsets.retention.check.interval.ms", d.RetentionCheckMs, "how often expired offsets are looked for")
 	f.IntVar(&c.GroupMinSessionMs, "group.min.session.timeout.ms", d.GroupMinSessionMs, "smallest session timeout a group member may ask for")
 	f.IntVar(&c.GroupMaxSessionMs, "group.max.session.timeout.ms", d.GroupMaxSessionMs, "largest session timeout a group member may ask for")

@@ -79,10 +79,10 @@ func TestAlterConfigs(t *testing.T) {
 		t.Errorf("segment.ms: %s", v)
 	}
 
-	// What SeaweedMQ cannot honour, and settings of nothing.
-	resps, err = adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{set("retention.bytes", "1000")}, topic)
-	if err != nil || !errors.Is(resps[0].Err, kerr.InvalidConfig) || !strings.Contains(resps[0].ErrMessage, "-1") {
-		t.Errorf("retention.bytes=1000: %v %+v", err, resps)
+	// What the gateway cannot honour, and settings of nothing.
+	resps, err = adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{set("message.timestamp.type", "LogAppendTime")}, topic)
+	if err != nil || !errors.Is(resps[0].Err, kerr.InvalidConfig) || !strings.Contains(resps[0].ErrMessage, "CreateTime") {
+		t.Errorf("message.timestamp.type=LogAppendTime: %v %+v", err, resps)
 	}
 	resps, err = adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{set("no.such.setting", "1")}, topic)
 	if err != nil || !errors.Is(resps[0].Err, kerr.InvalidConfig) {
@@ -231,6 +231,101 @@ func TestDeleteRecords(t *testing.T) {
 	produceSync(t, cl, &kgo.Record{Topic: topic, Value: []byte("r10")})
 	if got := consumeN(t, topic, 7); got[6].Offset != 10 {
 		t.Errorf("the next record is at %d", got[6].Offset)
+	}
+}
+
+// TestRetentionBytes: a partition of three log segments whose topic then
+// sets retention.bytes to the size of the newer two loses its oldest
+// segment, as Kafka removes it: the log start moves up to the first
+// record of the second, a consumer from the start begins there with the
+// records as produced, and its size is that of the two. DeleteRecords up
+// to the third segment frees the second's space too; producing goes on
+// at the end.
+func TestRetentionBytes(t *testing.T) {
+	t.Parallel() // on the shared gateway, touching only what it makes: beside the others at the end
+	topic := newTopic(t)
+	createTopic(t, topic, 1, nil)
+	cl := newClient(t, kgo.ProducerBatchCompression(kgo.NoCompression()))
+	adm := kadm.NewClient(cl)
+	size := func() int64 {
+		var set kadm.TopicsSet
+		set.Add(topic, 0)
+		all, err := adm.DescribeAllLogDirs(ctxT(t), set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dirs := range all {
+			for _, d := range dirs {
+				return d.Topics[topic][0].Size
+			}
+		}
+		return 0
+	}
+	// Three produces, each flushed before the next: three segments of
+	// 100 records each.
+	var sizes []int64
+	for s := 0; s < 3; s++ {
+		var recs []*kgo.Record
+		for i := 0; i < 100; i++ {
+			recs = append(recs, &kgo.Record{Topic: topic, Value: fmt.Appendf(make([]byte, 0, 1000), "r%d-%0990d", s*100+i, 0)})
+		}
+		produceSync(t, cl, recs...)
+		before := int64(0)
+		if len(sizes) > 0 {
+			before = sizes[len(sizes)-1]
+		}
+		eventually(t, 30*time.Second, fmt.Sprintf("segment %d written", s+1), func() error {
+			if n := size(); n <= before {
+				return fmt.Errorf("size %d", n)
+			}
+			return nil
+		})
+		sizes = append(sizes, size())
+	}
+	keep := sizes[2] - sizes[0] // the second and third segments
+	resps, err := adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.bytes", Value: kmsg.StringPtr(fmt.Sprint(keep))}}, topic)
+	if err != nil || resps[0].Err != nil {
+		t.Fatalf("set retention.bytes: %v %+v", err, resps)
+	}
+	eventually(t, 30*time.Second, "the oldest segment removed", func() error {
+		starts, err := adm.ListStartOffsets(ctxT(t), topic)
+		if err != nil {
+			return err
+		}
+		if o, _ := starts.Lookup(topic, 0); o.Offset != 100 {
+			return fmt.Errorf("log start %d", o.Offset)
+		}
+		return nil
+	})
+	if n := size(); n != keep {
+		t.Errorf("the partition holds %d bytes, want the newer two segments' %d", n, keep)
+	}
+	got := consumeN(t, topic, 200)
+	for i, r := range got {
+		if want := fmt.Sprintf("r%d-", 100+i); r.Offset != int64(100+i) || !strings.HasPrefix(string(r.Value), want) {
+			t.Fatalf("record %d from the start: offset %d, %.8q, want offset %d, %q...", i, r.Offset, r.Value, 100+i, want)
+		}
+	}
+
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: 200})
+	if res, err := adm.DeleteRecords(ctxT(t), offs); err != nil {
+		t.Fatal(err)
+	} else if r, _ := res.Lookup(topic, 0); r.Err != nil || r.LowWatermark != 200 {
+		t.Fatalf("DeleteRecords: %+v", r)
+	}
+	eventually(t, 30*time.Second, "the segment below the log start removed", func() error {
+		if n := size(); n != sizes[2]-sizes[1] {
+			return fmt.Errorf("the partition holds %d bytes, want the newest segment's %d", n, sizes[2]-sizes[1])
+		}
+		return nil
+	})
+	if got := consumeN(t, topic, 100); got[0].Offset != 200 || got[99].Offset != 299 {
+		t.Errorf("a consumer from the start reads offsets %d to %d, want 200 to 299", got[0].Offset, got[99].Offset)
+	}
+	produceSync(t, cl, &kgo.Record{Topic: topic, Value: []byte("r300")})
+	if o := listEndVia(t, cl, topic, 0); o != 301 {
+		t.Errorf("the end after one more record: %d", o)
 	}
 }
 

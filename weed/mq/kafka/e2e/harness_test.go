@@ -375,8 +375,9 @@ func startGatewayWith(name, master string, port int, l *lakeProc, global []strin
 	args := append(append(append([]string{"-v=1"}, global...), "mq.kafka.gateway",
 		"-ip=127.0.0.1", "-port="+strconv.Itoa(port), "-master="+master), gatewayTuning...)
 	args = append(args, "-metricsPort="+strconv.Itoa(metricsPort),
-		// Compacted partitions are looked at every second (not 15 s).
-		"-log.cleaner.backoff.ms=1000",
+		// Compacted partitions are looked at every second (not 15 s),
+		// and so are partitions for retention (not every 5 minutes).
+		"-log.cleaner.backoff.ms=1000", "-log.retention.check.interval.ms=1000",
 		"-schema.registry.listeners="+g.registry,
 		"-iceberg.catalog="+l.catalog, "-iceberg.s3.endpoint="+l.s3,
 		// Tables' snapshots are expired every 3 s (not every hour).

@@ -45,6 +45,7 @@ type Config struct {
 	DecompressMaxBytes  int64
 	TransactionVersion  int
 	CleanerBackoffMs    int // -1: compacted topics are not cleaned
+	LogRetentionCheckMs int // how often retention removes log segments
 	TxnIDExpirationMs   int
 
 	// Groups.

@@ -39,7 +39,9 @@ func Defaults() Config {
 		DecompressMaxBytes: protocol.DefaultDecompressionMaxBytes,
 		TransactionVersion: 2,
 		CleanerBackoffMs:   15000,
-		TxnIDExpirationMs:  ms(txn.DefaultIDExpiration),
+		// Kafka's log.retention.check.interval.ms.
+		LogRetentionCheckMs: 300000,
+		TxnIDExpirationMs:   ms(txn.DefaultIDExpiration),
 
 		GroupInitialDelayMs: ms(group.DefaultInitialRebalanceDelay),
 		GroupMinSessionMs:   ms(group.DefaultMinSessionTimeout),

@@ -280,6 +280,16 @@ func New(cfg Config) (_ *Node, err error) {
 		})
 	}
 
+	if n.client != nil {
+		n.client.StartRetention(seaweedmq.RetentionOptions{
+			Check: max(ms(cfg.LogRetentionCheckMs), 100*time.Millisecond),
+			Leads: func(topic string, index int32) bool {
+				_, ok := members.Serving(membership.PartitionKey(topic, index))
+				return ok
+			},
+		})
+	}
+
 	if cfg.Authorizer {
 		n.authz = acl.New(acl.Options{Files: files, AllowIfNoACL: cfg.AllowIfNoACL,
 			SuperUsers: append(splitList(cfg.SuperUsers, ";"), cluster.GatewayPrincipal)})

@@ -2,8 +2,8 @@ package protocol
 
 // AlterConfigs (versions 0-2) and IncrementalAlterConfigs (versions 0-1)
 // for topics: the settings of topic_config.go, checked as CreateTopics
-// checks them (INVALID_CONFIG, with the reason, for what SeaweedMQ cannot
-// honour: size-based retention, log-append time) and saved with
+// checks them (INVALID_CONFIG, with the reason, for what the gateway cannot
+// honour: log-append time) and saved with
 // the topic, so they survive restarts and every gateway sees them;
 // retention.ms becomes SeaweedMQ's retention of the topic. AlterConfigs
 // replaces all of a topic's settings, IncrementalAlterConfigs sets, deletes

@@ -160,9 +160,9 @@ func TestIncrementalAlterConfigsVersions(t *testing.T) {
 	before := g.configs(t, "iac")
 	resp := roundTrip(t, g.addr, incrementalAlter(false, kmsg.ConfigResourceTypeTopic, "iac",
 		configOp{"retention.ms", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("2")},
-		configOp{"retention.bytes", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("100")},
+		configOp{"message.timestamp.type", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("LogAppendTime")},
 	), 1)
-	if c, msg := alterCode(resp); c != kerr.InvalidConfig.Code || !strings.Contains(msg, "retention.bytes") {
+	if c, msg := alterCode(resp); c != kerr.InvalidConfig.Code || !strings.Contains(msg, "message.timestamp.type") {
 		t.Errorf("one bad operation: %s %q", errName(c), msg)
 	}
 	if got := g.configs(t, "iac"); !maps.Equal(got, before) {
@@ -210,8 +210,8 @@ func TestAlterConfigsKafkaSettings(t *testing.T) {
 	}
 }
 
-// Errors, with a message: what SeaweedMQ cannot honour (size-based
-// retention, log-append time), a cleanup policy Kafka does not know, a
+// Errors, with a message: what the gateway cannot honour (log-append
+// time), a cleanup policy Kafka does not know, a
 // dirty ratio outside 0..1, or a value not of the setting's
 // type INVALID_CONFIG, an unknown setting INVALID_CONFIG, APPEND to a
 // setting that is not a list INVALID_CONFIG, SET without a value, a
@@ -231,7 +231,6 @@ func TestAlterConfigsErrors(t *testing.T) {
 	}{
 		{"an unknown cleanup policy", alterConfigs(false, topic, "ace", map[string]string{"cleanup.policy": "compact,shred"}), 2, kerr.InvalidConfig},
 		{"a dirty ratio above 1", alterConfigs(false, topic, "ace", map[string]string{"min.cleanable.dirty.ratio": "1.5"}), 2, kerr.InvalidConfig},
-		{"size-based retention", alterConfigs(false, topic, "ace", map[string]string{"retention.bytes": "1000"}), 1, kerr.InvalidConfig},
 		{"log-append time", alterConfigs(false, topic, "ace", map[string]string{"message.timestamp.type": "LogAppendTime"}), 0, kerr.InvalidConfig},
 		{"not a number", alterConfigs(false, topic, "ace", map[string]string{"retention.ms": "soon"}), 2, kerr.InvalidConfig},
 		{"flush.messages 0", alterConfigs(false, topic, "ace", map[string]string{"flush.messages": "0"}), 2, kerr.InvalidConfig},

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -23,11 +24,11 @@ type topicConfig struct {
 // topicConfigs are the topic settings of Kafka 4.4 (LogConfig's names),
 // in the order DescribeConfigs lists them: by name, as Kafka does. Each is
 // accepted, stored and described; the doc says what it does here, and
-// which have no effect on SeaweedFS storage. Retention is SeaweedMQ's: off
-// unless set.
+// which have no effect on SeaweedFS storage. Retention is by size only
+// (retention.bytes, applied by the partitions' leaders): off unless set.
 var topicConfigs = []topicConfig{
 	{name: "cleanup.policy", def: "delete", typ: kmsg.ConfigTypeList,
-		doc:   "delete (retention.ms), compact (the log cleaner keeps the newest record of each key) or both.",
+		doc:   "delete (the oldest segments go by retention.bytes), compact (the log cleaner keeps the newest record of each key) or both.",
 		check: policies},
 	{name: "compression.gzip.level", def: "-1", typ: kmsg.ConfigTypeInt,
 		doc: noEffect + "batches the gateway compresses (fetches of records stored one by one) use each codec's default level.", check: gzipLevel},
@@ -105,9 +106,10 @@ var topicConfigs = []topicConfig{
 	{name: "remote.storage.enable", def: "false", typ: kmsg.ConfigTypeBoolean,
 		doc: "Always false: the records are in SeaweedFS, and there is no tiered storage (as a Kafka broker without it, true is refused).", check: oneOf("false")},
 	{name: "retention.bytes", def: "-1", typ: kmsg.ConfigTypeLong,
-		doc: "Size-based retention is not applied by SeaweedMQ: only -1.", check: oneOf("-1")},
+		doc:   "The most bytes a partition keeps, with the delete policy: every log.retention.check.interval.ms its leader removes its oldest log segments, whole, while the others hold at least this many (the newest is always kept), and its log start moves up; negative keeps them all.",
+		check: intAtLeast(math.MinInt64)},
 	{name: "retention.ms", def: "-1", typ: kmsg.ConfigTypeLong,
-		doc: "How long SeaweedMQ keeps records; -1 keeps them.", check: intAtLeast(-1)},
+		doc: "Kept, and written into SeaweedMQ's configuration of the topic as its retention, but not applied: records are not removed by age (neither the gateway nor SeaweedMQ's brokers remove them).", check: intAtLeast(-1)},
 	{name: "segment.bytes", def: "1073741824", typ: kmsg.ConfigTypeInt,
 		doc: noEffect + "the gateway writes a partition's segments every few seconds or 8 MiB.", check: intAtLeast(1 << 20)},
 	{name: "segment.index.bytes", def: "10485760", typ: kmsg.ConfigTypeInt,
@@ -190,6 +192,21 @@ func policies(v string) error {
 		}
 	}
 	return nil
+}
+
+// Deletes tells whether a topic's settings have the delete policy, under
+// which retention removes records (the default).
+func Deletes(configs map[string]string) bool {
+	v, ok := configs["cleanup.policy"]
+	if !ok {
+		return true
+	}
+	for p := range strings.SplitSeq(v, ",") {
+		if strings.TrimSpace(p) == "delete" {
+			return true
+		}
+	}
+	return false
 }
 
 // Compacted tells whether a topic's settings make it a compacted topic.
