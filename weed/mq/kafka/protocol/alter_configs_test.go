@@ -235,7 +235,6 @@ func TestAlterConfigsErrors(t *testing.T) {
 		{"not a number", alterConfigs(false, topic, "ace", map[string]string{"retention.ms": "soon"}), 2, kerr.InvalidConfig},
 		{"flush.messages 0", alterConfigs(false, topic, "ace", map[string]string{"flush.messages": "0"}), 2, kerr.InvalidConfig},
 		{"a gzip level of 10", incrementalAlter(false, topic, "ace", configOp{"compression.gzip.level", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("10")}), 1, kerr.InvalidConfig},
-		{"tiered storage", incrementalAlter(false, topic, "ace", configOp{"remote.storage.enable", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("true")}), 1, kerr.InvalidConfig},
 		{"a throttled replica list", incrementalAlter(false, topic, "ace", configOp{"leader.replication.throttled.replicas", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("0:x")}), 1, kerr.InvalidConfig},
 		{"segments below 1 MiB", incrementalAlter(false, topic, "ace", configOp{"segment.bytes", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("1024")}), 1, kerr.InvalidConfig},
 		{"not a boolean", incrementalAlter(false, topic, "ace", configOp{"preallocate", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("maybe")}), 1, kerr.InvalidConfig},
@@ -285,5 +284,51 @@ func TestAlterConfigsAuthorization(t *testing.T) {
 	code(t, "the broker", c, kerr.ClusterAuthorizationFailed)
 	if len(g.configs(t, "aca-read")) != 0 {
 		t.Error("a refused change saved")
+	}
+}
+
+// What MirrorMaker 2 sends of a Kafka 4.4 topic is taken: at creation the
+// settings set on Kafka (a size limit, no cleanup policy, tiered
+// storage), then, every sync, an IncrementalAlterConfigs that sets those
+// and deletes every other setting Kafka describes but those MirrorMaker
+// leaves out. DescribeConfigs then lists them as set, and says in the
+// documentation what tiered storage does here.
+func TestAlterConfigsAsMirrorMaker(t *testing.T) {
+	g := startGateway(t, gatewayOptions{})
+	set := map[string]string{"retention.bytes": "1073741824", "cleanup.policy": "", "remote.storage.enable": "true",
+		"local.retention.ms": "3600000", "max.message.bytes": "2097152", "retention.ms": "1209600000"}
+	resp := roundTrip(t, g.addr, createTopics(false, createTopic("mm2", 3, 1, set)), 7).(*kmsg.CreateTopicsResponse)
+	code(t, "create as MirrorMaker does", resp.Topics[0].ErrorCode, nil)
+	if got := g.configs(t, "mm2"); !maps.Equal(got, set) {
+		t.Errorf("created with %v, want %v", got, set)
+	}
+
+	excluded := map[string]bool{"follower.replication.throttled.replicas": true, "leader.replication.throttled.replicas": true,
+		"message.timestamp.type": true, "unclean.leader.election.enable": true, "min.insync.replicas": true}
+	set["retention.bytes"] = "536870912"
+	var ops []configOp
+	for _, name := range topicConfigNames {
+		switch v, ok := set[name]; {
+		case ok:
+			ops = append(ops, configOp{name, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(v)})
+		case !excluded[name] && !strings.HasPrefix(name, "confluent.") && !strings.HasPrefix(name, "iceberg."):
+			ops = append(ops, configOp{name, kmsg.IncrementalAlterConfigOpDelete, nil})
+		}
+	}
+	c, msg := alterCode(roundTrip(t, g.addr, incrementalAlter(false, kmsg.ConfigResourceTypeTopic, "mm2", ops...), 1))
+	code(t, "MirrorMaker's sync "+msg, c, nil)
+	if got := g.configs(t, "mm2"); !maps.Equal(got, set) {
+		t.Errorf("synced to %v, want %v", got, set)
+	}
+
+	described := roundTrip(t, g.addr, describeConfigs(false, true, configResource(kmsg.ConfigResourceTypeTopic, "mm2")), 4).(*kmsg.DescribeConfigsResponse)
+	configs := configsOf(described.Resources[0])
+	for name, v := range set {
+		if c := configs[name]; c.Value == nil || *c.Value != v || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
+			t.Errorf("%s: %v (%v), want %q set", name, c.Value, c.Source, v)
+		}
+	}
+	if doc := configs["remote.storage.enable"].Documentation; doc == nil || !strings.Contains(*doc, "no effect") {
+		t.Errorf("remote.storage.enable's documentation: %v", doc)
 	}
 }

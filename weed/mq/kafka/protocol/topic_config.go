@@ -28,7 +28,7 @@ type topicConfig struct {
 // (retention.bytes, applied by the partitions' leaders): off unless set.
 var topicConfigs = []topicConfig{
 	{name: "cleanup.policy", def: "delete", typ: kmsg.ConfigTypeList,
-		doc:   "delete (the oldest segments go by retention.bytes), compact (the log cleaner keeps the newest record of each key) or both.",
+		doc:   "delete (the oldest segments go by retention.bytes), compact (the log cleaner keeps the newest record of each key), both, or none (an empty list: every record is kept).",
 		check: policies},
 	{name: "compression.gzip.level", def: "-1", typ: kmsg.ConfigTypeInt,
 		doc: noEffect + "batches the gateway compresses (fetches of records stored one by one) use each codec's default level.", check: gzipLevel},
@@ -104,7 +104,7 @@ var topicConfigs = []topicConfig{
 	{name: "remote.log.delete.on.disable", def: "false", typ: kmsg.ConfigTypeBoolean,
 		doc: noEffect + "there is no tiered storage.", check: boolean},
 	{name: "remote.storage.enable", def: "false", typ: kmsg.ConfigTypeBoolean,
-		doc: "Always false: the records are in SeaweedFS, and there is no tiered storage (as a Kafka broker without it, true is refused).", check: oneOf("false")},
+		doc: noEffect + "there is no tiered storage, SeaweedFS holds every record (true is kept, so that a topic mirrored from a cluster with tiered storage keeps its settings).", check: boolean},
 	{name: "retention.bytes", def: "-1", typ: kmsg.ConfigTypeLong,
 		doc:   "The most bytes a partition keeps, with the delete policy: every log.retention.check.interval.ms its leader removes its oldest log segments, whole, while the others hold at least this many (the newest is always kept), and its log start moves up; negative keeps them all.",
 		check: intAtLeast(math.MinInt64)},
@@ -181,10 +181,11 @@ func oneOf(values ...string) func(string) error {
 	}
 }
 
-// policies checks a cleanup.policy: delete, compact, or both.
+// policies checks a cleanup.policy: delete, compact, both, or none (an
+// empty list: Kafka 4.4 keeps every record).
 func policies(v string) error {
-	if v == "" {
-		return fmt.Errorf("empty cleanup.policy")
+	if strings.TrimSpace(v) == "" {
+		return nil
 	}
 	for p := range strings.SplitSeq(v, ",") {
 		if p := strings.TrimSpace(p); p != "delete" && p != "compact" {
