@@ -101,7 +101,7 @@ func TestReplicatedTopic(t *testing.T) {
 	if n := runJavaTests(t, "java", "-Dtest=ReplicatedClusterTest", "-Dkafka.bootstrap="+gws[0].addr); n != 2 {
 		t.Errorf("%d tests of ReplicatedClusterTest ran, want 2", n)
 	}
-	if n := runJavaTests(t, "java/mirrormaker", "-Dkafka.bootstrap="+gws[0].addr); n != 1 {
+	if n := runJavaTests(t, "java/mirrormaker", "-Dtest=MirrorMakerTest", "-Dkafka.bootstrap="+gws[0].addr); n != 1 {
 		t.Errorf("%d tests of MirrorMakerTest ran, want 1", n)
 	}
 }
