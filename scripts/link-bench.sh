@@ -17,86 +17,14 @@ cd "$(dirname "$0")/.."
 records=${RECORDS:-10000000}
 rate=${RATE:-50000}
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for pid in "${pids[@]}"; do
-		kill -TERM "$pid" 2>/dev/null || true
-	done
-	for pid in "${pids[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() {
-	python3 - <<'PY'
-import random, socket
-while True:
-    p = random.randint(10000, 22699)
-    try:
-        for q in (p, p + 10000):
-            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
-        print(p)
-        break
-    except OSError:
-        pass
-PY
-}
-
-echo "== build weed, fetch Apache Kafka 4.4" >&2
-go build -o "$work/weed" ./weed
-mvn -q -B -f scripts/compare/pom.xml dependency:copy-dependencies -DoutputDirectory="$work/kafka-libs" >&2
-kafka_cp="$work/kafka-libs/*"
-
+source scripts/compare/servers.sh
+build_and_fetch
 echo "== start Apache Kafka (KRaft) and the gateway" >&2
-kport=$(free_port)
-cport=$(free_port)
-mkdir -p "$work/kafka"
-cat >"$work/kafka/server.properties" <<EOF
-process.roles=broker,controller
-node.id=1
-controller.quorum.bootstrap.servers=127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$kport,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$kport
-controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-inter.broker.listener.name=PLAINTEXT
-log.dirs=$work/kafka/data
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-EOF
-java -cp "$kafka_cp" kafka.tools.StorageTool format --standalone -t "$(java -cp "$kafka_cp" kafka.tools.StorageTool random-uuid 2>/dev/null)" \
-	-c "$work/kafka/server.properties" >"$work/kafka/format.log" 2>&1
-java -Xms1g -Xmx1g -cp "$kafka_cp" kafka.Kafka "$work/kafka/server.properties" >"$work/kafka/log" 2>&1 &
-pids+=($!)
-
-gport=$(free_port)
-gmetrics=$(free_port)
+start_kafka
 gconsole=$(free_port)
-"$work/weed" mq.kafka.gateway -ip=127.0.0.1 -port="$gport" -metricsPort="$gmetrics" -embedded.dir="$work/gateway" \
-	-console.listeners="http://127.0.0.1:$gconsole" -schema.registry.listeners=none -link.sync.interval.ms=1000 \
-	-embedded.ports="$(free_port),$(free_port),$(free_port),$(free_port)" >"$work/gateway.log" 2>&1 &
-pids+=($!)
-
-kafka="127.0.0.1:$kport"
-gateway="127.0.0.1:$gport"
+start_gateway -console.listeners="http://127.0.0.1:$gconsole" -schema.registry.listeners=none -link.sync.interval.ms=1000
 api="http://127.0.0.1:$gconsole"
-for i in $(seq 120); do
-	if curl -sf "127.0.0.1:$gmetrics/ready" >/dev/null 2>&1 &&
-		java -cp "$kafka_cp" org.apache.kafka.tools.TopicCommand --bootstrap-server "$kafka" --list >/dev/null 2>&1; then
-		break
-	fi
-	if [ "$i" = 120 ]; then
-		echo "the servers were not ready within 2 minutes" >&2
-		exit 1
-	fi
-	sleep 1
-done
+wait_up
 
 # lag prints the records the link is behind on topic (all its partitions),
 # or "none" before its state has the topic.

@@ -13,8 +13,9 @@
 //	                                  as SeaweedMQ stores them; the schema registry;
 //	                                  topics kept as Iceberg tables
 //	2  group, sasl, seaweedmq/wal,    the group coordinator (classic, consumer, streams
-//	   seaweedmq/compaction           and share groups), the SASL logins, the write-ahead
-//	                                  log, the log cleaner of compacted topics
+//	   seaweedmq/compaction, link     and share groups), the SASL logins, the write-ahead
+//	                                  log, the log cleaner of compacted topics, topic
+//	                                  links from other Kafka clusters
 //	3  protocol                       one file per Kafka API, over storage.Backend
 //	4  seaweedmq, gateway, cluster    SeaweedMQ as that Backend; the network server;
 //	                                  leadership checks and the other gateways

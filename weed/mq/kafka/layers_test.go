@@ -38,6 +38,7 @@ var layers = map[string]int{
 	"weed/mq/kafka/share":                     10,
 	"weed/mq/kafka/group":                     20,
 	"weed/mq/kafka/sasl":                      20,
+	"weed/mq/kafka/link":                      20,
 	"weed/mq/kafka/protocol":                  30,
 	"weed/mq/kafka/seaweedmq":                 40,
 	"weed/mq/kafka/gateway":                   40,
