@@ -55,7 +55,7 @@ func newController(m *Manager, r *running, st *Status) *controller {
 	if st != nil {
 		c.st = st
 	} else {
-		c.st = &Status{State: StateActive}
+		c.st = &Status{State: StateActive, ProducerIDFloor: -1}
 	}
 	if c.st.Topics == nil {
 		c.st.Topics = map[string]*TopicStatus{}
@@ -156,6 +156,9 @@ func (c *controller) round(ctx context.Context) {
 		}
 	}
 	c.setMetrics(cfg.Name)
+	if _, _, err := c.m.opts.Store.Get(ctx, cfg.Name); errors.Is(err, ErrNotFound) {
+		return // deleted meanwhile: no state is left behind
+	}
 	if err := c.m.opts.Store.SaveStatus(ctx, cfg.Name, st); err != nil {
 		glog.Warningf("kafka link %s: saving its state: %v", cfg.Name, err)
 	}

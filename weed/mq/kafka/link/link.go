@@ -108,7 +108,7 @@ type Status struct {
 	Groups map[string]*GroupStatus `json:"groups,omitempty"`
 	// ProducerIDFloor is the largest producer id of the mirrored
 	// partitions when a topic was promoted: every gateway hands out
-	// larger ones.
+	// larger ones (-1: none promoted yet).
 	ProducerIDFloor int64 `json:"producerIdFloor"`
 }
 
