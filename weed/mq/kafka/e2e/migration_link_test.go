@@ -258,6 +258,10 @@ func TestLinkFromKafka(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	kafkaTxn, err := srcAdm.DescribeTransactions(ctxT(t), "lk-java-tx")
+	if err != nil {
+		t.Fatal(err)
+	}
 	linkCmd(t, console, "promote", "-name=from-kafka")
 	eventually(t, time.Minute, "the link's topics promoted", func() error {
 		l := getLink(t, console, "from-kafka")
@@ -300,6 +304,15 @@ func TestLinkFromKafka(t *testing.T) {
 	})
 	if n := runJavaTests(t, "java/link", "-Dlink.phase=gateway", "-Dkafka.bootstrap="+g.addr); n != 1 {
 		t.Errorf("%d Java tests ran, want 1", n)
+	}
+	// The transactional id went on as Kafka's producer, its epoch raised.
+	gatewayTxn, err := dstAdm.DescribeTransactions(ctxT(t), "lk-java-tx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, mineNow := kafkaTxn["lk-java-tx"], gatewayTxn["lk-java-tx"]
+	if mineNow.ProducerID != theirs.ProducerID || mineNow.ProducerEpoch <= theirs.ProducerEpoch {
+		t.Errorf("lk-java-tx on the gateway: producer %d epoch %d; on Kafka %d epoch %d", mineNow.ProducerID, mineNow.ProducerEpoch, theirs.ProducerID, theirs.ProducerEpoch)
 	}
 	step("promoted; the Java producer went on")
 	if out := linkCmd(t, console, "list"); !strings.Contains(out, "promoted") {

@@ -26,6 +26,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 )
 
 // roundTimeout bounds one round of a controller; sourceTimeout the
@@ -239,7 +240,7 @@ func (c *controller) sync(ctx context.Context, cfg Config, src, local *kadm.Clie
 	if err := c.measure(ctx, cfg, src, local); err != nil {
 		return err
 	}
-	c.promote(ctx, cfg, local)
+	c.promote(ctx, cfg, src, local)
 	if cfg.Groups != "" {
 		gctx, cancel := context.WithTimeout(ctx, sourceTimeout)
 		c.syncGroups(gctx, cfg, src, local)
@@ -457,9 +458,16 @@ func (c *controller) measure(ctx context.Context, cfg Config, src, local *kadm.C
 }
 
 // promote makes the topics asked to be promoted writable, once their
-// mirror has caught up with the source (at once with Force).
-func (c *controller) promote(ctx context.Context, cfg Config, local *kadm.Client) {
+// mirror has caught up with the source (at once with Force), and seeds
+// the source's transactional ids here.
+func (c *controller) promote(ctx context.Context, cfg Config, src, local *kadm.Client) {
 	st := c.st
+	promoted := false
+	defer func() {
+		if promoted {
+			c.seedTransactions(ctx, cfg, src)
+		}
+	}()
 	for name, ts := range st.Topics {
 		if ts.State == StatePromoted || ts.State == StateConflict {
 			continue
@@ -507,7 +515,50 @@ func (c *controller) promote(ctx context.Context, cfg Config, local *kadm.Client
 			st.ProducerIDFloor = floor
 		}
 		ts.State, ts.Error, ts.PromotedAt = StatePromoted, "", time.Now().UnixMilli()
+		promoted = true
 		glog.V(0).Infof("kafka link %s: topic %s promoted: it takes produce here", cfg.Name, name)
+	}
+}
+
+// seedTransactions gives this cluster's transaction coordinator the
+// source's transactional ids that it does not know: their producer ids
+// and epochs, so that a transactional producer that initializes here goes
+// on as the same producer (a raised epoch, which the mirrored partitions
+// take after the source's); and an ongoing transaction on the promoted
+// topics, which the coordinator here then aborts (its producer stopped
+// with the source; it would hold the last stable offset).
+func (c *controller) seedTransactions(ctx context.Context, cfg Config, src *kadm.Client) {
+	sctx, cancel := context.WithTimeout(ctx, sourceTimeout)
+	defer cancel()
+	described, err := src.DescribeTransactions(sctx)
+	if err != nil {
+		glog.Warningf("kafka link %s: the source's transactional ids: %v", cfg.Name, err)
+		return
+	}
+	seeded := 0
+	for _, d := range described.Sorted() {
+		if d.Err != nil || d.ProducerID < 0 {
+			continue
+		}
+		ongoing := map[string][]int32{}
+		if d.State == "Ongoing" || d.State == "PrepareAbort" || d.State == "PrepareCommit" {
+			for topic, ps := range d.Topics {
+				if ts := c.st.Topics[topic]; ts != nil && ts.State == StatePromoted {
+					ongoing[topic] = slices.Sorted(maps.Keys(ps))
+				}
+			}
+		}
+		wrote, err := txn.Seed(ctx, c.m.opts.Store.Files, d.TxnID, d.ProducerID, d.ProducerEpoch, d.TimeoutMillis, ongoing, d.StartTimestamp)
+		if err != nil {
+			glog.Warningf("kafka link %s: transactional id %s: %v", cfg.Name, d.TxnID, err)
+			continue
+		}
+		if wrote {
+			seeded++
+		}
+	}
+	if seeded > 0 {
+		glog.V(0).Infof("kafka link %s: %d transactional ids of the source seeded here", cfg.Name, seeded)
 	}
 }
 

@@ -383,3 +383,26 @@ func storageErr(id string, err error) *kerr.Error {
 	glog.Warningf("kafka transaction %s: %v", id, err)
 	return kerr.CoordinatorNotAvailable
 }
+
+// Seed writes a transactional id's state as another cluster had it (a
+// topic link's source, at its promotion), if this cluster holds none: its
+// producer id and epoch, so that the producer's next InitProducerId here
+// raises the same producer's epoch; an ongoing transaction with its
+// partitions, which this cluster's coordinator then ends (a producer that
+// initializes aborts it, as does its timeout). It reports whether it
+// wrote; an id with a state here is left as it is.
+func Seed(ctx context.Context, files filerfs.VersionedFiles, id string, producerID int64, epoch int16, timeoutMs int32, ongoing map[string][]int32, startMs int64) (bool, error) {
+	st := saved{ID: id, ProducerID: producerID, Epoch: epoch, TimeoutMs: timeoutMs, State: CompleteCommit, UpdatedMs: clock.Now().UnixMilli()}
+	if len(ongoing) > 0 {
+		st.State, st.Partitions, st.StartMs = Ongoing, ongoing, startMs
+	}
+	data, err := json.Marshal(&st)
+	if err != nil {
+		return false, err
+	}
+	_, err = files.WriteFileIf(ctx, Dir, filerfs.Escape(id), data, "")
+	if errors.Is(err, filerfs.ErrChanged) {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -422,3 +422,41 @@ func TestStaleSavesRefused(t *testing.T) {
 		t.Fatalf("the old producer after the copy was read again: %v, want it fenced", e)
 	}
 }
+
+// A transactional id seeded from another cluster (a topic link's source,
+// at its promotion) goes on as the same producer, its epoch raised; its
+// ongoing transaction is aborted when the producer initializes; an id
+// with a state here is not seeded over.
+func TestSeededFromAnotherCluster(t *testing.T) {
+	files, log, groups := filerfstest.New(), &fakeLog{}, &fakeGroups{}
+	ctx := context.Background()
+	if ok, err := Seed(ctx, files, "moved", 7000, 3, 60000, nil, 0); !ok || err != nil {
+		t.Fatalf("seed: %v %v", ok, err)
+	}
+	if ok, err := Seed(ctx, files, "hanging", 7001, 1, 60000, map[string][]int32{"t": {0, 2}}, 1_700_000_000_000); !ok || err != nil {
+		t.Fatalf("seed an ongoing one: %v %v", ok, err)
+	}
+	if ok, err := Seed(ctx, files, "moved", 1, 0, 60000, nil, 0); ok || err != nil {
+		t.Fatalf("seeded over a state: %v %v", ok, err)
+	}
+	c := start(t, files, log, groups)
+	pid, epoch, e := c.InitProducerID(ctx, "moved", time.Minute, -1, -1)
+	if e != nil || pid != 7000 || epoch != 4 {
+		t.Fatalf("init of a seeded id: producer %d epoch %d, %v; want 7000, 4", pid, epoch, e)
+	}
+	pid, epoch, e = c.InitProducerID(ctx, "hanging", time.Minute, -1, -1)
+	if e != nil || pid != 7001 || epoch <= 1 {
+		t.Fatalf("init of a seeded ongoing id: producer %d epoch %d, %v", pid, epoch, e)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	aborted := map[int32]bool{}
+	for _, m := range log.markers {
+		if m.topic == "t" && m.pid == 7001 && !m.commit {
+			aborted[m.part] = true
+		}
+	}
+	if !aborted[0] || !aborted[2] || len(log.markers) != 2 {
+		t.Fatalf("markers %+v, want aborts of t/0 and t/2", log.markers)
+	}
+}
