@@ -214,6 +214,18 @@ func (c *controller) sync(ctx context.Context, cfg Config, src, local *kadm.Clie
 		case <-time.After(c.m.opts.Refresh + 500*time.Millisecond):
 		}
 	}
+	onSource := make(map[string]bool, len(names))
+	for _, name := range names {
+		onSource[name] = true
+	}
+	for name, ts := range st.Topics {
+		if !onSource[name] && (ts.State == StateMirroring || ts.State == StatePromoting) {
+			ts.Error = "not on the source any more (deleted there?): the mirror keeps what it holds"
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
 	srcConfigs, _ := src.DescribeTopicConfigs(ctx, names...)
 	here, err := local.ListTopics(ctx, names...)
 	if err != nil {
@@ -237,7 +249,7 @@ func (c *controller) sync(ctx context.Context, cfg Config, src, local *kadm.Clie
 			c.syncConfigs(ctx, local, topicConfigs(localConfigs, name), name, configs, ts)
 		}
 	}
-	if err := c.measure(ctx, cfg, src, local); err != nil {
+	if err := c.measure(ctx, cfg, src, local, onSource); err != nil {
 		return err
 	}
 	c.promote(ctx, cfg, src, local)
@@ -386,11 +398,11 @@ func (c *controller) syncConfigs(ctx context.Context, local *kadm.Client, curren
 
 // measure reads both sides' offsets of the mirror topics; its error is
 // the source's, that did not answer.
-func (c *controller) measure(ctx context.Context, cfg Config, src, local *kadm.Client) error {
+func (c *controller) measure(ctx context.Context, cfg Config, src, local *kadm.Client, onSource map[string]bool) error {
 	st := c.st
 	var names []string
 	for name, ts := range st.Topics {
-		if ts.State == StateMirroring || ts.State == StatePromoting || ts.State == StateFailed {
+		if onSource[name] && (ts.State == StateMirroring || ts.State == StatePromoting || ts.State == StateFailed) {
 			names = append(names, name)
 		}
 	}
