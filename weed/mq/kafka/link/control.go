@@ -45,6 +45,10 @@ type controller struct {
 
 	st    *Status // this controller's; written each round
 	local *kgo.Client
+	// srcErr is the first error of a request to the source this round
+	// (every one is bounded by sourceTimeout): the link is reported
+	// unreachable for it.
+	srcErr error
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -141,7 +145,11 @@ func (c *controller) round(ctx context.Context) {
 	st := c.st
 	st.Controller, st.Updated = c.m.opts.Self, time.Now().UnixMilli()
 	st.Error = ""
+	c.srcErr = nil
 	err := c.sync(ctx, cfg, src, local)
+	if err == nil {
+		err = c.srcErr
+	}
 	switch {
 	case err != nil:
 		st.State, st.Error = StateUnreachable, err.Error()
@@ -226,7 +234,12 @@ func (c *controller) sync(ctx context.Context, cfg Config, src, local *kadm.Clie
 	if len(names) == 0 {
 		return nil
 	}
-	srcConfigs, _ := src.DescribeTopicConfigs(ctx, names...)
+	sctx, cancel := context.WithTimeout(ctx, sourceTimeout)
+	srcConfigs, err := src.DescribeTopicConfigs(sctx, names...)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("the source's topic configs: %w", err)
+	}
 	here, err := local.ListTopics(ctx, names...)
 	if err != nil {
 		glog.V(1).Infof("kafka link %s: this cluster's topics: %v", cfg.Name, err)
@@ -259,7 +272,9 @@ func (c *controller) sync(ctx context.Context, cfg Config, src, local *kadm.Clie
 		cancel()
 	}
 	if cfg.ACLs {
-		c.syncACLs(ctx, cfg, src, local)
+		actx, cancel := context.WithTimeout(ctx, sourceTimeout)
+		c.syncACLs(actx, cfg, src, local)
+		cancel()
 	}
 	return nil
 }
@@ -544,6 +559,7 @@ func (c *controller) seedTransactions(ctx context.Context, cfg Config, src *kadm
 	defer cancel()
 	described, err := src.DescribeTransactions(sctx)
 	if err != nil {
+		c.noteSource(err)
 		glog.Warningf("kafka link %s: the source's transactional ids: %v", cfg.Name, err)
 		return
 	}
@@ -574,6 +590,15 @@ func (c *controller) seedTransactions(ctx context.Context, cfg Config, src *kadm
 	}
 }
 
+// noteSource keeps the round's first error of a request to the source
+// that did not get an answer (a Kafka error is the source's answer).
+func (c *controller) noteSource(err error) {
+	var answered *kerr.Error
+	if c.srcErr == nil && !errors.As(err, &answered) {
+		c.srcErr = fmt.Errorf("the source: %w", err)
+	}
+}
+
 func partitionSet(n int32) map[int32]struct{} {
 	out := make(map[int32]struct{}, n)
 	for i := int32(0); i < n; i++ {
@@ -593,6 +618,7 @@ func (c *controller) syncGroups(ctx context.Context, cfg Config, src, local *kad
 	}
 	groups, err := src.ListGroups(ctx)
 	if err != nil {
+		c.noteSource(err)
 		return
 	}
 	here, err := local.ListGroups(ctx)
@@ -615,6 +641,7 @@ func (c *controller) syncGroups(ctx context.Context, cfg Config, src, local *kad
 		committed, err := src.FetchOffsets(ctx, g)
 		if err != nil {
 			gs.Error = err.Error()
+			c.noteSource(err)
 			continue
 		}
 		mine, err := local.FetchOffsets(ctx, g)
@@ -665,7 +692,11 @@ func (c *controller) syncACLs(ctx context.Context, cfg Config, src, local *kadm.
 	req.Operation = kmsg.ACLOperationAny
 	req.PermissionType = kmsg.ACLPermissionTypeAny
 	resp, err := req.RequestWith(ctx, c.r.src)
-	if err != nil || resp.ErrorCode != 0 {
+	if err != nil {
+		c.noteSource(err)
+		return
+	}
+	if resp.ErrorCode != 0 {
 		metrics.LinkErrors.WithLabelValues(cfg.Name, "sync").Inc()
 		return
 	}
