@@ -16,7 +16,8 @@
 //	   seaweedmq/compaction, link     and share groups), the SASL logins, the write-ahead
 //	                                  log, the log cleaner of compacted topics, topic
 //	                                  links from other Kafka clusters
-//	3  protocol                       one file per Kafka API, over storage.Backend
+//	3  protocol, console              one file per Kafka API, over storage.Backend; the
+//	                                  web console, a Kafka client of the gateways
 //	4  seaweedmq, gateway, cluster    SeaweedMQ as that Backend; the network server;
 //	                                  leadership checks and the other gateways
 //	   node                           a gateway put together: built, started, closed

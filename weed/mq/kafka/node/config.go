@@ -106,9 +106,19 @@ type Config struct {
 	SSLPrincipalRules   string
 	RegistryListeners   string // "none": no registry
 	RegistryBasicAuth   bool
-	// ConsoleListeners serve the gateway's HTTP API (topic links) on
-	// http(s)://host:port ("" or "none": off).
+	// ConsoleListeners serve the web console and the gateway's HTTP API
+	// (topic links) on http(s)://host:port ("" or "none": off).
 	ConsoleListeners string
+	// ConsoleReadOnly refuses the console's changes; ConsoleExport
+	// allows its exports of records; ConsoleMask hides fields of records
+	// ("topic-regexp=field,field;..."); ConsoleMaxRecords and
+	// ConsoleMaxBytes bound one browse; ConsoleAdminURL and
+	// ConsoleGrafanaURL are linked from its cluster page.
+	ConsoleReadOnly                    bool
+	ConsoleExport                      bool
+	ConsoleMask                        string
+	ConsoleMaxRecords, ConsoleMaxBytes int
+	ConsoleAdminURL, ConsoleGrafanaURL string
 
 	// Topic links: how often every gateway reads them, how often a
 	// link's controller syncs.

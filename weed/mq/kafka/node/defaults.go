@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/console"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
@@ -78,6 +79,10 @@ func Defaults() Config {
 
 		IcebergWarehouse:     "kafka",
 		LinkRefreshMs:        2000,
+		ConsoleReadOnly:      true,
+		ConsoleExport:        true,
+		ConsoleMaxRecords:    console.DefaultMaxRecords,
+		ConsoleMaxBytes:      console.DefaultMaxBytes,
 		LinkIntervalMs:       5000,
 		IcebergMaintenanceMs: 3600000,
 	}

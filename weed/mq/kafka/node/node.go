@@ -92,8 +92,11 @@ type Node struct {
 	regListeners []registryListener
 	conListeners []registryListener
 	links        *link.Manager
-	metricsLn    net.Listener // nil without -metricsPort
-	pprofLn      net.Listener // nil without -port.pprof
+	started      time.Time // when New was called
+	// kafkaListeners are the Kafka listeners, as -listeners gives them.
+	kafkaListeners []gateway.Listener
+	metricsLn      net.Listener // nil without -metricsPort
+	pprofLn        net.Listener // nil without -port.pprof
 
 	// What ClusterReady waits for besides the parts' own readiness:
 	// the users of -sasl.users made, the cluster's id and secret read
@@ -137,7 +140,7 @@ func (n *Node) sleep(d time.Duration) bool {
 // New builds a gateway from cfg: every part, its listeners bound, nothing
 // served yet. On an error, what was built is closed again.
 func New(cfg Config) (_ *Node, err error) {
-	n := &Node{cfg: cfg, stop: make(chan struct{}), closed: make(chan struct{}), served: make(chan error, 1)}
+	n := &Node{cfg: cfg, stop: make(chan struct{}), closed: make(chan struct{}), served: make(chan error, 1), started: time.Now()}
 	defer func() {
 		if err != nil {
 			n.Close(context.Background()) //nolint:errcheck // without a deadline it does not fail
@@ -148,6 +151,7 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 	listeners, err := n.listeners()
 	n.logins = slices.ContainsFunc(listeners, gateway.Listener.SASL)
+	n.kafkaListeners = listeners
 	if err != nil {
 		return nil, err
 	}
@@ -571,17 +575,8 @@ func (n *Node) Start() error {
 	}
 	n.links.Start()
 	if len(n.conListeners) > 0 {
-		o := link.HandlerOptions{Changed: n.links.Refresh}
-		if n.logins {
-			o.Authenticate = n.users.VerifyPassword
-		}
-		if n.authz != nil {
-			o.Authorize = n.authz.Authorize
-		}
-		for _, l := range n.conListeners {
-			if err := n.serveListener("console", l, link.Handler(&link.Store{Files: cluster.InstrumentFiles(n.store), Sealer: n.sealer}, o)); err != nil {
-				return err
-			}
+		if err := n.startConsole(n.kafkaListeners); err != nil {
+			return err
 		}
 	}
 	var schemasOf iceberg.Schemas // the registry's, when this gateway serves one

@@ -210,6 +210,12 @@ func (c *Client) listNodes(ctx context.Context, clientType string) ([]string, er
 	return nil, lastErr
 }
 
+// Filers lists the cluster's filers (of its filer group), as the masters
+// know them.
+func (c *Client) Filers(ctx context.Context) ([]string, error) {
+	return c.listNodes(ctx, cluster.FilerType)
+}
+
 // filerAddr returns a filer of the cluster, discovering one if needed.
 func (c *Client) filerAddr(ctx context.Context) (pb.ServerAddress, error) {
 	c.mu.Lock()
