@@ -2,8 +2,8 @@
 # The test command: installs what the tests need and runs them all.
 #
 # Needs Go (the version in go.mod), a C compiler (confluent-kafka-go links
-# librdkafka through cgo), kcat, and Java 17+ with Maven, installed with
-# apt-get when missing; everything else comes from the Go module proxy and
+# librdkafka through cgo), kcat, Chromium (the console's browser tests), and
+# Java 17+ with Maven, installed with apt-get when missing; everything else comes from the Go module proxy and
 # Maven Central.
 # The end-to-end tests build the weed binary once, start a real single-node
 # SeaweedFS and a gateway from it on free 127.0.0.1 ports, and stop them.
@@ -26,6 +26,17 @@ if ! command -v kcat >/dev/null 2>&1; then
 		(apt-get install -y -qq kcat >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq kcat >/dev/null))
 	else
 		echo "kcat is needed for the end-to-end tests (Debian/Ubuntu: apt-get install kcat)" >&2
+		exit 1
+	fi
+fi
+
+# Chromium, headless, drives the gateway's web console in the end-to-end
+# tests (chromedp).
+if ! command -v chromium >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		(apt-get install -y -qq chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null))
+	else
+		echo "Chromium is needed for the console tests (Debian/Ubuntu: apt-get install chromium)" >&2
 		exit 1
 	fi
 fi

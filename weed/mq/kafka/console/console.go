@@ -139,6 +139,7 @@ type Console struct {
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
 	rates    rates
+	lags     lags
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -158,9 +159,6 @@ type session struct {
 	cl        *kgo.Client
 	adm       *kadm.Client
 	lastUsed  time.Time
-
-	lagMu sync.Mutex
-	lag   *lagSnapshot
 }
 
 func (s *session) close() { s.cl.Close() }
@@ -207,6 +205,7 @@ func (c *Console) Close() {
 	c.mu.Unlock()
 	close(c.stop)
 	<-c.done
+	c.lags.wg.Wait()
 	for _, s := range ss {
 		s.close()
 	}

@@ -33,7 +33,7 @@ type consoleNode struct {
 	node           *node.Node
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -43,7 +43,7 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func startNode(t *testing.T, mod func(*node.Config)) *consoleNode {
+func startNode(t testing.TB, mod func(*node.Config)) *consoleNode {
 	t.Helper()
 	dir := t.TempDir()
 	users := filepath.Join(dir, "users")
@@ -83,12 +83,12 @@ func startNode(t *testing.T, mod func(*node.Config)) *consoleNode {
 
 // browser is an HTTP client that keeps the console's cookie.
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 	cl   *http.Client
 }
 
-func newBrowser(t *testing.T, base string) *browser {
+func newBrowser(t testing.TB, base string) *browser {
 	jar, _ := cookiejar.New(nil)
 	return &browser{t: t, base: base, cl: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
 }

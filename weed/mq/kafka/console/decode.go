@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -58,10 +59,9 @@ func (d *decoder) decode(b []byte) shown {
 	if d.schemas != nil && len(b) >= 5 && b[0] == 0 {
 		id := int(binary.BigEndian.Uint32(b[1:5]))
 		if s, err := d.schema(id); err == nil {
-			v, format, derr := decodeWith(s, b[5:])
+			v, text, format, derr := decodeWith(s, b[5:])
 			if derr == nil {
-				text, _ := json.Marshal(v)
-				return shown{Text: string(text), Format: format, SchemaID: id, tree: v}
+				return shown{Text: text, Format: format, SchemaID: id, tree: v}
 			}
 			out := plain(b)
 			out.SchemaID, out.Error = id, derr.Error()
@@ -83,45 +83,85 @@ func (d *decoder) schema(id int) (any, error) {
 	return s, err
 }
 
-func decodeWith(s any, b []byte) (any, string, error) {
+// decodeWith decodes a value with its schema, returning it as a document
+// and as JSON text in the schema's field order.
+func decodeWith(s any, b []byte) (any, string, string, error) {
 	switch s := s.(type) {
 	case avro.Schema:
 		var v any
 		if err := avroDecoding.Unmarshal(s, b, &v); err != nil {
-			return nil, "", fmt.Errorf("not Avro of its schema: %w", err)
+			return nil, "", "", fmt.Errorf("not Avro of its schema: %w", err)
 		}
-		return jsonable(v), "avro", nil
+		v = jsonable(v)
+		var buf bytes.Buffer
+		writeOrdered(&buf, s, v)
+		return v, buf.String(), "avro", nil
 	case protoreflect.FileDescriptor:
 		var h sr.ConfluentHeader
 		index, rest, err := h.DecodeIndex(b, maxMessageDepth)
 		if err != nil {
-			return nil, "", fmt.Errorf("the message indexes do not decode: %w", err)
+			return nil, "", "", fmt.Errorf("the message indexes do not decode: %w", err)
 		}
 		md, err := messageAt(s, index)
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
 		m := dynamicpb.NewMessage(md)
 		if err := proto.Unmarshal(rest, m); err != nil {
-			return nil, "", fmt.Errorf("not %s: %w", md.FullName(), err)
+			return nil, "", "", fmt.Errorf("not %s: %w", md.FullName(), err)
 		}
-		text, err := protojson.Marshal(m)
+		text, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
 		var v any
 		if err := json.Unmarshal(text, &v); err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
-		return v, "protobuf", nil
+		// protojson's spacing is not stable: compact it.
+		var buf bytes.Buffer
+		if json.Compact(&buf, text) == nil {
+			text = buf.Bytes()
+		}
+		return v, string(text), "protobuf", nil
 	case *jsonschema.Schema:
 		var v any
 		if err := json.Unmarshal(b, &v); err != nil {
-			return nil, "", fmt.Errorf("not JSON: %w", err)
+			return nil, "", "", fmt.Errorf("not JSON: %w", err)
 		}
-		return v, "json", nil
+		return v, string(b), "json", nil
 	}
-	return nil, "", fmt.Errorf("a schema of type %T", s)
+	return nil, "", "", fmt.Errorf("a schema of type %T", s)
+}
+
+// writeOrdered writes an Avro value as JSON with its records' fields in
+// the schema's order (json.Marshal would sort them).
+func writeOrdered(buf *bytes.Buffer, s avro.Schema, v any) {
+	if rs, ok := s.(*avro.RecordSchema); ok {
+		if m, ok := v.(map[string]any); ok {
+			buf.WriteByte('{')
+			for i, f := range rs.Fields() {
+				if i > 0 {
+					buf.WriteByte(',')
+				}
+				name, _ := json.Marshal(f.Name())
+				buf.Write(name)
+				buf.WriteByte(':')
+				writeOrdered(buf, f.Type(), m[f.Name()])
+			}
+			buf.WriteByte('}')
+			return
+		}
+	}
+	if rs, ok := s.(*avro.RefSchema); ok {
+		writeOrdered(buf, rs.Schema(), v)
+		return
+	}
+	text, err := json.Marshal(v)
+	if err != nil {
+		text = []byte("null")
+	}
+	buf.Write(text)
 }
 
 // messageAt is the message of a file that Confluent's indexes name.

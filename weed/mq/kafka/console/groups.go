@@ -190,11 +190,13 @@ func (r *request) groupOffsets(group, typ string) ([]offsetRow, int64, error) {
 		if g.Err != nil {
 			return nil, 0, g.Err
 		}
-		var topics []string
-		for t := range g.Offsets {
-			topics = append(topics, t)
+		parts := map[string][]int32{}
+		for t, ps := range g.Offsets {
+			for p := range ps {
+				parts[t] = append(parts[t], p)
+			}
 		}
-		ends, _ := r.adm.ListEndOffsets(r.ctx, topics...)
+		ends, _ := listOffsets(r.ctx, r.cl, parts, latest)
 		for t, ps := range g.Offsets {
 			for p, o := range ps {
 				row := offsetRow{Topic: t, Partition: p, Committed: o.StartOffset, Start: -1, End: -1}
@@ -215,18 +217,15 @@ func (r *request) groupOffsets(group, typ string) ([]offsetRow, int64, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		var topics []string
-		for t := range fetched {
-			topics = append(topics, t)
+		parts := map[string][]int32{}
+		for t, ps := range fetched {
+			for p := range ps {
+				parts[t] = append(parts[t], p)
+			}
 		}
-		var starts, ends kadm.ListedOffsets
-		if len(topics) > 0 {
-			if starts, err = r.adm.ListStartOffsets(r.ctx, topics...); err != nil {
-				return nil, 0, err
-			}
-			if ends, err = r.adm.ListEndOffsets(r.ctx, topics...); err != nil {
-				return nil, 0, err
-			}
+		starts, ends, err := startsAndEnds(r.ctx, r.cl, parts)
+		if err != nil {
+			return nil, 0, err
 		}
 		for t, ps := range fetched {
 			for p, o := range ps {

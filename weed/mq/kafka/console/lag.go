@@ -2,9 +2,11 @@ package console
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // lagSnapshot is the lag of every group the session may describe, summed
@@ -26,25 +28,86 @@ type lagSnapshot struct {
 	err      error
 }
 
-// lag returns the session's snapshot, measured again once older than
-// lagTTL (one measure at a time per session).
-func (r *request) lag() *lagSnapshot {
-	r.lagMu.Lock()
-	defer r.lagMu.Unlock()
-	if r.session.lag != nil && time.Since(r.session.lag.at) < lagTTL {
-		return r.session.lag
+// lags keeps each principal's latest snapshot: the sessions of one user
+// share it (their clients are that user's, with the same rights).
+type lags struct {
+	mu sync.Mutex
+	by map[string]*lagEntry
+	wg sync.WaitGroup // measures under way in the background
+}
+
+type lagEntry struct {
+	// measuring is held while the first snapshot is measured, so that
+	// the views waiting for it wait for one measure.
+	measuring  sync.Mutex
+	mu         sync.Mutex
+	snap       *lagSnapshot
+	refreshing bool
+}
+
+func (ls *lags) entry(principal string) *lagEntry {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.by == nil {
+		ls.by = map[string]*lagEntry{}
 	}
-	prev := r.session.lag
-	l := measureLag(r.ctx, r.adm)
-	if l.err == nil || prev == nil {
-		r.session.lag = l
-	} else {
-		return prev
+	e := ls.by[principal]
+	if e == nil {
+		e = &lagEntry{}
+		ls.by[principal] = e
+	}
+	return e
+}
+
+// lag returns the principal's snapshot. Only the first view waits for a
+// measure: one older than lagTTL is shown while a newer one is measured
+// in the background (with this session's client), for the next view.
+func (r *request) lag() *lagSnapshot {
+	ls := &r.c.lags
+	e := ls.entry(r.principal)
+	e.mu.Lock()
+	snap := e.snap
+	if snap != nil {
+		if time.Since(snap.at) >= lagTTL && !e.refreshing {
+			e.refreshing = true
+			ls.wg.Add(1)
+			cl, adm := r.cl, r.adm
+			go func() {
+				defer ls.wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+				defer cancel()
+				l := measureLag(ctx, cl, adm)
+				e.mu.Lock()
+				if l.err == nil {
+					e.snap = l
+				}
+				e.refreshing = false
+				e.mu.Unlock()
+			}()
+		}
+		e.mu.Unlock()
+		return snap
+	}
+	e.mu.Unlock()
+	e.measuring.Lock()
+	defer e.measuring.Unlock()
+	e.mu.Lock()
+	if e.snap != nil { // measured while this view waited
+		snap = e.snap
+		e.mu.Unlock()
+		return snap
+	}
+	e.mu.Unlock()
+	l := measureLag(r.ctx, r.cl, r.adm)
+	if l.err == nil {
+		e.mu.Lock()
+		e.snap = l
+		e.mu.Unlock()
 	}
 	return l
 }
 
-func measureLag(ctx context.Context, adm *kadm.Client) *lagSnapshot {
+func measureLag(ctx context.Context, cl *kgo.Client, adm *kadm.Client) *lagSnapshot {
 	l := &lagSnapshot{at: time.Now(), byGroup: map[string]int64{}, byTopic: map[string]int64{}, byGroupTopic: map[string]map[string]int64{}, consumed: map[string]int64{}}
 	groups, err := adm.ListGroups(ctx)
 	if err != nil {
@@ -61,29 +124,26 @@ func measureLag(ctx context.Context, adm *kadm.Client) *lagSnapshot {
 		}
 	}
 	committed := map[string]kadm.OffsetResponses{}
-	topics := map[string]bool{}
+	parts := map[string][]int32{}
+	seen := map[topicPartition]bool{}
 	if len(offsetGroups) > 0 {
 		for name, resp := range adm.FetchManyOffsets(ctx, offsetGroups...) {
 			if resp.Err != nil {
 				continue
 			}
 			committed[name] = resp.Fetched
-			for t := range resp.Fetched {
-				topics[t] = true
+			for t, ps := range resp.Fetched {
+				for p := range ps {
+					if tp := (topicPartition{t, p}); !seen[tp] {
+						seen[tp] = true
+						parts[t] = append(parts[t], p)
+					}
+				}
 			}
 		}
 	}
-	if len(topics) > 0 {
-		names := make([]string, 0, len(topics))
-		for t := range topics {
-			names = append(names, t)
-		}
-		starts, err := adm.ListStartOffsets(ctx, names...)
-		if err != nil {
-			l.err = err
-			return l
-		}
-		ends, err := adm.ListEndOffsets(ctx, names...)
+	if len(parts) > 0 {
+		starts, ends, err := startsAndEnds(ctx, cl, parts)
 		if err != nil {
 			l.err = err
 			return l
@@ -160,4 +220,9 @@ func (l *lagSnapshot) add(group, topic string, lag int64) {
 func (l *lagSnapshot) topicLagOf(group, topic string) (int64, bool) {
 	lag, ok := l.byGroupTopic[group][topic]
 	return lag, ok
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
 }

@@ -157,16 +157,15 @@ func (r *request) browse(b browse) (*browseResult, error) {
 	if _, ok := d.Partitions[b.partition]; !ok {
 		return nil, pageError{http.StatusNotFound, fmt.Sprintf("topic %s has no partition %d", b.topic, b.partition)}
 	}
-	starts, err := r.adm.ListStartOffsets(r.ctx, b.topic)
+	starts, ends, err := startsAndEnds(r.ctx, r.cl, map[string][]int32{b.topic: {b.partition}})
 	if err != nil {
 		return nil, err
 	}
-	ends, err := r.adm.ListEndOffsets(r.ctx, b.topic)
-	if err != nil {
-		return nil, err
+	so, sok := starts.Lookup(b.topic, b.partition)
+	eo, eok := ends.Lookup(b.topic, b.partition)
+	if !sok || !eok {
+		return nil, fmt.Errorf("no offsets listed for %s[%d]", b.topic, b.partition)
 	}
-	so, _ := starts.Lookup(b.topic, b.partition)
-	eo, _ := ends.Lookup(b.topic, b.partition)
 	if so.Err != nil {
 		return nil, so.Err
 	}

@@ -103,7 +103,9 @@ func (r *request) topicsPage() error {
 		}
 		go func() { defer wg.Done(); sizes, _ = r.adm.DescribeAllLogDirs(r.ctx, set) }()
 		go func() { defer wg.Done(); configs, _ = r.adm.DescribeTopicConfigs(r.ctx, shown...) }()
-		go func() { defer wg.Done(); ends, _ = r.adm.ListEndOffsets(r.ctx, shown...) }()
+		parts := map[string][]int32{}
+		set.EachPartitions(func(t string, ps []int32) { parts[t] = ps })
+		go func() { defer wg.Done(); ends, _ = listOffsets(r.ctx, r.cl, parts, latest) }()
 		go func() { defer wg.Done(); lag = r.lag() }()
 		go func() { defer wg.Done(); links = r.linkOfTopics() }()
 		wg.Wait()
@@ -227,12 +229,11 @@ func (r *request) topicPage() error {
 	if !ok || d.Err != nil {
 		return pageError{http.StatusNotFound, fmt.Sprintf("topic %s: not found, or not yours to describe", topic)}
 	}
-	starts, _ := r.adm.ListStartOffsets(r.ctx, topic)
-	ends, _ := r.adm.ListEndOffsets(r.ctx, topic)
 	set := kadm.TopicsSet{}
 	for _, p := range d.Partitions {
 		set.Add(topic, p.Partition)
 	}
+	starts, ends, _ := startsAndEnds(r.ctx, r.cl, map[string][]int32{topic: d.Partitions.Numbers()})
 	sizes, _ := r.adm.DescribeAllLogDirs(r.ctx, set)
 	size := map[int32]int64{}
 	sizes.Each(func(ld kadm.DescribedLogDir) {

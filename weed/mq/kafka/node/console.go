@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -205,7 +207,7 @@ func (n *Node) consoleCluster(ctx context.Context) console.ClusterInfo {
 	}
 	if len(info.Gateways) == 0 { // not in a view yet
 		info.Gateways = append(info.Gateways, console.Gateway{NodeID: n.self.NodeID, Addr: n.self.Addr(), Self: true,
-			Version: version.Version(), Since: n.started, Ready: selfReady})
+			Version: gatewayVersion(), Since: n.started, Ready: selfReady})
 	}
 	info.Masters = splitList(n.cfg.Masters, ",")
 	if n.client != nil {
@@ -216,10 +218,38 @@ func (n *Node) consoleCluster(ctx context.Context) console.ClusterInfo {
 	return info
 }
 
+// gatewayVersion is the binary's: the gateway's commit (when built from
+// a checkout) and the SeaweedFS version it is built with.
+func gatewayVersion() string {
+	v := "SeaweedFS " + version.VERSION_NUMBER
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		var rev string
+		var dirty bool
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if rev != "" {
+			if dirty {
+				rev += "+"
+			}
+			return "gateway " + rev + ", " + v
+		}
+	}
+	return v
+}
+
 // writeGatewayInfo writes this gateway's version and start time for the
 // other gateways' consoles, retrying until the filer takes it.
 func (n *Node) writeGatewayInfo() {
-	data, _ := json.Marshal(gatewayInfo{Version: strings.TrimSpace(version.Version()), Started: n.started.UnixMilli()})
+	data, _ := json.Marshal(gatewayInfo{Version: gatewayVersion(), Started: n.started.UnixMilli()})
 	files := cluster.InstrumentFiles(n.store)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -248,7 +278,7 @@ func histogramLatency(h prometheus.Histogram) console.Latency {
 	}
 	l := console.Latency{Count: count, HasSamples: true,
 		Mean: time.Duration(hist.GetSampleSum() / float64(count) * float64(time.Second))}
-	want := uint64(float64(count) * 0.99)
+	want := uint64(math.Ceil(float64(count) * 0.99))
 	for _, b := range hist.Bucket {
 		if b.GetCumulativeCount() >= want {
 			l.P99 = time.Duration(b.GetUpperBound() * float64(time.Second))

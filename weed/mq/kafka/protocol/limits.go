@@ -50,6 +50,11 @@ const (
 	// wake fetches at once.
 	ExternalWriteRecheck = 500 * time.Millisecond
 
+	// ListOffsetsParallelism bounds the partitions one ListOffsets
+	// request looks up at once: each may wait on the filer, and a
+	// listing of every group's lag asks for thousands.
+	ListOffsetsParallelism = 16
+
 	// MaxTopicNameLength is Kafka's limit on topic names.
 	MaxTopicNameLength = 249
 

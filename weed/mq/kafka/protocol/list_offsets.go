@@ -14,6 +14,7 @@ package protocol
 
 import (
 	"context"
+	"sync"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -38,9 +39,19 @@ var sinceVersion = map[int64]int16{timestampMax: 7, timestampEarliestLocal: 8, t
 func (h *Handler) handleListOffsets(ctx context.Context, r *Request) Reply {
 	req := r.Body.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	// The partitions to look up, by where their answer goes: looked up
+	// side by side once every answer has its place.
+	type lookup struct {
+		topic string
+		ts    int64
+		sp    *kmsg.ListOffsetsResponseTopicPartition
+	}
+	var lookups []lookup
+	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, 0, len(req.Topics))
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, 0, len(rt.Partitions))
 		info, e := h.authorizedTopic(ctx, r, kmsg.ACLOperationDescribe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
@@ -54,18 +65,41 @@ func (h *Handler) handleListOffsets(ctx context.Context, r *Request) Reply {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case rp.Timestamp < timestampEarliest && (!special || r.Version < since):
 				sp.ErrorCode = kerr.UnsupportedVersion.Code
-			default:
-				if err := h.listOffset(ctx, info.Name, rp.Partition, rp.Timestamp, req.IsolationLevel == 1, &sp); err != nil {
-					sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
-				} else if sp.Offset >= 0 {
-					_, epoch, _ := h.cluster.Owner(membership.PartitionKey(info.Name, rp.Partition))
-					sp.LeaderEpoch = int32(epoch)
-				}
 			}
 			st.Partitions = append(st.Partitions, sp)
+			if sp.ErrorCode == 0 {
+				lookups = append(lookups, lookup{info.Name, rp.Timestamp, &st.Partitions[len(st.Partitions)-1]})
+			}
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	readCommitted := req.IsolationLevel == 1
+	one := func(l lookup) {
+		if err := h.listOffset(ctx, l.topic, l.sp.Partition, l.ts, readCommitted, l.sp); err != nil {
+			l.sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
+		} else if l.sp.Offset >= 0 {
+			_, epoch, _ := h.cluster.Owner(membership.PartitionKey(l.topic, l.sp.Partition))
+			l.sp.LeaderEpoch = int32(epoch)
+		}
+	}
+	if len(lookups) == 1 {
+		one(lookups[0])
+		return now(resp)
+	}
+	// A partition's lookup may wait on the filer (its segments'
+	// listing): many partitions, as an admin's lag listing asks for,
+	// are looked up ListOffsetsParallelism at a time.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, ListOffsetsParallelism)
+	for _, l := range lookups {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			one(l)
+		}()
+	}
+	wg.Wait()
 	return now(resp)
 }
 

@@ -213,7 +213,11 @@ func (c *Client) listNodes(ctx context.Context, clientType string) ([]string, er
 // Filers lists the cluster's filers (of its filer group), as the masters
 // know them.
 func (c *Client) Filers(ctx context.Context) ([]string, error) {
-	return c.listNodes(ctx, cluster.FilerType)
+	filers, err := c.listNodes(ctx, cluster.FilerType)
+	for i, f := range filers {
+		filers[i] = pb.ServerAddress(f).ToHttpAddress()
+	}
+	return filers, err
 }
 
 // filerAddr returns a filer of the cluster, discovering one if needed.
