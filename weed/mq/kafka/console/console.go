@@ -304,6 +304,7 @@ func (c *Console) routes() {
 	change("POST /security/acls/delete", (*request).deleteACL)
 	change("POST /security/users", (*request).upsertUser)
 	change("POST /security/users/delete", (*request).deleteUser)
+	change("POST /security/quotas", (*request).setQuota)
 	page("GET /links", (*request).linksPage)
 	change("POST /links/{name}/{action}", (*request).linkAction)
 	c.mux = mux
@@ -433,7 +434,7 @@ func (r *request) fail(err error) {
 }
 
 // doneIDs name the results a test or a script may look for.
-var doneIDs = map[string]bool{"reset": true, "create": true, "delete": true, "config": true, "register": true, "acl": true, "user": true, "link": true}
+var doneIDs = map[string]bool{"reset": true, "create": true, "delete": true, "config": true, "register": true, "acl": true, "user": true, "quota": true, "link": true}
 
 const cookieName = "kafka_gateway_console"
 

@@ -22,7 +22,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/node"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage/storagetest"
@@ -114,6 +116,9 @@ func (b *browser) post(path string, form url.Values) (int, string) {
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
 }
+
+// addedNote is the line of the diff that adds the field note.
+var addedNote = regexp.MustCompile(`<span class="add">&#43; +&#34;name&#34;: &#34;note&#34;`)
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
 
@@ -310,4 +315,249 @@ func TestConsoleReadOnlyWithoutLogins(t *testing.T) {
 	if code, _ := b.post("/topics", url.Values{"name": {"x"}}); code != http.StatusForbidden {
 		t.Fatalf("a change on a read-only console: %d", code)
 	}
+}
+
+// The console's changes, each checked with the AdminClient or the
+// registry: topics created, altered, grown and deleted; schemas
+// registered, compared and deleted; users and ACLs; a link promoted; and
+// a streams group shown with its tasks.
+func TestConsoleChanges(t *testing.T) {
+	registryPort := freePort(t)
+	cn := startNode(t, func(c *node.Config) {
+		c.RegistryListeners = "http://127.0.0.1:" + strconv.Itoa(registryPort)
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cn.kafka))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := newBrowser(t, cn.console)
+	waitFor(t, "admin's login", func() error {
+		if code, _ := b.login("admin", "admin-secret"); code != 200 {
+			return fmt.Errorf("%d", code)
+		}
+		return nil
+	})
+	form := func(page string, kv ...string) url.Values {
+		v := url.Values{"csrf": {b.csrf(page)}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			v.Set(kv[i], kv[i+1])
+		}
+		return v
+	}
+
+	// Topics.
+	if code, body := b.post("/topics", form("/topics", "name", "made-here", "partitions", "2", "configs", "cleanup.policy=compact\nretention.ms=60000")); code != 200 || !strings.Contains(body, "Topic made-here created") {
+		t.Fatalf("create a topic: %d\n%s", code, body)
+	}
+	configOf := func(key string) string {
+		rc, err := adm.DescribeTopicConfigs(ctx, "made-here")
+		if err != nil || len(rc) != 1 {
+			t.Fatalf("describe made-here: %v", err)
+		}
+		for _, c := range rc[0].Configs {
+			if c.Key == key && c.Value != nil {
+				return *c.Value
+			}
+		}
+		return ""
+	}
+	if configOf("cleanup.policy") != "compact" || configOf("retention.ms") != "60000" {
+		t.Fatalf("made-here's configs: %s %s", configOf("cleanup.policy"), configOf("retention.ms"))
+	}
+	if code, body := b.post("/topics/made-here/configs", form("/topics/made-here", "key", "retention.ms", "value", "120000")); code != 200 || configOf("retention.ms") != "120000" {
+		t.Fatalf("alter retention.ms: %d %s\n%s", code, configOf("retention.ms"), body)
+	}
+	if code, _ := b.post("/topics/made-here/partitions", form("/topics/made-here", "count", "4")); code != 200 {
+		t.Fatalf("grow made-here: %d", code)
+	}
+	if td, err := adm.ListTopics(ctx, "made-here"); err != nil || len(td["made-here"].Partitions) != 4 {
+		t.Fatalf("made-here after growing: %v %v", td, err)
+	}
+	if code, body := b.post("/topics/made-here/delete", form("/topics/made-here")); code != 200 || !strings.Contains(body, "deleted") {
+		t.Fatalf("delete made-here: %d", code)
+	}
+	waitFor(t, "made-here gone", func() error {
+		td, err := adm.ListTopics(ctx, "made-here")
+		if err != nil {
+			return err
+		}
+		if d, ok := td["made-here"]; ok && d.Err == nil {
+			return fmt.Errorf("still there")
+		}
+		return nil
+	})
+
+	// Schemas: two versions, their diff, a delete.
+	v1 := `{"type":"record","name":"Order","fields":[{"name":"id","type":"string"}]}`
+	v2 := `{"type":"record","name":"Order","fields":[{"name":"id","type":"string"},{"name":"note","type":"string","default":""}]}`
+	for _, sc := range []string{v1, v2} {
+		waitFor(t, "a schema registered", func() error {
+			code, body := b.post("/schemas", form("/schemas", "subject", "orders-value", "type", "AVRO", "schema", sc))
+			if code != 200 || !strings.Contains(body, `id="register-result"`) {
+				return fmt.Errorf("%d: %.300s", code, body)
+			}
+			return nil
+		})
+	}
+	waitFor(t, "the subject's two versions", func() error {
+		code, body := b.get("/schemas/orders-value")
+		if code != 200 || rows(body, `data-version=`) != 2 || !addedNote.MatchString(body) || strings.Contains(body, `class="del"`) {
+			return fmt.Errorf("%d: %s", code, body[strings.Index(body, "<main>"):])
+		}
+		return nil
+	})
+	if code, _ := b.post("/schemas/orders-value/config", form("/schemas/orders-value", "compatibility", "FULL")); code != 200 {
+		t.Fatalf("set orders-value's compatibility: %d", code)
+	}
+	waitFor(t, "orders-value FULL", func() error {
+		if _, body := b.get("/schemas/orders-value"); !strings.Contains(body, "Compatibility: FULL ·") {
+			return fmt.Errorf("not FULL")
+		}
+		return nil
+	})
+	if code, _ := b.post("/schemas/orders-value/delete", form("/schemas/orders-value")); code != 200 {
+		t.Fatalf("delete orders-value: %d", code)
+	}
+	waitFor(t, "orders-value deleted", func() error {
+		if _, body := b.get("/schemas"); strings.Contains(body, `data-subject="orders-value"`) {
+			return fmt.Errorf("still listed")
+		}
+		return nil
+	})
+
+	// Users and ACLs.
+	if code, body := b.post("/security/users", form("/security", "user", "carol", "password", "carol-secret", "mechanism", "SCRAM-SHA-256")); code != 200 || !strings.Contains(body, `data-user="carol"`) {
+		t.Fatalf("create carol: %d\n%s", code, body)
+	}
+	if us, err := adm.DescribeUserSCRAMs(ctx, "carol"); err != nil || len(us["carol"].CredInfos) != 1 {
+		t.Fatalf("carol's credentials: %v %v", us, err)
+	}
+	carol := newBrowser(t, cn.console)
+	if code, _ := carol.login("carol", "carol-secret"); code != 200 {
+		t.Fatalf("carol's login (SCRAM-SHA-256 only): %d", code)
+	}
+	if code, body := b.post("/security/acls", form("/security", "principal", "carol", "type", "TOPIC", "name", "carols", "pattern", "PREFIXED", "operation", "READ", "permission", "ALLOW")); code != 200 || !strings.Contains(body, "User:carol") {
+		t.Fatalf("create carol's ACL: %d\n%s", code, body)
+	}
+	described, err := adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow("User:carol").AllowHosts().Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternPrefixed))
+	if err != nil || len(described) != 1 || len(described[0].Described) != 1 || described[0].Described[0].Name != "carols" {
+		t.Fatalf("carol's ACL: %+v %v", described, err)
+	}
+	if code, _ := b.post("/security/acls/delete", form("/security", "principal", "User:carol", "host", "*", "type", "TOPIC", "name", "carols", "pattern", "PREFIXED", "operation", "READ", "permission", "ALLOW")); code != 200 {
+		t.Fatalf("delete carol's ACL: %d", code)
+	}
+	if described, err := adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow("User:carol").AllowHosts().Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternPrefixed)); err != nil || len(described[0].Described) != 0 {
+		t.Fatalf("carol's ACL after deleting it: %+v %v", described, err)
+	}
+	if code, _ := b.post("/security/users/delete", form("/security", "user", "carol")); code != 200 {
+		t.Fatalf("delete carol: %d", code)
+	}
+	if us, _ := adm.DescribeUserSCRAMs(ctx, "carol"); len(us["carol"].CredInfos) != 0 {
+		t.Fatalf("carol after deleting her: %+v", us)
+	}
+
+	// A quota, set and removed.
+	if code, body := b.post("/security/quotas", form("/security", "entity", "client-id", "name", "noisy", "key", "producer_byte_rate", "value", "1048576")); code != 200 || !strings.Contains(body, "producer_byte_rate=1048576") {
+		t.Fatalf("set a quota: %d\n%s", code, body)
+	}
+	quotas, err := adm.DescribeClientQuotas(ctx, false, nil)
+	if err != nil || len(quotas) != 1 || quotas[0].Values[0].Value != 1048576 {
+		t.Fatalf("the quotas: %+v %v", quotas, err)
+	}
+	if code, _ := b.post("/security/quotas", form("/security", "entity", "client-id", "name", "noisy", "key", "producer_byte_rate", "value", "")); code != 200 {
+		t.Fatalf("remove a quota: %d", code)
+	}
+	if quotas, err := adm.DescribeClientQuotas(ctx, false, nil); err != nil || len(quotas) != 0 {
+		t.Fatalf("the quotas after removing it: %+v %v", quotas, err)
+	}
+
+	// A group deleted.
+	offsets := kadm.Offsets{}
+	offsets.Add(kadm.Offset{Topic: "streams-in", Partition: 0, At: 0, LeaderEpoch: -1})
+	waitFor(t, "streams-in", func() error {
+		_, err := adm.CreateTopics(ctx, 2, 1, nil, "streams-in")
+		if err != nil {
+			return err
+		}
+		_, err = adm.CommitOffsets(ctx, "to-delete", offsets)
+		return err
+	})
+	if code, _ := b.post("/groups/to-delete/delete", form("/groups/to-delete")); code != 200 {
+		t.Fatalf("delete a group: %d", code)
+	}
+	if listed, err := adm.ListGroups(ctx); err != nil || listed["to-delete"].Group != "" {
+		t.Fatalf("to-delete after deleting it: %v %v", listed, err)
+	}
+
+	// A link (its source unreachable here): listed, and a promotion
+	// asked for lands in its config.
+	req, _ := http.NewRequest(http.MethodPost, cn.console+"/api/links", strings.NewReader(`{"name":"from-old","source":{"bootstrap":["127.0.0.1:1"]},"topics":"old-.*"}`))
+	req.SetBasicAuth("admin", "admin-secret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("create a link: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if code, body := b.get("/links"); code != 200 || !strings.Contains(body, `data-link="from-old"`) {
+		t.Fatalf("the links page: %d\n%s", code, body)
+	}
+	if code, body := b.post("/links/from-old/promote", form("/links", "topic", "old-orders")); code != 200 || !strings.Contains(body, `id="link-result"`) {
+		t.Fatalf("promote: %d\n%s", code, body)
+	}
+	req, _ = http.NewRequest(http.MethodGet, cn.console+"/api/links/from-old", nil)
+	req.SetBasicAuth("admin", "admin-secret")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"old-orders"`) {
+		t.Fatalf("the link after the promotion asked: %s", body)
+	}
+
+	// A streams group: its kind and its member's tasks.
+	hb := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis, hb.ProcessID = "app-1", "member-AAAAAAAAAAAAAAAAAA", 0, 30000, ptrTo("process-1")
+	hb.ActiveTasks, hb.StandbyTasks, hb.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+	top := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+	sub := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+	sub.SubtopologyID, sub.SourceTopics = "0", []string{"streams-in"}
+	top.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{sub}
+	hb.Topology = &top
+	waitFor(t, "a streams member with its tasks", func() error {
+		kr, err := cl.SeedBrokers()[0].Request(ctx, hb)
+		if err != nil {
+			return err
+		}
+		resp := kr.(*kmsg.StreamsGroupHeartbeatResponse)
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			return fmt.Errorf("%w: %s", err, deref(resp.ErrorMessage))
+		}
+		hb.MemberID, hb.MemberEpoch, hb.Topology = resp.MemberID, resp.MemberEpoch, nil
+		if resp.ActiveTasks != nil {
+			hb.ActiveTasks = resp.ActiveTasks
+		}
+		if len(hb.ActiveTasks) == 0 {
+			return fmt.Errorf("no task yet")
+		}
+		return nil
+	})
+	code, page := b.get("/groups/app-1")
+	if code != 200 || !strings.Contains(page, `id="group-type">streams<`) || !strings.Contains(page, "active 0 [0 1]") {
+		t.Fatalf("the streams group's page: %d\n%s", code, page)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

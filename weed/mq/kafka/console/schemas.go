@@ -56,8 +56,7 @@ func (r *request) schemasPage() error {
 		rows[i].Compatibility, _ = s.Config(rows[i].Subject)
 		rows[i].Mode, _ = s.Mode(rows[i].Subject)
 	}
-	global, _ := s.Config("")
-	r.data["Global"] = global
+	r.data["Global"] = globalCompatibility(s)
 	r.data["Q"], r.data["Rows"], r.data["PageNo"], r.data["More"] = q, rows, pageNo, more
 	r.data["CanWrite"] = r.c.opts.Registry != ""
 	return r.render("schemas", http.StatusOK)
@@ -97,8 +96,7 @@ func (r *request) subjectPage() error {
 	}
 	r.data["Compatibility"], _ = s.Config(subject)
 	r.data["Mode"], _ = s.Mode(subject)
-	global, _ := s.Config("")
-	r.data["Global"] = global
+	r.data["Global"] = globalCompatibility(s)
 	r.data["CanWrite"] = r.c.opts.Registry != ""
 	return r.render("subject", http.StatusOK)
 }
@@ -227,4 +225,12 @@ func (r *request) setCompatibility() error {
 	subject := r.q.PathValue("subject")
 	err := r.registryCall(http.MethodPut, "/config/"+url.PathEscape(subject), map[string]string{"compatibility": r.q.PostFormValue("compatibility")})
 	return r.done("/schemas/"+pathEscape(subject), "Compatibility of "+subject+" set.", err)
+}
+
+// globalCompatibility is the registry's level for subjects without one.
+func globalCompatibility(s *registry.State) string {
+	if g, ok := s.Config(""); ok && g != "" {
+		return g
+	}
+	return registry.DefaultCompatibility + " (the default)"
 }

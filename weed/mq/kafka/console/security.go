@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -73,7 +74,7 @@ func (r *request) securityPage() error {
 		for _, q := range described {
 			var vs []string
 			for _, v := range q.Values {
-				vs = append(vs, fmt.Sprintf("%s=%g", v.Key, v.Value))
+				vs = append(vs, v.Key+"="+strconv.FormatFloat(v.Value, 'f', -1, 64))
 			}
 			quotas = append(quotas, quotaRow{q.Entity.String(), vs})
 		}
@@ -177,19 +178,55 @@ func (r *request) upsertUser() error {
 
 func (r *request) deleteUser() error {
 	name := strings.TrimSpace(r.q.PostFormValue("user"))
+	described, err := r.adm.DescribeUserSCRAMs(r.ctx, name)
+	if err != nil {
+		return err
+	}
+	u, ok := described[name]
+	if !ok || u.Err != nil {
+		return pageError{http.StatusNotFound, "user " + name + ": not found"}
+	}
 	var del []kadm.DeleteSCRAM
-	for _, m := range []kadm.ScramMechanism{kadm.ScramSha256, kadm.ScramSha512} {
-		del = append(del, kadm.DeleteSCRAM{User: name, Mechanism: m})
+	for _, ci := range u.CredInfos {
+		del = append(del, kadm.DeleteSCRAM{User: name, Mechanism: ci.Mechanism})
 	}
 	resps, err := r.adm.AlterUserSCRAMs(r.ctx, del, nil)
 	if err == nil {
-		// A user with one mechanism only: the other's answer is
-		// RESOURCE_NOT_FOUND, which is no failure.
-		for _, u := range resps {
-			if u.Err != nil && u.Err != kerr.ResourceNotFound {
-				err = u.Err
+		err = resps.Error()
+	}
+	return r.doneAs("user", "/security", "User "+name+" deleted.", err)
+}
+
+// setQuota sets (or, with an empty value, removes) one quota of an
+// entity: a user, a client id or an IP ("" name: the default).
+func (r *request) setQuota() error {
+	typ := r.q.PostFormValue("entity")
+	switch typ {
+	case "user", "client-id", "ip":
+	default:
+		return pageError{http.StatusBadRequest, "entity: user, client-id or ip"}
+	}
+	var name *string
+	if n := strings.TrimSpace(r.q.PostFormValue("name")); n != "" {
+		name = &n
+	}
+	key := strings.TrimSpace(r.q.PostFormValue("key"))
+	op := kadm.AlterClientQuotaOp{Key: key}
+	if v := strings.TrimSpace(r.q.PostFormValue("value")); v == "" {
+		op.Remove = true
+	} else if f, err := strconv.ParseFloat(v, 64); err != nil {
+		return pageError{http.StatusBadRequest, "value: not a number"}
+	} else {
+		op.Value = f
+	}
+	entry := kadm.AlterClientQuotaEntry{Entity: kadm.ClientQuotaEntity{{Type: typ, Name: name}}, Ops: []kadm.AlterClientQuotaOp{op}}
+	resps, err := r.adm.AlterClientQuotas(r.ctx, []kadm.AlterClientQuotaEntry{entry})
+	if err == nil {
+		for _, resp := range resps {
+			if resp.Err != nil {
+				err = fmt.Errorf("%w %s", resp.Err, resp.ErrMessage)
 			}
 		}
 	}
-	return r.doneAs("user", "/security", "User "+name+" deleted.", err)
+	return r.doneAs("quota", "/security", "Quota "+key+" of "+entry.Entity.String()+" set.", err)
 }
