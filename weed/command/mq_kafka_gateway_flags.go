@@ -43,6 +43,7 @@ func init() {
 	f.BoolVar(&c.AutoCreateTopics, "auto.create.topics", d.AutoCreateTopics, "create unknown topics on Metadata requests")
 	f.IntVar(&c.MaxRequestBytes, "max.request.bytes", d.MaxRequestBytes, "largest request frame accepted")
 	f.IntVar(&c.NodeID, "node.id", d.NodeID, "broker id of this gateway in Metadata (default: derived from -ip and -port)")
+	f.StringVar(&c.Rack, "rack", d.Rack, "this gateway's rack or zone (Kafka's broker.rack), in Metadata and DescribeCluster")
 	f.StringVar(&e.embeddedDir, "embedded.dir", "", "start a single-node SeaweedFS with its data in this folder and serve Kafka on it")
 	f.IntVar(&c.GroupInitialDelayMs, "group.initial.rebalance.delay.ms", d.GroupInitialDelayMs, "how long a new group waits for more members before its first rebalance")
 	f.IntVar(&c.OffsetsRetentionMin, "offsets.retention.minutes", d.OffsetsRetentionMin, "committed offsets of a group empty this long (of a group that only commits: committed this long ago) are removed, then the group; -1: never")

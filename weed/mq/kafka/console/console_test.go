@@ -300,12 +300,13 @@ func TestConsoleReadOnlyWithoutLogins(t *testing.T) {
 	cn := startNode(t, func(c *node.Config) {
 		kafka := strings.Split(c.Listeners, ",")[0]
 		c.Listeners, c.SASLUsersFile, c.Authorizer, c.ConsoleReadOnly = kafka, "", false, true
+		c.Rack = "zone-a"
 	})
 	b := newBrowser(t, cn.console)
 	waitFor(t, "the cluster page", func() error {
 		code, body := b.get("/")
-		if code != 200 || !strings.Contains(body, `id="gateways"`) {
-			return fmt.Errorf("%d", code)
+		if code != 200 || !strings.Contains(body, `id="gateways"`) || !strings.Contains(body, "<td>zone-a</td>") {
+			return fmt.Errorf("%d: the gateway and its rack not shown", code)
 		}
 		return nil
 	})

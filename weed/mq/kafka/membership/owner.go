@@ -18,6 +18,9 @@ type Member struct {
 	Listeners string `json:"listeners,omitempty"`
 	// Registry is the URL of the member's schema registry ("": none).
 	Registry string `json:"registry,omitempty"`
+	// Rack is the member's rack or zone (-rack; "": none), as Kafka's
+	// broker.rack: clients see it in Metadata and DescribeCluster.
+	Rack string `json:"rack,omitempty"`
 }
 
 // Addr is the member's advertised host:port for the other gateways.

@@ -12,6 +12,9 @@ type Config struct {
 	// NodeID is the broker id in Metadata; negative: derived from the
 	// first listener's address.
 	NodeID int
+	// Rack is this gateway's rack or zone (Kafka's broker.rack), shown
+	// to clients in Metadata and DescribeCluster.
+	Rack string
 	// Masters are the SeaweedFS masters, comma-separated; FilerGroup the
 	// cluster's filer group.
 	Masters    string

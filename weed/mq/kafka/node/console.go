@@ -196,7 +196,7 @@ func (n *Node) consoleCluster(ctx context.Context) console.ClusterInfo {
 	}
 	selfReady := n.ready(ctx) == nil
 	for _, m := range n.members.Members() {
-		g := console.Gateway{NodeID: m.NodeID, Addr: m.Addr(), Ready: true, Self: m.NodeID == n.self.NodeID}
+		g := console.Gateway{NodeID: m.NodeID, Addr: m.Addr(), Rack: m.Rack, Ready: true, Self: m.NodeID == n.self.NodeID}
 		if gi, ok := infos[strconv.Itoa(int(m.NodeID))]; ok {
 			g.Version, g.Since = gi.Version, time.UnixMilli(gi.Started)
 		}
@@ -206,7 +206,7 @@ func (n *Node) consoleCluster(ctx context.Context) console.ClusterInfo {
 		info.Gateways = append(info.Gateways, g)
 	}
 	if len(info.Gateways) == 0 { // not in a view yet
-		info.Gateways = append(info.Gateways, console.Gateway{NodeID: n.self.NodeID, Addr: n.self.Addr(), Self: true,
+		info.Gateways = append(info.Gateways, console.Gateway{NodeID: n.self.NodeID, Addr: n.self.Addr(), Rack: n.self.Rack, Self: true,
 			Version: gatewayVersion(), Since: n.started, Ready: selfReady})
 	}
 	info.Masters = splitList(n.cfg.Masters, ",")

@@ -158,6 +158,7 @@ func New(cfg Config) (_ *Node, err error) {
 	if n.self, err = selfMember(int32(cfg.NodeID), listeners, cfg.Authorizer); err != nil {
 		return nil, err
 	}
+	n.self.Rack = cfg.Rack
 	if cfg.RegistryListeners != "none" {
 		if n.regListeners, n.self.Registry, err = parseHTTPListeners("-schema.registry.listeners", cfg.RegistryListeners, cfg.IP); err != nil {
 			return nil, err

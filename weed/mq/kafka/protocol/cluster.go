@@ -27,6 +27,16 @@ func (a alone) Owner(string) (membership.Member, int64, bool) {
 	return a.self, 0, true
 }
 
+// rackOf is a gateway's rack as Metadata and DescribeCluster give it:
+// null without one.
+func rackOf(m membership.Member) *string {
+	if m.Rack == "" {
+		return nil
+	}
+	rack := m.Rack
+	return &rack
+}
+
 func (h *Handler) self() membership.Member {
 	return membership.Member{NodeID: h.cfg.NodeID, Host: h.cfg.Host, Port: h.cfg.Port, Listeners: h.cfg.Listeners}
 }

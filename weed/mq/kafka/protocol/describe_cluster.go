@@ -28,6 +28,7 @@ func (h *Handler) handleDescribeCluster(_ context.Context, r *Request) Reply {
 		b := kmsg.NewDescribeClusterResponseBroker()
 		b.NodeID = m.NodeID
 		b.Host, b.Port = m.Endpoint(r.Listener)
+		b.Rack = rackOf(m)
 		resp.Brokers = append(resp.Brokers, b)
 	}
 	resp.ClusterAuthorizedOperations = h.authorizedOperations(r, req.IncludeClusterAuthorizedOperations, kmsg.ACLResourceTypeCluster, acl.ClusterName)

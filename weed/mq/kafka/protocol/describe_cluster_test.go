@@ -72,3 +72,26 @@ func TestDescribeClusterMembers(t *testing.T) {
 		t.Errorf("controller %d, brokers %+v", resp.ControllerID, resp.Brokers)
 	}
 }
+
+// A gateway's rack (-rack) is its broker's rack in DescribeCluster and
+// Metadata, as broker.rack is Kafka's; a gateway without one has a null
+// rack.
+func TestBrokerRacks(t *testing.T) {
+	c := newFakeCluster(1, nil)
+	c.other.Rack = "zone-b"
+	g := startGateway(t, gatewayOptions{cluster: c})
+	dc := roundTrip(t, g.addr, kmsg.NewPtrDescribeClusterRequest(), 2).(*kmsg.DescribeClusterResponse)
+	md := roundTrip(t, g.addr, kmsg.NewPtrMetadataRequest(), 12).(*kmsg.MetadataResponse)
+	if len(dc.Brokers) != 2 || len(md.Brokers) != 2 {
+		t.Fatalf("brokers: %+v %+v", dc.Brokers, md.Brokers)
+	}
+	if dc.Brokers[0].Rack != nil || md.Brokers[0].Rack != nil {
+		t.Errorf("a gateway without a rack: %v %v", dc.Brokers[0].Rack, md.Brokers[0].Rack)
+	}
+	if r := dc.Brokers[1].Rack; r == nil || *r != "zone-b" {
+		t.Errorf("DescribeCluster's rack of node 1: %v", r)
+	}
+	if r := md.Brokers[1].Rack; r == nil || *r != "zone-b" {
+		t.Errorf("Metadata's rack of node 1: %v", r)
+	}
+}

@@ -44,6 +44,7 @@ func (h *Handler) handleMetadata(ctx context.Context, r *Request) Reply {
 		b := kmsg.NewMetadataResponseBroker()
 		b.NodeID = m.NodeID
 		b.Host, b.Port = m.Endpoint(r.Listener)
+		b.Rack = rackOf(m)
 		resp.Brokers = append(resp.Brokers, b)
 	}
 	id := h.cfg.ClusterID()
