@@ -121,7 +121,7 @@ func checkDashboardMetrics(t *testing.T, path string) {
 	// consumer group metrics, as a gateway registers it at start (once in
 	// this test binary; only its descriptions are asked for here).
 	registerGroups.Do(func() {
-		if _, err := metrics.Register(group.New(group.Options{}).Metrics(nil)); err != nil {
+		if _, err := metrics.Register(group.New(group.Options{}).Metrics(nil, nil)); err != nil {
 			t.Fatal(err)
 		}
 	})

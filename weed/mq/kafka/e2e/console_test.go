@@ -95,6 +95,12 @@ func TestConsole(t *testing.T) {
 	}
 	consoleShare(t, g, cl)
 	step("console-kip848, console-classic and console-share consumed")
+	// Their lag on /metrics, before the 1,000 groups take the metrics'
+	// label values (1,000 groups get one each).
+	consoleLagMetrics(t, g)
+	step("the groups' lag on /metrics as kafka-consumer-groups.sh and kafka-share-groups.sh show it")
+	consoleManyGroups(t, adm)
+	step("1,000 classic groups made")
 
 	// The browser.
 	p := startConsoleBrowser(t, chromium, console)
@@ -232,37 +238,6 @@ func consoleSetup(t *testing.T, cl *kgo.Client, adm *kadm.Client, g *gatewayProc
 		createTopicVia(t, cl, topic, partitions, nil)
 	}
 
-	// A classic group of each (console-g-NNNN: offset 0 of console-t-NNNN),
-	// eight at a time.
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	errs := make(chan error, len(many))
-	for i, topic := range many {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			group := fmt.Sprintf("console-g-%04d", i)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			var offsets kadm.Offsets
-			offsets.Add(kadm.Offset{Topic: topic, Partition: 0, At: 0, LeaderEpoch: -1})
-			res, err := adm.CommitOffsets(ctx, group, offsets)
-			if err == nil {
-				err = res.Error()
-			}
-			if err != nil {
-				errs <- fmt.Errorf("commit of %s: %w", group, err)
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-
 	// console-browse: k-<i>/v-<i> with a header trace, needle-7f3a on 37.
 	var recs []*kgo.Record
 	for i := range 50 {
@@ -334,6 +309,45 @@ func consoleSetup(t *testing.T, cl *kgo.Client, adm *kadm.Client, g *gatewayProc
 		}
 	}
 	return data
+}
+
+// consoleManyGroups makes a classic group of each of the 1,000 topics
+// (console-g-NNNN: offset 0 of console-t-NNNN), eight at a time.
+func consoleManyGroups(t *testing.T, adm *kadm.Client) {
+	t.Helper()
+	var many []string
+	for i := range consoleManyTopics {
+		many = append(many, fmt.Sprintf("console-t-%04d", i))
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	errs := make(chan error, len(many))
+	for i, topic := range many {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			group := fmt.Sprintf("console-g-%04d", i)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var offsets kadm.Offsets
+			offsets.Add(kadm.Offset{Topic: topic, Partition: 0, At: 0, LeaderEpoch: -1})
+			res, err := adm.CommitOffsets(ctx, group, offsets)
+			if err == nil {
+				err = res.Error()
+			}
+			if err != nil {
+				errs <- fmt.Errorf("commit of %s: %w", group, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
 }
 
 // consoleAvroRecords registers console-avro-value through the gateway's
@@ -984,4 +998,76 @@ func (p *consolePage) fail(format string, args ...any) {
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// consoleLagMetrics checks the gateway's lag gauges of the three groups
+// of console-groups, one of each kind, against what Kafka's own tools
+// show of them: kafka-consumer-groups.sh --describe (the KIP-848 and
+// the classic group) and kafka-share-groups.sh --describe (the share
+// group), and against the records consumed (180 and 240).
+func consoleLagMetrics(t *testing.T, g *gatewayProc) {
+	t.Helper()
+	cp := kafkaClasspath(t)
+	for _, c := range []struct {
+		group, tool string
+		want        int64 // -1: what the tool shows
+	}{
+		{"console-kip848", "consumer.group.ConsumerGroupCommand", 180},
+		{"console-classic", "consumer.group.ConsumerGroupCommand", 240},
+		{"console-share", "consumer.group.ShareGroupCommand", -1},
+	} {
+		eventually(t, 60*time.Second, c.group+"'s lag on /metrics as the tool shows it", func() error {
+			tool, err := toolLag(cp, g.addr, c.tool, c.group)
+			if err != nil {
+				return err
+			}
+			got, ok := metricValue(scrapeFrom(t, g), "kafka_consumergroup_lag_sum", map[string]string{"consumergroup": c.group, "topic": consoleGroupsTopic})
+			switch {
+			case !ok:
+				return fmt.Errorf("no kafka_consumergroup_lag_sum of %s", c.group)
+			case int64(got) != tool:
+				return fmt.Errorf("/metrics: %v, %s: %d", got, c.tool, tool)
+			case c.want >= 0 && tool != c.want:
+				return fmt.Errorf("lag %d, want %d", tool, c.want)
+			}
+			t.Logf("%s: lag %d on /metrics and in %s", c.group, tool, c.tool)
+			return nil
+		})
+	}
+}
+
+// toolLag runs one of Kafka 4.4's group commands with --describe and sums
+// its LAG column.
+func toolLag(classpath, addr, tool, group string) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "java", "-cp", classpath, "org.apache.kafka.tools."+tool,
+		"--bootstrap-server", addr, "--describe", "--group", group).CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %v\n%s", tool, err, out)
+	}
+	col, rows := -1, 0
+	var sum int64
+	for _, line := range strings.Split(string(out), "\n") {
+		fields := strings.Fields(line)
+		if col < 0 {
+			if i := slices.Index(fields, "LAG"); i >= 0 && slices.Contains(fields, "GROUP") {
+				col = i
+			}
+			continue
+		}
+		if len(fields) <= col || fields[0] != group {
+			continue
+		}
+		n, err := strconv.ParseInt(fields[col], 10, 64)
+		if err != nil {
+			continue // "-": no commit on that partition
+		}
+		sum += n
+		rows++
+	}
+	if rows == 0 {
+		return 0, fmt.Errorf("%s shows no lag of %s:\n%s", tool, group, out)
+	}
+	return sum, nil
 }

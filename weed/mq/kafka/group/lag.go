@@ -17,9 +17,20 @@ import (
 // Stat is one group as the group metrics show it.
 type Stat struct {
 	Name      string
+	Type      string // TypeClassic, TypeConsumer, "share" or "streams"
 	Members   int
 	Committed map[string]map[int32]int64 // topic -> partition -> committed offset
 }
+
+// ShareStart is a share-partition's position: its start offset and the
+// records done after it (acknowledged past the start).
+type ShareStart struct {
+	Start, Done int64
+}
+
+// ShareOffsets returns a share group's share-partitions, by topic and
+// partition.
+type ShareOffsets func(ctx context.Context, group string) (map[string]map[int32]ShareStart, error)
 
 // statsSource lists the groups for the metrics: the coordinator (a fake
 // in tests).
@@ -35,13 +46,15 @@ type HighWatermark func(ctx context.Context, topic string, partition int32) (int
 type lagCollector struct {
 	groups statsSource
 	hw     HighWatermark
+	shares ShareOffsets // nil: share groups have no lag
 }
 
 // Metrics is the collector of the coordinator's groups for /metrics: at
 // each scrape, their members, committed offsets and lag, with high
-// watermarks from hw (looked up on the partitions' leaders).
-func (c *Coordinator) Metrics(hw HighWatermark) prometheus.Collector {
-	return &lagCollector{groups: c, hw: hw}
+// watermarks from hw (looked up on the partitions' leaders); share
+// groups' lag from their share-partitions' starts (shares).
+func (c *Coordinator) Metrics(hw HighWatermark, shares ShareOffsets) prometheus.Collector {
+	return &lagCollector{groups: c, hw: hw, shares: shares}
 }
 
 // scrapeTimeout bounds the backend calls of one scrape.
@@ -107,6 +120,7 @@ func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- metrics.GroupMembersDesc
 	ch <- metrics.GroupOffsetDesc
 	ch <- metrics.GroupLagDesc
+	ch <- metrics.GroupLagSumDesc
 }
 
 func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
@@ -117,12 +131,37 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(metrics.GroupsDesc, prometheus.GaugeValue, float64(len(gs)))
+	// A share group's partitions are counted as committed at their start
+	// plus the records done past it: its lag is what is not yet done.
+	if c.shares != nil {
+		for i := range gs {
+			if gs[i].Type != "share" {
+				continue
+			}
+			starts, err := c.shares(ctx, gs[i].Name)
+			if err != nil {
+				continue
+			}
+			for topic, parts := range starts {
+				if gs[i].Committed[topic] == nil {
+					gs[i].Committed[topic] = map[int32]int64{}
+				}
+				for p, s := range parts {
+					if s.Start >= 0 {
+						gs[i].Committed[topic][p] = s.Start + s.Done
+					}
+				}
+			}
+		}
+	}
 	hws := c.highWatermarks(ctx, gs)
 	// Series are summed by their label values: groups and topics past
 	// metrics.MaxLabelValues share the label "other", and one series each.
 	type series struct{ group, topic, partition string }
 	members := map[string]float64{}
 	current, lag := map[series]float64{}, map[series]float64{}
+	type topicSeries struct{ group, topic string }
+	lagSum := map[topicSeries]float64{}
 	for _, g := range gs {
 		name := metrics.Group(g.Name)
 		members[name] += float64(g.Members)
@@ -132,6 +171,7 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 				current[k] += float64(off)
 				if hw, ok := hws[topicPartition{topic, p}]; ok {
 					lag[k] += float64(max(hw-off, 0))
+					lagSum[topicSeries{k.group, k.topic}] += float64(max(hw-off, 0))
 				}
 			}
 		}
@@ -144,5 +184,8 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, v := range lag {
 		ch <- prometheus.MustNewConstMetric(metrics.GroupLagDesc, prometheus.GaugeValue, v, k.group, k.topic, k.partition)
+	}
+	for k, v := range lagSum {
+		ch <- prometheus.MustNewConstMetric(metrics.GroupLagSumDesc, prometheus.GaugeValue, v, k.group, k.topic)
 	}
 }

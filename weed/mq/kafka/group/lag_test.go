@@ -111,3 +111,61 @@ func TestGroupLagSlowPartition(t *testing.T) {
 		}
 	}
 }
+
+// kindsOfGroups is a classic group with commits and a share group with
+// share-partitions only (named as manyGroups names its first: the
+// metrics' label values are the process's, and past
+// metrics.MaxLabelValues new names are "other").
+type kindsOfGroups struct{}
+
+func (kindsOfGroups) GroupStats(context.Context) ([]Stat, error) {
+	return []Stat{
+		{Name: "scrape-group-0", Type: TypeClassic, Committed: map[string]map[int32]int64{"t": {0: 10, 1: 30}}},
+		{Name: "scrape-group-1", Type: "share", Committed: map[string]map[int32]int64{}},
+	}, nil
+}
+
+// Share groups have a lag: the partition's end less their start less the
+// records done past it; every group has its lag summed over a topic
+// (kafka_consumergroup_lag_sum).
+func TestGroupLagOfEveryKind(t *testing.T) {
+	shares := func(_ context.Context, group string) (map[string]map[int32]ShareStart, error) {
+		if group != "scrape-group-1" {
+			t.Errorf("share offsets asked of %s", group)
+		}
+		return map[string]map[int32]ShareStart{"t": {0: {Start: 40, Done: 5}, 1: {Start: -1}}}, nil
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(&lagCollector{groups: kindsOfGroups{}, shares: shares,
+		hw: func(context.Context, string, int32) (int64, error) { return 50, nil }})
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			key := f.GetName()
+			for _, l := range m.GetLabel() {
+				key += " " + l.GetValue()
+			}
+			got[key] = m.GetGauge().GetValue()
+		}
+	}
+	want := map[string]float64{
+		// labels by name: consumergroup, partition, topic
+		"kafka_consumergroup_lag scrape-group-0 0 t":   40,
+		"kafka_consumergroup_lag scrape-group-0 1 t":   20,
+		"kafka_consumergroup_lag_sum scrape-group-0 t": 60,
+		"kafka_consumergroup_lag scrape-group-1 0 t":   5,
+		"kafka_consumergroup_lag_sum scrape-group-1 t": 5,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if _, ok := got["kafka_consumergroup_lag scrape-group-1 1 t"]; ok {
+		t.Error("a lag for a share-partition not started")
+	}
+}

@@ -589,7 +589,7 @@ func (c *Coordinator) GroupStats(ctx context.Context) ([]Stat, error) {
 	}
 	out := make([]Stat, 0, len(listed))
 	for _, l := range listed {
-		st := Stat{Name: l.Name, Committed: map[string]map[int32]int64{}}
+		st := Stat{Name: l.Name, Type: l.Type, Committed: map[string]map[int32]int64{}}
 		if g, _ := c.lookup(ctx, l.Name, false); g != nil {
 			st.Members, _ = call(ctx, g, func() int {
 				if cg := g.consumer(); cg != nil {

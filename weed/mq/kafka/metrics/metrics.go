@@ -422,6 +422,8 @@ var (
 	GroupMembersDesc = prometheus.NewDesc("kafka_consumergroup_members", "Members of a consumer group.", []string{"consumergroup"}, nil)
 	GroupOffsetDesc  = prometheus.NewDesc("kafka_consumergroup_current_offset", "Committed offset of a consumer group in a partition.",
 		[]string{"consumergroup", "topic", "partition"}, nil)
-	GroupLagDesc = prometheus.NewDesc("kafka_consumergroup_lag", "High watermark minus committed offset of a consumer group in a partition.",
+	GroupLagDesc = prometheus.NewDesc("kafka_consumergroup_lag", "High watermark minus committed offset of a consumer group in a partition (share groups: records not yet acknowledged).",
 		[]string{"consumergroup", "topic", "partition"}, nil)
+	GroupLagSumDesc = prometheus.NewDesc("kafka_consumergroup_lag_sum", "Lag of a consumer group over a topic's partitions (classic, consumer, share and streams groups).",
+		[]string{"consumergroup", "topic"}, nil)
 )

@@ -5,6 +5,7 @@ package node
 // cluster id, users from a file, and settings turned into the parts'.
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/base64"
@@ -17,7 +18,9 @@ import (
 	"time"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 )
 
 // firstClusterID is the id this gateway gives the cluster if none is kept
@@ -154,4 +157,30 @@ func orNone(n int64) int64 {
 		return -1
 	}
 	return n
+}
+
+// shareStarts reads a share group's share-partitions for the group
+// metrics (nil without share groups).
+func shareStarts(shares *share.Store) group.ShareOffsets {
+	if shares == nil {
+		return nil
+	}
+	return func(ctx context.Context, name string) (map[string]map[int32]group.ShareStart, error) {
+		topics, err := shares.GroupTopics(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]map[int32]group.ShareStart{}
+		for _, t := range topics {
+			offs, err := shares.TopicOffsets(ctx, name, t)
+			if err != nil {
+				return nil, err
+			}
+			out[t] = map[int32]group.ShareStart{}
+			for _, o := range offs {
+				out[t][o.Partition] = group.ShareStart{Start: o.StartOffset, Done: o.DeliveryComplete}
+			}
+		}
+		return out, nil
+	}
 }

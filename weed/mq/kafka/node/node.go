@@ -371,7 +371,7 @@ func New(cfg Config) (_ *Node, err error) {
 		Changed: members.Changed, IDExpiration: retention(cfg.TxnIDExpirationMs, time.Millisecond)})
 	forward.Txns = n.txns
 	n.onClose("the transaction coordinator", n.txns.Close)
-	unregister, err := metrics.Register(n.groups.Metrics(forward.HighWatermark))
+	unregister, err := metrics.Register(n.groups.Metrics(forward.HighWatermark, shareStarts(shares)))
 	if err != nil {
 		return nil, fmt.Errorf("the groups' metrics: %w", err)
 	}
