@@ -3,8 +3,9 @@
 // `go list`, and that the README's layout names each package).
 //
 //	0  record, metrics, filerfs       the wire's records, the metrics, the filer's small files
-//	   guard, storage                 panics turned into errors, logged and counted; the
-//	                                  Backend contract between the handlers and storage
+//	   guard, storage, audit          panics turned into errors, logged and counted; the
+//	                                  Backend contract between the handlers and storage;
+//	                                  the audit log
 //	1  offset, membership, acl,       what is kept in the filer: offsets, the gateways'
 //	   user, quota, feature,          view, ACLs, users and delegation tokens, client
 //	   telemetry, txn, share,         quotas, finalized features, client metrics

@@ -17,6 +17,7 @@ var layers = map[string]int{
 	"weed/mq/kafka/clock":                     0,
 	"weed/mq/kafka/metrics":                   0,
 	"weed/mq/kafka/guard":                     5,
+	"weed/mq/kafka/audit":                     5,
 	"weed/mq/kafka/storage":                   5,
 	"weed/mq/kafka/filerfs":                   0,
 	"weed/mq/kafka/membership/membershiptest": 5,

@@ -33,6 +33,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/audit"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/link"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/registry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
@@ -99,6 +100,8 @@ type Options struct {
 	Secure bool
 	// API serves the console's paths under /api/ (the links' API).
 	API http.Handler
+	// Audit records the console's logins and changes (nil: none).
+	Audit *audit.Log
 }
 
 // ClusterInfo is what the cluster page shows beside what Kafka's APIs
@@ -415,7 +418,15 @@ func (c *Console) page(fn func(*request) error, changes bool) http.HandlerFunc {
 			r.data["DoneID"], done = what+"-result", msg
 		}
 		r.data["Done"] = done
-		if err := fn(r); err != nil {
+		err := fn(r)
+		if changes {
+			detail := ""
+			if err != nil {
+				detail = err.Error()
+			}
+			c.opts.Audit.Change(s.principal, host, "console", q.Method+" "+q.URL.Path, auditActivity(q.URL.Path), nil, detail)
+		}
+		if err != nil {
 			r.fail(err)
 		}
 	}
@@ -533,7 +544,13 @@ func (c *Console) login(w http.ResponseWriter, q *http.Request) {
 	if user != "" {
 		ok, err = c.opts.Authenticate(ctx, user, password)
 	}
+	ip, _, _ := net.SplitHostPort(q.RemoteAddr)
 	if !ok {
+		failure := err
+		if failure == nil || isNotFound(failure) {
+			failure = errors.New("wrong user or password")
+		}
+		c.opts.Audit.Authentication("User:"+user, ip, "password", "console", failure)
 		msg := "Wrong user or password."
 		if err != nil && !isNotFound(err) {
 			msg = "The login could not be checked: " + err.Error()
@@ -567,6 +584,7 @@ func (c *Console) login(w http.ResponseWriter, q *http.Request) {
 	if evicted != nil {
 		evicted.close()
 	}
+	c.opts.Audit.Authentication(s.principal, ip, "password", "console", nil)
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.id, Path: "/", HttpOnly: true, Secure: c.opts.Secure, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, q, to, http.StatusSeeOther)
 }
@@ -590,3 +608,14 @@ func (c *Console) logout(w http.ResponseWriter, q *http.Request) {
 }
 
 func isNotFound(err error) bool { return errors.Is(err, user.ErrNotFound) }
+
+// auditActivity is what a console change is, by its path.
+func auditActivity(path string) int {
+	switch {
+	case strings.HasSuffix(path, "/delete"):
+		return audit.ActivityDelete
+	case path == "/topics" || path == "/schemas" || path == "/security/acls" || path == "/security/users":
+		return audit.ActivityCreate
+	}
+	return audit.ActivityUpdate
+}

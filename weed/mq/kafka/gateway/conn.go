@@ -133,7 +133,7 @@ func newConn(srv *Server, l *boundListener, nc net.Conn) *conn {
 		replies:    make(chan pendingReply, protocol.MaxInFlightPerConn),
 	}
 	if l.SASL() {
-		c.session = &session{auth: srv.opts.SASL, maxReauth: srv.opts.MaxReauth}
+		c.session = &session{auth: srv.opts.SASL, maxReauth: srv.opts.MaxReauth, audit: srv.opts.Audit, ip: host}
 	}
 	return c
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/audit"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/sasl"
 )
 
@@ -28,6 +29,9 @@ type session struct {
 	token     bool          // logged in with a delegation token
 	expires   time.Time     // when the session ends; zero: never
 	failed    error         // the connection closes once this is answered
+
+	audit *audit.Log // records each login and failed login (nil: none)
+	ip    string     // the client's address, for the audit log
 }
 
 func (s *session) authenticated() bool { return s.principal != "" }
@@ -75,6 +79,7 @@ func (s *session) Authenticate(ctx context.Context, msg []byte) ([]byte, int64, 
 		return nil, 0, kerr.IllegalSaslState, "SaslAuthenticate before SaslHandshake"
 	}
 	fail := func(err error) ([]byte, int64, *kerr.Error, string) {
+		s.audit.Authentication(s.principal, s.ip, s.mechanism, "kafka", err)
 		s.failed, s.login = err, nil
 		return nil, 0, kerr.SaslAuthenticationFailed, err.Error()
 	}
@@ -101,6 +106,7 @@ func (s *session) Authenticate(ctx context.Context, msg []byte) ([]byte, int64, 
 		s.expires = exp
 	}
 	s.login = nil
+	s.audit.Authentication(p, s.ip, s.mechanism, "kafka", nil)
 	var lifetime int64
 	if !s.expires.IsZero() {
 		lifetime = max(1, s.expires.Sub(now).Milliseconds())

@@ -332,6 +332,17 @@ var (
 		Help: "1 for a topic link's state (active, paused, failed, source unreachable), by link (on its controller).",
 	}, []string{"link", "state"})
 
+	// AuditEvents counts the events the audit log recorded, AuditDropped
+	// those it dropped (its buffer full, or the audit topic refusing).
+	AuditEvents = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "audit_events_total",
+		Help: "Events the audit log recorded.",
+	})
+	AuditDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "audit_dropped_total",
+		Help: "Audit events dropped: the audit log's buffer was full, or the audit topic did not take them.",
+	})
+
 	// Rebalances counts completed rebalances (new generations), by group.
 	Rebalances = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "group_rebalances_total",
@@ -349,7 +360,7 @@ func init() {
 		ThrottleSeconds, ClientInstances, ClientPushes, ClientPushErrors, ClientSeriesDropped,
 		RegistryRequests, RegistryRequestSeconds, RegistrySchemas,
 		IcebergLagRecords, IcebergLagSeconds, IcebergCommits, IcebergCommitSeconds, IcebergRecords, IcebergFiles, IcebergInvalid,
-		LinkLagRecords, LinkLagSeconds, LinkRecords, LinkBytes, LinkErrors, LinkState)
+		LinkLagRecords, LinkLagSeconds, LinkRecords, LinkBytes, LinkErrors, LinkState, AuditEvents, AuditDropped)
 }
 
 // Register adds a collector of the gateway's to /metrics, until

@@ -123,6 +123,17 @@ type Config struct {
 	ConsoleMaxRecords, ConsoleMaxBytes int
 	ConsoleAdminURL, ConsoleGrafanaURL string
 
+	// The audit log: on with AuditEnabled, to AuditTopic (kept
+	// AuditRetentionMs) and AuditFile ("-": stdout; "": none), without
+	// the events of AuditExcludePrincipals and of AuditExcludeTopics
+	// (comma-separated).
+	AuditEnabled           bool
+	AuditTopic             string
+	AuditRetentionMs       int64
+	AuditFile              string
+	AuditExcludePrincipals string
+	AuditExcludeTopics     string
+
 	// Topic links: how often every gateway reads them, how often a
 	// link's controller syncs.
 	LinkRefreshMs  int

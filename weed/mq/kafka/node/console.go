@@ -103,6 +103,7 @@ func (n *Node) startConsole(listeners []gateway.Listener) error {
 		Links:        links,
 		LinksChanged: n.links.Refresh,
 		Cluster:      n.consoleCluster,
+		Audit:        n.audit,
 		AdminURL:     n.cfg.ConsoleAdminURL,
 		GrafanaURL:   n.cfg.ConsoleGrafanaURL,
 	}

@@ -81,6 +81,8 @@ func Defaults() Config {
 		LinkRefreshMs:        2000,
 		ConsoleReadOnly:      true,
 		ConsoleExport:        true,
+		AuditTopic:           "_audit_log",
+		AuditRetentionMs:     7 * 24 * 3600 * 1000,
 		ConsoleMaxRecords:    console.DefaultMaxRecords,
 		ConsoleMaxBytes:      console.DefaultMaxBytes,
 		LinkIntervalMs:       5000,

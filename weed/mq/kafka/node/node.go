@@ -31,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/audit"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/cluster"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
@@ -92,7 +93,8 @@ type Node struct {
 	regListeners []registryListener
 	conListeners []registryListener
 	links        *link.Manager
-	started      time.Time // when New was called
+	started      time.Time  // when New was called
+	audit        *audit.Log // nil without -audit.enabled
 	// kafkaListeners are the Kafka listeners, as -listeners gives them.
 	kafkaListeners []gateway.Listener
 	metricsLn      net.Listener // nil without -metricsPort
@@ -426,6 +428,9 @@ func New(cfg Config) (_ *Node, err error) {
 		n.store.FlushTails(2 * time.Second)
 		n.store.SaveProducers(2 * time.Second)
 	})
+	if n.audit, err = n.newAudit(); err != nil {
+		return nil, err
+	}
 	n.srv, err = gateway.NewServer(gateway.Options{
 		Config: protocol.Config{
 			NodeID:                   n.self.NodeID,
@@ -452,6 +457,7 @@ func New(cfg Config) (_ *Node, err error) {
 			Shares:                   shares,
 			ShareSessionSlots:        cfg.ShareSessions,
 			HighWatermark:            forward.HighWatermark,
+			Audit:                    n.audit,
 		},
 		Listeners: listeners,
 		TLS: gateway.TLSOptions{
@@ -471,9 +477,13 @@ func New(cfg Config) (_ *Node, err error) {
 		ClusterReady:        n.ready,
 	})
 	if err != nil {
+		n.audit.Close()
 		return nil, err
 	}
 	n.onClose("the listeners and requests in flight", func() { n.srv.Close() })
+	if n.audit != nil {
+		n.onClose("the audit log", n.audit.Close) // its last events while the server still serves
+	}
 
 	// The HTTP ports are bound here too: not serving a port asked for is
 	// a failure to start, as for the Kafka listeners (probes and scrapes
@@ -583,7 +593,7 @@ func (n *Node) Start() error {
 	var schemasOf iceberg.Schemas // the registry's, when this gateway serves one
 	if len(n.regListeners) > 0 {
 		schemas, err := startSchemaRegistry(n.schemaState, n.regListeners, append(n.peerOpts.ClientOpts(), kgo.SeedBrokers(n.self.Addr())), n.members,
-			registrySecurity(n.cfg.RegistryBasicAuth, n.users, n.authz), n.cfg.SSLCert, n.cfg.SSLKey)
+			registrySecurity(n.cfg.RegistryBasicAuth, n.users, n.authz), n.cfg.SSLCert, n.cfg.SSLKey, n.audit)
 		if err != nil {
 			return err
 		}

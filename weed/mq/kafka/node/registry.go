@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/audit"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/registry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
@@ -98,7 +99,7 @@ func (r *schemaRegistry) Latest(subject string) (int, error) {
 // the others forward to it. security says who may do what (its Leader is
 // set here).
 func startSchemaRegistry(state *registry.State, listeners []registryListener, kafkaOpts []kgo.Opt, members *membership.Membership,
-	security registry.HandlerOptions, certFile, keyFile string) (*schemaRegistry, error) {
+	security registry.HandlerOptions, certFile, keyFile string, auditLog *audit.Log) (*schemaRegistry, error) {
 	log, err := registry.NewKafkaLog(kafkaOpts, state)
 	if err != nil {
 		return nil, err
@@ -116,7 +117,7 @@ func startSchemaRegistry(state *registry.State, listeners []registryListener, ka
 		}
 		return owner.Registry, false
 	}
-	handler := registry.Handler(reg, security)
+	handler := auditHTTP(auditLog, "schema-registry", registry.Handler(reg, security))
 	r := &schemaRegistry{reg: reg, log: log}
 	for _, l := range listeners {
 		ln, err := net.Listen("tcp", l.bind)

@@ -27,7 +27,11 @@ func (h *Handler) allowed(r *Request, op acl.Operation, rt acl.ResourceType, nam
 	if h.cfg.Authorizer == nil {
 		return true
 	}
-	return h.cfg.Authorizer.Authorize(r.Principal, r.clientIP(), op, rt, name)
+	if h.cfg.Authorizer.Authorize(r.Principal, r.clientIP(), op, rt, name) {
+		return true
+	}
+	h.auditDenied(r, op, rt, name)
+	return false
 }
 
 func (h *Handler) allowedTopic(r *Request, op acl.Operation, topic string) bool {

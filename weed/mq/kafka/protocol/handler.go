@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/audit"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
@@ -107,6 +108,9 @@ type Config struct {
 	// ShareSessionSlots is group.share.max.share.sessions; 0:
 	// DefaultShareSessions.
 	ShareSessionSlots int
+	// Audit records logins, denials and administrative requests (nil:
+	// none are).
+	Audit *audit.Log
 	// HighWatermark reads a partition's high watermark whichever gateway
 	// leads it, without taking it over: DescribeShareGroupOffsets' lag,
 	// answered by the group's coordinator (nil: the Backend's Offsets, for
@@ -363,14 +367,14 @@ func Decode(frame []byte) (*Request, error) {
 // request order.
 func (h *Handler) Handle(ctx context.Context, r *Request) Reply {
 	if h.cfg.Quotas == nil {
-		return apis[r.Key].handle(h, ctx, r)
+		return h.audited(r, apis[r.Key].handle(h, ctx, r))
 	}
 	timed := h.requestQuota(r)
 	var start time.Time
 	if timed {
 		start = time.Now()
 	}
-	reply := h.throttled(r, apis[r.Key].handle(h, ctx, r))
+	reply := h.throttled(r, h.audited(r, apis[r.Key].handle(h, ctx, r)))
 	if timed {
 		reply = h.timed(r, reply, time.Since(start))
 	}
