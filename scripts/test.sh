@@ -93,7 +93,7 @@ echo "== go mod download"
 go mod download
 
 echo "== gofmt, go vet"
-unformatted=$(gofmt -l weed scripts docker 2>/dev/null || true)
+unformatted=$(gofmt -l weed scripts docker k8s 2>/dev/null || true)
 if [ -n "$unformatted" ]; then
 	echo "gofmt would change: $unformatted" >&2
 	exit 1
@@ -110,7 +110,14 @@ go test -race -count=1 -timeout 10m \
 	./weed/mq/kafka/seaweedmq ./weed/mq/kafka/protocol ./weed/mq/kafka/group ./weed/mq/kafka/offset \
 	./weed/mq/kafka/txn ./weed/mq/kafka/record ./weed/mq/kafka/gateway ./weed/mq/kafka/cluster ./weed/mq/kafka/acl \
 	./weed/mq/kafka/sasl ./weed/mq/kafka/membership ./weed/mq/kafka/metrics ./weed/mq/kafka/share ./weed/mq/kafka/user \
-	./weed/mq/kafka/quota ./weed/mq/kafka/feature ./weed/mq/kafka/node ./weed/mq/kafka/iceberg ./docker
+	./weed/mq/kafka/quota ./weed/mq/kafka/feature ./weed/mq/kafka/node ./weed/mq/kafka/iceberg ./docker \
+	./weed/mq/kafka/console ./weed/mq/kafka/audit
+
+# The Helm chart (k8s/kafka-gateway), rendered by Helm's own engine and
+# every manifest read strictly into Kubernetes' API types (a module of its
+# own: Helm's and Kubernetes' packages stay out of weed).
+echo "== the Helm chart"
+(cd k8s/chartcheck && go vet ./... && go test -count=1 ./...)
 
 # The end-to-end tests that touch only what is theirs (a cluster of their
 # own, or their own topics on the shared gateway) run four at a time at the
