@@ -161,6 +161,10 @@ func New(opts Options) *Membership {
 // Start joins the cluster and keeps the view current until Close.
 func (m *Membership) Start() {
 	m.mu.Lock()
+	if m.closed || m.started { // closed before it joined: it never does
+		m.mu.Unlock()
+		return
+	}
 	m.started = true
 	m.mu.Unlock()
 	go func() {

@@ -66,7 +66,7 @@ type Node struct {
 	stop      chan struct{}  // closed by Close: those loops end
 	closeOnce sync.Once
 	closed    chan struct{} // closed when Close is done
-	served    chan error    // the Kafka server's end
+	served    chan error    // the Kafka server's end, or why the gateway did not join
 
 	store         Storage
 	client        *seaweedmq.Client // the store, unless Config.Storage gave another
@@ -142,7 +142,7 @@ func (n *Node) sleep(d time.Duration) bool {
 // New builds a gateway from cfg: every part, its listeners bound, nothing
 // served yet. On an error, what was built is closed again.
 func New(cfg Config) (_ *Node, err error) {
-	n := &Node{cfg: cfg, stop: make(chan struct{}), closed: make(chan struct{}), served: make(chan error, 1), started: time.Now()}
+	n := &Node{cfg: cfg, stop: make(chan struct{}), closed: make(chan struct{}), served: make(chan error, 2), started: time.Now()}
 	defer func() {
 		if err != nil {
 			n.Close(context.Background()) //nolint:errcheck // without a deadline it does not fail
@@ -613,7 +613,7 @@ func (n *Node) Start() error {
 	}
 	glog.V(0).Infof("kafka gateway: node %d listening on %s, serving %s", n.self.NodeID, n.srv.Listeners(), n.storageName())
 	n.goLoop(n.watchCluster)
-	n.members.Start()
+	n.goLoop(n.joinWhenFormatKnown)
 	n.groups.Start()
 	n.txns.Start()
 	n.tokens.Start()
@@ -667,7 +667,8 @@ func (n *Node) serveListener(what string, l registryListener, handler http.Handl
 func (n *Node) Addr() string { return n.self.Addr() }
 
 // Served is sent the Kafka server's end: an error if a listener failed,
-// nil once it was closed.
+// nil once it was closed; or why the gateway did not join the cluster
+// (a cluster state of a newer format).
 func (n *Node) Served() <-chan error { return n.served }
 
 // Close stops everything New and Start started, in the reverse order,
@@ -719,6 +720,34 @@ func (n *Node) createUsers() {
 		}
 	}
 	n.usersCreated.Store(true)
+}
+
+// joinWhenFormatKnown joins the cluster's gateways once the cluster's
+// state is known to be of a format this gateway understands
+// (cluster.EnsureFormat), retrying until the filer answers. A newer
+// format stops the gateway: it never joins, and Served reports why.
+func (n *Node) joinWhenFormatKnown() {
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := cluster.EnsureFormat(ctx, n.store)
+		cancel()
+		switch {
+		case err == nil:
+			n.members.Start()
+			return
+		case errors.Is(err, cluster.ErrNewerFormat):
+			glog.Errorf("kafka gateway: not joining: %v", err)
+			select {
+			case n.served <- fmt.Errorf("not joining the cluster: %w", err):
+			default:
+			}
+			return
+		}
+		glog.V(1).Infof("kafka gateway: the cluster's format: %v; retrying", err)
+		if !n.sleep(time.Second) {
+			return
+		}
+	}
 }
 
 // ensureSecret reads the cluster's id and secret (made by the first

@@ -2,12 +2,15 @@ package node
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/cluster"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage/storagetest"
 	"go.uber.org/goleak"
 )
@@ -123,5 +126,64 @@ func TestOtherStorageRefusesIcebergTables(t *testing.T) {
 			n.Close(context.Background()) //nolint:errcheck
 		}
 		t.Fatalf("New with a catalog over an in-memory storage: %v", err)
+	}
+}
+
+// A cluster whose state is of a newer format than the gateway's: the
+// gateway never joins, and Served says why; a cluster of no stated
+// format gets the gateway's.
+func TestNewerFormatRefused(t *testing.T) {
+	st := storagetest.NewStorage()
+	ctx := context.Background()
+	if err := st.WriteFile(ctx, "/etc/kafka-gateway", "format", []byte(`{"version":99}`)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config(t)
+	cfg.Storage = st
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-n.Served():
+		if !errors.Is(err, cluster.ErrNewerFormat) || !strings.Contains(err.Error(), "version 99") {
+			t.Fatalf("served: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a gateway joined a cluster of a newer format")
+	}
+	if len(n.members.Members()) != 0 {
+		t.Fatalf("members %v", n.members.Members())
+	}
+	closeCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := n.Close(closeCtx); err != nil {
+		t.Fatal(err)
+	}
+
+	fresh := storagetest.NewStorage()
+	cfg = config(t)
+	cfg.Storage = fresh
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(ctx) //nolint:errcheck
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		data, err := fresh.ReadFile(ctx, "/etc/kafka-gateway", "format")
+		if err == nil && string(data) == fmt.Sprintf(`{"version":%d}`, cluster.FormatVersion) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the format a new cluster got: %q %v", data, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
