@@ -24,7 +24,8 @@ const FormatVersion = 1
 const formatFile = "format"
 
 // ErrNewerFormat is a cluster whose state is of a newer format than this
-// gateway understands.
+// gateway understands, or whose format file it cannot read: it must not
+// join either.
 var ErrNewerFormat = errors.New("the cluster's state is of a newer format")
 
 type format struct {
@@ -44,7 +45,7 @@ func EnsureFormat(ctx context.Context, files filerfs.VersionedFiles) (int, error
 		var f format
 		if err == nil {
 			if jerr := json.Unmarshal(data, &f); jerr != nil {
-				return 0, fmt.Errorf("the cluster's format file: %w", jerr)
+				return 0, fmt.Errorf("%w, or unreadable: %s/%s: %v", ErrNewerFormat, idDir, formatFile, jerr)
 			}
 			if f.Version > FormatVersion {
 				return f.Version, fmt.Errorf("%w: version %d, and this gateway reads and writes version %d: upgrade it to a release of format %d or later", ErrNewerFormat, f.Version, FormatVersion, f.Version)
