@@ -8,6 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 )
 
 type lockedBuffer struct {
@@ -80,8 +84,15 @@ func TestNilAndFull(t *testing.T) {
 	l.Close()
 	block := make(chan struct{})
 	full := New(Options{Sink: blockingSink(block)})
-	for range bufferEvents + batchEvents + 10 {
+	dropped := testutil.ToFloat64(metrics.AuditDropped)
+	// The writer holds at most one batch while the sink blocks; the
+	// buffer takes bufferEvents more; the rest are dropped at once.
+	n := bufferEvents + batchEvents + 100
+	for range n {
 		full.Denied("User:a", "", "Produce", "WRITE", "topic", "t")
+	}
+	if d := testutil.ToFloat64(metrics.AuditDropped) - dropped; d < float64(n-bufferEvents-batchEvents) {
+		t.Errorf("%v events dropped of %d, with room for %d", d, n, bufferEvents+batchEvents)
 	}
 	close(block)
 	full.Close()

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -14,13 +15,12 @@ import (
 
 // shownRecord is a record as the browser shows and exports it.
 type shownRecord struct {
-	Partition int32          `json:"partition"`
-	Offset    int64          `json:"offset"`
-	Timestamp time.Time      `json:"timestamp"`
-	Key       shown          `json:"-"`
-	Value     shown          `json:"-"`
-	Headers   []shownHeader  `json:"headers"`
-	Export    map[string]any `json:"-"`
+	Partition int32         `json:"partition"`
+	Offset    int64         `json:"offset"`
+	Timestamp time.Time     `json:"timestamp"`
+	Key       shown         `json:"-"`
+	Value     shown         `json:"-"`
+	Headers   []shownHeader `json:"headers"`
 }
 
 type shownHeader struct {
@@ -224,7 +224,7 @@ func (r *request) browse(b browse) (*browseResult, error) {
 			res.stopped = "10 s passed"
 			break
 		}
-		ctx, cancel := contextUntil(r.ctx, deadline)
+		ctx, cancel := context.WithDeadline(r.ctx, deadline)
 		fetches := cl.PollRecords(ctx, b.max)
 		cancel()
 		if r.ctx.Err() != nil {

@@ -100,10 +100,6 @@ func itoa(n int32) string { return strconv.Itoa(int(n)) }
 
 func pathEscape(s string) string { return url.PathEscape(s) }
 
-func contextUntil(ctx context.Context, t time.Time) (context.Context, context.CancelFunc) {
-	return context.WithDeadline(ctx, t)
-}
-
 func isContextErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }

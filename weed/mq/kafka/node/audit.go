@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -184,5 +183,3 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.status = code
 	s.ResponseWriter.WriteHeader(code)
 }
-
-var _ io.Writer = (*statusRecorder)(nil)
