@@ -84,6 +84,10 @@ func TestOffsetsExpire(t *testing.T) {
 	if d := c.Describe(ctx, "live", 5); d.State != string(Empty) {
 		t.Fatalf("after the last member left: %s", d.State)
 	}
+	// A restart: the first coordinator stops (saving the group as it
+	// left it: the leave's save may still be under way when LeaveGroup
+	// answers), another loads it.
+	c.Close()
 	c2 := newCoordinator(t, files)
 	c2.ExpireOffsets(time.Now().Add(time.Hour))
 	if got := offsetsOf(t, c2, "live"); len(got["t"]) != 2 {
