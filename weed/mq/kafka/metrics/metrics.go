@@ -80,6 +80,19 @@ var (
 		Help: "Record batch bytes fetched, by topic.",
 	}, []string{"topic"})
 
+	// FollowerFetchBytes counts the record bytes this gateway served to
+	// consumers of partitions other gateways lead (KIP-392), by where it
+	// read them: "segments" (SeaweedFS) or "leader" (the leader's tail);
+	// ReplicaBytesOut the bytes this gateway, leading, sent such followers.
+	FollowerFetchBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "follower_fetch_bytes_total",
+		Help: "Record batch bytes served for partitions another gateway leads, by source (segments, leader).",
+	}, []string{"source"})
+	ReplicaBytesOut = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "replica_bytes_out_total",
+		Help: "Record batch bytes sent to other gateways serving reads of partitions led here.",
+	})
+
 	// ProduceBatchRecords and FetchRecords are the records per produced
 	// partition batch and per fetched partition.
 	ProduceBatchRecords = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -352,7 +365,7 @@ var (
 
 func init() {
 	stats.Gather.MustRegister(Requests, RequestSeconds, Errors, BackendSeconds, BackendErrors,
-		MessagesIn, BytesIn, MessagesOut, BytesOut, ProduceBatchRecords, FetchRecords, FetchSessions, FetchSessionEvictions,
+		MessagesIn, BytesIn, MessagesOut, BytesOut, FollowerFetchBytes, ReplicaBytesOut, ProduceBatchRecords, FetchRecords, FetchSessions, FetchSessionEvictions,
 		Connections, ConnectionsTotal, ConnectionsRefused, ConnectionsThrottled, DecompressionWaits, Panics, RecordsSkipped, Rebalances,
 		WALCommitSeconds, WALCommitBatches, WALCommitRecords, WALBytes, WALErrors, WALRepublished,
 		SegmentsWritten, PartitionsDropped, PartitionsHeld, TailBytes,

@@ -17,6 +17,8 @@ import (
 // compaction) runs on SeaweedMQ only.
 type Storage interface {
 	storage.Backend
+	// What a follower reads of partitions other gateways lead.
+	storage.Stored
 	filerfs.VersionedFiles
 	Lock(ctx context.Context, name, owner, token string, ttl time.Duration) (string, error)
 	Unlock(ctx context.Context, name, token string) error

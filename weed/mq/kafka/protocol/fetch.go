@@ -20,6 +20,7 @@ package protocol
 import (
 	"bytes"
 	"context"
+	"errors"
 	"reflect"
 	"sort"
 	"time"
@@ -52,8 +53,9 @@ func (h *Handler) handleFetch(ctx context.Context, r *Request) Reply {
 			wait = MaxFetchWait
 		}
 		deadline := time.Now().Add(wait)
+		from := h.fetchFrom(r, req)
 		for {
-			resp, answered, size, watch := h.fetchOnce(ctx, r, req, &fc)
+			resp, answered, size, watch := h.fetchOnce(ctx, r, req, from, &fc)
 			left := time.Until(deadline)
 			if size >= int(req.MinBytes) || left <= 0 || len(watch) == 0 || h.draining() {
 				resp.SessionID = h.sessions.finish(&fc, answered)
@@ -73,7 +75,7 @@ func (h *Handler) handleFetch(ctx context.Context, r *Request) Reply {
 // response, each partition's answer in it (nil for one an incremental
 // fetch leaves out), the record bytes, and the channels that signal new
 // data for the partitions that had none.
-func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequest, fc *fetchContext) (*kmsg.FetchResponse, []*kmsg.FetchResponseTopicPartition, int, []<-chan struct{}) {
+func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequest, from fetchFrom, fc *fetchContext) (*kmsg.FetchResponse, []*kmsg.FetchResponseTopicPartition, int, []<-chan struct{}) {
 	version := r.Version
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	budget := max(int(req.MaxBytes), 0) // 0: the first batch only (KIP-74)
@@ -109,10 +111,13 @@ func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequ
 			case rp.partition < 0 || rp.partition >= info.Partitions:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				if c := h.fetchPartition(ctx, req, version, info, rp, &sp, &b, budget-total, total == 0); c != nil {
+				if c := h.fetchPartition(ctx, req, from, version, info, rp, &sp, &b, budget-total, total == 0); c != nil {
 					watch = append(watch, c)
 				}
 				total += len(sp.RecordBatches)
+				if from.replica && rp.maxBytes == 0 && replicaNews(req, rp, &sp) {
+					total++ // offsets only: the follower has records to read
+				}
 			}
 			if fc.session != nil && !rp.changed(&sp) {
 				continue // an incremental answer leaves it out
@@ -135,12 +140,18 @@ func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequ
 
 // fetchPartition reads one partition into sp, at most limit bytes (the
 // first partition with records gets its first record whatever its size,
-// KIP-74). Records that begin a batch cached as produced go out as that
-// batch, as it is; the others are built into batches compressed with the
-// topic's codec (see batch_cache.go). It returns the channel that signals
-// new records when there were none.
-func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, version int16, info storage.TopicInfo, rp *fetchPart, sp *kmsg.FetchResponseTopicPartition, b *record.Builder, left int, first bool) <-chan struct{} {
+// KIP-74). It returns the channel that signals new records when there
+// were none. A consumer of another rack is sent to a gateway of its own
+// (redirect), and a consumer of this gateway's rack is served partitions
+// other gateways lead (fetchFollower; fetch_replica.go).
+func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, from fetchFrom, version int16, info storage.TopicInfo, rp *fetchPart, sp *kmsg.FetchResponseTopicPartition, b *record.Builder, left int, first bool) <-chan struct{} {
 	topic := info.Name
+	if from.replica && rp.maxBytes == 0 {
+		return h.replicaBounds(ctx, req, topic, rp, sp)
+	}
+	if !from.replica && h.redirect(ctx, req, topic, rp, sp, from.rack) {
+		return nil
+	}
 	limit := min(int(rp.maxBytes), left)
 	if first && limit <= 0 {
 		limit = 1
@@ -151,6 +162,9 @@ func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, ve
 		res, err = h.backend.ReadBatches(ctx, topic, rp.partition, rp.offset, limit)
 	} else {
 		res.Offsets, err = h.backend.Offsets(ctx, topic, rp.partition)
+	}
+	if errors.Is(err, kerr.NotLeaderForPartition) && !from.replica && h.cfg.Replicas != nil && from.rack != "" && from.rack == h.rack() {
+		return h.fetchFollower(ctx, req, version, info, rp, sp, b, limit, first)
 	}
 	if err != nil {
 		sp.ErrorCode = kafkaErr(err, kerr.KafkaStorageError).Code
@@ -170,6 +184,28 @@ func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, ve
 	if len(res.Records) == 0 && len(res.Raw) == 0 {
 		return h.backend.Changed(topic, rp.partition, res.HighWatermark)
 	}
+	count := h.fillPartition(b, sp, version, info, rp, &res, limit, first)
+	if from.replica {
+		metrics.ReplicaBytesOut.Add(float64(len(sp.RecordBatches)))
+		return nil
+	}
+	countFetched(topic, count, len(sp.RecordBatches))
+	return nil
+}
+
+// countFetched counts a partition's answer to a consumer.
+func countFetched(topic string, records, bytes int) {
+	topicLabel := metrics.Topic(topic)
+	metrics.MessagesOut.WithLabelValues(topicLabel).Add(float64(records))
+	metrics.BytesOut.WithLabelValues(topicLabel).Add(float64(bytes))
+	metrics.FetchRecords.Observe(float64(records))
+}
+
+// fillPartition puts what was read of a partition into sp, up to limit
+// bytes, and returns the records it holds. Records that begin a batch
+// cached as produced go out as that batch, as it is; the others are built
+// into batches compressed with the topic's codec (see batch_cache.go).
+func (h *Handler) fillPartition(b *record.Builder, sp *kmsg.FetchResponseTopicPartition, version int16, info storage.TopicInfo, rp *fetchPart, res *storage.ReadResult, limit int, first bool) int {
 	// Clients older than Fetch v10 cannot read zstd (KIP-110).
 	usable := func(c record.Codec) bool { return c != record.CodecZstd || version >= 10 }
 	codec := h.batches.codecFor(info)
@@ -215,11 +251,7 @@ func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, ve
 	if len(sp.RecordBatches) > limit {
 		sp.RecordBatches, count = wholeBatches(sp.RecordBatches, limit, first)
 	}
-	topicLabel := metrics.Topic(topic)
-	metrics.MessagesOut.WithLabelValues(topicLabel).Add(float64(count))
-	metrics.BytesOut.WithLabelValues(topicLabel).Add(float64(len(sp.RecordBatches)))
-	metrics.FetchRecords.Observe(float64(count))
-	return nil
+	return count
 }
 
 // wholeBatches returns the batches of data that fit in limit bytes, and
@@ -268,46 +300,47 @@ func (h *Handler) appendRecords(b *record.Builder, sp *kmsg.FetchResponseTopicPa
 // (the first of the earliest open transaction) and names the aborted
 // transactions among them.
 func (h *Handler) readCommitted(ctx context.Context, topic string, sp *kmsg.FetchResponseTopicPartition, res *storage.ReadResult) error {
-	from, to := int64(1), int64(0) // no records: no aborted transaction is asked for
-	span := func() {
-		from, to = int64(1), int64(0)
-		if len(res.Records) > 0 {
-			from, to = res.Records[0].Offset, res.Records[len(res.Records)-1].Offset
-		}
-		if n := len(res.Raw); n > 0 {
-			last := res.Raw[n-1].Base + int64(res.Raw[n-1].Count) - 1
-			if from > to {
-				from, to = res.Raw[0].Base, last
-			} else {
-				from, to = min(from, res.Raw[0].Base), max(to, last)
-			}
-		}
-	}
-	span()
+	from, to := readSpan(res)
 	txns, err := h.backend.Transactions(ctx, topic, sp.Partition, from, to)
 	if err != nil {
 		return err
 	}
+	keepCommitted(sp, res, txns)
+	return nil
+}
+
+// readSpan is the first and last offset a read holds (1, 0 when none).
+func readSpan(res *storage.ReadResult) (from, to int64) {
+	from, to = int64(1), int64(0)
+	if len(res.Records) > 0 {
+		from, to = res.Records[0].Offset, res.Records[len(res.Records)-1].Offset
+	}
+	if n := len(res.Raw); n > 0 {
+		last := res.Raw[n-1].Base + int64(res.Raw[n-1].Count) - 1
+		if from > to {
+			from, to = res.Raw[0].Base, last
+		} else {
+			from, to = min(from, res.Raw[0].Base), max(to, last)
+		}
+	}
+	return from, to
+}
+
+// keepCommitted keeps a read's records below the last stable offset that
+// txns gives (the read's high watermark when no transaction is open), and
+// names in sp the aborted transactions of txns among them.
+func keepCommitted(sp *kmsg.FetchResponseTopicPartition, res *storage.ReadResult, txns storage.PartitionTxns) {
 	lso := res.HighWatermark
 	if txns.FirstUnstable >= 0 && txns.FirstUnstable < lso {
 		lso = txns.FirstUnstable
 	}
 	sp.LastStableOffset = lso
-	n := 0
-	for n < len(res.Records) && res.Records[n].Offset < lso {
-		n++
-	}
-	res.Records = res.Records[:n]
-	m := 0
-	for m < len(res.Raw) && res.Raw[m].Base < lso {
-		m++
-	}
-	res.Raw = res.Raw[:m]
+	keepBelow(res, lso)
 	sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
-	if n == 0 && m == 0 {
-		return nil
+	if len(res.Records) == 0 && len(res.Raw) == 0 {
+		return
 	}
-	span()
+	from, to := readSpan(res)
 	for _, a := range txns.Aborted {
 		if a.LastOffset >= from && a.FirstOffset <= to {
 			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
@@ -315,7 +348,20 @@ func (h *Handler) readCommitted(ctx context.Context, topic string, sp *kmsg.Fetc
 			sp.AbortedTransactions = append(sp.AbortedTransactions, at)
 		}
 	}
-	return nil
+}
+
+// keepBelow keeps a read's records and batches that begin below bound.
+func keepBelow(res *storage.ReadResult, bound int64) {
+	n := 0
+	for n < len(res.Records) && res.Records[n].Offset < bound {
+		n++
+	}
+	res.Records = res.Records[:n]
+	m := 0
+	for m < len(res.Raw) && res.Raw[m].Base < bound {
+		m++
+	}
+	res.Raw = res.Raw[:m]
 }
 
 // sameBatch reports whether two records may share a batch: both ordinary,

@@ -196,7 +196,7 @@ func (c *fetchSessions) begin(req *kmsg.FetchRequest, version int16) fetchContex
 // changed reports whether an incremental answer includes the partition:
 // it has records or an error, or offsets the client was not told yet.
 func (p *fetchPart) changed(sp *kmsg.FetchResponseTopicPartition) bool {
-	return len(sp.RecordBatches) > 0 || sp.ErrorCode != 0 ||
+	return len(sp.RecordBatches) > 0 || sp.ErrorCode != 0 || sp.PreferredReadReplica >= 0 ||
 		sp.HighWatermark != p.hw || sp.LastStableOffset != p.lso || sp.LogStartOffset != p.logStart
 }
 

@@ -116,6 +116,10 @@ type Config struct {
 	// answered by the group's coordinator (nil: the Backend's Offsets, for
 	// a gateway that leads every partition).
 	HighWatermark func(ctx context.Context, topic string, partition int32) (int64, error)
+	// Replicas reads the partitions other gateways lead, for the
+	// consumers of this gateway's rack (KIP-392, fetch_replica.go; nil:
+	// none are read here, and no consumer is sent to another gateway).
+	Replicas ReplicaReader
 }
 
 // TxnVerifier reaches a transactional id's coordinator for the partitions'

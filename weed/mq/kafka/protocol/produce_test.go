@@ -257,8 +257,14 @@ func testHandler(t *testing.T, authz *acl.Authorizer, wrap ...func(*storagetest.
 // sent (acks=0).
 func exchange(t *testing.T, h *Handler, principal string, req kmsg.Request, version int16) kmsg.Response {
 	t.Helper()
+	return exchangeFrom(t, h, principal, "", req, version)
+}
+
+// exchangeFrom is exchange of a client with a client id.
+func exchangeFrom(t *testing.T, h *Handler, principal, clientID string, req kmsg.Request, version int16) kmsg.Response {
+	t.Helper()
 	req.SetVersion(version)
-	r, err := Decode(requestFrame(req, 9))
+	r, err := Decode(kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)).AppendRequest(nil, req, 9)[4:])
 	if err != nil {
 		t.Fatalf("%s v%d: %v", kmsg.NameForKey(req.Key()), version, err)
 	}

@@ -184,28 +184,7 @@ func (c *Client) readEntries(ctx context.Context, p *partition, offset int64, ma
 			return res, kerr.OffsetOutOfRange
 		}
 		first = false
-		for i := range entries {
-			e := &entries[i]
-			switch {
-			case logentry.IsBatch(e.Key, e.Data) && record.IsGap(e.Data):
-				// Offsets a topic link's source held no batch in:
-				// nothing to read, as in a compacted log.
-			case raw && logentry.IsBatch(e.Key, e.Data):
-				res.Raw = append(res.Raw, storage.RawBatch{Base: e.Offset, Count: int32(e.Span()), Codec: record.BatchCodec(e.Data), Data: e.Data})
-			default:
-				var bad error
-				if res.Records, bad = storedRecords(e, res.Records, offset); bad != nil {
-					// A stored record no Kafka client could read (a
-					// SeaweedMQ client's value that looks like the
-					// gateway's envelope): it is left out, as a
-					// compacted offset is, rather than block the
-					// partition.
-					metrics.RecordsSkipped.WithLabelValues(metrics.Topic(p.topic)).Inc()
-					glog.Warningf("kafka partition %s/%d: offset %d cannot be read as a Kafka record, left out: %v", p.topic, p.index, e.Offset, bad)
-				}
-			}
-			size += len(e.Key) + len(e.Data) + 16
-		}
+		size += collect(&res, p.topic, p.index, entries, offset, raw)
 		if len(entries) == 0 {
 			break
 		}
@@ -216,6 +195,77 @@ func (c *Client) readEntries(ctx context.Context, p *partition, offset int64, ma
 	}
 	return res, nil
 }
+
+// collect adds stored entries read from offset on to res: with raw, the
+// batch entries' batches as they are; the records of the others. It
+// returns about the bytes they take.
+func collect(res *storage.ReadResult, topic string, index int32, entries []logentry.Raw, offset int64, raw bool) int {
+	size := 0
+	for i := range entries {
+		e := &entries[i]
+		switch {
+		case logentry.IsBatch(e.Key, e.Data) && record.IsGap(e.Data):
+			// Offsets a topic link's source held no batch in:
+			// nothing to read, as in a compacted log.
+		case raw && logentry.IsBatch(e.Key, e.Data):
+			res.Raw = append(res.Raw, storage.RawBatch{Base: e.Offset, Count: int32(e.Span()), Codec: record.BatchCodec(e.Data), Data: e.Data})
+		default:
+			var bad error
+			if res.Records, bad = storedRecords(e, res.Records, offset); bad != nil {
+				// A stored record no Kafka client could read (a
+				// SeaweedMQ client's value that looks like the
+				// gateway's envelope): it is left out, as a
+				// compacted offset is, rather than block the
+				// partition.
+				metrics.RecordsSkipped.WithLabelValues(metrics.Topic(topic)).Inc()
+				glog.Warningf("kafka partition %s/%d: offset %d cannot be read as a Kafka record, left out: %v", topic, index, e.Offset, bad)
+			}
+		}
+		size += len(e.Key) + len(e.Data) + 16
+	}
+	return size
+}
+
+// ReadStored implements storage.Stored: what the partition's segments
+// hold from offset on, read by a gateway that need not lead it. Nothing
+// is recovered or opened: the listing and the decoded segments are those
+// every read shares.
+func (c *Client) ReadStored(ctx context.Context, topic string, index int32, offset int64, maxBytes int) (storage.ReadResult, error) {
+	var res storage.ReadResult
+	a, err := c.assignment(ctx, topic, index)
+	if err != nil {
+		return res, err
+	}
+	dir := c.partitionDir(topic, a)
+	st, err := c.flushed(ctx, dir, false)
+	if err != nil {
+		return res, err
+	}
+	res.LogStart, res.HighWatermark = st.start, st.end
+	if offset < st.start || offset >= st.end {
+		return res, nil
+	}
+	entries, err := c.readFlushed(ctx, st, offset, maxBytes)
+	if err != nil && ctx.Err() == nil {
+		// Rewritten or removed by the log cleaner since it was listed.
+		c.segs.drop(dir)
+		if st, err = c.flushed(ctx, dir, true); err == nil {
+			res.LogStart, res.HighWatermark = st.start, st.end
+			entries, err = c.readFlushed(ctx, st, offset, maxBytes)
+		}
+	}
+	if err != nil {
+		return storage.ReadResult{}, err
+	}
+	raw := make([]logentry.Raw, len(entries))
+	for i, e := range entries {
+		raw[i] = logentry.FromLogEntry(e)
+	}
+	collect(&res, topic, index, raw, offset, true)
+	return res, nil
+}
+
+var _ storage.Stored = (*Client)(nil)
 
 // Offsets implements storage.Backend, after recovery as Read.
 func (c *Client) Offsets(ctx context.Context, topic string, index int32) (storage.Offsets, error) {

@@ -122,6 +122,17 @@ type Mirror interface {
 	DropProducerIDs(floor int64)
 }
 
+// Stored is what any gateway reads of a partition it does not lead (a
+// follower's read, KIP-392): the batches its segments hold, never the
+// tail its leader keeps in memory.
+type Stored interface {
+	// ReadStored returns the stored batches from offset on, up to about
+	// maxBytes, as ReadBatches does; the result's LogStart and
+	// HighWatermark are the segments' first offset and end, not the
+	// partition's (its leader knows those).
+	ReadStored(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error)
+}
+
 // Marker is a transaction's end, written to one of its partitions.
 type Marker struct {
 	ProducerID int64

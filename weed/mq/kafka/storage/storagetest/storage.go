@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // Storage is a whole gateway's storage in memory, as a node takes it
@@ -47,3 +48,8 @@ func (s *Storage) SaveProducers(time.Duration) {}
 // Close keeps the records: a node closed and another built on the same
 // Storage find them, as a restarted gateway finds SeaweedFS's.
 func (s *Storage) Close() {}
+
+// ReadStored is ReadBatches: memory holds every record as stored.
+func (s *Storage) ReadStored(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (storage.ReadResult, error) {
+	return s.ReadBatches(ctx, topic, partition, offset, maxBytes)
+}
