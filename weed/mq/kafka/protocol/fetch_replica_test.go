@@ -158,7 +158,7 @@ func TestFetchFollower(t *testing.T) {
 	if err := b.WriteMarker(ctx, "rk", 1, storage.Marker{ProducerID: 9, Epoch: 2}); err != nil {
 		t.Fatal(err)
 	}
-	appendValues(t, b, "rk", 1, nil, "after")                                                                 // offset 4
+	appendValues(t, b, "rk", 1, nil, "after")                                                                  // offset 4
 	appendValues(t, b, "rk", 1, &record.TxnMark{ProducerID: 11, Epoch: 1, Control: record.NotControl}, "open") // 5
 	follow := func(rack string, offset int64, committed bool) kmsg.FetchResponseTopicPartition {
 		req := fetchReq("rk", [16]byte{}, map[int32]int64{1: offset})
