@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -102,13 +103,13 @@ func (p *Peers) Close() {
 // AddPartitionsToTxn VerifyOnly (KIP-890).
 type Forwarder struct {
 	Log storage.Backend // this gateway's, leading-checked
-	// Watermark is a partition's high watermark as this gateway knows it
-	// without leading it (what the segments hold).
-	Watermark func(ctx context.Context, topic string, partition int32) (int64, error)
-	Groups    *group.Coordinator
-	Txns      *txn.Coordinator // set once made (it uses the Forwarder)
-	Members   *membership.Membership
-	Peers     *Peers
+	// Known is a partition's log start and high watermark as this
+	// gateway knows them without leading it (what the segments hold).
+	Known   func(ctx context.Context, topic string, partition int32) (storage.Offsets, error)
+	Groups  *group.Coordinator
+	Txns    *txn.Coordinator // set once made (it uses the Forwarder)
+	Members *membership.Membership
+	Peers   *Peers
 }
 
 // NewProducerID implements txn.Log.
@@ -124,34 +125,40 @@ func (m *Forwarder) WriteMarker(ctx context.Context, topic string, partition int
 	return m.send(ctx, membership.PartitionKey(topic, partition), topic, partition, mk, kerr.NotLeaderForPartition)
 }
 
-// HighWatermark is a partition's high watermark, for a group's lag: from
-// this gateway's memory where it leads the partition, else asked of the
-// gateway that does (ListOffsets), whose tail no segment holds yet; from
-// the segments when that gateway does not answer.
+// HighWatermark is a partition's high watermark, as Offsets.
 func (m *Forwarder) HighWatermark(ctx context.Context, topic string, partition int32) (int64, error) {
+	offs, err := m.Offsets(ctx, topic, partition)
+	return offs.HighWatermark, err
+}
+
+// LogOffsets is Offsets' log start and high watermark (group.Offsets).
+func (m *Forwarder) LogOffsets(ctx context.Context, topic string, partition int32) (int64, int64, error) {
+	offs, err := m.Offsets(ctx, topic, partition)
+	return offs.LogStart, offs.HighWatermark, err
+}
+
+// Offsets is a partition's log start and high watermark, for a group's
+// lag: from this gateway's memory where it leads the partition, else
+// asked of the gateway that does (a follower's offsets-only Fetch), whose
+// tail no segment holds yet; from the segments when that gateway does not
+// answer.
+func (m *Forwarder) Offsets(ctx context.Context, topic string, partition int32) (storage.Offsets, error) {
 	key := membership.PartitionKey(topic, partition)
 	if _, ok := m.Members.Serving(key); ok {
-		return m.Watermark(ctx, topic, partition)
+		return m.Known(ctx, topic, partition)
 	}
 	owner, _, ok := m.Members.Owner(key)
 	if ok && owner.NodeID != m.Members.Self().NodeID {
-		req := kmsg.NewPtrListOffsetsRequest()
-		req.ReplicaID = -1
-		rt := kmsg.NewListOffsetsRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = partition, -1, -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := m.Peers.Request(ctx, owner.Addr(), req)
-		if err == nil {
-			r := resp.(*kmsg.ListOffsetsResponse)
-			if len(r.Topics) == 1 && len(r.Topics[0].Partitions) == 1 && r.Topics[0].Partitions[0].ErrorCode == 0 {
-				return r.Topics[0].Partitions[0].Offset, nil
+		if info, err := m.Log.DescribeTopic(ctx, topic); err == nil {
+			// An offset past any end asks for no aborted transactions.
+			f := protocol.ReplicaFetch{Topic: topic, TopicID: info.ID, Partition: partition, Offset: math.MaxInt64}
+			sp, err := peerFetch(ctx, m.Peers, m.Members.Self().NodeID, owner, f, 0, 0)
+			if err == nil && sp.ErrorCode == 0 {
+				return storage.Offsets{LogStart: sp.LogStartOffset, HighWatermark: sp.HighWatermark}, nil
 			}
 		}
 	}
-	return m.Watermark(ctx, topic, partition)
+	return m.Known(ctx, topic, partition)
 }
 
 // EndTxnOffsets implements txn.Groups.

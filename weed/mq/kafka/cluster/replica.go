@@ -39,7 +39,7 @@ func (r *Replica) ReadReplica(ctx context.Context, f protocol.ReplicaFetch) (pro
 	}
 	if len(stored.Raw) == 0 && len(stored.Records) == 0 {
 		// Past the segments: the leader's tail, as it answers it.
-		sp, err := r.fetch(ctx, owner, f, f.MaxBytes, 0)
+		sp, err := peerFetch(ctx, r.Peers, r.Members.Self().NodeID, owner, f, f.MaxBytes, 0)
 		if err != nil {
 			return protocol.ReplicaRead{}, err
 		}
@@ -51,7 +51,7 @@ func (r *Replica) ReadReplica(ctx context.Context, f protocol.ReplicaFetch) (pro
 	}
 	// The leader's offsets, after the read: a batch the segments held
 	// is below the high watermark asked for afterwards.
-	sp, err := r.fetch(ctx, owner, f, 0, 0)
+	sp, err := peerFetch(ctx, r.Peers, r.Members.Self().NodeID, owner, f, 0, 0)
 	if err != nil {
 		return protocol.ReplicaRead{}, err
 	}
@@ -76,17 +76,16 @@ func (r *Replica) watch(ctx context.Context, owner membership.Member, f protocol
 		defer close(ch)
 		ctx, cancel := context.WithTimeout(ctx, f.Wait+5*time.Second)
 		defer cancel()
-		r.fetch(ctx, owner, f, 0, f.Wait) //nolint:errcheck // the consumer's fetch reads again either way
+		peerFetch(ctx, r.Peers, r.Members.Self().NodeID, owner, f, 0, f.Wait) //nolint:errcheck // the consumer's fetch reads again either way
 	}()
 	return ch
 }
 
-// fetch sends the leader a follower's fetch of one partition: its records
-// up to maxBytes, or with maxBytes 0 its offsets only, waiting up to wait
-// for records past the offset.
-func (r *Replica) fetch(ctx context.Context, owner membership.Member, f protocol.ReplicaFetch, maxBytes int, wait time.Duration) (*kmsg.FetchResponseTopicPartition, error) {
+// peerFetch sends a partition's leader, owner, gateway self's fetch of
+// it as a follower: its records up to maxBytes, or with maxBytes 0 its
+// offsets only, waiting up to wait for records past the offset.
+func peerFetch(ctx context.Context, peers *Peers, self int32, owner membership.Member, f protocol.ReplicaFetch, maxBytes int, wait time.Duration) (*kmsg.FetchResponseTopicPartition, error) {
 	req := kmsg.NewPtrFetchRequest()
-	self := r.Members.Self().NodeID
 	req.ReplicaID, req.ReplicaState.ID = self, self
 	req.MaxWaitMillis = int32(wait / time.Millisecond)
 	if wait > 0 {
@@ -102,7 +101,7 @@ func (r *Replica) fetch(ctx context.Context, owner membership.Member, f protocol
 	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = f.Partition, f.Offset, int32(maxBytes)
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := r.Peers.Request(ctx, owner.Addr(), req)
+	resp, err := peers.Request(ctx, owner.Addr(), req)
 	if err != nil {
 		return nil, fmt.Errorf("fetch of %s-%d from its leader %s: %w", f.Topic, f.Partition, owner.Addr(), err)
 	}

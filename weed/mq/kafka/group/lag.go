@@ -38,23 +38,25 @@ type statsSource interface {
 	GroupStats(ctx context.Context) ([]Stat, error)
 }
 
-// HighWatermark returns a partition's high watermark.
-type HighWatermark func(ctx context.Context, topic string, partition int32) (int64, error)
+// Offsets returns a partition's log start and high watermark.
+type Offsets func(ctx context.Context, topic string, partition int32) (logStart, hw int64, err error)
 
 // lagCollector reports, at each scrape, the groups with their members,
 // committed offsets and lag, under kafka_exporter's names.
 type lagCollector struct {
-	groups statsSource
-	hw     HighWatermark
-	shares ShareOffsets // nil: share groups have no lag
+	groups  statsSource
+	offsets Offsets
+	shares  ShareOffsets // nil: share groups have no lag
 }
 
 // Metrics is the collector of the coordinator's groups for /metrics: at
-// each scrape, their members, committed offsets and lag, with high
-// watermarks from hw (looked up on the partitions' leaders); share
-// groups' lag from their share-partitions' starts (shares).
-func (c *Coordinator) Metrics(hw HighWatermark, shares ShareOffsets) prometheus.Collector {
-	return &lagCollector{groups: c, hw: hw, shares: shares}
+// each scrape, their members, committed offsets and lag, with the
+// partitions' log starts and high watermarks from offsets (looked up on
+// their leaders); share groups' lag from their share-partitions' starts
+// (shares). Lag is counted from the log start when a commit is older (the
+// records between are gone: no consumer reads them).
+func (c *Coordinator) Metrics(offsets Offsets, shares ShareOffsets) prometheus.Collector {
+	return &lagCollector{groups: c, offsets: offsets, shares: shares}
 }
 
 // scrapeTimeout bounds the backend calls of one scrape.
@@ -65,15 +67,18 @@ const scrapeTimeout = 5 * time.Second
 // within scrapeTimeout, and one slow partition holds up only itself.
 const scrapeLookups = 16
 
+// logOffsets are a partition's log start and high watermark.
+type logOffsets struct{ start, hw int64 }
+
 type topicPartition struct {
 	topic     string
 	partition int32
 }
 
-// highWatermarks looks up the high watermark of every partition in which a
-// group committed, scrapeLookups at a time; a partition whose lookup failed
-// or did not end in time is left out (and so is its lag).
-func (c *lagCollector) highWatermarks(ctx context.Context, gs []Stat) map[topicPartition]int64 {
+// logOffsets looks up the log start and high watermark of every partition
+// in which a group committed, scrapeLookups at a time; a partition whose
+// lookup failed or did not end in time is left out (and so is its lag).
+func (c *lagCollector) logOffsets(ctx context.Context, gs []Stat) map[topicPartition]logOffsets {
 	seen := map[topicPartition]bool{}
 	var tps []topicPartition
 	for _, g := range gs {
@@ -89,7 +94,7 @@ func (c *lagCollector) highWatermarks(ctx context.Context, gs []Stat) map[topicP
 	}
 	var (
 		mu  sync.Mutex
-		hws = make(map[topicPartition]int64, len(tps))
+		hws = make(map[topicPartition]logOffsets, len(tps))
 		wg  sync.WaitGroup
 		sem = make(chan struct{}, scrapeLookups)
 	)
@@ -104,9 +109,9 @@ func (c *lagCollector) highWatermarks(ctx context.Context, gs []Stat) map[topicP
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if hw, err := c.hw(ctx, tp.topic, tp.partition); err == nil && hw >= 0 {
+			if start, hw, err := c.offsets(ctx, tp.topic, tp.partition); err == nil && hw >= 0 {
 				mu.Lock()
-				hws[tp] = hw
+				hws[tp] = logOffsets{start, hw}
 				mu.Unlock()
 			}
 		}()
@@ -154,7 +159,7 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	hws := c.highWatermarks(ctx, gs)
+	hws := c.logOffsets(ctx, gs)
 	// Series are summed by their label values: groups and topics past
 	// metrics.MaxLabelValues share the label "other", and one series each.
 	type series struct{ group, topic, partition string }
@@ -169,9 +174,10 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 			for p, off := range parts {
 				k := series{name, metrics.Topic(topic), strconv.Itoa(int(p))}
 				current[k] += float64(off)
-				if hw, ok := hws[topicPartition{topic, p}]; ok {
-					lag[k] += float64(max(hw-off, 0))
-					lagSum[topicSeries{k.group, k.topic}] += float64(max(hw-off, 0))
+				if lo, ok := hws[topicPartition{topic, p}]; ok {
+					n := float64(max(lo.hw-max(off, lo.start), 0))
+					lag[k] += n
+					lagSum[topicSeries{k.group, k.topic}] += n
 				}
 			}
 		}

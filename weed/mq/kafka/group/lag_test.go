@@ -27,7 +27,7 @@ func (n manyGroups) GroupStats(context.Context) ([]Stat, error) {
 // overflowing groups summed into "other".
 func TestGroupMetricsOverflow(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(&lagCollector{groups: manyGroups(metrics.MaxLabelValues + 100), hw: func(context.Context, string, int32) (int64, error) { return 15, nil }})
+	reg.MustRegister(&lagCollector{groups: manyGroups(metrics.MaxLabelValues + 100), offsets: func(context.Context, string, int32) (int64, int64, error) { return 0, 15, nil }})
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatalf("scrape: %v", err)
@@ -71,20 +71,24 @@ func TestGroupLagSlowPartition(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		topics = append(topics, fmt.Sprintf("lag-topic-%03d", i))
 	}
-	hw := func(ctx context.Context, topic string, _ int32) (int64, error) {
+	offsets := func(ctx context.Context, topic string, _ int32) (int64, int64, error) {
 		if topic == "lag-topic-000" {
 			<-ctx.Done()
-			return 0, ctx.Err()
+			return 0, 0, ctx.Err()
+		}
+		start := int64(0)
+		if topic == "lag-topic-001" {
+			start = 12 // records before the commit removed: lag counts from the log start
 		}
 		select {
 		case <-time.After(30 * time.Millisecond):
-			return 25, nil
+			return start, 25, nil
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return 0, 0, ctx.Err()
 		}
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(&lagCollector{groups: topics, hw: hw})
+	reg.MustRegister(&lagCollector{groups: topics, offsets: offsets})
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatalf("scrape: %v", err)
@@ -105,7 +109,10 @@ func TestGroupLagSlowPartition(t *testing.T) {
 	if _, ok := lags["lag-topic-000"]; ok {
 		t.Error("a lag reported for the partition whose high watermark is unknown")
 	}
-	for _, topic := range topics[1:] {
+	if lags["lag-topic-001"] != 13 {
+		t.Errorf("a commit below the log start: lag %v, want 25 - 12", lags["lag-topic-001"])
+	}
+	for _, topic := range topics[2:] {
 		if lags[topic] != 15 {
 			t.Errorf("%s: lag %v, want 25 - 10", topic, lags[topic])
 		}
@@ -137,7 +144,7 @@ func TestGroupLagOfEveryKind(t *testing.T) {
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(&lagCollector{groups: kindsOfGroups{}, shares: shares,
-		hw: func(context.Context, string, int32) (int64, error) { return 50, nil }})
+		offsets: func(context.Context, string, int32) (int64, int64, error) { return 0, 50, nil }})
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -368,12 +368,12 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 	peers := cluster.NewPeers(n.peerOpts)
 	n.onClose("the connections to other gateways", peers.Close)
-	forward := &cluster.Forwarder{Log: owned, Watermark: n.store.HighWatermark, Groups: n.groups, Members: members, Peers: peers}
+	forward := &cluster.Forwarder{Log: owned, Known: n.store.KnownOffsets, Groups: n.groups, Members: members, Peers: peers}
 	n.txns = txn.New(txn.Options{Files: files, Log: forward, Groups: forward, Serving: serving(membership.TxnKey),
 		Changed: members.Changed, IDExpiration: retention(cfg.TxnIDExpirationMs, time.Millisecond)})
 	forward.Txns = n.txns
 	n.onClose("the transaction coordinator", n.txns.Close)
-	unregister, err := metrics.Register(n.groups.Metrics(forward.HighWatermark, shareStarts(shares)))
+	unregister, err := metrics.Register(n.groups.Metrics(forward.LogOffsets, shareStarts(shares)))
 	if err != nil {
 		return nil, fmt.Errorf("the groups' metrics: %w", err)
 	}

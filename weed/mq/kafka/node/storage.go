@@ -36,9 +36,9 @@ type Storage interface {
 	// Release drops what the storage keeps of a partition this gateway
 	// no longer leads.
 	Release(topic string, partition int32)
-	// HighWatermark is a partition's high watermark as this gateway
-	// knows it.
-	HighWatermark(ctx context.Context, topic string, partition int32) (int64, error)
+	// KnownOffsets is a partition's log start and high watermark as this
+	// gateway knows them without leading it.
+	KnownOffsets(ctx context.Context, topic string, partition int32) (storage.Offsets, error)
 	// FlushTails and SaveProducers write what the partitions hold in
 	// memory (tails, idempotent producers' state) before a stop.
 	FlushTails(timeout time.Duration)

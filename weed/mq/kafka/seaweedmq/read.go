@@ -276,29 +276,33 @@ func (c *Client) Offsets(ctx context.Context, topic string, index int32) (storag
 	return c.offsets(ctx, p)
 }
 
-// HighWatermark returns a partition's high watermark without recovering
-// the partition, which only the gateway leading it may do: for observers,
-// such as the lag metrics of a group's coordinator, of partitions another
-// gateway may lead. A partition led here answers from memory; any other
-// from its segments, which lag its leader's tail by at most the flush
-// interval.
-func (c *Client) HighWatermark(ctx context.Context, topic string, index int32) (int64, error) {
+// KnownOffsets returns a partition's log start and high watermark without
+// recovering the partition, which only the gateway leading it may do: for
+// observers, such as the lag metrics of a group's coordinator, of
+// partitions another gateway may lead. A partition open here answers its
+// high watermark from memory; any other from its segments, which lag its
+// leader's tail by at most the flush interval.
+func (c *Client) KnownOffsets(ctx context.Context, topic string, index int32) (storage.Offsets, error) {
 	a, err := c.assignment(ctx, topic, index)
 	if err != nil {
-		return -1, err
+		return storage.Offsets{}, err
 	}
 	c.parts.mu.Lock()
 	p := c.parts.m[partKey{topic, index}]
 	c.parts.mu.Unlock()
-	hw := int64(-1)
-	if p != nil {
-		hw = p.knownHW()
-	}
 	st, err := c.flushed(ctx, c.partitionDir(topic, a), false)
 	if err != nil {
-		return -1, err
+		return storage.Offsets{}, err
 	}
-	return max(hw, st.end), nil
+	offs := storage.Offsets{LogStart: st.start, HighWatermark: st.end}
+	if p != nil {
+		offs.HighWatermark = max(offs.HighWatermark, p.knownHW())
+		if len(st.listing.segs) == 0 {
+			offs.LogStart = p.tailStart()
+		}
+	}
+	offs.LogStart = min(max(offs.LogStart, c.logStartOf(ctx, topic, index)), offs.HighWatermark)
+	return offs, nil
 }
 
 // offsets is Offsets without the recovery.

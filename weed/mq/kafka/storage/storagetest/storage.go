@@ -33,10 +33,9 @@ func (s *Storage) SetTerm(func(topic string, partition int32) int64) {}
 // Release is ignored: the records stay in memory for the next leader.
 func (s *Storage) Release(topic string, partition int32) {}
 
-// HighWatermark is the partition's end.
-func (s *Storage) HighWatermark(ctx context.Context, topic string, partition int32) (int64, error) {
-	o, err := s.Offsets(ctx, topic, partition)
-	return o.HighWatermark, err
+// KnownOffsets is Offsets.
+func (s *Storage) KnownOffsets(ctx context.Context, topic string, partition int32) (storage.Offsets, error) {
+	return s.Offsets(ctx, topic, partition)
 }
 
 // FlushTails has nothing to flush.
