@@ -73,6 +73,7 @@ func init() {
 	f.IntVar(&c.ShareMaxSize, "group.share.max.size", d.ShareMaxSize, "most members of a share group")
 	f.IntVar(&c.ShareSessions, "group.share.max.share.sessions", d.ShareSessions, "most share sessions this gateway keeps")
 	f.IntVar(&c.MetricsPort, "metricsPort", d.MetricsPort, "Prometheus /metrics, /health and /ready HTTP port (0: off)")
+	f.StringVar(&c.PartitionMetrics, "metrics.partitions", d.PartitionMetrics, "a regexp of the topics whose partitions' log start and end offsets and sizes are on /metrics, each from the gateway leading it (\"\": none; at most 2000 partitions a gateway)")
 	f.StringVar(&c.MetricsIP, "metricsIp", d.MetricsIP, "address of the metrics port (default: -ip.bind, or -ip)")
 	f.StringVar(&c.PprofIP, "pprof.ip", d.PprofIP, "address of the profiling port")
 	f.StringVar(&c.Listeners, "listeners", d.Listeners, "PROTOCOL://host:port listeners (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); default PLAINTEXT on -ip.bind:-port")

@@ -3,11 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,13 +21,14 @@ import (
 // record once, in order, none of the aborted transactions', while a
 // producer writes; every record byte it reads is served by the rack-b
 // gateway (from the segments in SeaweedFS, the tail from the leaders),
-// none by the other gateways. A consumer without client.rack whose
-// client id says "zone=b" is served by the rack-b gateway too.
+// none by the other gateways; so are librdkafka's with client.rack=b. A
+// consumer without client.rack whose client id says "zone=b" is served
+// by the rack-b gateway too.
 func TestFollowerFetching(t *testing.T) {
 	racks := map[string]*gatewayProc{}
 	var extra []*gatewayProc
 	for _, rack := range []string{"a", "b", "c"} {
-		p, err := startNamedGateway("gateway-rack-"+rack, cluster.master, 0, "-rack="+rack)
+		p, err := startNamedGateway("gateway-rack-"+rack, cluster.master, 0, "-rack="+rack, "-metrics.partitions=^testfollowerfetching-")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,28 +67,29 @@ func TestFollowerFetching(t *testing.T) {
 		}
 		return nil
 	})
+	// A topic the rack-b gateway leads no partition of: every read it
+	// serves is a follower's (leaders follow from the topic's name).
 	const partitions = 8
-	topic := newTopic(t)
-	createTopic(t, topic, partitions, nil)
+	var topic string
 	var leaders map[int32]string
-	eventually(t, 30*time.Second, "the gateways agree on the leaders", func() error {
-		want, l := leadersFrom(t, all[0], topic)
-		for _, p := range all[1:] {
-			if got, _ := leadersFrom(t, p, topic); got != want {
-				return fmt.Errorf("%s says %s; %s says %s", all[0].addr, want, p.addr, got)
+	for attempt := 0; topic == ""; attempt++ {
+		name := newTopic(t)
+		createTopic(t, name, partitions, nil)
+		eventually(t, 30*time.Second, "the gateways agree on the leaders", func() error {
+			want, l := leadersFrom(t, all[0], name)
+			for _, p := range all[1:] {
+				if got, _ := leadersFrom(t, p, name); got != want {
+					return fmt.Errorf("%s says %s; %s says %s", all[0].addr, want, p.addr, got)
+				}
 			}
+			leaders = l
+			return nil
+		})
+		if !slices.Contains(slices.Collect(maps.Values(leaders)), rackB.addr) {
+			topic = name
+		} else if attempt == 30 {
+			t.Fatalf("30 topics with partitions led by the rack-b gateway")
 		}
-		leaders = l
-		return nil
-	})
-	elsewhere := 0
-	for _, l := range leaders {
-		if l != rackB.addr {
-			elsewhere++
-		}
-	}
-	if elsewhere == 0 {
-		t.Fatalf("every partition led by the rack-b gateway: %v", leaders)
 	}
 	t.Logf("leaders %v; rack b at %s", leaders, rackB.addr)
 
@@ -263,6 +267,61 @@ func TestFollowerFetching(t *testing.T) {
 	for _, p := range all {
 		v, _ := metricValue(scrapeFrom(t, p), "SeaweedFS_kafka_replica_bytes_out_total", nil)
 		sent += v
+	}
+	// librdkafka with client.rack=b, read_committed: the committed
+	// records, each partition in order, all from the rack-b gateway.
+	rk, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": gw.addr, "group.id": "unused-" + topic, "client.rack": "b",
+		"enable.auto.commit": false, "isolation.level": "read_committed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rk.Close()
+	var assign []kafka.TopicPartition
+	for p := int32(0); p < partitions; p++ {
+		assign = append(assign, kafka.TopicPartition{Topic: &topic, Partition: p, Offset: kafka.OffsetBeginning})
+	}
+	if err := rk.Assign(assign); err != nil {
+		t.Fatal(err)
+	}
+	rkGot := map[int32][]string{}
+	for deadline := time.Now().Add(60 * time.Second); total(rkGot) < total(want)+total(live) && time.Now().Before(deadline); {
+		ev := rk.Poll(200)
+		switch e := ev.(type) {
+		case *kafka.Message:
+			rkGot[e.TopicPartition.Partition] = append(rkGot[e.TopicPartition.Partition], string(e.Value))
+		case kafka.Error:
+			t.Logf("librdkafka: %v", e)
+		}
+	}
+	for p := int32(0); p < partitions; p++ {
+		if w := append(slices.Clone(want[p]), live[p]...); !slices.Equal(rkGot[p], w) {
+			t.Errorf("librdkafka, partition %d: read %d records, want %d in order", p, len(rkGot[p]), len(w))
+		}
+	}
+	assertServedByRackB("librdkafka client.rack=b")
+
+	// Each rack gateway's partition metrics: the partitions it leads,
+	// with the end offsets ListOffsets gives and their segments' size.
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range extra {
+		fam := scrapeFrom(t, p)
+		for part, leader := range leaders {
+			labels := map[string]string{"topic": topic, "partition": fmt.Sprint(part)}
+			end, ok := metricValue(fam, "SeaweedFS_kafka_partition_log_end_offset", labels)
+			size, _ := metricValue(fam, "SeaweedFS_kafka_partition_size_bytes", labels)
+			if leader != p.addr {
+				if ok {
+					t.Errorf("%s exports partition %d, led by %s", p.addr, part, leader)
+				}
+				continue
+			}
+			if o, _ := ends.Lookup(topic, part); !ok || int64(end) != o.Offset || size <= 0 {
+				t.Errorf("%s: partition %d's log end offset %v (exported %v), ListOffsets %d; size %v", p.addr, part, end, ok, o.Offset, size)
+			}
+		}
 	}
 	t.Logf("rack b served %.0f bytes of other gateways' partitions from the segments, %.0f from the leaders' tails; the leaders sent %.0f", segments, tail, sent)
 }

@@ -451,3 +451,21 @@ var (
 	GroupLagSumDesc = prometheus.NewDesc("kafka_consumergroup_lag_sum", "Lag of a consumer group over a topic's partitions (classic, consumer, share and streams groups).",
 		[]string{"consumergroup", "topic"}, nil)
 )
+
+// The partitions' log metrics (Kafka's kafka.log:type=Log), for the topics
+// -metrics.partitions names: collected at each scrape by the gateway that
+// leads each partition, MaxPartitionSeries partitions at most.
+var (
+	PartitionLogStartDesc = prometheus.NewDesc(namespace+"_"+subsystem+"_partition_log_start_offset", "A partition's log start offset (Kafka's LogStartOffset).",
+		[]string{"topic", "partition"}, nil)
+	PartitionLogEndDesc = prometheus.NewDesc(namespace+"_"+subsystem+"_partition_log_end_offset", "A partition's high watermark (Kafka's LogEndOffset).",
+		[]string{"topic", "partition"}, nil)
+	PartitionSizeDesc = prometheus.NewDesc(namespace+"_"+subsystem+"_partition_size_bytes", "The bytes of a partition's segments (Kafka's Size).",
+		[]string{"topic", "partition"}, nil)
+	PartitionsOmittedDesc = prometheus.NewDesc(namespace+"_"+subsystem+"_partition_metrics_omitted", "Partitions led here that -metrics.partitions names, past the cap of series, left out.",
+		nil, nil)
+)
+
+// MaxPartitionSeries bounds the partitions whose log metrics one gateway
+// exports.
+const MaxPartitionSeries = 2000

@@ -134,6 +134,11 @@ type Config struct {
 	AuditExcludePrincipals string
 	AuditExcludeTopics     string
 
+	// PartitionMetrics is a regexp of the topics whose partitions' log
+	// start, end and size each gateway exports for those it leads (""
+	// none).
+	PartitionMetrics string
+
 	// Topic links: how often every gateway reads them, how often a
 	// link's controller syncs.
 	LinkRefreshMs  int

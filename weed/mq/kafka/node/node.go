@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"sync"
@@ -378,6 +379,18 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("the groups' metrics: %w", err)
 	}
 	n.onClose("the groups' metrics", unregister)
+	if cfg.PartitionMetrics != "" {
+		match, err := regexp.Compile(cfg.PartitionMetrics)
+		if err != nil {
+			return nil, fmt.Errorf("-metrics.partitions: %w", err)
+		}
+		unregister, err := metrics.Register(&partitionCollector{match: match, topics: owned.ListTopics, serving: members.Serving,
+			offsets: n.store.KnownOffsets, size: n.store.PartitionSize})
+		if err != nil {
+			return nil, fmt.Errorf("the partitions' metrics: %w", err)
+		}
+		n.onClose("the partitions' metrics", unregister)
+	}
 
 	// Logins: SCRAM and PLAIN check the users every gateway shares, SCRAM
 	// the delegation tokens too.

@@ -121,7 +121,7 @@ func (h *Handler) handleDescribeTopicPartitions(ctx context.Context, r *Request)
 		st.TopicID = info.ID
 		st.IsInternal = internalTopic(info.Name)
 		st.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
-		ids := h.memberIDs()
+		ids := h.gateways()
 		for p := start; p < end; p++ {
 			st.Partitions = append(st.Partitions, h.describedPartition(info, int32(p), ids))
 		}
@@ -141,7 +141,7 @@ func (h *Handler) handleDescribeTopicPartitions(ctx context.Context, r *Request)
 }
 
 // describedPartition is a partition as DescribeTopicPartitions shows it.
-func (h *Handler) describedPartition(t storage.TopicInfo, partition int32, ids []int32) kmsg.DescribeTopicPartitionsResponseTopicPartition {
+func (h *Handler) describedPartition(t storage.TopicInfo, partition int32, ids gatewaySet) kmsg.DescribeTopicPartitionsResponseTopicPartition {
 	sp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 	sp.Partition = partition
 	sp.Replicas, sp.ISR = []int32{}, []int32{}
@@ -149,7 +149,7 @@ func (h *Handler) describedPartition(t storage.TopicInfo, partition int32, ids [
 	leader, epoch, ok := h.partitionLeader(t.Name, partition)
 	sp.LeaderID, sp.LeaderEpoch = leader, epoch
 	if ok {
-		sp.Replicas = replicas(leader, t.ReplicationFactor, ids)
+		sp.Replicas = ids.replicas(t.Name, partition, leader, t.ReplicationFactor)
 		sp.ISR = sp.Replicas
 	}
 	return sp

@@ -149,7 +149,7 @@ func (h *Handler) fetchPartition(ctx context.Context, req *kmsg.FetchRequest, fr
 	if from.replica && rp.maxBytes == 0 {
 		return h.replicaBounds(ctx, req, topic, rp, sp)
 	}
-	if !from.replica && h.redirect(ctx, req, topic, rp, sp, from.rack) {
+	if !from.replica && h.redirect(ctx, req, topic, rp, sp, from) {
 		return nil
 	}
 	limit := min(int(rp.maxBytes), left)

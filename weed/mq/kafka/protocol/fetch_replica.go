@@ -24,14 +24,12 @@ package protocol
 
 import (
 	"context"
-	"hash/fnv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
@@ -80,6 +78,9 @@ type fetchFrom struct {
 	// replica is a gateway's fetch for a consumer of its rack: a
 	// partition's max bytes 0 asks for its offsets only.
 	replica bool
+	// gateways are the live gateways, with their racks (a consumer's
+	// with a rack only).
+	gateways gatewaySet
 }
 
 // fetchReplicaID is the ReplicaID a fetch carries (-1 for consumers).
@@ -102,6 +103,9 @@ func (h *Handler) fetchFrom(r *Request, req *kmsg.FetchRequest) fetchFrom {
 		if f.rack == "" {
 			f.rack = ClientZone(r.ClientID)
 		}
+	}
+	if f.rack != "" && !f.replica {
+		f.gateways = h.gateways()
 	}
 	return f
 }
@@ -128,36 +132,14 @@ func (h *Handler) rack() string {
 	return ""
 }
 
-// preferredReplica is the gateway of rack that serves a partition's reads
-// for that rack's consumers: -1 if this gateway is in that rack, or none
-// is, or this gateway reads no other's partitions.
-func (h *Handler) preferredReplica(topic string, partition int32, rack string) int32 {
-	if rack == "" || h.cfg.Replicas == nil {
-		return -1
-	}
-	var in []membership.Member
-	for _, m := range h.cluster.Members() {
-		if m.Rack != rack {
-			continue
-		}
-		if m.NodeID == h.cfg.NodeID {
-			return -1
-		}
-		in = append(in, m)
-	}
-	if len(in) == 0 {
-		return -1
-	}
-	sum := fnv.New32a()
-	sum.Write([]byte(membership.PartitionKey(topic, partition)))
-	return in[sum.Sum32()%uint32(len(in))].NodeID
-}
-
 // redirect answers a consumer's fetch of a partition led here with the
 // gateway of the consumer's rack to read it from, and no records, as
 // Kafka's leader does; false if it should be read here.
-func (h *Handler) redirect(ctx context.Context, req *kmsg.FetchRequest, topic string, rp *fetchPart, sp *kmsg.FetchResponseTopicPartition, rack string) bool {
-	id := h.preferredReplica(topic, rp.partition, rack)
+func (h *Handler) redirect(ctx context.Context, req *kmsg.FetchRequest, topic string, rp *fetchPart, sp *kmsg.FetchResponseTopicPartition, from fetchFrom) bool {
+	if from.rack == "" || len(from.gateways.racks) == 0 {
+		return false
+	}
+	id := from.gateways.reader(topic, rp.partition, h.cfg.NodeID, from.rack)
 	if id < 0 {
 		return false
 	}

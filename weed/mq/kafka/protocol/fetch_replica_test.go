@@ -137,6 +137,16 @@ func TestFetchPreferredReadReplica(t *testing.T) {
 			t.Errorf("rack %q, client id %q, v%d: preferred replica %d, %d records", c.rack, c.clientID, c.v, p.PreferredReadReplica, len(offsets))
 		}
 	}
+	// Metadata lists each rack's reader among the replicas: a client
+	// moves only to a replica it knows.
+	mreq := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("rk")
+	mreq.Topics = append(mreq.Topics, mt)
+	md := exchange(t, h, anonymous, mreq, 12).(*kmsg.MetadataResponse)
+	if got := md.Topics[0].Partitions[0].Replicas; !slices.Equal(got, []int32{0, want, 3}) || !slices.Equal(md.Topics[0].Partitions[0].ISR, got) {
+		t.Errorf("partition 0's replicas %v, ISR %v; want the leader, rack b's reader %d and rack c's 3", got, md.Topics[0].Partitions[0].ISR, want)
+	}
 	// read_committed: the leader's last stable offset with the replica.
 	appendValues(t, b, "rk", 0, &record.TxnMark{ProducerID: 7, Epoch: 1, Control: record.NotControl}, "open")
 	req := fetchReq("rk", [16]byte{}, map[int32]int64{0: 0})

@@ -23,6 +23,8 @@ package protocol
 
 import (
 	"context"
+	"hash/fnv"
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -70,7 +72,7 @@ func (h *Handler) handleMetadata(ctx context.Context, r *Request) Reply {
 // (TOPIC_AUTHORIZATION_FAILED for one it may not describe, whether it
 // exists or not).
 func (h *Handler) metadataTopics(ctx context.Context, r *Request, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
-	ids := h.memberIDs() // the replicas' candidates, once for every topic
+	ids := h.gateways() // the replicas' candidates, once for every topic
 	all := req.Topics == nil || (r.Version == 0 && len(req.Topics) == 0)
 	if all {
 		topics, err := h.backend.ListTopics(ctx)
@@ -152,9 +154,9 @@ func (h *Handler) metadataTopics(ctx context.Context, r *Request, req *kmsg.Meta
 	}
 }
 
-// topicMetadata is a topic as Metadata answers it; ids are the live
-// gateways' node ids, in order (memberIDs).
-func (h *Handler) topicMetadata(t storage.TopicInfo, ids []int32) kmsg.MetadataResponseTopic {
+// topicMetadata is a topic as Metadata answers it, with the live gateways
+// ids.
+func (h *Handler) topicMetadata(t storage.TopicInfo, ids gatewaySet) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
@@ -172,22 +174,41 @@ func (h *Handler) topicMetadata(t storage.TopicInfo, ids []int32) kmsg.MetadataR
 		}
 		mp.Leader = leader
 		mp.LeaderEpoch = epoch
-		mp.Replicas = replicas(leader, t.ReplicationFactor, ids)
+		mp.Replicas = ids.replicas(t.Name, p, leader, t.ReplicationFactor)
 		mp.ISR = mp.Replicas
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
 }
 
-// memberIDs are the live gateways' node ids, in order.
-func (h *Handler) memberIDs() []int32 {
+// gatewaySet is the live gateways as Metadata, DescribeTopicPartitions
+// and Fetch place partitions' replicas on them.
+type gatewaySet struct {
+	ids   []int32            // in order
+	racks map[string][]int32 // the gateways of each rack, in order
+	rack  map[int32]string   // each gateway's rack
+}
+
+// gateways returns the live gateways; their racks only where other
+// gateways' partitions are read (Config.Replicas).
+func (h *Handler) gateways() gatewaySet {
 	ms := h.brokers()
-	ids := make([]int32, len(ms))
+	gs := gatewaySet{ids: make([]int32, len(ms))}
 	for i, m := range ms {
-		ids[i] = m.NodeID
+		gs.ids[i] = m.NodeID
+		if m.Rack != "" && h.cfg.Replicas != nil {
+			if gs.racks == nil {
+				gs.racks, gs.rack = map[string][]int32{}, map[int32]string{}
+			}
+			gs.racks[m.Rack] = append(gs.racks[m.Rack], m.NodeID)
+			gs.rack[m.NodeID] = m.Rack
+		}
 	}
-	slices.Sort(ids)
-	return ids
+	slices.Sort(gs.ids)
+	for _, in := range gs.racks {
+		slices.Sort(in)
+	}
+	return gs
 }
 
 // replicas are a partition's replicas as Metadata and
@@ -196,21 +217,47 @@ func (h *Handler) memberIDs() []int32 {
 // there are). They are what a gateway can honestly call a replica: any of
 // them leads the partition with every acknowledged record once the leader
 // is gone (the records are SeaweedFS's, with the factor's copies; the
-// write-ahead log is read by the next leader), so each is in sync.
-func replicas(leader int32, factor int16, ids []int32) []int32 {
+// write-ahead log is read by the next leader), so each is in sync. Where
+// gateways have racks, each other rack's reader of the partition follows:
+// a client moves to a preferred read replica only among the replicas it
+// knows (KIP-392).
+func (gs gatewaySet) replicas(topic string, partition, leader int32, factor int16) []int32 {
 	out := []int32{leader}
+	ids := gs.ids
 	at, _ := slices.BinarySearch(ids, leader)
 	for i := 0; i < len(ids) && len(out) < int(factor); i++ {
 		if id := ids[(at+i)%len(ids)]; id != leader {
 			out = append(out, id)
 		}
 	}
+	if len(gs.racks) == 0 {
+		return out
+	}
+	for _, rack := range slices.Sorted(maps.Keys(gs.racks)) {
+		if id := gs.reader(topic, partition, leader, rack); id >= 0 && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
 	return out
+}
+
+// reader is the gateway of rack that serves a partition's reads for that
+// rack's consumers, spread over the rack's gateways by the partition's
+// key: -1 if the leader is in that rack (it serves them), or no gateway
+// is.
+func (gs gatewaySet) reader(topic string, partition, leader int32, rack string) int32 {
+	in := gs.racks[rack]
+	if rack == "" || len(in) == 0 || gs.rack[leader] == rack {
+		return -1
+	}
+	sum := fnv.New32a()
+	sum.Write([]byte(membership.PartitionKey(topic, partition)))
+	return in[sum.Sum32()%uint32(len(in))]
 }
 
 // partitionLeader returns the node id of the gateway that leads a
 // partition and its leader epoch; ok is false while no gateway is known.
-// Its replicas are replicas(): see there.
+// Its replicas are gatewaySet.replicas: see there.
 func (h *Handler) partitionLeader(topic string, partition int32) (leader, epoch int32, ok bool) {
 	m, e, ok := h.cluster.Owner(membership.PartitionKey(topic, partition))
 	if !ok {
