@@ -105,6 +105,24 @@ bin_dir=$(mktemp -d)
 trap 'rm -rf "$bin_dir"' EXIT
 go build -o "$bin_dir/weed" ./weed
 
+# The previous release (the newest tag before this commit), built from its
+# tag for the rolling upgrade test (TestRollingUpgrade: its gateways are
+# replaced one by one by this build's under load).
+previous=$(git describe --tags --abbrev=0 HEAD^ 2>/dev/null || true)
+if [ -z "$previous" ]; then
+	git fetch -q --tags 2>/dev/null || true
+	previous=$(git describe --tags --abbrev=0 HEAD^ 2>/dev/null || true)
+fi
+if [ -z "$previous" ]; then
+	echo "no release tag before this commit (a clone without tags?): the rolling upgrade test builds the previous release from its tag" >&2
+	exit 1
+fi
+echo "== build weed of the previous release, $previous"
+mkdir "$bin_dir/previous-src"
+git archive "$previous" | tar -x -C "$bin_dir/previous-src"
+(cd "$bin_dir/previous-src" && go build -o "$bin_dir/weed-previous" ./weed)
+export WEED_PREVIOUS_BINARY="$bin_dir/weed-previous"
+
 echo "== go test -race (the in-process packages, among them the write path with the log answering in any order and refusing some)"
 go test -race -count=1 -timeout 10m \
 	./weed/mq/kafka/seaweedmq ./weed/mq/kafka/protocol ./weed/mq/kafka/group ./weed/mq/kafka/offset \

@@ -163,13 +163,18 @@ func startProc(name, logPath string, args ...string) (*proc, error) {
 // startProcIn starts weed in the network namespace ns ("": this one's);
 // `ip netns exec` execs weed, so the process is weed's.
 func startProcIn(ns, name, logPath string, args ...string) (*proc, error) {
+	return startBinIn(weedBin, ns, name, logPath, args...)
+}
+
+// startBinIn is startProcIn of the weed binary bin.
+func startBinIn(bin, ns, name, logPath string, args ...string) (*proc, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(weedBin, args...)
+	cmd := exec.Command(bin, args...)
 	if ns != "" {
-		cmd = exec.Command("ip", append([]string{"netns", "exec", ns, weedBin}, args...)...)
+		cmd = exec.Command("ip", append([]string{"netns", "exec", ns, bin}, args...)...)
 	}
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -346,6 +351,11 @@ func startNamedGateway(name, master string, port int, extra ...string) (*gateway
 // tables are in l's catalog, with weed's global flags global (-config_dir)
 // if given.
 func startGatewayWith(name, master string, port int, l *lakeProc, global []string, extra ...string) (*gatewayProc, error) {
+	return startGatewayBin(weedBin, name, master, port, l, global, extra...)
+}
+
+// startGatewayBin is startGatewayWith of the weed binary bin.
+func startGatewayBin(bin, name, master string, port int, l *lakeProc, global []string, extra ...string) (*gatewayProc, error) {
 	if port == 0 {
 		var err error
 		if port, err = freePort(false); err != nil {
@@ -385,7 +395,7 @@ func startGatewayWith(name, master string, port int, l *lakeProc, global []strin
 		"-listeners="+strings.Join(listeners, ","))
 	args = append(args, creds.gatewayFlags()...)
 	args = append(args, extra...)
-	p, err := startProc(name, filepath.Join(work, name+".log"), args...)
+	p, err := startBinIn(bin, "", name, filepath.Join(work, name+".log"), args...)
 	if err != nil {
 		return nil, err
 	}
