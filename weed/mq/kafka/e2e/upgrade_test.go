@@ -199,7 +199,7 @@ func TestRollingUpgrade(t *testing.T) {
 					return
 				}
 				// Its outcome is not known: abort what may be open.
-				cl.AbortBufferedRecords(ctx) //nolint:errcheck
+				cl.AbortBufferedRecords(ctx)         //nolint:errcheck
 				cl.EndTransaction(ctx, kgo.TryAbort) //nolint:errcheck
 			}
 			time.Sleep(50 * time.Millisecond)
