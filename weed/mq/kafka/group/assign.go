@@ -5,9 +5,13 @@ package group
 // assignment from the members' subscriptions and their previous targets,
 // as Kafka's UniformAssignor and RangeAssignor do. Member order is by
 // member id (Kafka iterates a hash map, so which member gets which
-// partition may differ from Kafka; balance and stickiness do not). Racks
-// are not used: a gateway's partitions have no replica racks, and Kafka's
-// rack-aware rules then reduce to these.
+// partition may differ from Kafka; balance and stickiness do not).
+// Members' racks do not change the assignment: Kafka's rack-aware rules
+// match a member with the partitions that have a replica in its rack, and
+// a partition's reads are served in every rack that has a gateway (a
+// consumer with client.rack reads from its rack's gateway, KIP-392), so
+// every partition matches every member whose rack has one, and the rules
+// reduce to these.
 
 import (
 	"bytes"
