@@ -27,6 +27,8 @@ var requiredMetrics = []string{
 	"SeaweedFS_kafka_messages_out_total",
 	"SeaweedFS_kafka_bytes_in_total",
 	"SeaweedFS_kafka_bytes_out_total",
+	"SeaweedFS_kafka_follower_fetch_bytes_total",
+	"SeaweedFS_kafka_replica_bytes_out_total",
 	"SeaweedFS_kafka_connections",
 	"SeaweedFS_kafka_groups",
 	"SeaweedFS_kafka_group_rebalances_total",
