@@ -123,7 +123,7 @@ func init() {
 	f.Int64Var(&c.FetchBatchCache, "fetch.batch.cache.bytes", d.FetchBatchCache, "memory for batches kept for fetches as produced (compressed as the producer sent them) or as built from stored records; 0 keeps none")
 	f.IntVar(&c.TransactionVersion, "transaction.version", d.TransactionVersion, "the transaction.version feature clients are given: 2 for transactions v2 (KIP-890), 0 or 1 for the classic protocol")
 	f.IntVar(&c.FetchSessionSlots, "max.incremental.fetch.session.cache.slots", d.FetchSessionSlots, "fetch sessions (KIP-227) kept by this gateway; 0 keeps none")
-	f.Int64Var(&c.DecompressMaxBytes, "decompression.max.bytes", d.DecompressMaxBytes, "most bytes held decompressed from produced batches across the gateway; beyond it produces wait")
+	f.Int64Var(&c.DecompressMaxBytes, "decompression.max.bytes", d.DecompressMaxBytes, "most bytes held decompressed and decoded from produced batches across the gateway (records and headers counted as held); beyond it produces wait")
 	f.IntVar(&c.MaxIdleMs, "connections.max.idle.ms", d.MaxIdleMs, "close connections idle this long (-1: never)")
 	f.IntVar(&c.MaxConnections, "max.connections", d.MaxConnections, "most connections open at once; the excess is closed at accept (0: unbounded)")
 	f.IntVar(&c.MaxConnectionsPerIP, "max.connections.per.ip", d.MaxConnectionsPerIP, "most connections open at once from one address (0: unbounded)")

@@ -788,3 +788,41 @@ func TestProduceToMirrorTopic(t *testing.T) {
 	resp = exchange(t, h, anonymous, produceReq("mirror", [16]byte{}, map[int32][]byte{0: batchOf(t, nil, "z")}), 12).(*kmsg.ProduceResponse)
 	wantCode(t, "produce once promoted", resp.Topics[0].Partitions[0].ErrorCode, nil)
 }
+
+// Decoded records count against the same budget as decompressed bytes,
+// compressed or not: a batch of empty records takes about fourteen times
+// its size decoded. The 1.9 GiB a flood of such batches once took was
+// counted nowhere.
+func TestDecodedRecordsBudget(t *testing.T) {
+	b := &gatedBackend{gate: make(chan struct{})}
+	h := New(Config{DecompressionMaxBytes: 4 << 20}, b, nil, nil)
+	empty := func(n int) []byte {
+		var rb record.Builder
+		rb.Reset(0)
+		for range n {
+			rb.Add(&record.Record{Timestamp: 1})
+		}
+		return rb.AppendTo(nil)
+	}
+	held := empty(30_000) // about 2.9 MiB decoded
+	first := make(chan kmsg.Response, 1)
+	go func() { first <- handle(t, h, produceRaw(held, 10_000)) }()
+	for b.appends() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	resp := handle(t, h, produceRaw(held, 200)).(*kmsg.ProduceResponse)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.RequestTimedOut.Code {
+		t.Fatalf("an uncompressed batch while another's records hold the budget: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(code))
+	}
+	close(b.gate)
+	if code := (<-first).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("first produce: %v", kerr.ErrorForCode(code))
+	}
+	resp = handle(t, h, produceRaw(empty(60_000), 10_000)).(*kmsg.ProduceResponse)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.MessageTooLarge.Code {
+		t.Fatalf("records that take more than the budget decoded: %v, want MESSAGE_TOO_LARGE", kerr.ErrorForCode(code))
+	}
+	if !h.inflate.TryAcquire(4 << 20) {
+		t.Fatal("room still held after every produce ended")
+	}
+}

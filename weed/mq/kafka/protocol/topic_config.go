@@ -78,7 +78,7 @@ var topicConfigs = []topicConfig{
 	{name: "max.compaction.lag.ms", def: "9223372036854775807", typ: kmsg.ConfigTypeLong,
 		doc: "The longest a record stays in a closed segment not cleaned, whatever the dirty ratio.", check: intAtLeast(1)},
 	{name: "max.decompressed.message.bytes", def: "2147483639", typ: kmsg.ConfigTypeInt,
-		doc: "The most a produced partition's compressed batches may decompress to (within the gateway's own bound).", check: intBetween(1, 2147483639)},
+		doc: "The most a produced partition's batches may take decompressed and decoded, records and headers counted as they are held (within the gateway's own bound).", check: intBetween(1, 2147483639)},
 	{name: "max.message.bytes", def: strconv.Itoa(DefaultMaxMessageBytes), typ: kmsg.ConfigTypeInt,
 		doc: "The largest record batch a producer may send.", check: intAtLeast(0)},
 	{name: "message.timestamp.after.max.ms", def: "3600000", typ: kmsg.ConfigTypeLong,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -157,11 +158,12 @@ func BatchCodec(batch []byte) Codec {
 }
 
 // ParseBatches decodes every batch in a Produce request's records field.
-// maxDecompressed bounds the decompressed size of its batches together
-// (ErrTooLarge beyond it).
+// maxDecompressed bounds what its batches take together, decompressed and
+// decoded: their records' bytes and the records and headers decoded from
+// them (ErrTooLarge beyond it).
 func ParseBatches(data []byte, maxDecompressed int) ([]Batch, error) {
 	var out []Batch
-	left := maxDecompressed
+	left := maxDecompressed // of decompressed bytes and decoded records
 	for len(data) > 0 {
 		if len(data) < batchLengthEnd {
 			return nil, fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(data))
@@ -174,7 +176,9 @@ func ParseBatches(data []byte, maxDecompressed int) ([]Batch, error) {
 		if err != nil {
 			return nil, err
 		}
-		left -= inflated
+		if left -= inflated; left < 0 {
+			return nil, ErrTooLarge
+		}
 		out = append(out, b)
 		data = data[n:]
 	}
@@ -183,6 +187,13 @@ func ParseBatches(data []byte, maxDecompressed int) ([]Batch, error) {
 	}
 	return out, nil
 }
+
+// recordSize and headerSize are what a decoded record and header take in
+// memory: a batch's decoding counts them against its limit.
+var (
+	recordSize = int(unsafe.Sizeof(Record{}))
+	headerSize = int(unsafe.Sizeof(kmsg.Header{}))
+)
 
 // minRecordBytes is the smallest record on the wire: its length, then
 // attributes, timestamp delta, offset delta, key length, value length and
@@ -207,7 +218,8 @@ func Compressed(data []byte) bool {
 }
 
 // ParseBatch decodes exactly one v2 record batch, checking its length, magic
-// and CRC-32C, and decompressing its records.
+// and CRC-32C, and decompressing its records; maxDecompressed bounds what
+// they take decompressed and decoded, as ParseBatches'.
 func ParseBatch(raw []byte, maxDecompressed int) (Batch, error) {
 	b, _, err := parseBatch(raw, maxDecompressed, false)
 	return b, err
@@ -224,7 +236,7 @@ func ParseStoredBatch(raw []byte, maxDecompressed int) (Batch, error) {
 }
 
 // parseBatch is ParseBatch (ParseStoredBatch if stored), saying also how
-// many bytes decompressing took.
+// many bytes decompressing and decoding took.
 func parseBatch(raw []byte, maxDecompressed int, stored bool) (b Batch, inflated int, err error) {
 	if len(raw) < BatchHeaderLen {
 		return b, 0, fmt.Errorf("%w: %d bytes is shorter than a batch header", ErrCorrupt, len(raw))
@@ -241,7 +253,9 @@ func parseBatch(raw []byte, maxDecompressed int, stored bool) (b Batch, inflated
 	if crc32.Checksum(raw[crcStart:], castagnoli) != uint32(b.Header.CRC) {
 		return b, 0, fmt.Errorf("%w: CRC mismatch", ErrCorrupt)
 	}
-	if b.Header.NumRecords < 0 || b.Header.NumRecords == 0 && !stored || int(b.Header.NumRecords) > len(raw) {
+	// A compressed batch may hold more records than it has bytes (Kafka
+	// takes it): the count is checked against the records' bytes below.
+	if b.Header.NumRecords < 0 || b.Header.NumRecords == 0 && !stored {
 		return b, 0, fmt.Errorf("%w: %d records claimed", ErrInvalid, b.Header.NumRecords)
 	}
 	body := b.Header.Records
@@ -260,6 +274,12 @@ func parseBatch(raw []byte, maxDecompressed int, stored bool) (b Batch, inflated
 	// records' slice grows as they are read.
 	if int(b.Header.NumRecords) > len(body)/minRecordBytes {
 		return b, 0, fmt.Errorf("%w: %d records claimed in %d bytes", ErrInvalid, b.Header.NumRecords, len(body))
+	}
+	// What the records take decoded counts against the limit as the
+	// decompressed bytes do: empty records take seven bytes on the wire
+	// and fourteen times that decoded.
+	if inflated += int(b.Header.NumRecords) * recordSize; inflated > maxDecompressed {
+		return b, 0, ErrTooLarge
 	}
 	b.Records = make([]Record, 0, b.Header.NumRecords) // bounded by the body just above
 	var kr kmsg.Record
@@ -286,6 +306,11 @@ func parseBatch(raw []byte, maxDecompressed int, stored bool) (b Batch, inflated
 		}
 		if b.Deltas != nil {
 			b.Deltas = append(b.Deltas, kr.OffsetDelta)
+		}
+		if len(kr.Headers) > 0 {
+			if inflated += len(kr.Headers) * headerSize; inflated > maxDecompressed {
+				return b, 0, ErrTooLarge
+			}
 		}
 		b.Records = append(b.Records, Record{
 			Key:       kr.Key,

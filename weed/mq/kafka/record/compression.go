@@ -49,8 +49,13 @@ var ErrTooLarge = errors.New("decompressed records exceed the size limit")
 // sarama and kafka-go) frame it: magic, then version and compatible version.
 var xerialHeader = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
+// MaxZstdWindow bounds the window a zstd frame may ask its decoder for.
+const MaxZstdWindow = 64 << 20
+
 var zstdDecoders = sync.Pool{New: func() any {
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	// A frame may ask for a window of up to 512 MiB, zstd's default
+	// bound, whatever it holds: Kafka's producers use 8 MiB or less.
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(MaxZstdWindow))
 	if err != nil {
 		panic(err) // only bad options make this fail
 	}

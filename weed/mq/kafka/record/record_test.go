@@ -326,3 +326,64 @@ func TestControlValue(t *testing.T) {
 		t.Fatal("a short value")
 	}
 }
+
+// What decoded records and headers take counts against the limit as
+// decompressed bytes do: a batch of empty records takes about fourteen
+// times its size decoded. A compressed batch may hold more records than
+// it has bytes, as Kafka takes it.
+func TestParseBatchesCountsDecodedRecords(t *testing.T) {
+	recs := make([]Record, 10_000)
+	var b Builder
+	b.Reset(0)
+	for i := range recs {
+		b.Add(&recs[i])
+	}
+	raw := b.AppendTo(nil)
+	need := len(recs) * recordSize
+	if need < 10*len(raw) {
+		t.Fatalf("%d empty records: %d bytes on the wire, %d decoded", len(recs), len(raw), need)
+	}
+	if _, err := ParseBatches(raw, need-1); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("decoded past the limit: %v, want ErrTooLarge", err)
+	}
+	if got, err := ParseBatches(raw, need); err != nil || len(got[0].Records) != len(recs) {
+		t.Errorf("decoded within the limit: %v", err)
+	}
+	b.Reset(0)
+	b.Add(&Record{Headers: make([]kmsg.Header, 1000)})
+	raw = b.AppendTo(nil)
+	if _, err := ParseBatches(raw, recordSize+1000*headerSize-1); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("headers past the limit: %v, want ErrTooLarge", err)
+	}
+	if _, err := ParseBatches(raw, recordSize+1000*headerSize); err != nil {
+		t.Errorf("headers within the limit: %v", err)
+	}
+	zs := compressedBatch(t, CodecZstd, recs)
+	if len(zs) >= len(recs) {
+		t.Fatalf("%d records compressed into %d bytes", len(recs), len(zs))
+	}
+	if got, err := ParseBatches(zs, 64<<20); err != nil || len(got[0].Records) != len(recs) {
+		t.Errorf("%d records in %d compressed bytes: %v", len(recs), len(zs), err)
+	}
+}
+
+// A zstd frame that asks for a window past MaxZstdWindow is refused
+// before its window is allocated; one of Kafka's producers' sizes reads.
+func TestZstdWindowBounded(t *testing.T) {
+	// A frame by hand: magic, a descriptor without content size (so the
+	// window descriptor counts), the window as 2^(10+exponent), one raw
+	// block, the last.
+	frame := func(windowLog int) []byte {
+		content := []byte("a small value in a frame with a large window")
+		out := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, byte(windowLog-10) << 3}
+		block := 1 | len(content)<<3 // last, raw
+		out = append(out, byte(block), byte(block>>8), byte(block>>16))
+		return append(out, content...)
+	}
+	if _, err := Decompress(CodecZstd, nil, frame(27), 1<<20); err == nil { // 128 MiB
+		t.Error("a frame asking for a window past the bound was read")
+	}
+	if out, err := Decompress(CodecZstd, nil, frame(23), 1<<20); err != nil || !bytes.HasPrefix(out, []byte("a small value")) {
+		t.Errorf("a frame of an 8 MiB window: %q, %v", out, err)
+	}
+}
