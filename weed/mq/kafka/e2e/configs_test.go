@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -79,11 +81,49 @@ func TestAlterConfigs(t *testing.T) {
 		t.Errorf("segment.ms: %s", v)
 	}
 
-	// What the gateway cannot honour, and settings of nothing.
+	// message.timestamp.type=LogAppendTime: what is produced from then
+	// on carries the time the log appended it, of that timestamp type,
+	// as franz-go and librdkafka read it.
 	resps, err = adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{set("message.timestamp.type", "LogAppendTime")}, topic)
-	if err != nil || !errors.Is(resps[0].Err, kerr.InvalidConfig) || !strings.Contains(resps[0].ErrMessage, "CreateTime") {
-		t.Errorf("message.timestamp.type=LogAppendTime: %v %+v", err, resps)
+	if err != nil || resps[0].Err != nil {
+		t.Fatalf("message.timestamp.type=LogAppendTime: %v %+v", err, resps)
 	}
+	before := time.Now().UnixMilli()
+	produceSync(t, newClient(t, kgo.DefaultProduceTopic(topic)), &kgo.Record{Value: []byte("stamped"), Timestamp: time.UnixMilli(1_000_000_000_000)})
+	after := time.Now().UnixMilli()
+	end := listEndVia(t, newClient(t), topic, 0)
+	reader := newClient(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(end - 1)}}))
+	pctx, pcancel := context.WithTimeout(ctxT(t), 30*time.Second)
+	fetched := reader.PollRecords(pctx, 1)
+	pcancel()
+	if len(fetched.Records()) != 1 {
+		t.Fatalf("franz-go read %d records at offset %d: %v", len(fetched.Records()), end-1, fetched.Errors())
+	}
+	got := fetched.Records()[0]
+	if ts := got.Timestamp.UnixMilli(); string(got.Value) != "stamped" || got.Attrs.TimestampType() != 1 || ts < before || ts > after {
+		t.Errorf("franz-go read %q with timestamp type %d at %d, produced between %d and %d", got.Value, got.Attrs.TimestampType(), ts, before, after)
+	}
+	rk, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": gw.addr, "group.id": "unused-" + topic, "enable.auto.commit": false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rk.Close()
+	if err := rk.Assign([]kafka.TopicPartition{{Topic: &topic, Partition: 0, Offset: kafka.Offset(end - 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if time.Now().After(deadline) {
+			t.Fatal("librdkafka read nothing")
+		}
+		if m, ok := rk.Poll(200).(*kafka.Message); ok {
+			if ts := m.Timestamp.UnixMilli(); string(m.Value) != "stamped" || m.TimestampType != kafka.TimestampLogAppendTime || ts < before || ts > after {
+				t.Errorf("librdkafka read %q with timestamp type %v at %d", m.Value, m.TimestampType, ts)
+			}
+			break
+		}
+	}
+
+	// Settings of nothing.
 	resps, err = adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{set("no.such.setting", "1")}, topic)
 	if err != nil || !errors.Is(resps[0].Err, kerr.InvalidConfig) {
 		t.Errorf("an unknown setting: %v %+v", err, resps)

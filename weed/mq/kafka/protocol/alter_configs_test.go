@@ -160,7 +160,7 @@ func TestIncrementalAlterConfigsVersions(t *testing.T) {
 	before := g.configs(t, "iac")
 	resp := roundTrip(t, g.addr, incrementalAlter(false, kmsg.ConfigResourceTypeTopic, "iac",
 		configOp{"retention.ms", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("2")},
-		configOp{"message.timestamp.type", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("LogAppendTime")},
+		configOp{"message.timestamp.type", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("WallClockTime")},
 	), 1)
 	if c, msg := alterCode(resp); c != kerr.InvalidConfig.Code || !strings.Contains(msg, "message.timestamp.type") {
 		t.Errorf("one bad operation: %s %q", errName(c), msg)
@@ -231,7 +231,7 @@ func TestAlterConfigsErrors(t *testing.T) {
 	}{
 		{"an unknown cleanup policy", alterConfigs(false, topic, "ace", map[string]string{"cleanup.policy": "compact,shred"}), 2, kerr.InvalidConfig},
 		{"a dirty ratio above 1", alterConfigs(false, topic, "ace", map[string]string{"min.cleanable.dirty.ratio": "1.5"}), 2, kerr.InvalidConfig},
-		{"log-append time", alterConfigs(false, topic, "ace", map[string]string{"message.timestamp.type": "LogAppendTime"}), 0, kerr.InvalidConfig},
+		{"an unknown timestamp type", alterConfigs(false, topic, "ace", map[string]string{"message.timestamp.type": "WallClockTime"}), 0, kerr.InvalidConfig},
 		{"not a number", alterConfigs(false, topic, "ace", map[string]string{"retention.ms": "soon"}), 2, kerr.InvalidConfig},
 		{"flush.messages 0", alterConfigs(false, topic, "ace", map[string]string{"flush.messages": "0"}), 2, kerr.InvalidConfig},
 		{"a gzip level of 10", incrementalAlter(false, topic, "ace", configOp{"compression.gzip.level", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("10")}), 1, kerr.InvalidConfig},

@@ -214,6 +214,7 @@ func (h *Handler) fillPartition(b *record.Builder, sp *kmsg.FetchResponseTopicPa
 	}
 	upper := sp.LastStableOffset // the high watermark, or read_committed's last stable offset
 	compacted := Compacted(info.Configs)
+	b.LogAppendTime = LogAppendTime(info.Configs)
 	recs, raw := res.Records, res.Raw
 	count := len(recs) // of records and batch entries' records
 	for len(recs) > 0 || len(raw) > 0 {

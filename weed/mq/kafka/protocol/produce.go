@@ -45,6 +45,9 @@ func init() { register(kmsg.Produce, 0, 13, (*Handler).handleProduce) }
 type pendingAppend struct {
 	part *kmsg.ProduceResponseTopicPartition
 	app  *storage.Appended
+	// appendTime is the log append time given to the records (-1: their
+	// own timestamps are kept).
+	appendTime int64
 }
 
 func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
@@ -126,6 +129,16 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				}
 				continue
 			}
+			appendTime := int64(-1)
+			if LogAppendTime(info.Configs) {
+				// As Kafka's LogValidator: the batch's timestamps are
+				// the log's, and its records' read as its max.
+				appendTime = clock.Now().UnixMilli()
+				record.Batches(rp.Records, func(batch []byte, _ int32, _ record.Codec) { record.SetLogAppendTime(batch, appendTime) })
+				for i := range records {
+					records[i].Timestamp = appendTime
+				}
+			}
 			if code, errs, msg := invalidRecords(info, rp.Partition, records, clock.Now(), schemas); code != nil {
 				// As Kafka's LogValidator: the batch is refused, each
 				// bad record named (KIP-467); librdkafka fails those and
@@ -153,13 +166,13 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 					p.ErrorCode = e.Code
 					continue
 				}
-				pending = append(pending, pendingAppend{p, app})
+				pending = append(pending, pendingAppend{p, app, appendTime})
 				continue
 			}
 			// The log holds its own copy once Append returns.
 			app := h.appendProduced(ctx, info, rp.Partition, rp.Records, records, req.Acks == -1)
 			release()
-			pending = append(pending, pendingAppend{p, app})
+			pending = append(pending, pendingAppend{p, app, appendTime})
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
@@ -214,7 +227,7 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				pa.part.ErrorCode = kafkaErr(pa.app.Err, kerr.KafkaStorageError).Code
 				continue
 			}
-			pa.part.BaseOffset = pa.app.Base
+			pa.part.BaseOffset, pa.part.LogAppendTime = pa.app.Base, pa.appendTime
 		}
 		return resp, nil
 	}
@@ -385,6 +398,13 @@ func invalidRecords(info storage.TopicInfo, partition int32, records []record.Re
 		first = append(first, fmt.Sprintf("%d: %s", e.RelativeOffset, *e.ErrorMessage))
 	}
 	return code, errs, fmt.Sprintf("%d of the batch's records rejected; the first: %s", len(errs), strings.Join(first, "; "))
+}
+
+// LogAppendTime says whether a topic's records are stamped with the time
+// the log appends them (message.timestamp.type LogAppendTime), not their
+// producers'.
+func LogAppendTime(configs map[string]string) bool {
+	return configs["message.timestamp.type"] == "LogAppendTime"
 }
 
 // topicLong is a topic's setting as a number, or def.

@@ -826,3 +826,47 @@ func TestDecodedRecordsBudget(t *testing.T) {
 		t.Fatal("room still held after every produce ended")
 	}
 }
+
+// A topic of message.timestamp.type LogAppendTime stamps what is produced
+// to it with the time the log appends it, as Kafka's LogValidator does:
+// the produce answer's log append time; the batch fetched of timestamp
+// type LogAppendTime with that max timestamp (its CRC computed again),
+// which its records read as; so also for a compacted topic, whose records
+// are stored one by one and fetched in batches built again.
+func TestLogAppendTime(t *testing.T) {
+	h, b := testHandler(t, nil)
+	ctx := context.Background()
+	for name, cfg := range map[string]map[string]string{
+		"lat":           {"message.timestamp.type": "LogAppendTime"},
+		"lat-compacted": {"message.timestamp.type": "LogAppendTime", "cleanup.policy": "compact"},
+		"create-time":   {},
+	} {
+		if _, err := b.CreateTopic(ctx, storage.TopicSpec{Name: name, Partitions: 1, Configs: cfg}); err != nil {
+			t.Fatal(err)
+		}
+		before := time.Now().UnixMilli()
+		resp := exchange(t, h, anonymous, produceReq(name, [16]byte{}, map[int32][]byte{0: batchOf(t, nil, "a", "b")}), 9).(*kmsg.ProduceResponse)
+		p := resp.Topics[0].Partitions[0]
+		after := time.Now().UnixMilli()
+		logAppend := name != "create-time"
+		if p.ErrorCode != 0 || logAppend && (p.LogAppendTime < before || p.LogAppendTime > after) || !logAppend && p.LogAppendTime != -1 {
+			t.Fatalf("%s: %v, log append time %d (produced between %d and %d)", name, kerr.ErrorForCode(p.ErrorCode), p.LogAppendTime, before, after)
+		}
+		batches, offsets := batchesOf(t, fetched(t, exchange(t, h, anonymous, fetchReq(name, [16]byte{}, map[int32]int64{0: 0}), 11))[0].RecordBatches)
+		if len(offsets) != 2 || len(batches) != 1 {
+			t.Fatalf("%s: fetched %d batches, offsets %v", name, len(batches), offsets)
+		}
+		if got := batches[0].attrs&record.AttrLogAppendTime != 0; got != logAppend {
+			t.Errorf("%s: the fetched batch's timestamp type LogAppendTime: %v", name, got)
+		}
+		for i, r := range batches[0].records {
+			want := int64(1_700_000_000_000 + i) // batchOf's
+			if logAppend {
+				want = p.LogAppendTime
+			}
+			if r.Timestamp != want {
+				t.Errorf("%s: record %d's timestamp %d, want %d", name, i, r.Timestamp, want)
+			}
+		}
+	}
+}

@@ -86,7 +86,7 @@ var topicConfigs = []topicConfig{
 	{name: "message.timestamp.before.max.ms", def: "9223372036854775807", typ: kmsg.ConfigTypeLong,
 		doc: "How far before the gateway's clock a record's timestamp may be; a batch with an earlier one is refused (INVALID_TIMESTAMP).", check: intAtLeast(0)},
 	{name: "message.timestamp.type", def: "CreateTime", typ: kmsg.ConfigTypeString,
-		doc: "Record timestamps are the producer's (LogAppendTime is not served).", check: oneOf("CreateTime")},
+		doc: "Whose time records carry: CreateTime, the producer's; LogAppendTime, the time the log appended them.", check: oneOf("CreateTime", "LogAppendTime")},
 	{name: "min.cleanable.dirty.ratio", def: "0.5", typ: kmsg.ConfigTypeDouble,
 		doc: "The share of a compacted partition's closed segments not cleaned yet from which the log cleaner cleans it.", check: ratio},
 	{name: "min.compaction.lag.ms", def: "0", typ: kmsg.ConfigTypeLong,

@@ -22,6 +22,7 @@ const (
 	crcOffset      = 17
 	crcStart       = 21 // the CRC covers attributes to the end
 	lastDeltaAt    = 23 // lastOffsetDelta, after the attributes
+	maxTimestampAt = 35
 	BatchHeaderLen = 61
 )
 
@@ -146,7 +147,7 @@ func MaxTimestamp(batch []byte) int64 {
 	if len(batch) < BatchHeaderLen {
 		return -1
 	}
-	return int64(binary.BigEndian.Uint64(batch[35:43]))
+	return int64(binary.BigEndian.Uint64(batch[maxTimestampAt:]))
 }
 
 // BatchCodec is a v2 batch's compression codec.
@@ -312,11 +313,15 @@ func parseBatch(raw []byte, maxDecompressed int, stored bool) (b Batch, inflated
 				return b, 0, ErrTooLarge
 			}
 		}
+		ts := b.Header.FirstTimestamp + kr.TimestampDelta64
+		if b.Header.Attributes&AttrLogAppendTime != 0 {
+			ts = b.Header.MaxTimestamp // as Kafka reads such a batch's records
+		}
 		b.Records = append(b.Records, Record{
 			Key:       kr.Key,
 			Value:     kr.Value,
 			Headers:   kr.Headers,
-			Timestamp: b.Header.FirstTimestamp + kr.TimestampDelta64,
+			Timestamp: ts,
 		})
 		kr.Headers = nil
 		body = body[end:]
@@ -330,9 +335,27 @@ func parseBatch(raw []byte, maxDecompressed int, stored bool) (b Batch, inflated
 	return b, inflated, nil
 }
 
+// SetLogAppendTime makes a v2 batch's timestamps the log's: its timestamp
+// type LogAppendTime and its max timestamp ts, which its records'
+// timestamps read as, with its CRC computed again (Kafka's LogValidator
+// does so on topics of message.timestamp.type LogAppendTime).
+func SetLogAppendTime(batch []byte, ts int64) {
+	if len(batch) < BatchHeaderLen {
+		return
+	}
+	attrs := binary.BigEndian.Uint16(batch[crcStart:])
+	binary.BigEndian.PutUint16(batch[crcStart:], attrs|AttrLogAppendTime)
+	binary.BigEndian.PutUint64(batch[maxTimestampAt:], uint64(ts))
+	binary.BigEndian.PutUint32(batch[crcOffset:], crc32.Checksum(batch[crcStart:], castagnoli))
+}
+
 // Builder appends uncompressed v2 record batches; its buffers are reused
 // from batch to batch.
 type Builder struct {
+	// LogAppendTime builds batches of timestamp type LogAppendTime (their
+	// records' timestamps are the append time).
+	LogAppendTime bool
+
 	records []byte
 	scratch []byte
 	kr      kmsg.Record
@@ -439,6 +462,9 @@ func (w *Builder) AppendCompressedTo(dst []byte, codec Codec) ([]byte, error) {
 		NumRecords:           w.n,
 		Records:              records,
 		Attributes:           int16(codec),
+	}
+	if w.LogAppendTime {
+		hdr.Attributes |= AttrLogAppendTime
 	}
 	if t := w.txn; t != nil {
 		hdr.ProducerID, hdr.ProducerEpoch = t.ProducerID, t.Epoch
