@@ -45,7 +45,8 @@ type VersionedFiles interface {
 	WriteFileIf(ctx context.Context, dir, name string, data []byte, version string) (string, error)
 	// RemoveIf removes the file if it is at version, as WriteFileIf
 	// writes it; ErrChanged if it is at another. A missing file is
-	// removed already.
+	// removed already. A directory (version "") is removed only if it
+	// is empty: ErrChanged if it holds anything.
 	RemoveIf(ctx context.Context, dir, name, version string) error
 }
 

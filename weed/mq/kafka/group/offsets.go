@@ -6,6 +6,7 @@ package group
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -14,6 +15,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
@@ -565,8 +567,16 @@ func (c *Coordinator) DeleteGroup(ctx context.Context, name string) *kerr.Error 
 		<-c.opts.Store.Delete(g.name, nil)
 		dctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
 		defer cancel()
-		if err := c.opts.Store.DeleteGroup(dctx, g.name); err != nil {
+		if err := c.opts.Store.DeleteGroup(dctx, g.name, g.version); err != nil {
 			glog.Warningf("kafka group %s: %v", g.name, err)
+			if errors.Is(err, filerfs.ErrChanged) {
+				// Another gateway coordinates it now: this copy is
+				// stale, and what it wrote stays.
+				c.mu.Lock()
+				c.unloadLocked(g)
+				c.mu.Unlock()
+				return kerr.NotCoordinator
+			}
 			return kerr.CoordinatorNotAvailable
 		}
 		g.state = Dead

@@ -2,12 +2,14 @@ package group
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"time"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
@@ -131,8 +133,13 @@ func (c *Coordinator) expireGroup(ctx context.Context, g *group, now time.Time) 
 		}
 		dctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
 		defer cancel()
-		if err := c.opts.Store.DeleteGroup(dctx, g.name); err != nil {
+		if err := c.opts.Store.DeleteGroup(dctx, g.name, g.version); err != nil {
 			glog.Warningf("kafka group %s: removing the empty group: %v", g.name, err)
+			if errors.Is(err, filerfs.ErrChanged) {
+				c.mu.Lock()
+				c.unloadLocked(g) // stale: read afresh where it is coordinated
+				c.mu.Unlock()
+			}
 			return outcome{removed: n}
 		}
 		g.state = Dead

@@ -393,14 +393,68 @@ func (s *Store) States(ctx context.Context) (map[string][]byte, error) {
 	return out, nil
 }
 
-// DeleteGroup removes the group's state and offsets. The caller makes sure
-// nothing else writes to the group meanwhile.
-func (s *Store) DeleteGroup(ctx context.Context, group string) error {
-	if err := s.files.Remove(ctx, s.dir, filerfs.Escape(group)); err != nil {
+// DeleteGroup removes the group's state, only at stateVersion, and its
+// offsets, each only as this store last read or wrote it: a file
+// another gateway wrote since (the group's new coordinator, while this
+// one, paused or slow, did not know it lost the group) is left in place,
+// and DeleteGroup answers filerfs.ErrChanged; the group's offsets are then
+// read afresh. Every file is checked before any is removed. The caller
+// makes sure nothing else of this gateway writes to the group meanwhile.
+func (s *Store) DeleteGroup(ctx context.Context, group, stateVersion string) error {
+	g := s.group(group)
+	if err := s.load(ctx, g); err != nil {
+		return err
+	}
+	dir := s.dir + "/" + filerfs.Escape(group)
+	files, err := s.files.ListFiles(ctx, dir)
+	if err != nil {
 		return fmt.Errorf("deleting offsets of group %q: %w", group, err)
 	}
-	if err := s.files.Remove(ctx, s.dir, filerfs.Escape(group)+groupSuffix); err != nil {
+	g.mu.Lock()
+	versions := maps.Clone(g.versions)
+	g.mu.Unlock()
+	changed := func(what string) error {
+		g.stale.Store(true)
+		s.Forget(group)
+		return fmt.Errorf("deleting group %q: %s: %w", group, what, filerfs.ErrChanged)
+	}
+	for _, f := range files {
+		topic, ok := filerfs.Unescape(f.Name)
+		if f.Dir || !ok {
+			continue
+		}
+		if v, known := versions[topic]; !known || v != f.Version {
+			return changed("offsets of topic " + topic + " written elsewhere")
+		}
+	}
+	stateFile := filerfs.Escape(group) + groupSuffix
+	if _, v, err := s.files.ReadFileVersion(ctx, s.dir, stateFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("deleting group %q: %w", group, err)
+	} else if err == nil && v != stateVersion {
+		return changed("its state saved elsewhere")
+	}
+	// The state first: a new coordinator that saves it after this finds
+	// it gone and reads the group afresh.
+	if err := s.files.RemoveIf(ctx, s.dir, stateFile, stateVersion); errors.Is(err, filerfs.ErrChanged) {
+		return changed("its state saved elsewhere")
+	} else if err != nil {
+		return fmt.Errorf("deleting group %q: %w", group, err)
+	}
+	for _, f := range files {
+		if topic, ok := filerfs.Unescape(f.Name); ok && !f.Dir {
+			if err := s.files.RemoveIf(ctx, dir, f.Name, versions[topic]); errors.Is(err, filerfs.ErrChanged) {
+				return changed("offsets of topic " + topic + " written elsewhere")
+			} else if err != nil {
+				return fmt.Errorf("deleting offsets of group %q: %w", group, err)
+			}
+		}
+	}
+	// The directory goes only empty (a directory has no version: the
+	// filer removes it only if nothing was written in it meanwhile).
+	if err := s.files.RemoveIf(ctx, s.dir, filerfs.Escape(group), ""); errors.Is(err, filerfs.ErrChanged) {
+		return changed("offsets written elsewhere")
+	} else if err != nil {
+		return fmt.Errorf("deleting offsets of group %q: %w", group, err)
 	}
 	s.Forget(group)
 	return nil

@@ -51,17 +51,20 @@ func TestStatesByName(t *testing.T) {
 	files := filerfstest.New()
 	s := NewStore(files)
 	long := strings.Repeat("g", 300)
+	versions := map[string]string{}
 	for _, name := range []string{"a/b", long} {
 		data, _ := json.Marshal(map[string]string{"group": name})
-		if _, err := s.SaveState(context.Background(), name, data, ""); err != nil {
+		v, err := s.SaveState(context.Background(), name, data, "")
+		if err != nil {
 			t.Fatal(err)
 		}
+		versions[name] = v
 	}
 	states, err := s.States(context.Background())
 	if err != nil || len(states) != 2 || states["a/b"] == nil || states[long] == nil {
 		t.Fatalf("states: %v %v", states, err)
 	}
-	if err := s.DeleteGroup(context.Background(), long); err != nil {
+	if err := s.DeleteGroup(context.Background(), long, versions[long]); err != nil {
 		t.Fatal(err)
 	}
 	if states, _ := s.States(context.Background()); len(states) != 1 {
@@ -202,5 +205,70 @@ func TestStaleRemovalRefused(t *testing.T) {
 	}
 	if got, err := NewStore(files).Fetch(context.Background(), "g", nil); err != nil || len(got["t"]) != 0 {
 		t.Fatalf("offsets after the coordinator's OffsetDelete: %v %v, want none", got, err)
+	}
+}
+
+// A coordinator that lost its group without knowing it (paused or slow)
+// and deletes it leaves what the group's new coordinator wrote in place:
+// a commit written since it read the offsets, a topic's offsets it never
+// read, or a state saved since. Its own copy is dropped. The group's
+// coordinator deletes it whole.
+func TestDeleteGroupLeavesSuccessorsWrites(t *testing.T) {
+	ctx := context.Background()
+	for name, successor := range map[string]func(*Store, string) error{
+		"a commit since": func(s *Store, _ string) error { return <-s.Commit("g", Topics{"t": {0: {Offset: 42}}}) },
+		"another topic":  func(s *Store, _ string) error { return <-s.Commit("g", Topics{"u": {0: {Offset: 42}}}) },
+		"a state since": func(s *Store, version string) error {
+			_, err := s.SaveState(ctx, "g", []byte(`{"group":"g","generation":2}`), version)
+			return err
+		},
+	} {
+		files := filerfstest.New()
+		deposed := NewStore(files)
+		if err := <-deposed.Commit("g", Topics{"t": {0: {Offset: 7}}}); err != nil {
+			t.Fatal(err)
+		}
+		version, err := deposed.SaveState(ctx, "g", []byte(`{"group":"g","generation":1}`), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := deposed.Fetch(ctx, "g", nil); err != nil {
+			t.Fatal(err)
+		}
+		next := NewStore(files)
+		if _, err := next.Fetch(ctx, "g", nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := successor(next, version); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := deposed.DeleteGroup(ctx, "g", version); !errors.Is(err, filerfs.ErrChanged) {
+			t.Errorf("%s: the deposed coordinator's delete: %v, want ErrChanged", name, err)
+		}
+		got, err := NewStore(files).Fetch(ctx, "g", nil)
+		if err != nil || got["t"][0].Offset != 7 && got["t"][0].Offset != 42 {
+			t.Errorf("%s: offsets after the deposed delete: %v %v", name, got, err)
+		}
+		if state, _, err := NewStore(files).LoadState(ctx, "g"); err != nil || state == nil {
+			t.Errorf("%s: the state after the deposed delete: %s %v", name, state, err)
+		}
+		// The group's coordinator, which read what is there, deletes it.
+		fresh := NewStore(files)
+		if _, err := fresh.Fetch(ctx, "g", nil); err != nil {
+			t.Fatal(err)
+		}
+		_, v, err := fresh.LoadState(ctx, "g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fresh.DeleteGroup(ctx, "g", v); err != nil {
+			t.Errorf("%s: the coordinator's delete: %v", name, err)
+		}
+		if got, _ := NewStore(files).Fetch(ctx, "g", nil); len(got) != 0 {
+			t.Errorf("%s: offsets after the coordinator's delete: %v", name, got)
+		}
+		if files.Len() != 0 {
+			t.Errorf("%s: %d files left", name, files.Len())
+		}
 	}
 }

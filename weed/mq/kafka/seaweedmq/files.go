@@ -137,6 +137,21 @@ func (c *Client) RemoveIf(ctx context.Context, dir, name, version string) error 
 		if err != nil {
 			return err
 		}
+		if resp.Entry.IsDirectory {
+			// Removed only empty: the filer refuses a directory
+			// with entries when not asked to recurse.
+			if version != "" {
+				return filerfs.ErrChanged
+			}
+			del, err := fc.DeleteEntry(ctx, &filer_pb.DeleteEntryRequest{Directory: dir, Name: name, IsDeleteData: true})
+			switch {
+			case err != nil:
+				return err
+			case del.Error != "":
+				return fmt.Errorf("%w: %s", filerfs.ErrChanged, del.Error)
+			}
+			return nil
+		}
 		if fileVersion(resp.Entry) != version {
 			return filerfs.ErrChanged
 		}

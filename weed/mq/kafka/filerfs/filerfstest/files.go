@@ -50,6 +50,13 @@ func (m *Files) BeforeNextWriteIf(fn func()) {
 	m.before = fn
 }
 
+// Len is the number of files held.
+func (m *Files) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.files)
+}
+
 // Writes counts the writes done.
 func (m *Files) Writes() int {
 	m.mu.Lock()
@@ -185,6 +192,12 @@ func (m *Files) RemoveIf(_ context.Context, dir, name, version string) error {
 	defer m.mu.Unlock()
 	p := path.Join(dir, name)
 	if _, ok := m.files[p]; !ok {
+		// A directory is implicit: gone once empty.
+		for f := range m.files {
+			if strings.HasPrefix(f, p+"/") {
+				return filerfs.ErrChanged
+			}
+		}
 		return nil
 	}
 	if m.versionLocked(p) != version {
