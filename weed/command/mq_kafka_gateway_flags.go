@@ -61,6 +61,7 @@ func init() {
 	f.IntVar(&c.StreamsHeartbeatMs, "group.streams.heartbeat.interval.ms", d.StreamsHeartbeatMs, "heartbeat interval of streams group members")
 	f.IntVar(&c.StreamsDelayMs, "group.streams.initial.rebalance.delay.ms", d.StreamsDelayMs, "how long a new streams group waits for more members before its first assignment (-1: none)")
 	f.IntVar(&c.StreamsStandbys, "group.streams.num.standby.replicas", d.StreamsStandbys, "standby tasks of each stateful task of a streams group")
+	f.IntVar(&c.ClassicMaxSize, "group.max.size", d.ClassicMaxSize, "most members of a classic consumer group; past it JoinGroup answers GROUP_MAX_SIZE_REACHED (0: unbounded, as Kafka's default)")
 	f.IntVar(&c.StreamsMaxSize, "group.streams.max.size", d.StreamsMaxSize, "most members of a streams group (0: unbounded)")
 	f.IntVar(&c.ShareSessionMs, "group.share.session.timeout.ms", d.ShareSessionMs, "session timeout of share group members (a group's share.session.timeout.ms overrides it)")
 	f.IntVar(&c.ShareMinSessionMs, "group.share.min.session.timeout.ms", d.ShareMinSessionMs, "smallest share.session.timeout.ms a share group may set")

@@ -247,11 +247,18 @@ func (c *conn) readLoop() error {
 		// as the bytes arrive: a reader waits for room before its buffer
 		// grows, so frames announced and not sent hold nothing.
 		var held int64
+		whole := time.Now().Add(protocol.FrameTimeout(int(size)))
 		frame, err := readFrame(r, int(size), func(grow int) error {
 			if r.Buffered() < int(size) {
 				// the read may wait for the peer (a frame already
-				// buffered, as most are, needs no deadline)
-				c.readWithin(protocol.FrameProgressTimeout)
+				// buffered, as most are, needs no deadline), but
+				// the whole frame comes within its own time
+				left := time.Until(whole)
+				if left <= 0 {
+					metrics.ConnectionsCut.WithLabelValues("slow_request").Inc()
+					return fmt.Errorf("a %d-byte request not received within %v", size, protocol.FrameTimeout(int(size)))
+				}
+				c.readWithin(min(protocol.FrameProgressTimeout, left))
 			}
 			if grow == 0 {
 				return nil
@@ -355,12 +362,12 @@ func (c *conn) bareLogin(msg []byte, size int64) (queued bool, err error) {
 }
 
 // readFrame reads a frame of size bytes, growing its buffer as the bytes
-// arrive, so that a peer announcing a large frame and sending little does
-// not make the gateway allocate it all at once. before is called before
-// each read with the bytes the buffer grows by first (0 if none); the
-// growths add up to size exactly.
+// arrive, doubling it from 64 KiB, so that a peer announcing a large
+// frame and sending little holds no more than twice what it sent. before
+// is called before each read with the bytes the buffer grows by first (0
+// if none); the growths add up to size exactly.
 func readFrame(r io.Reader, size int, before func(grow int) error) ([]byte, error) {
-	const step = 1 << 20
+	const step = 64 << 10
 	var frame []byte
 	for len(frame) < size {
 		grow := 0

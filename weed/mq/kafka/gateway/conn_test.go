@@ -25,6 +25,40 @@ func TestReadFrame(t *testing.T) {
 	}
 }
 
+// A peer that announces a large frame and sends it slowly holds at most
+// twice what it sent, from 64 KiB: it once held a first MiB however
+// little it sent, and 512 connections sending a byte a second held the
+// whole request budget.
+func TestReadFrameHoldsWhatWasSent(t *testing.T) {
+	data := bytes.Repeat([]byte("x"), 8<<20)
+	sent, held := 0, 0
+	r := iotest.OneByteReader(readCounter{bytes.NewReader(data[:300<<10]), &sent})
+	_, err := readFrame(r, len(data), func(grow int) error {
+		held += grow
+		if held > max(2*sent, 64<<10) {
+			t.Fatalf("holding %d bytes after %d sent", held, sent)
+		}
+		return nil
+	})
+	if err != io.ErrUnexpectedEOF {
+		t.Fatalf("a frame cut short: %v", err)
+	}
+	if held > 1<<20 {
+		t.Fatalf("held %d bytes for 300 KiB sent of an 8 MiB frame", held)
+	}
+}
+
+type readCounter struct {
+	r io.Reader
+	n *int
+}
+
+func (c readCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	*c.n += n
+	return n, err
+}
+
 // grown checks that the buffer grows by size bytes in all.
 func grown(t *testing.T, size int) func(int) error {
 	total := 0

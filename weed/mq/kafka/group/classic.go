@@ -42,6 +42,11 @@ func (g *group) consumer() *consumerGroup {
 // classicGroup is a classic group's members and generation. Its functions
 // run on the group's goroutine, as the group's; it reaches the group's
 // state, offsets and saves through the group it embeds.
+// DefaultClassicMaxSize is the gateway's group.max.size: Kafka's is
+// unbounded, which lets one client's join flood grow a group's state
+// without end; no application's group has this many members.
+const DefaultClassicMaxSize = 1000
+
 type classicGroup struct {
 	*group
 

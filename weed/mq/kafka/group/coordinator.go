@@ -72,6 +72,10 @@ type Options struct {
 	ConsumerAssignors []string
 	// ConsumerMaxSize is group.consumer.max.size (0: unbounded).
 	ConsumerMaxSize int
+	// ClassicMaxSize is group.max.size, the most members of a classic
+	// group, those a JoinGroup v4+ handed an id and waits for counted
+	// (0: unbounded).
+	ClassicMaxSize int
 	// Streams groups (KIP-1071): group.streams.session.timeout.ms,
 	// .heartbeat.interval.ms, .initial.rebalance.delay.ms (zero: Kafka's
 	// defaults), .num.standby.replicas and .max.size (0: unbounded).

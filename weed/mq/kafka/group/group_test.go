@@ -544,3 +544,30 @@ func TestSlowSaveLeavesTheGroupAnswering(t *testing.T) {
 		t.Fatal("the transaction's offsets are not held")
 	}
 }
+
+// group.max.size: a classic group of two takes no third member (ids
+// handed out and not yet back counted), as Kafka refuses it; a static
+// member's restart replaces its old self.
+func TestClassicGroupMaxSize(t *testing.T) {
+	c := New(Options{Store: offset.NewStore(filerfstest.New()), InitialRebalanceDelay: 20 * time.Millisecond,
+		MinSessionTimeout: 10 * time.Millisecond, ClassicMaxSize: 2})
+	c.Start()
+	t.Cleanup(c.Close)
+	static := "s"
+	a := &joiner{c: c, group: "g", session: 5000, meta: "a", instance: &static}
+	b := &joiner{c: c, group: "g", session: 5000, meta: "b"}
+	ra, rb := a.joinAsync(t), b.joinAsync(t)
+	if ja, jb := <-ra, <-rb; ja.ErrorCode != 0 || jb.ErrorCode != 0 {
+		t.Fatalf("the first two: %v %v", kerr.ErrorForCode(ja.ErrorCode), kerr.ErrorForCode(jb.ErrorCode))
+	}
+	third := &joiner{c: c, group: "g", session: 5000, meta: "c"}
+	if r := third.join(t); r.ErrorCode != kerr.GroupMaxSizeReached.Code {
+		t.Fatalf("a third member: %v, want GROUP_MAX_SIZE_REACHED", kerr.ErrorForCode(r.ErrorCode))
+	}
+	// The static member again, as after its restart: it replaces its old
+	// self, no new member.
+	again := &joiner{c: c, group: "g", session: 5000, meta: "a", instance: &static}
+	if r := <-again.joinAsync(t); r.ErrorCode == kerr.GroupMaxSizeReached.Code {
+		t.Fatal("a static member's restart refused as a new member")
+	}
+}

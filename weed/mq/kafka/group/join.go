@@ -169,6 +169,12 @@ func (g *classicGroup) join(req *kmsg.JoinGroupRequest, cl Client, reply chan *k
 
 // joinNew handles a JoinGroup without a member id.
 func (g *classicGroup) joinNew(req *kmsg.JoinGroupRequest, cl Client, reply chan *kmsg.JoinGroupResponse) {
+	replacing := req.InstanceID != nil && g.members[g.static[*req.InstanceID]] != nil
+	if max := g.c.opts.ClassicMaxSize; max > 0 && !replacing && len(g.members)+len(g.pending) >= max {
+		// As Kafka: a new member of a full group is refused.
+		reply <- JoinError(req, kerr.GroupMaxSizeReached)
+		return
+	}
 	id := newMemberID(cl.ID)
 	if req.InstanceID != nil {
 		if old, ok := g.static[*req.InstanceID]; ok && g.members[old] != nil {

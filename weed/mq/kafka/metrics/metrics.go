@@ -142,6 +142,13 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "connections_refused_total",
 		Help: "Connections closed at accept: past max.connections or max.connections.per.ip.",
 	})
+	// ConnectionsCut counts connections the gateway closed for what their
+	// peer did, by why: "slow_request", a request that did not arrive
+	// whole within its time (protocol.FrameTimeout).
+	ConnectionsCut = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "connections_cut_total",
+		Help: "Connections closed for what their peer did, by why (slow_request: a request not received whole within its time).",
+	}, []string{"why"})
 	ConnectionsThrottled = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "connections_throttled_total",
 		Help: "Connections held unserved for their throttle, then closed: their IP was over its connection_creation_rate quota (KIP-612).",
@@ -366,7 +373,7 @@ var (
 func init() {
 	stats.Gather.MustRegister(Requests, RequestSeconds, Errors, BackendSeconds, BackendErrors,
 		MessagesIn, BytesIn, MessagesOut, BytesOut, FollowerFetchBytes, ReplicaBytesOut, ProduceBatchRecords, FetchRecords, FetchSessions, FetchSessionEvictions,
-		Connections, ConnectionsTotal, ConnectionsRefused, ConnectionsThrottled, DecompressionWaits, Panics, RecordsSkipped, Rebalances,
+		Connections, ConnectionsTotal, ConnectionsRefused, ConnectionsCut, ConnectionsThrottled, DecompressionWaits, Panics, RecordsSkipped, Rebalances,
 		WALCommitSeconds, WALCommitBatches, WALCommitRecords, WALBytes, WALErrors, WALRepublished,
 		SegmentsWritten, PartitionsDropped, PartitionsHeld, TailBytes,
 		CompactionRecords, CompactionBytes, CompactionRuns, CompactionDirtyRatio, ShareSessions, ShareAcks,

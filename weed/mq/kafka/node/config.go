@@ -61,6 +61,7 @@ type Config struct {
 	ConsumerHeartbeatMs int
 	ConsumerAssignors   string // comma-separated
 	ConsumerMaxSize     int
+	ClassicMaxSize      int
 	StreamsSessionMs    int
 	StreamsHeartbeatMs  int
 	StreamsDelayMs      int

@@ -17,6 +17,9 @@ import (
 // broker defaults where Kafka has the setting), but for the advertised
 // address, which the command detects: the flags' defaults are taken from
 // it, and so are the tests' gateways.
+// DefaultMaxConnectionsPerIP is max.connections.per.ip.
+const DefaultMaxConnectionsPerIP = 1000
+
 func Defaults() Config {
 	ms := func(d time.Duration) int { return int(d / time.Millisecond) }
 	sl := share.DefaultLimits
@@ -38,8 +41,11 @@ func Defaults() Config {
 		FetchSessionSlots:  protocol.DefaultFetchSessionSlots,
 		FetchBatchCache:    protocol.DefaultFetchBatchCacheBytes,
 		DecompressMaxBytes: protocol.DefaultDecompressionMaxBytes,
-		TransactionVersion: 2,
-		CleanerBackoffMs:   15000,
+		// Kafka's is unbounded; a laptop's clients never open this
+		// many from one address, a flood does.
+		MaxConnectionsPerIP: DefaultMaxConnectionsPerIP,
+		TransactionVersion:  2,
+		CleanerBackoffMs:    15000,
 		// Kafka's log.retention.check.interval.ms.
 		LogRetentionCheckMs: 300000,
 		TxnIDExpirationMs:   ms(txn.DefaultIDExpiration),
@@ -47,6 +53,7 @@ func Defaults() Config {
 		GroupInitialDelayMs: ms(group.DefaultInitialRebalanceDelay),
 		GroupMinSessionMs:   ms(group.DefaultMinSessionTimeout),
 		GroupMaxSessionMs:   ms(group.DefaultMaxSessionTimeout),
+		ClassicMaxSize:      group.DefaultClassicMaxSize,
 		OffsetsRetentionMin: int(group.DefaultOffsetsRetention / time.Minute),
 		RetentionCheckMs:    ms(group.DefaultRetentionCheck),
 		ConsumerSessionMs:   ms(group.DefaultConsumerSessionTimeout),

@@ -314,6 +314,7 @@ func New(cfg Config) (_ *Node, err error) {
 		ConsumerHeartbeatInterval: ms(cfg.ConsumerHeartbeatMs),
 		ConsumerAssignors:         assignors,
 		ConsumerMaxSize:           cfg.ConsumerMaxSize,
+		ClassicMaxSize:            cfg.ClassicMaxSize,
 		StreamsSessionTimeout:     ms(cfg.StreamsSessionMs),
 		StreamsHeartbeatInterval:  ms(cfg.StreamsHeartbeatMs),
 		StreamsInitialDelay:       ms(cfg.StreamsDelayMs),

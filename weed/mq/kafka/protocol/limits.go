@@ -79,6 +79,11 @@ const (
 	// while a slow one that keeps sending is read.
 	FrameProgressTimeout = 30 * time.Second
 
+	// MinFrameRate is the slowest a request's bytes may come on average:
+	// a request of n bytes has FrameProgressTimeout plus n at this rate
+	// to arrive whole (FrameTimeout), however it trickles.
+	MinFrameRate = 64 << 10 // bytes a second
+
 	// DefaultMaxIdle is connections.max.idle.ms: a connection that sends
 	// no request for this long is closed (Kafka's default, 10 minutes).
 	DefaultMaxIdle = 10 * time.Minute
@@ -87,3 +92,8 @@ const (
 	// connection and sends nothing does not hold it.
 	TLSHandshakeTimeout = 10 * time.Second
 )
+
+// FrameTimeout is how long a request of size bytes has to arrive whole.
+func FrameTimeout(size int) time.Duration {
+	return FrameProgressTimeout + time.Duration(size)*time.Second/MinFrameRate
+}
