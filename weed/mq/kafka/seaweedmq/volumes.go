@@ -14,12 +14,12 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/seaweedfs/seaweedfs/weed/filer"
 	"github.com/seaweedfs/seaweedfs/weed/operation"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/security"
-	"github.com/seaweedfs/seaweedfs/weed/util"
 	util_http "github.com/seaweedfs/seaweedfs/weed/util/http"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
@@ -117,33 +117,43 @@ func (c *Client) chunkUpload(ctx context.Context, host, fid string, auth securit
 }
 
 // uploadSegment uploads the bytes of a segment file at path as one chunk
-// of the topics' collection, kept with replication (UploadWithRetry asks
-// filerClient for the volume and retries it).
+// of the topics' collection, kept with replication: assigned and sent
+// again on another volume when the one assigned refuses it, at most
+// uploadAttempts times, all within ctx.
 func (c *Client) uploadSegment(ctx context.Context, path string, r wal.Replication, buf []byte) (string, *operation.UploadResult, error) {
 	replication, err := c.replicationNow(ctx, r)
 	if err != nil {
 		return "", nil, err
 	}
-	o := &operation.UploadOption{MimeType: segmentMimeType}
-	if c.opts.VolumeAccess == AccessFilerProxy {
-		f, err := c.filerAddr(ctx)
-		if err != nil {
-			return "", nil, err
+	var last error
+	for attempt := range uploadAttempts {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return "", nil, ctx.Err()
+			case <-time.After(time.Duration(attempt) * 250 * time.Millisecond):
+			}
 		}
-		o.GenUploadUrl = operation.GenUploadUrlProxy(f.ToHttpAddress())
-	}
-	uploader, err := operation.NewUploader()
-	if err != nil {
-		return "", nil, err
-	}
-	fid, res, err, _ := uploader.UploadWithRetry(filerClient{c, ctx}, &filer_pb.AssignVolumeRequest{
-		Count: 1, Collection: "topics", Replication: replication, Path: path,
-	}, o, util.NewBytesReader(buf))
-	if err != nil {
+		a, err := c.assign(ctx, &filer_pb.AssignVolumeRequest{Count: 1, Collection: "topics", Replication: replication, Path: path, ExpectedDataSize: uint64(len(buf))})
+		if err != nil {
+			last = err
+			continue
+		}
+		res, err := c.upload(ctx, a, a.FileID, buf, segmentMimeType)
+		if err == nil {
+			return a.FileID, res, nil
+		}
+		last = err
 		c.lookAgain()
+		if ctx.Err() != nil || !operation.ShouldReassignUpload(err) {
+			break
+		}
 	}
-	return fid, res, err
+	return "", nil, last
 }
+
+// uploadAttempts bounds the volumes a segment's upload is tried on.
+const uploadAttempts = 3
 
 // readFile reads a file's bytes (a log segment's, a compacted one's) into
 // one buffer of its size.

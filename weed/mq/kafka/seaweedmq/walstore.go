@@ -33,44 +33,56 @@ func (s *walStore) Assign(ctx context.Context, dir string, r wal.Replication, co
 	if err != nil {
 		return wal.Assignment{}, err
 	}
+	return s.c.assign(ctx, &filer_pb.AssignVolumeRequest{Count: int32(count), Path: s.c.l.at(dir), Replication: replication, ExpectedDataSize: size})
+}
+
+// assign asks the filer for file ids on a volume server, within ctx.
+func (c *Client) assign(ctx context.Context, req *filer_pb.AssignVolumeRequest) (wal.Assignment, error) {
 	var resp *filer_pb.AssignVolumeResponse
-	err = s.c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
+	err := c.withFiler(ctx, func(fc filer_pb.SeaweedFilerClient) error {
 		var err error
-		resp, err = fc.AssignVolume(ctx, &filer_pb.AssignVolumeRequest{Count: int32(count), Path: s.c.l.at(dir), Replication: replication, ExpectedDataSize: size})
+		resp, err = fc.AssignVolume(ctx, req)
 		if err == nil && resp.Error != "" {
 			err = errors.New(resp.Error)
 		}
 		return err
 	})
 	if err != nil {
-		s.c.lookAgain()
+		c.lookAgain()
 		return wal.Assignment{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	return wal.Assignment{FileID: resp.FileId, Count: int(resp.Count), URL: s.c.volumeHost(resp.Location), Auth: resp.Auth, Fsync: resp.Fsync}, nil
+	return wal.Assignment{FileID: resp.FileId, Count: int(resp.Count), URL: c.volumeHost(resp.Location), Auth: resp.Auth, Fsync: resp.Fsync}, nil
 }
 
 func (s *walStore) Upload(ctx context.Context, a wal.Assignment, fid string, data []byte) error {
-	url, jwt, err := s.c.chunkUpload(ctx, a.URL, fid, security.EncodedJwt(a.Auth))
+	_, err := s.c.upload(ctx, a, fid, data, "application/octet-stream")
+	return err
+}
+
+// upload writes data as chunk fid where a assigned it, once, within ctx
+// (SeaweedFS's own retrying upload runs on past its caller's deadline).
+func (c *Client) upload(ctx context.Context, a wal.Assignment, fid string, data []byte, mime string) (*operation.UploadResult, error) {
+	url, jwt, err := c.chunkUpload(ctx, a.URL, fid, security.EncodedJwt(a.Auth))
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	if a.Fsync {
 		url = util_http.AppendQueryParameter(url, "fsync", "true")
 	}
 	uploader, err := operation.NewUploader()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res, err := uploader.UploadData(ctx, data, &operation.UploadOption{
-		UploadUrl: url, Jwt: jwt, MaxAttempts: 1, MimeType: "application/octet-stream",
+		UploadUrl: url, Jwt: jwt, MaxAttempts: 1, MimeType: mime,
 	})
 	if err == nil && res.Error != "" {
 		err = errors.New(res.Error)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	return nil
+	return res, nil
 }
 
 func (s *walStore) Save(ctx context.Context, dir string, e *filer_pb.Entry, prior int) error {
