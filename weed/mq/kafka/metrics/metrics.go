@@ -198,6 +198,12 @@ var (
 		Help: "Partitions the gateway holds in memory (written or read lately).",
 	})
 	// TailBytes is what the partitions' tails hold, not yet in segments.
+	// TailFull counts appends refused because their partition's tail,
+	// not yet in segments, was at its cap.
+	TailFull = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "tail_full_total",
+		Help: "Produced batches refused (KAFKA_STORAGE_ERROR, retriable) because their partition's tail not yet in segments was at its cap: segments are not being written.",
+	})
 	TailBytes = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "tail_bytes",
 		Help: "Bytes of logged records held in memory until written to a log segment.",
@@ -375,7 +381,7 @@ func init() {
 		MessagesIn, BytesIn, MessagesOut, BytesOut, FollowerFetchBytes, ReplicaBytesOut, ProduceBatchRecords, FetchRecords, FetchSessions, FetchSessionEvictions,
 		Connections, ConnectionsTotal, ConnectionsRefused, ConnectionsCut, ConnectionsThrottled, DecompressionWaits, Panics, RecordsSkipped, Rebalances,
 		WALCommitSeconds, WALCommitBatches, WALCommitRecords, WALBytes, WALErrors, WALRepublished,
-		SegmentsWritten, PartitionsDropped, PartitionsHeld, TailBytes,
+		SegmentsWritten, PartitionsDropped, PartitionsHeld, TailBytes, TailFull,
 		CompactionRecords, CompactionBytes, CompactionRuns, CompactionDirtyRatio, ShareSessions, ShareAcks,
 		ThrottleSeconds, ClientInstances, ClientPushes, ClientPushErrors, ClientSeriesDropped,
 		RegistryRequests, RegistryRequestSeconds, RegistrySchemas,

@@ -32,6 +32,10 @@ const (
 	tailFlushAge = 5 * time.Second
 	// maxTailBytes flushes a partition's tail early.
 	maxTailBytes = 8 << 20
+	// tailCap bounds a partition's tail: past it, while its segments are
+	// not being written (a volume server hung or full), produce to it is
+	// refused with a retriable error rather than held in memory.
+	tailCap = 8 * maxTailBytes
 	// idleAfter is how long a partition with an empty tail stays in
 	// memory unused.
 	idleAfter = time.Minute

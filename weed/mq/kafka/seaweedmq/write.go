@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
@@ -88,6 +89,16 @@ func (c *Client) withPartition(ctx context.Context, topic string, index int32, f
 func (c *Client) appendLocked(ctx context.Context, p *partition, batch []byte, records []record.Record, durable bool) *storage.Appended {
 	if err := c.readyToWrite(ctx, p); err != nil {
 		return storage.FailedAppend(err)
+	}
+	if t := records[0].Txn; t == nil || t.Control == record.NotControl {
+		// Markers always go in: they end transactions, and are small.
+		p.notifyMu.Lock()
+		held := p.tailBytes
+		p.notifyMu.Unlock()
+		if held >= tailCap {
+			metrics.TailFull.Inc()
+			return storage.FailedAppend(fmt.Errorf("%w: partition %s-%d holds %d bytes no segment holds yet (its segments are not being written)", kerr.KafkaStorageError, p.topic, p.index, held))
+		}
 	}
 	write := func() *storage.Appended {
 		if batch != nil {

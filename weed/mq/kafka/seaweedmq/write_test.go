@@ -1,12 +1,16 @@
 package seaweedmq
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
@@ -275,5 +279,22 @@ func TestDropIdle(t *testing.T) {
 	}
 	if n := len(c.parts.all()); n != 2 {
 		t.Fatalf("%d partitions held, want 2", n)
+	}
+}
+
+// A partition whose tail no segment holds yet has reached its cap (its
+// segments are not being written: a volume server hung or full) refuses
+// produce with a retriable error, counted, instead of holding it all in
+// memory.
+func TestTailCapRefusesProduce(t *testing.T) {
+	p := &partition{topic: "t", ready: true, tailBytes: tailCap}
+	before := testutil.ToFloat64(metrics.TailFull)
+	app := (&Client{}).appendLocked(context.Background(), p, nil, []record.Record{{Value: []byte("v")}}, true)
+	<-app.Done
+	if !errors.Is(app.Err, kerr.KafkaStorageError) || !kerr.IsRetriable(kerr.KafkaStorageError) {
+		t.Fatalf("produce to a full tail: %v, want the retriable KAFKA_STORAGE_ERROR", app.Err)
+	}
+	if got := testutil.ToFloat64(metrics.TailFull); got != before+1 {
+		t.Fatalf("tail_full_total went from %v to %v", before, got)
 	}
 }
