@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -334,5 +335,28 @@ func TestControllerMutationQuota(t *testing.T) {
 	code(t, "delete mq-c, in debt", dr.Topics[1].ErrorCode, kerr.ThrottlingQuotaExceeded)
 	if _, err := g.backend.DescribeTopic(ctxFor(t), "mq-c"); err != nil {
 		t.Errorf("mq-c, refused, is gone: %v", err)
+	}
+}
+
+// Topics Metadata creates count against controller_mutation_rate as
+// Kafka counts them: never refused, the client throttled for its debt.
+// An auto-creation flood was counted nowhere.
+func TestAutoCreationCountsMutations(t *testing.T) {
+	g := startGateway(t, gatewayOptions{quotaWindow: 50 * time.Millisecond})
+	c := dial(t, g.addr)
+	code(t, "the quota", alterQuotas(t, c, 1, false, "controller_mutation_rate", 20, quotaEntity("user", strp("ANONYMOUS"))).Entries[0].ErrorCode, nil)
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = true
+	for i := range 20 { // 3 partitions each (the default): 60, the bucket holds 11
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(fmt.Sprintf("auto-mq-%d", i))
+		req.Topics = append(req.Topics, rt)
+	}
+	r := c.do(req, 12).(*kmsg.MetadataResponse)
+	for _, mt := range r.Topics {
+		code(t, "auto-created "+*mt.Topic, mt.ErrorCode, nil)
+	}
+	if r.ThrottleMillis < 1000 {
+		t.Errorf("60 partitions auto-created at 20 a second: throttled %d ms", r.ThrottleMillis)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"context"
 	"hash/fnv"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -56,7 +57,12 @@ func (h *Handler) handleMetadata(ctx context.Context, r *Request) Reply {
 	if r.Version >= 8 && r.Version <= 10 {
 		resp.AuthorizedOperations = h.authorizedOperations(r, req.IncludeClusterAuthorizedOperations, kmsg.ACLResourceTypeCluster, acl.ClusterName)
 	}
-	h.metadataTopics(ctx, r, req, resp)
+	// Topics it creates count against the client's
+	// controller_mutation_rate, as Kafka counts them: never refused, the
+	// client throttled for them (KIP-599).
+	quota := h.mutations(r, math.MaxInt16)
+	h.metadataTopics(ctx, r, req, resp, quota)
+	quota.done(resp)
 	if req.IncludeTopicAuthorizedOperations {
 		for i := range resp.Topics {
 			if t := &resp.Topics[i]; t.ErrorCode == 0 && t.Topic != nil {
@@ -71,7 +77,7 @@ func (h *Handler) handleMetadata(ctx context.Context, r *Request) Reply {
 // principal may describe, or those named, each with its error
 // (TOPIC_AUTHORIZATION_FAILED for one it may not describe, whether it
 // exists or not).
-func (h *Handler) metadataTopics(ctx context.Context, r *Request, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+func (h *Handler) metadataTopics(ctx context.Context, r *Request, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse, quota *mutations) {
 	ids := h.gateways() // the replicas' candidates, once for every topic
 	all := req.Topics == nil || (r.Version == 0 && len(req.Topics) == 0)
 	if all {
@@ -137,6 +143,7 @@ func (h *Handler) metadataTopics(ctx context.Context, r *Request, req *kmsg.Meta
 			if !h.allowedCluster(r, kmsg.ACLOperationCreate) && !h.allowedTopic(r, kmsg.ACLOperationCreate, name) {
 				err = kerr.TopicAuthorizationFailed // as Kafka: it would be created, but not by this principal
 			} else {
+				quota.take(h.cfg.DefaultPartitions)
 				t, err = h.backend.CreateTopic(ctx, storage.TopicSpec{Name: name, Partitions: h.cfg.DefaultPartitions})
 				if kafkaErr(err, nil) == kerr.TopicAlreadyExists { // made by another client meanwhile
 					t, err = h.describeTopic(ctx, name)
