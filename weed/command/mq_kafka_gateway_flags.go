@@ -127,6 +127,7 @@ func init() {
 	f.Int64Var(&c.DecompressMaxBytes, "decompression.max.bytes", d.DecompressMaxBytes, "most bytes held decompressed and decoded from produced batches across the gateway (records and headers counted as held); beyond it produces wait")
 	f.IntVar(&c.MaxIdleMs, "connections.max.idle.ms", d.MaxIdleMs, "close connections idle this long (-1: never)")
 	f.IntVar(&c.MaxConnections, "max.connections", d.MaxConnections, "most connections open at once; the excess is closed at accept (0: unbounded)")
+	f.Int64Var(&c.FetchResponseBytes, "fetch.response.budget.bytes", d.FetchResponseBytes, "most record bytes the gateway's fetch responses hold until written, over all connections; past it fetches answer with what fits (each at least its first batch)")
 	f.IntVar(&c.MaxConnectionsPerIP, "max.connections.per.ip", d.MaxConnectionsPerIP, "most connections open at once from one address (0: unbounded)")
 	f.StringVar(&e.embeddedPorts, "embedded.ports", "9333,8080,8888,17777", "master,volume,filer,broker ports of the embedded SeaweedFS")
 	f.IntVar(&e.embeddedS3, "embedded.s3.port", 8333, "S3 API port of the embedded SeaweedFS's S3 gateway (0: no S3 gateway, no Iceberg catalog)")

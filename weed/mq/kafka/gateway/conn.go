@@ -110,6 +110,16 @@ type pendingReply struct {
 	// bare is a SASL message answered in a bare frame (after a v0
 	// SaslHandshake), without a Kafka header.
 	bare []byte
+	// req gives back what its response held of the fetch response
+	// budget once written.
+	req *protocol.Request
+}
+
+// release gives back what the reply held of the fetch response budget.
+func (p *pendingReply) release() {
+	if p.req != nil {
+		p.req.ReleaseResponse()
+	}
 }
 
 func newConn(srv *Server, l *boundListener, nc net.Conn) *conn {
@@ -312,6 +322,7 @@ func (c *conn) request(frame []byte, size int64) (queued bool, err error) {
 	}
 	req.ClientHost, req.Listener, req.Principal = c.clientHost, c.listener.Name, c.principal
 	req.Size, req.Conn, req.ConnID = int(size), c, c.id
+	req.Responses = c.srv.responses
 	if s := c.session; s != nil && s.authenticated() {
 		req.Principal, req.TokenAuthenticated = s.principal, s.token
 	}
@@ -322,7 +333,7 @@ func (c *conn) request(frame []byte, size int64) (queued bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if err := c.queue(pendingReply{correlationID: req.CorrelationID, reply: reply, size: size, api: api, read: read}); err != nil {
+	if err := c.queue(pendingReply{correlationID: req.CorrelationID, reply: reply, size: size, api: api, read: read, req: req}); err != nil {
 		return false, err
 	}
 	if s := c.session; s != nil && s.failed != nil {
@@ -427,10 +438,12 @@ func (c *conn) writeLoop() {
 		resp, err := c.reply(p)
 		c.srv.queued.Release(p.size)
 		if err != nil {
+			p.release()
 			c.close(err)
 			continue // drain so the reader is never stuck
 		}
 		if resp == nil {
+			p.release()
 			metrics.RequestSeconds.WithLabelValues(p.api).Observe(time.Since(p.read).Seconds())
 			continue
 		}
@@ -445,6 +458,7 @@ func (c *conn) writeLoop() {
 				break
 			}
 		}
+		p.release() // the records are in the writer's buffer or sent
 		if werr != nil {
 			c.close(werr)
 			continue

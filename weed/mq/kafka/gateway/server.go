@@ -53,6 +53,10 @@ type Options struct {
 	// MaxQueuedBytes bounds the request bytes read and not yet answered,
 	// over all connections (queued.max.request.bytes).
 	MaxQueuedBytes int64
+	// FetchResponseBytes bounds the record bytes fetch responses hold
+	// until written, over all connections; 0:
+	// protocol.DefaultFetchResponseBudget.
+	FetchResponseBytes int64
 	// ShutdownTimeout bounds how long Close waits for requests in flight.
 	ShutdownTimeout time.Duration
 	// MaxIdle closes a connection that sends no request for this long
@@ -83,7 +87,8 @@ type Server struct {
 	certs     *certFiles  // nil without a TLS listener
 	tlsConfig *tls.Config // nil without a TLS listener
 
-	queued *semaphore.Weighted
+	queued    *semaphore.Weighted
+	responses *protocol.ResponseBudget
 	// connIDs numbers the connections: "cid:N" in every log line about
 	// one, as the NATS server's.
 	connIDs atomic.Uint64
@@ -109,6 +114,9 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.MaxRequestSize <= 0 {
 		opts.MaxRequestSize = protocol.DefaultMaxRequestSize
 	}
+	if opts.FetchResponseBytes <= 0 {
+		opts.FetchResponseBytes = protocol.DefaultFetchResponseBudget
+	}
 	if opts.MaxQueuedBytes <= 0 {
 		opts.MaxQueuedBytes = protocol.DefaultMaxQueuedBytes
 	}
@@ -132,10 +140,11 @@ func NewServer(opts Options) (*Server, error) {
 		opts.Listeners = []Listener{l}
 	}
 	s := &Server{
-		opts:   opts,
-		queued: semaphore.NewWeighted(opts.MaxQueuedBytes),
-		conns:  map[*conn]struct{}{},
-		perIP:  map[string]int{},
+		opts:      opts,
+		queued:    semaphore.NewWeighted(opts.MaxQueuedBytes),
+		responses: protocol.NewResponseBudget(opts.FetchResponseBytes),
+		conns:     map[*conn]struct{}{},
+		perIP:     map[string]int{},
 	}
 	for _, l := range opts.Listeners {
 		if l.TLS() && s.certs == nil {

@@ -93,6 +93,13 @@ var (
 		Help: "Record batch bytes sent to other gateways serving reads of partitions led here.",
 	})
 
+	// FetchBudgetShort counts fetches that got less of the gateway's
+	// response budget than they asked (-fetch.response.budget.bytes).
+	FetchBudgetShort = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "fetch_budget_short_total",
+		Help: "Fetches answered with less than they asked because the gateway's fetch response budget was spent.",
+	})
+
 	// ProduceBatchRecords and FetchRecords are the records per produced
 	// partition batch and per fetched partition.
 	ProduceBatchRecords = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -378,7 +385,7 @@ var (
 
 func init() {
 	stats.Gather.MustRegister(Requests, RequestSeconds, Errors, BackendSeconds, BackendErrors,
-		MessagesIn, BytesIn, MessagesOut, BytesOut, FollowerFetchBytes, ReplicaBytesOut, ProduceBatchRecords, FetchRecords, FetchSessions, FetchSessionEvictions,
+		MessagesIn, BytesIn, MessagesOut, BytesOut, FollowerFetchBytes, ReplicaBytesOut, FetchBudgetShort, ProduceBatchRecords, FetchRecords, FetchSessions, FetchSessionEvictions,
 		Connections, ConnectionsTotal, ConnectionsRefused, ConnectionsCut, ConnectionsThrottled, DecompressionWaits, Panics, RecordsSkipped, Rebalances,
 		WALCommitSeconds, WALCommitBatches, WALCommitRecords, WALBytes, WALErrors, WALRepublished,
 		SegmentsWritten, PartitionsDropped, PartitionsHeld, TailBytes, TailFull,

@@ -42,6 +42,9 @@ type Config struct {
 	MaxIdleMs           int
 	MaxConnections      int
 	MaxConnectionsPerIP int
+	// FetchResponseBytes bounds the record bytes fetch responses hold
+	// until written, over all connections (0: the default).
+	FetchResponseBytes  int64
 	FetchMaxBytes       int
 	FetchSessionSlots   int
 	FetchBatchCache     int64

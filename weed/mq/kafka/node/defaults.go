@@ -44,6 +44,7 @@ func Defaults() Config {
 		// Kafka's is unbounded; a laptop's clients never open this
 		// many from one address, a flood does.
 		MaxConnectionsPerIP: DefaultMaxConnectionsPerIP,
+		FetchResponseBytes:  protocol.DefaultFetchResponseBudget,
 		TransactionVersion:  2,
 		CleanerBackoffMs:    15000,
 		// Kafka's log.retention.check.interval.ms.

@@ -486,6 +486,7 @@ func New(cfg Config) (_ *Node, err error) {
 		MaxIdle:             ms(cfg.MaxIdleMs),
 		MaxConnections:      cfg.MaxConnections,
 		MaxConnectionsPerIP: cfg.MaxConnectionsPerIP,
+		FetchResponseBytes:  cfg.FetchResponseBytes,
 		Backend:             owned,
 		Groups:              n.groups,
 		Txns:                n.txns,

@@ -61,6 +61,7 @@ func (h *Handler) handleFetch(ctx context.Context, r *Request) Reply {
 				resp.SessionID = h.sessions.finish(&fc, answered)
 				return resp, nil
 			}
+			r.settleResponse(0) // not sent: read again after the wait
 			waitStart := time.Now()
 			woken := waitAny(ctx, append(watch, h.drain), min(left, ExternalWriteRecheck))
 			r.waitedSince(waitStart)
@@ -83,8 +84,10 @@ func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequ
 		budget = int(^uint32(0) >> 1) // no max bytes before v3
 	}
 	// The gateway's own cap (Kafka's broker fetch.max.bytes), whatever
-	// the client asks: a response is built whole before it is sent.
+	// the client asks: a response is built whole before it is sent. Its
+	// bytes are held of the gateway's response budget until written.
 	budget = min(budget, h.cfg.FetchMaxBytes)
+	budget = r.takeResponse(budget)
 	total := 0
 	var watch []<-chan struct{}
 	var b record.Builder
@@ -129,6 +132,7 @@ func (h *Handler) fetchOnce(ctx context.Context, r *Request, req *kmsg.FetchRequ
 			resp.Topics = append(resp.Topics, st)
 		}
 	}
+	r.settleResponse(total) // the first batch went out past a spent budget too
 	answered := make([]*kmsg.FetchResponseTopicPartition, len(fc.parts))
 	for i, w := range where {
 		if w.topic >= 0 {

@@ -254,6 +254,11 @@ type Request struct {
 	// versionTooNew marks an ApiVersions request newer than we serve: it
 	// is answered in v0 format with UNSUPPORTED_VERSION.
 	versionTooNew bool
+	// Responses is the gateway's budget of fetched bytes held (nil:
+	// none); responseHeld what this request's response holds of it,
+	// given back by ReleaseResponse once written.
+	Responses    *ResponseBudget
+	responseHeld int64
 }
 
 // Conn is what handlers need of a request's connection. Its methods are

@@ -14,6 +14,11 @@ const (
 	// once cannot exhaust memory.
 	DefaultMaxQueuedBytes = 512 << 20
 
+	// DefaultFetchResponseBudget bounds the record bytes the whole
+	// gateway's fetch responses hold until written: connections times
+	// fetch.max.bytes (55 MiB) would be unbounded.
+	DefaultFetchResponseBudget = 512 << 20
+
 	// DefaultMaxMessageBytes is the default max.message.bytes of a topic:
 	// the largest record batch accepted, as in Kafka (1 MiB + overhead).
 	DefaultMaxMessageBytes = 1048588
