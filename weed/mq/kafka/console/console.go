@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/semaphore"
 	"html/template"
 	"io/fs"
 	"net"
@@ -148,8 +149,11 @@ type Console struct {
 	sessions map[string]*session
 	shared   *session // without logins: everyone's
 	closed   bool
-	stop     chan struct{}
-	done     chan struct{}
+	// sharing is the turn of making the shared session, waited for
+	// within the request's context.
+	sharing *semaphore.Weighted
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // session is one login: its Kafka client acts for its user.
@@ -180,7 +184,7 @@ func New(opts Options) (*Console, error) {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = DefaultMaxBytes
 	}
-	c := &Console{opts: opts, registry: &http.Client{Timeout: requestTimeout, Transport: &http.Transport{TLSClientConfig: opts.RegistryTLS}}, sessions: map[string]*session{}, stop: make(chan struct{}), done: make(chan struct{})}
+	c := &Console{opts: opts, registry: &http.Client{Timeout: requestTimeout, Transport: &http.Transport{TLSClientConfig: opts.RegistryTLS}}, sessions: map[string]*session{}, sharing: semaphore.NewWeighted(1), stop: make(chan struct{}), done: make(chan struct{})}
 	if err := c.parse(); err != nil {
 		return nil, err
 	}
@@ -468,21 +472,35 @@ func (c *Console) sessionOf(q *http.Request) *session {
 
 // anonymous is the session everyone shares without logins.
 func (c *Console) anonymous(ctx context.Context) (*session, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.shared != nil {
-		return c.shared, nil
+	if err := c.sharing.Acquire(ctx, 1); err != nil {
+		return nil, err
 	}
-	if c.closed {
-		return nil, fmt.Errorf("the console is closed")
+	defer c.sharing.Release(1)
+	c.mu.Lock()
+	shared, closed := c.shared, c.closed
+	c.mu.Unlock()
+	if shared != nil {
+		return shared, nil
+	}
+	if closed {
+		return nil, errClosed
 	}
 	s, err := c.newSession(ctx, "", "")
 	if err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		s.close()
+		return nil, errClosed
+	}
 	c.shared = s
+	c.mu.Unlock()
 	return s, nil
 }
+
+var errClosed = errors.New("the console is closed")
 
 func (c *Console) newSession(ctx context.Context, user, password string) (*session, error) {
 	opts, err := c.opts.Client(ctx, user, password)

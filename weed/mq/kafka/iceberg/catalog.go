@@ -11,13 +11,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/semaphore"
 	"io"
 	"maps"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -52,9 +52,11 @@ type RESTOptions struct {
 
 // REST is a catalog served over Iceberg's REST API.
 type REST struct {
-	o       RESTOptions
-	cat     *rest.Catalog
-	mu      sync.Mutex
+	o   RESTOptions
+	cat *rest.Catalog
+	// turn makes one table at a time, waited for within the caller's
+	// context.
+	turn    *semaphore.Weighted
 	created map[string]bool // tables made or found
 }
 
@@ -80,7 +82,7 @@ func NewREST(ctx context.Context, o RESTOptions) (*REST, error) {
 	if err != nil {
 		return nil, fmt.Errorf("iceberg catalog %s: %w", o.URI, err)
 	}
-	return &REST{o: o, cat: cat, created: map[string]bool{}}, nil
+	return &REST{o: o, cat: cat, turn: semaphore.NewWeighted(1), created: map[string]bool{}}, nil
 }
 
 func envOr(name, def string) string {
@@ -127,8 +129,10 @@ func (c *REST) Table(ctx context.Context, name string, schema *iceberg.Schema, s
 }
 
 func (c *REST) create(ctx context.Context, ident table.Identifier, schema *iceberg.Schema, specText string) (*table.Table, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := c.turn.Acquire(ctx, 1); err != nil {
+		return nil, err
+	}
+	defer c.turn.Release(1)
 	ns := catalog.ToIdentifier(c.o.Namespace)
 	if err := c.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, err

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"golang.org/x/sync/semaphore"
 	"net"
 	"net/http"
 	"os"
@@ -45,7 +46,7 @@ func (n *Node) newAudit() (*audit.Log, error) {
 		opts.Writer = f
 	}
 	if n.cfg.AuditTopic != "" {
-		sink := &auditTopic{topic: n.cfg.AuditTopic, retentionMs: n.cfg.AuditRetentionMs, opts: func() []kgo.Opt {
+		sink := &auditTopic{topic: n.cfg.AuditTopic, retentionMs: n.cfg.AuditRetentionMs, turn: semaphore.NewWeighted(1), opts: func() []kgo.Opt {
 			// A record not delivered in 10 s fails (kgo retries buffered
 			// records forever otherwise): its events wait for the next
 			// try, and a gateway that stops is not held up.
@@ -65,14 +66,17 @@ type auditTopic struct {
 	retentionMs int64
 	opts        func() []kgo.Opt
 
-	mu      sync.Mutex
+	// turn is one Write at a time, waited for within its context.
+	turn    *semaphore.Weighted
 	cl      *kgo.Client
 	created bool
 }
 
 func (a *auditTopic) Write(ctx context.Context, events [][]byte) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	if err := a.turn.Acquire(ctx, 1); err != nil {
+		return err
+	}
+	defer a.turn.Release(1)
 	if a.cl == nil {
 		cl, err := kgo.NewClient(a.opts()...)
 		if err != nil {
@@ -121,8 +125,8 @@ func (a *auditTopic) Write(ctx context.Context, events [][]byte) error {
 }
 
 func (a *auditTopic) close() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.turn.Acquire(context.Background(), 1) //nolint:errcheck // never fails without a deadline
+	defer a.turn.Release(1)
 	if a.cl != nil {
 		a.cl.Close()
 	}

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/semaphore"
 	"io/fs"
 	"maps"
 	"slices"
@@ -81,8 +82,8 @@ func NewStore(files filerfs.VersionedFiles) *Store {
 type groupOffsets struct {
 	name string
 
-	loadMu sync.Mutex
-	loaded bool
+	loading *semaphore.Weighted // one load at a time, waited for within the caller's context
+	loaded  bool
 
 	mu       sync.Mutex
 	durable  Topics            // what the filer holds
@@ -109,7 +110,7 @@ func (s *Store) group(name string) *groupOffsets {
 	defer s.mu.Unlock()
 	g := s.groups[name]
 	if g == nil {
-		g = &groupOffsets{name: name}
+		g = &groupOffsets{name: name, loading: semaphore.NewWeighted(1)}
 		s.groups[name] = g
 	}
 	return g
@@ -118,8 +119,10 @@ func (s *Store) group(name string) *groupOffsets {
 // load reads the group's offsets from the filer the first time they are
 // needed.
 func (s *Store) load(ctx context.Context, g *groupOffsets) error {
-	g.loadMu.Lock()
-	defer g.loadMu.Unlock()
+	if err := g.loading.Acquire(ctx, 1); err != nil {
+		return err
+	}
+	defer g.loading.Release(1)
 	if g.loaded {
 		return nil
 	}

@@ -38,6 +38,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/semaphore"
 	"io/fs"
 	"slices"
 	"strings"
@@ -90,8 +91,9 @@ type Store struct {
 	entries map[ident]Entry
 	loaded  bool
 
-	// write orders this gateway's changes of an entity's file.
-	write sync.Mutex
+	// write orders this gateway's changes of an entity's file, waited
+	// for within the caller's context.
+	write *semaphore.Weighted
 
 	ratesMu sync.Mutex
 	rates   map[Sensor]*rate
@@ -118,7 +120,7 @@ func New(opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Store{opts: opts, entries: map[ident]Entry{}, rates: map[Sensor]*rate{}, buckets: map[Sensor]*bucket{}, peers: map[string]*peerUsage{}}
+	s := &Store{opts: opts, write: semaphore.NewWeighted(1), entries: map[ident]Entry{}, rates: map[Sensor]*rate{}, buckets: map[Sensor]*bucket{}, peers: map[string]*peerUsage{}}
 	s.loop = filerfs.NewLoop(RefreshEvery, func(ctx context.Context) {
 		if err := guard.Try("QuotaRefresh", func() error { return s.Refresh(ctx) }); err != nil {
 			glog.V(1).Infof("kafka quotas: reading %s: %v", Dir, err)
@@ -208,8 +210,10 @@ func (s *Store) Alter(ctx context.Context, e Entity, ops []Op) error {
 	if s == nil {
 		return errors.New("this gateway keeps no client quotas")
 	}
-	s.write.Lock()
-	defer s.write.Unlock()
+	if err := s.write.Acquire(ctx, 1); err != nil {
+		return err
+	}
+	defer s.write.Release(1)
 	e = e.Sorted()
 	// Written over the file as read: another gateway's change made
 	// meanwhile is read, and these ops made again on it.

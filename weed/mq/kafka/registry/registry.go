@@ -16,9 +16,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/semaphore"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -50,7 +50,7 @@ const DefaultTimeout = 30 * time.Second
 // Registry serves reads from its State and makes writes through the Log.
 type Registry struct {
 	opts    Options
-	writeMu sync.Mutex
+	writing *semaphore.Weighted // one write at a time, waited for within the caller's context
 	// caughtUp is set once the State has read the log as far as it went
 	// when the registry first answered: before, a read could miss what
 	// was registered.
@@ -92,7 +92,7 @@ func New(opts Options) *Registry {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	return &Registry{opts: opts}
+	return &Registry{opts: opts, writing: semaphore.NewWeighted(1)}
 }
 
 // State is what the registry reads from.
@@ -276,8 +276,10 @@ func (r *Registry) Mode(subject string) string {
 func (r *Registry) write(ctx context.Context, fn func() ([]Record, *Error)) *Error {
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
-	r.writeMu.Lock()
-	defer r.writeMu.Unlock()
+	if err := r.writing.Acquire(ctx, 1); err != nil {
+		return storeError(err)
+	}
+	defer r.writing.Release(1)
 	end, err := r.opts.Log.End(ctx)
 	if err != nil {
 		return storeError(err)

@@ -79,9 +79,9 @@ type Client struct {
 	mu    sync.Mutex
 	filer pb.ServerAddress // current filer ("" until discovered)
 	// filerChecked: the filer checks the conditions of the gateway's
-	// writes (checkFiler, under checkMu: one probe at a time).
+	// writes (checkFiler, on checkTurn: one probe at a time).
 	filerChecked atomic.Bool
-	checkMu      sync.Mutex
+	checkTurn    turn
 
 	topics topicCache
 	parts  partitions
@@ -93,7 +93,7 @@ type Client struct {
 	// segment write one step among this gateway's writes to a
 	// partition's directory (a released partition's tail, the
 	// recovery of its next term), by the directory's hash.
-	segWrites [64]sync.Mutex
+	segWrites [64]turn
 	// beforeSegmentSave, if set, runs between a segment file's lookup and
 	// its update (tests: another gateway's write landing there).
 	beforeSegmentSave func()
@@ -281,8 +281,10 @@ func (c *Client) Ready(ctx context.Context) error {
 	if err != nil || c.filerChecked.Load() {
 		return err
 	}
-	c.checkMu.Lock()
-	defer c.checkMu.Unlock()
+	if err := c.checkTurn.take(ctx); err != nil {
+		return err
+	}
+	defer c.checkTurn.give()
 	if c.filerChecked.Load() {
 		return nil
 	}

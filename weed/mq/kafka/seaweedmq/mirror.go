@@ -176,6 +176,12 @@ func (c *Client) MirroredProducers(ctx context.Context, topic string, index int3
 // free id in the filer is moved past it, and this gateway's block below
 // it dropped. The other gateways drop theirs when told (DropProducerIDs).
 func (c *Client) RaiseProducerIDs(ctx context.Context, floor int64) error {
+	// Reserved on the turn NewProducerID reserves on: a block it reserved
+	// before the floor moved never replaces the one reserved after.
+	if err := c.pids.reserving.take(ctx); err != nil {
+		return err
+	}
+	defer c.pids.reserving.give()
 	for {
 		first, err := c.reserveProducerIDs(ctx, producerIDBlock)
 		if err != nil {

@@ -27,24 +27,43 @@ const (
 )
 
 type producerIDs struct {
+	reserving turn // one reservation at a time
 	mu        sync.Mutex
 	next, end int64
 }
 
-// NewProducerID implements storage.Backend.
+// NewProducerID implements storage.Backend: the next id of the block
+// reserved, a block reserved in the filer first when it is used up.
 func (c *Client) NewProducerID(ctx context.Context) (int64, error) {
+	if id, ok := c.pids.take(); ok {
+		return id, nil
+	}
+	if err := c.pids.reserving.take(ctx); err != nil {
+		return -1, err
+	}
+	defer c.pids.reserving.give()
+	if id, ok := c.pids.take(); ok { // reserved while this one waited
+		return id, nil
+	}
+	first, err := c.reserveProducerIDs(ctx, producerIDBlock)
+	if err != nil {
+		return -1, err
+	}
 	c.pids.mu.Lock()
 	defer c.pids.mu.Unlock()
-	if c.pids.next >= c.pids.end {
-		first, err := c.reserveProducerIDs(ctx, producerIDBlock)
-		if err != nil {
-			return -1, err
-		}
-		c.pids.next, c.pids.end = first, first+producerIDBlock
+	c.pids.next, c.pids.end = first+1, first+producerIDBlock
+	return first, nil
+}
+
+// take hands out the next id reserved, if one is left.
+func (p *producerIDs) take() (int64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.next >= p.end {
+		return -1, false
 	}
-	id := c.pids.next
-	c.pids.next++
-	return id, nil
+	p.next++
+	return p.next - 1, true
 }
 
 func (c *Client) reserveProducerIDs(ctx context.Context, n int64) (int64, error) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -395,8 +394,10 @@ func (c *Client) MaxTimestamp(ctx context.Context, topic string, index int32) (i
 		return -1, -1, err
 	}
 	m := &p.maxTs
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	if err := m.turn.take(ctx); err != nil {
+		return -1, -1, err
+	}
+	defer m.turn.give()
 	if !m.valid || m.offset < offs.LogStart || m.upTo > offs.HighWatermark {
 		m.ts, m.offset, m.upTo, m.valid = -1, -1, offs.LogStart, true
 	}
@@ -448,7 +449,7 @@ func (c *Client) MaxTimestamp(ctx context.Context, topic string, index int32) (i
 // maxTimestamp is what the reads for a partition's largest timestamp
 // found: ts first at offset, among the offsets below upTo.
 type maxTimestamp struct {
-	mu               sync.Mutex
+	turn             turn // one read at a time
 	ts, offset, upTo int64
 	valid            bool
 }

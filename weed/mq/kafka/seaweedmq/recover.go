@@ -177,9 +177,11 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 // write to the file between its lookup and its update is met by looking
 // it up again, a few times.
 func (c *Client) saveSegment(ctx context.Context, dir string, first, last, lastTs int64, fid string, res *operation.UploadResult) error {
-	lock := &c.segWrites[fnv32(dir)%uint32(len(c.segWrites))]
-	lock.Lock()
-	defer lock.Unlock()
+	t := &c.segWrites[fnv32(dir)%uint32(len(c.segWrites))]
+	if err := t.take(ctx); err != nil {
+		return err
+	}
+	defer t.give()
 	var err error
 	for attempt := 1; ; attempt++ {
 		err = c.saveSegmentOnce(ctx, dir, first, last, lastTs, fid, res)

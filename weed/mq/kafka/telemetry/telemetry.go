@@ -36,6 +36,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/semaphore"
 	"io/fs"
 	"maps"
 	"slices"
@@ -90,7 +91,7 @@ type Manager struct {
 	inst   map[[16]byte]*instance
 	series int // kept in all instances
 
-	write sync.Mutex // orders this gateway's writes
+	write *semaphore.Weighted // orders this gateway's writes, waited for within the caller's context
 
 	loop *filerfs.Loop
 }
@@ -100,7 +101,7 @@ func New(opts Options) *Manager {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	m := &Manager{opts: opts, configs: map[string]map[string]string{}, inst: map[[16]byte]*instance{}}
+	m := &Manager{opts: opts, write: semaphore.NewWeighted(1), configs: map[string]map[string]string{}, inst: map[[16]byte]*instance{}}
 	m.loop = filerfs.NewLoop(RefreshEvery, func(ctx context.Context) {
 		if err := guard.Try("ClientMetricsRefresh", func() error { return m.Refresh(ctx) }); err != nil {
 			glog.V(1).Infof("kafka client metrics: reading %s: %v", Dir, err)
@@ -192,8 +193,10 @@ func (m *Manager) Configs(name string) map[string]string {
 // removed. The errors of the checks are *UnknownConfig and
 // *InvalidConfig, and change's own.
 func (m *Manager) Alter(ctx context.Context, name string, validateOnly bool, change func(map[string]string) error) error {
-	m.write.Lock()
-	defer m.write.Unlock()
+	if err := m.write.Acquire(ctx, 1); err != nil {
+		return err
+	}
+	defer m.write.Release(1)
 	if name == "" {
 		return &InvalidConfig{"a client metrics subscription needs a name"}
 	}

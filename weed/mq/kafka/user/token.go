@@ -30,10 +30,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/semaphore"
 	"io/fs"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
@@ -106,9 +106,10 @@ type TokenOptions struct {
 // Tokens keeps the cluster's delegation tokens in the filer.
 type Tokens struct {
 	o TokenOptions
-	// mu orders this gateway's changes of a token's file.
-	mu   sync.Mutex
-	loop *filerfs.Loop
+	// writing orders this gateway's changes of a token's file, waited
+	// for within the caller's context.
+	writing *semaphore.Weighted
+	loop    *filerfs.Loop
 }
 
 // NewTokens returns the token store of o.
@@ -125,7 +126,7 @@ func NewTokens(o TokenOptions) *Tokens {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Tokens{o: o}
+	s := &Tokens{o: o, writing: semaphore.NewWeighted(1)}
 	s.loop = filerfs.NewLoop(o.CheckEvery, func(ctx context.Context) {
 		if n, err := s.Sweep(ctx); err != nil {
 			glog.Warningf("delegation tokens: removing the expired: %v", err)
@@ -280,8 +281,10 @@ func (s *Tokens) byHMAC(ctx context.Context, mac []byte) (Token, error) {
 // there: the change is made again on the token as it is now, or fails as
 // for a token not found.
 func (s *Tokens) change(ctx context.Context, principal string, mac []byte, apply func(t *Token, now int64, version string) error) (int64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	if err := s.writing.Acquire(ctx, 1); err != nil {
+		return 0, err
+	}
+	defer s.writing.Release(1)
 	for attempt := 1; ; attempt++ {
 		t, err := s.byHMAC(ctx, mac)
 		if err != nil {
@@ -413,8 +416,10 @@ func (s *Tokens) Sweep(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	if err := s.writing.Acquire(ctx, 1); err != nil {
+		return 0, err
+	}
+	defer s.writing.Release(1)
 	now, n := s.now(), 0
 	for _, t := range all {
 		if t.Expires >= now {

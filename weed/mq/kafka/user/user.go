@@ -24,11 +24,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/semaphore"
 	"hash"
 	"io/fs"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 )
@@ -134,15 +134,16 @@ func (cred Credential) Verify(mechanism, password string) bool {
 type Store struct {
 	files  filerfs.VersionedFiles
 	sealer *Sealer
-	// mu orders this gateway's changes of a user's file; a file another
-	// gateway changed since it was read is read again (Apply).
-	mu sync.Mutex
+	// writing orders this gateway's changes of a user's file, waited
+	// for within the caller's context; a file another gateway changed
+	// since it was read is read again (Apply).
+	writing *semaphore.Weighted
 }
 
 // NewStore returns a store keeping its files under Dir in files, their
 // credentials sealed by sealer.
 func NewStore(files filerfs.VersionedFiles, sealer *Sealer) *Store {
-	return &Store{files: files, sealer: sealer}
+	return &Store{files: files, sealer: sealer, writing: semaphore.NewWeighted(1)}
 }
 
 // decode reads a user's file, its credentials opened.
@@ -313,8 +314,10 @@ type Change struct {
 // user at once (each a mechanism of its own) both take effect, the second
 // reading the first's change.
 func (s *Store) Apply(ctx context.Context, name string, changes []Change) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	if err := s.writing.Acquire(ctx, 1); err != nil {
+		return err
+	}
+	defer s.writing.Release(1)
 	for attempt := 1; ; attempt++ {
 		err := s.apply(ctx, name, changes)
 		if !errors.Is(err, filerfs.ErrChanged) || attempt == 5 {
