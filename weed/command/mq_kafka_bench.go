@@ -24,28 +24,31 @@ import (
 )
 
 type kafkaBenchOptions struct {
-	bootstrap  *string
-	topic      *string
-	configs    *string
-	partitions *int
-	records    *int
-	size       *int
-	acks       *string
-	timeout    *time.Duration
-	backlog    *bool
-	inflight   *int
-	idempotent *bool
-	rate       *int
-	linger     *time.Duration
-	sync       *bool
-	producers  *int
-	vary       *bool
-	maxBuffer  *int
-	soak       *time.Duration
-	churn      *int
-	churnProcs *string
-	monitor    *string
-	filer      *string
+	bootstrap    *string
+	topic        *string
+	configs      *string
+	partitions   *int
+	records      *int
+	size         *int
+	acks         *string
+	timeout      *time.Duration
+	backlog      *bool
+	inflight     *int
+	idempotent   *bool
+	rate         *int
+	linger       *time.Duration
+	sync         *bool
+	producers    *int
+	vary         *bool
+	maxBuffer    *int
+	soak         *time.Duration
+	churn        *int
+	churnProcs   *string
+	hostile      *string
+	hostileFor   *time.Duration
+	hostileConns *int
+	monitor      *string
+	filer        *string
 
 	tlsCA         *string
 	saslMechanism *string
@@ -117,6 +120,17 @@ percentiles. The load is bounded by -records and -timeout.
                printed every 50 topics created and 100 deleted, and how the
                total moved while the last ones were created
 
+  -hostile     instead of the above, a hostile client against a gateway on
+               this machine only (127.0.0.0/8, ::1), for -hostile.for (default
+               1m, at most 10m) over -hostile.conns connections (default 16);
+               it prints the answers by error code and the connections the
+               gateway closed:
+                 empty-zstd  valid zstd batches of 220,000 empty records
+                 slow        requests announced as 1 MiB, sent a byte a second
+                 conn-flood  that many connections at once, held open
+                 huge-fetch  fetches of 55 MiB from a topic of 64 MiB
+                 join-flood  that many members joining one classic group
+
 Topics created and deleted (1,000 topics of 4 partitions, 20 records each):
 
   weed mq.kafka.bench -churn=1000 -partitions=4 -records=20
@@ -160,6 +174,9 @@ func init() {
 	o.filer = f.String("filer", "", "with -soak: host:port of the filer's HTTP, to count its entries")
 	o.maxBuffer = f.Int("maxbufferedbytes", 0, "the producer's MaxBufferedBytes (0: franz-go's default)")
 	o.churn = f.Int("churn", 0, "instead: create this many topics of -partitions partitions (-records records each), delete nine tenths, create a fifth again, printing the RSS of the SeaweedFS processes")
+	o.hostile = f.String("hostile", "", "instead: a hostile client's load against a gateway on this machine: empty-zstd, slow, conn-flood, huge-fetch or join-flood")
+	o.hostileFor = f.Duration("hostile.for", time.Minute, "with -hostile: for this long (at most 10m)")
+	o.hostileConns = f.Int("hostile.conns", 16, "with -hostile: connections (members for join-flood)")
 	o.churnProcs = f.String("churn.procs", "weed", "with -churn and -soak: the processes whose memory is summed are those whose program path contains this")
 }
 
@@ -198,6 +215,9 @@ func runMqKafkaBench(cmd *swcommand.Command, args []string) bool {
 	// conn are the options that reach the endpoint, for each client.
 	conn := func(more ...kgo.Opt) []kgo.Opt {
 		return append(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, security...), more...)
+	}
+	if *o.hostile != "" {
+		return runHostile(seeds[0], *o.hostile, *o.hostileFor, *o.hostileConns)
 	}
 	if *o.churn > 0 {
 		return runChurn(ctx, conn, *o.churn, *o.partitions, *o.records, *o.size, *o.churnProcs)
