@@ -92,31 +92,16 @@ func (c *lagCollector) logOffsets(ctx context.Context, gs []Stat) map[topicParti
 			}
 		}
 	}
-	var (
-		mu  sync.Mutex
-		hws = make(map[topicPartition]logOffsets, len(tps))
-		wg  sync.WaitGroup
-		sem = make(chan struct{}, scrapeLookups)
-	)
-	for _, tp := range tps {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
+	var mu sync.Mutex
+	hws := make(map[topicPartition]logOffsets, len(tps))
+	metrics.Lookups(ctx, len(tps), scrapeLookups, func(i int) {
+		tp := tps[i]
+		if start, hw, err := c.offsets(ctx, tp.topic, tp.partition); err == nil && hw >= 0 {
+			mu.Lock()
+			hws[tp] = logOffsets{start, hw}
+			mu.Unlock()
 		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if start, hw, err := c.offsets(ctx, tp.topic, tp.partition); err == nil && hw >= 0 {
-				mu.Lock()
-				hws[tp] = logOffsets{start, hw}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	})
 	return hws
 }
 

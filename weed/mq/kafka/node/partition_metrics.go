@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,32 +72,17 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(metrics.PartitionsOmittedDesc, prometheus.GaugeValue, float64(omitted))
-	var (
-		wg  sync.WaitGroup
-		sem = make(chan struct{}, partitionLookups)
-	)
-	for _, p := range led {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
+	metrics.Lookups(ctx, len(led), partitionLookups, func(i int) {
+		p := led[i]
+		labels := []string{p.topic, strconv.Itoa(int(p.partition))}
+		offs, err := c.offsets(ctx, p.topic, p.partition)
+		size, serr := c.size(ctx, p.topic, p.partition)
+		if err == nil {
+			ch <- prometheus.MustNewConstMetric(metrics.PartitionLogStartDesc, prometheus.GaugeValue, float64(offs.LogStart), labels...)
+			ch <- prometheus.MustNewConstMetric(metrics.PartitionLogEndDesc, prometheus.GaugeValue, float64(offs.HighWatermark), labels...)
 		}
-		if ctx.Err() != nil {
-			break
+		if serr == nil {
+			ch <- prometheus.MustNewConstMetric(metrics.PartitionSizeDesc, prometheus.GaugeValue, float64(size), labels...)
 		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			labels := []string{p.topic, strconv.Itoa(int(p.partition))}
-			offs, err := c.offsets(ctx, p.topic, p.partition)
-			size, serr := c.size(ctx, p.topic, p.partition)
-			if err == nil {
-				ch <- prometheus.MustNewConstMetric(metrics.PartitionLogStartDesc, prometheus.GaugeValue, float64(offs.LogStart), labels...)
-				ch <- prometheus.MustNewConstMetric(metrics.PartitionLogEndDesc, prometheus.GaugeValue, float64(offs.HighWatermark), labels...)
-			}
-			if serr == nil {
-				ch <- prometheus.MustNewConstMetric(metrics.PartitionSizeDesc, prometheus.GaugeValue, float64(size), labels...)
-			}
-		}()
-	}
-	wg.Wait()
+	})
 }
