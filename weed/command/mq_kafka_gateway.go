@@ -94,7 +94,7 @@ the filers and MQ brokers there and follows them as they move.
                        the log segments their topic's retention.bytes, or
                        DeleteRecords, left behind (default 300000, as
                        Kafka)
-Security (see the README's Security section):
+Security (see docs/security.md):
   -listeners           PROTOCOL://host:port entries, comma-separated, of
                        PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL (default:
                        one PLAINTEXT listener on -ip.bind:-port). Metadata

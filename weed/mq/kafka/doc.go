@@ -1,6 +1,6 @@
 // Package kafka holds the Kafka gateway's packages, in layers: each imports
 // only packages of the layers below it (layers_test.go checks it against
-// `go list`, and that the README's layout names each package).
+// `go list`, and that docs/layout.md names each package).
 //
 //	0  record, metrics, filerfs       the wire's records, the metrics, the filer's small files
 //	   guard, storage, audit          panics turned into errors, logged and counted; the

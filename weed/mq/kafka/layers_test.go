@@ -126,16 +126,16 @@ func TestStandInsOnlyInTests(t *testing.T) {
 	}
 }
 
-// The README's layout section names each package (those of the layers,
-// besides the test-only ones) with its job.
-func TestReadmeLayoutNamesEveryPackage(t *testing.T) {
-	data, err := os.ReadFile("../../../README.md")
+// docs/layout.md names each package (those of the layers, besides the
+// test-only ones) with its job.
+func TestLayoutNamesEveryPackage(t *testing.T) {
+	data, err := os.ReadFile("../../../docs/layout.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, layout, ok := strings.Cut(string(data), "\n## Layout\n")
+	_, layout, ok := strings.Cut(string(data), "# Layout\n")
 	if !ok {
-		t.Fatal("README has no Layout section")
+		t.Fatal("docs/layout.md has no Layout heading")
 	}
 	layout, _, _ = strings.Cut(layout, "\n## ")
 	for pkg := range layers {
@@ -143,7 +143,7 @@ func TestReadmeLayoutNamesEveryPackage(t *testing.T) {
 			continue
 		}
 		if !strings.Contains(layout, " "+pkg+"/ ") {
-			t.Errorf("the README's layout does not name %s/", pkg)
+			t.Errorf("docs/layout.md does not name %s/", pkg)
 		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 // offset commit requests get NOT_LEADER_OR_FOLLOWER and NOT_COORDINATOR;
 // the other two take its partition and group over and serve them; and
 // nothing it acknowledged after the cut is missing from what they serve.
-// The times measured are logged (they are in the README).
+// The times measured are logged (they are in docs/faults.md).
 func TestPartitionedGateway(t *testing.T) {
 	t.Parallel()
 	c := startFaultCluster(t)

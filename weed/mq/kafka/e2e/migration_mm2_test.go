@@ -1,7 +1,7 @@
 package e2e
 
-// Moving from Apache Kafka with MirrorMaker 2, as README's "Moving from
-// Apache Kafka" tells a user to: Kafka 4.4 is the source, the package's
+// Moving from Apache Kafka with MirrorMaker 2, as docs/moving-from-kafka.md
+// tells a user to: Kafka 4.4 is the source, the package's
 // gateway the target, MirrorMaker 2 (connect-mirror 4.3.1, dedicated mode,
 // the Maven module java/mirrormaker) runs between them.
 

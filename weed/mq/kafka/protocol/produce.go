@@ -16,7 +16,7 @@ package protocol
 // With acks=1 the response goes out when the partition's leader has given
 // them their offsets; with acks=all, when they are in its write-ahead log
 // and survive a restart of SeaweedFS. acks=0 gets no response at all. v13 addresses topics by id. An idempotent producer's
-// batch has its sequence numbers checked (see the README); a transactional
+// batch has its sequence numbers checked (see docs/transactions.md); a transactional
 // one goes only to a partition of the producer's open transaction
 // (INVALID_TXN_STATE otherwise, INVALID_PRODUCER_EPOCH from a fenced
 // producer).

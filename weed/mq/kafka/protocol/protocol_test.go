@@ -120,35 +120,35 @@ func TestDecodeRejects(t *testing.T) {
 	}
 }
 
-// TestReadmeCompatibilityTable keeps the README's table of API keys and
-// versions equal to what is served.
-func TestReadmeCompatibilityTable(t *testing.T) {
+// TestCompatibilityTable keeps the table of API keys and versions in
+// docs/compatibility.md equal to what is served.
+func TestCompatibilityTable(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
-	readme, err := os.ReadFile(filepath.Join(filepath.Dir(file), "../../../../README.md"))
+	doc, err := os.ReadFile(filepath.Join(filepath.Dir(file), "../../../../docs/compatibility.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	row := regexp.MustCompile(`(?m)^\| (\d+) \| (\w+) \| (\d+)[–-](\d+) \|`)
 	documented := map[int16][2]int16{}
-	for _, m := range row.FindAllStringSubmatch(string(readme), -1) {
+	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
 		k, _ := strconv.Atoi(m[1])
 		lo, _ := strconv.Atoi(m[3])
 		hi, _ := strconv.Atoi(m[4])
 		documented[int16(k)] = [2]int16{int16(lo), int16(hi)}
 		if kmsg.NameForKey(int16(k)) != m[2] {
-			t.Errorf("README names key %d %s, kmsg %s", k, m[2], kmsg.NameForKey(int16(k)))
+			t.Errorf("docs/compatibility.md names key %d %s, kmsg %s", k, m[2], kmsg.NameForKey(int16(k)))
 		}
 	}
 	for k := int16(0); k <= kmsg.MaxKey; k++ {
 		min, max, ok := Supported(k)
-		d, inReadme := documented[k]
+		d, inDoc := documented[k]
 		switch {
-		case ok && !inReadme:
-			t.Errorf("README does not list %s (%d-%d)", kmsg.NameForKey(k), min, max)
-		case !ok && inReadme:
-			t.Errorf("README lists %s, which is not served", kmsg.NameForKey(k))
+		case ok && !inDoc:
+			t.Errorf("docs/compatibility.md does not list %s (%d-%d)", kmsg.NameForKey(k), min, max)
+		case !ok && inDoc:
+			t.Errorf("docs/compatibility.md lists %s, which is not served", kmsg.NameForKey(k))
 		case ok && d != [2]int16{min, max}:
-			t.Errorf("README says %s %d-%d, served %d-%d", kmsg.NameForKey(k), d[0], d[1], min, max)
+			t.Errorf("docs/compatibility.md says %s %d-%d, served %d-%d", kmsg.NameForKey(k), d[0], d[1], min, max)
 		}
 	}
 }

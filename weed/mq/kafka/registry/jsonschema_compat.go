@@ -2,7 +2,7 @@ package registry
 
 // JSON Schema compatibility: whether the update takes every document the
 // original takes, judged on the two schemas' structure as Confluent's
-// registry judges it (its published cases pass, see the README).
+// registry judges it (its published cases pass, see docs/schema-registry.md).
 
 import (
 	"encoding/json"

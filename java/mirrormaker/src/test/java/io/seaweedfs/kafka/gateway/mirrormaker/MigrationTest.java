@@ -57,7 +57,7 @@ class MigrationTest {
         return Admin.create(p);
     }
 
-    /** The mm2.properties of the README's "Moving from Apache Kafka", with the test's intervals. */
+    /** The mm2.properties of docs/moving-from-kafka.md, with the test's intervals. */
     static Map<String, String> config(String source, String target) {
         Map<String, String> mm = new HashMap<>();
         mm.put("clusters", "kafka, gateway");
