@@ -58,6 +58,13 @@ func (r *Replica) ReadReplica(ctx context.Context, f protocol.ReplicaFetch) (pro
 	if sp.ErrorCode != 0 {
 		return protocol.ReplicaRead{}, kerr.ErrorForCode(sp.ErrorCode)
 	}
+	if len(sp.RecordBatches) > 0 {
+		// Records in an offsets-only answer: the leader read this
+		// fetch as a consumer's (its ACLs did not grant this
+		// gateway ClusterAction), and its aborted transactions are
+		// those of what it returned, not of what the segments hold.
+		return protocol.ReplicaRead{}, fmt.Errorf("%w: %s answered a follower's fetch as a consumer's", kerr.NotLeaderForPartition, owner.Addr())
+	}
 	out := protocol.ReplicaRead{Result: stored, LastStable: sp.LastStableOffset}
 	out.Result.Offsets = storage.Offsets{LogStart: sp.LogStartOffset, HighWatermark: sp.HighWatermark}
 	for _, a := range sp.AbortedTransactions {

@@ -17,9 +17,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/cluster"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 )
 
@@ -183,4 +187,16 @@ func shareStarts(shares *share.Store) group.ShareOffsets {
 		}
 		return out, nil
 	}
+}
+
+// replicas is what reads other gateways' partitions for the consumers of
+// this gateway's rack (KIP-392), or nil where a leader would not take this
+// gateway's follower fetches: with ACLs on, the gateways' fetches need
+// ClusterAction, which only their own SASL login is sure to have.
+func (n *Node) replicas(cfg Config, members *membership.Membership, peers *cluster.Peers) protocol.ReplicaReader {
+	if cfg.Authorizer && n.peerOpts.Identity == nil {
+		glog.Warningf("kafka gateway: -authorizer.enabled without a SASL listener: consumers read from partitions' leaders only, not from a gateway of their rack")
+		return nil
+	}
+	return &cluster.Replica{Stored: n.store, Members: members, Peers: peers}
 }

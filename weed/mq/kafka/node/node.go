@@ -471,7 +471,7 @@ func New(cfg Config) (_ *Node, err error) {
 			Shares:                   shares,
 			ShareSessionSlots:        cfg.ShareSessions,
 			HighWatermark:            forward.HighWatermark,
-			Replicas:                 &cluster.Replica{Stored: n.store, Members: members, Peers: peers},
+			Replicas:                 n.replicas(cfg, members, peers),
 			Audit:                    n.audit,
 		},
 		Listeners: listeners,
