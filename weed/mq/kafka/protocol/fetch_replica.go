@@ -239,10 +239,24 @@ func (h *Handler) fetchFollower(ctx context.Context, req *kmsg.FetchRequest, ver
 		keepBelow(&res, res.HighWatermark)
 	}
 	if len(res.Records) == 0 && len(res.Raw) == 0 {
-		return rd.Changed
+		// Stored, but past the leader's bound (an open transaction
+		// holds the last stable offset back): looked at again after a
+		// while, not at once.
+		return afterWait(rd.Changed, ExternalWriteRecheck)
 	}
 	count := h.fillPartition(b, sp, version, info, rp, &res, limit, first)
 	metrics.FollowerFetchBytes.WithLabelValues("segments").Add(float64(len(sp.RecordBatches)))
 	countFetched(info.Name, count, len(sp.RecordBatches))
 	return nil
+}
+
+// afterWait is changed, or when there is none a channel closed after d: a
+// fetch with nothing to read waits before it looks again.
+func afterWait(changed <-chan struct{}, d time.Duration) <-chan struct{} {
+	if changed != nil {
+		return changed
+	}
+	ch := make(chan struct{})
+	time.AfterFunc(d, func() { close(ch) })
+	return ch
 }
