@@ -123,13 +123,13 @@ func New(opts Options) *Client {
 	if opts.TopicCacheTTL <= 0 {
 		opts.TopicCacheTTL = 2 * time.Second
 	}
+	if opts.WALName == "" {
+		opts.WALName = "default"
+	}
 	c := &Client{opts: opts, l: newLayout(opts.Cluster), stop: make(chan struct{}), stopped: make(chan struct{})}
 	c.topics.init()
 	c.parts.init()
 	c.segs.init()
-	if opts.WALName == "" {
-		opts.WALName = "default"
-	}
 	store := &walStore{c: c}
 	c.wal = wal.New(wal.Options{Store: store, Name: opts.WALName, Covered: c.walCovered})
 	c.walReader = wal.NewReader(store)
