@@ -105,19 +105,35 @@ bin_dir=$(mktemp -d)
 trap 'rm -rf "$bin_dir"' EXIT
 go build -o "$bin_dir/weed" ./weed
 
-# The previous release (the newest tag before this commit), built from its
-# tag for the rolling upgrade test (TestRollingUpgrade: its gateways are
-# replaced one by one by this build's under load).
-previous=$(git describe --tags --abbrev=0 HEAD^ 2>/dev/null || true)
-if [ -z "$previous" ]; then
-	git fetch -q --tags 2>/dev/null || true
-	previous=$(git describe --tags --abbrev=0 HEAD^ 2>/dev/null || true)
+# The previous release, built from its commit for the rolling upgrade test
+# (TestRollingUpgrade: its gateways are replaced one by one by this build's
+# under load). RELEASES lists the releases with their commits, since a clone
+# of a pushed branch carries no tags; the last one that is an ancestor of
+# this commit (and not this commit itself) is the previous release.
+previous=""
+if [ "$(git rev-parse --is-shallow-repository)" = true ]; then
+	git fetch -q --unshallow origin </dev/null 2>/dev/null || true
 fi
+while read -r version commit _; do
+	case "$version" in ''|'#'*) continue ;; esac
+	if ! git cat-file -e "$commit^{commit}" 2>/dev/null; then
+		git fetch -q origin "$commit" </dev/null 2>/dev/null || true
+	fi
+	if ! git cat-file -e "$commit^{commit}" 2>/dev/null; then
+		echo "release $version: commit $commit is not in this clone (a shallow clone?), and fetching it failed" >&2
+		exit 1
+	fi
+	if [ "$(git rev-parse HEAD)" != "$(git rev-parse "$commit^{commit}")" ] &&
+		git merge-base --is-ancestor "$commit" HEAD; then
+		previous="$commit"
+		previous_version="$version"
+	fi
+done < RELEASES
 if [ -z "$previous" ]; then
-	echo "no release tag before this commit (a clone without tags?): the rolling upgrade test builds the previous release from its tag" >&2
+	echo "RELEASES names no release before this commit: the rolling upgrade test needs one" >&2
 	exit 1
 fi
-echo "== build weed of the previous release, $previous"
+echo "== build weed of the previous release, $previous_version ($previous)"
 mkdir "$bin_dir/previous-src"
 git archive "$previous" | tar -x -C "$bin_dir/previous-src"
 (cd "$bin_dir/previous-src" && go build -o "$bin_dir/weed-previous" ./weed)
