@@ -157,7 +157,7 @@ func (l *cleanedLog) Segments(ctx context.Context) ([]compaction.Segment, error)
 	}
 	out := make([]compaction.Segment, len(segs))
 	for i, s := range segs {
-		out[i] = compaction.Segment{Entry: s.entry, MaxOffset: s.maxOffset}
+		out[i] = compaction.Segment{Entry: s.entry, MaxOffset: s.maxOffset, Sealed: s.entry.Extended[gatewaySegmentAttr] != nil}
 	}
 	return out, nil
 }

@@ -62,7 +62,7 @@ func (c *Client) recoverPartition(ctx context.Context, p *partition) (int64, err
 		glog.Errorf("kafka partition %s/%d: write-ahead log records from offset %d, segments end at %d: %v", p.topic, p.index, logged[0].Offset, st.end, err)
 		return 0, fmt.Errorf("%w: %v", kerr.LeaderNotAvailable, err)
 	}
-	if err := c.writeSegment(ctx, p.dir, entries); err != nil {
+	if err := c.writeSegment(ctx, p.dir, c.rollingOf(p.topic), entries); err != nil {
 		var covered *coveredError
 		if errors.As(err, &covered) {
 			// Another gateway wrote past the segments' end meanwhile:
@@ -112,7 +112,7 @@ const segmentMimeType = "application/octet-stream"
 
 // writeSegment writes entries (ascending, dense offsets) to a partition as
 // a log segment in the broker's format.
-func (c *Client) writeSegment(ctx context.Context, dir string, entries []*filer_pb.LogEntry) error {
+func (c *Client) writeSegment(ctx context.Context, dir string, r rolling, entries []*filer_pb.LogEntry) error {
 	var buf []byte
 	for _, e := range entries {
 		buf = binary.BigEndian.AppendUint32(buf, uint32(proto.Size(e)))
@@ -122,7 +122,7 @@ func (c *Client) writeSegment(ctx context.Context, dir string, entries []*filer_
 		}
 	}
 	last := entries[len(entries)-1]
-	return c.writeSegmentBytes(ctx, dir, buf, entries[0].Offset, last.Offset+logentry.SpanOf(last)-1, last.TsNs)
+	return c.writeSegmentBytes(ctx, dir, r, buf, entries[0].Offset, last.Offset+logentry.SpanOf(last)-1, last.TsNs)
 }
 
 // coveredError refuses a segment whose offsets the partition's segments
@@ -142,7 +142,8 @@ func (e *coveredError) Error() string {
 // name order for offset order and list only from the newest segment on,
 // and records written back from the write-ahead logs, or stamped by
 // another gateway's clock, may be older than the segment before them. If a
-// segment of that name exists it is appended to, as the broker does. The
+// segment of that name exists it is appended to, as the broker does, or
+// the segment rolls to a name after it, as the topic's r says (roll.go). The
 // partition's listing is read again before it returns, so that reads find
 // the records there.
 //
@@ -152,11 +153,11 @@ func (e *coveredError) Error() string {
 // hold the offsets is checked again once the bytes are uploaded, under
 // this gateway's lock of the directory, and the entry's update holds only
 // if no other gateway wrote the file since that check (saveSegment).
-func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, first, last, lastTs int64) error {
+func (c *Client) writeSegmentBytes(ctx context.Context, dir string, r rolling, buf []byte, first, last, lastTs int64) error {
 	// The name the upload's volume is assigned for, and a first look
 	// whether the segments hold the offsets already, from the listing
 	// as this gateway last read it: both are decided again once uploaded.
-	planned, err := c.segmentName(ctx, dir, first, lastTs, false)
+	planned, err := c.segmentName(ctx, dir, r, len(buf), first, lastTs, false)
 	if err != nil {
 		return err
 	}
@@ -168,7 +169,7 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 	if err != nil {
 		return fmt.Errorf("%w: upload a segment: %v", ErrUnavailable, err)
 	}
-	return c.saveSegment(ctx, dir, first, last, lastTs, fid, res)
+	return c.saveSegment(ctx, dir, r, first, last, lastTs, fid, res)
 }
 
 // saveSegment puts the uploaded chunk fid of a segment's bytes (offsets
@@ -176,7 +177,7 @@ func (c *Client) writeSegmentBytes(ctx context.Context, dir string, buf []byte, 
 // appended to the file of its name (writeSegmentBytes). Another gateway's
 // write to the file between its lookup and its update is met by looking
 // it up again, a few times.
-func (c *Client) saveSegment(ctx context.Context, dir string, first, last, lastTs int64, fid string, res *operation.UploadResult) error {
+func (c *Client) saveSegment(ctx context.Context, dir string, r rolling, first, last, lastTs int64, fid string, res *operation.UploadResult) error {
 	t := &c.segWrites[fnv32(dir)%uint32(len(c.segWrites))]
 	if err := t.take(ctx); err != nil {
 		return err
@@ -184,7 +185,7 @@ func (c *Client) saveSegment(ctx context.Context, dir string, first, last, lastT
 	defer t.give()
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = c.saveSegmentOnce(ctx, dir, first, last, lastTs, fid, res)
+		err = c.saveSegmentOnce(ctx, dir, r, first, last, lastTs, fid, res)
 		if !errors.Is(err, errSegmentChanged) {
 			break
 		}
@@ -216,8 +217,8 @@ var errSegmentChanged = errors.New("the segment file changed while it was append
 // longer holds, so of two gateways appending to one file at once the
 // second would drop the first's chunk, records its readers were given.
 // errSegmentChanged when the file changed meanwhile.
-func (c *Client) saveSegmentOnce(ctx context.Context, dir string, first, last, lastTs int64, fid string, res *operation.UploadResult) error {
-	name, err := c.segmentName(ctx, dir, first, lastTs, true)
+func (c *Client) saveSegmentOnce(ctx context.Context, dir string, r rolling, first, last, lastTs int64, fid string, res *operation.UploadResult) error {
+	name, err := c.segmentName(ctx, dir, r, int(res.Size), first, lastTs, true)
 	if err != nil {
 		return err
 	}
@@ -276,12 +277,13 @@ func (c *Client) saveSegmentOnce(ctx context.Context, dir string, first, last, l
 	})
 }
 
-// segmentName is the name of a segment of offsets from first on whose
-// last record has time lastTs: its time's, or the newest segment's if
-// that sorts after it. A coveredError if the segments hold first already.
-// fresh lists the partition's segments again; otherwise a listing of the
-// last few seconds will do.
-func (c *Client) segmentName(ctx context.Context, dir string, first, lastTs int64, fresh bool) (string, error) {
+// segmentName is the name of a segment of size bytes, offsets from first
+// on, whose last record has time lastTs: its time's; or, if the newest
+// segment's sorts at or after that, the newest segment's when the segment
+// joins it, else the name that rolls after it (roll.go). A coveredError
+// if the segments hold first already. fresh lists the partition's
+// segments again; otherwise a listing of the last few seconds will do.
+func (c *Client) segmentName(ctx context.Context, dir string, r rolling, size int, first, lastTs int64, fresh bool) (string, error) {
 	st, err := c.flushed(ctx, dir, fresh)
 	if err != nil {
 		return "", err
@@ -290,8 +292,12 @@ func (c *Client) segmentName(ctx context.Context, dir string, first, lastTs int6
 		return "", &coveredError{end: st.end}
 	}
 	name := time.Unix(0, lastTs).UTC().Format(topic.TIME_FORMAT)
-	if n := len(st.listing.segs); n > 0 && st.listing.segs[n-1].entry.Name > name {
-		name = st.listing.segs[n-1].entry.Name
+	if n := len(st.listing.segs); n > 0 && st.listing.segs[n-1].entry.Name >= name {
+		newest := st.listing.segs[n-1].entry
+		if r.joins(newest, size) {
+			return newest.Name, nil
+		}
+		return rollName(newest.Name), nil
 	}
 	return name, nil
 }

@@ -209,11 +209,11 @@ func TestSegmentAppendsDoNotOverwrite(t *testing.T) {
 		raced = true
 		// Another gateway's write: this gateway's lock of the directory
 		// does not hold it.
-		if err := c.saveSegmentOnce(ctx, dir, 10, 19, now, "3,c3", &operation.UploadResult{Size: 100}); err != nil {
+		if err := c.saveSegmentOnce(ctx, dir, defaultRolling, 10, 19, now, "3,c3", &operation.UploadResult{Size: 100}); err != nil {
 			t.Errorf("the recovery's write: %v", err)
 		}
 	}
-	err := c.saveSegment(ctx, dir, 10, 14, now, "2,b2", &operation.UploadResult{Size: 100})
+	err := c.saveSegment(ctx, dir, defaultRolling, 10, 14, now, "2,b2", &operation.UploadResult{Size: 100})
 	var covered *coveredError
 	if !errors.As(err, &covered) || covered.end != 20 {
 		t.Fatalf("the tail's write: %v, want the segments covering it up to offset 19", err)

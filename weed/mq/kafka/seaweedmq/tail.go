@@ -1,9 +1,10 @@
 package seaweedmq
 
 // A partition's tail: the batches in the write-ahead log that no log
-// segment holds yet. The flusher writes a partition's tail as one log
-// segment, in the broker's format, once it is tailFlushAge old or
-// maxTailBytes large (and at Close); the write-ahead log's files are then
+// segment holds yet. The flusher writes a partition's tail as log
+// segments, in the broker's format, once it is tailFlushAge old or
+// maxTailBytes large, or sooner as the topic's segment.ms and
+// segment.bytes say (roll.go), and at Close; the write-ahead log's files are then
 // trimmed (package wal). It also drops the partitions nobody used for
 // idleAfter whose tail is empty, so that a partition costs memory only
 // while it is written or read.
@@ -155,9 +156,10 @@ func (f *flusher) round(now time.Time, force bool) {
 	}
 	f.c.parts.settleFenced()
 	for _, p := range f.c.parts.all() {
+		r := f.c.rollingOf(p.topic)
 		p.notifyMu.Lock()
 		due := len(p.tail) > 0 && !p.flushing &&
-			(force || p.tailBytes >= maxTailBytes || now.Sub(p.tail[0].logged) >= tailFlushAge)
+			(force || p.tailBytes >= r.flushBytes() || now.Sub(p.tail[0].logged) >= r.flushAge(p.dir, p.tail[0].base))
 		idle := len(p.tail) == 0 && len(p.pending) == 0 && now.Sub(p.used) >= idleAfter
 		if due {
 			p.flushing = true
@@ -214,8 +216,9 @@ func (c *Client) FlushTails(timeout time.Duration) { c.flusher.flushAll(timeout)
 // leads them (saves stop with the leadership, see saveProducers).
 func (c *Client) SaveProducers(timeout time.Duration) { c.parts.saveAll(timeout) }
 
-// flushTail writes the partition's tail, as it is now, as a log segment and
-// then takes it out of the tail.
+// flushTail writes the partition's tail, as it is now, as log segments
+// (one per segment.bytes of it) and takes what was written out of the
+// tail.
 func (c *Client) flushTail(p *partition) {
 	p.notifyMu.Lock()
 	batches := append([]*tailBatch(nil), p.tail...)
@@ -245,16 +248,53 @@ func (c *Client) flushTail(p *partition) {
 			return
 		}
 	}
-	size := 0
-	for _, b := range batches {
-		size += len(b.recs) + b.n*(4+1+binary.MaxVarintLen64)
+	r := c.rollingOf(p.topic)
+	for _, seg := range splitTail(batches, r.bytes) {
+		size := 0
+		for _, b := range seg {
+			size += tailEntryBytes(b)
+		}
+		if !c.flushSegment(ctx, p, r, seg, size) {
+			return
+		}
 	}
+}
+
+// tailEntryBytes bounds the bytes a tail batch takes in a segment.
+func tailEntryBytes(b *tailBatch) int {
+	return len(b.recs) + b.n*(4+1+binary.MaxVarintLen64)
+}
+
+// splitTail cuts a tail into the segments it is written as: each within
+// segBytes (segment.bytes), and at least one batch.
+func splitTail(batches []*tailBatch, segBytes int64) [][]*tailBatch {
+	var segs [][]*tailBatch
+	for len(batches) > 0 {
+		n, size := 0, int64(0)
+		for n < len(batches) {
+			bs := int64(tailEntryBytes(batches[n]))
+			if n > 0 && size+bs > segBytes {
+				break
+			}
+			size += bs
+			n++
+		}
+		segs = append(segs, batches[:n])
+		batches = batches[n:]
+	}
+	return segs
+}
+
+// flushSegment writes batches of the partition's tail (about size bytes)
+// as one log segment and takes them out of the tail; false if they were
+// not all written (tried again by a later round).
+func (c *Client) flushSegment(ctx context.Context, p *partition, r rolling, batches []*tailBatch, size int) bool {
 	buf := make([]byte, 0, size)
 	for _, b := range batches {
 		buf = logentry.AppendSegment(buf, b.base, b.recs)
 	}
 	first, last := batches[0].base, batches[len(batches)-1].base+int64(batches[len(batches)-1].n)-1
-	err := c.writeSegmentBytes(ctx, p.dir, buf, first, last, batches[len(batches)-1].lastTs)
+	err := c.writeSegmentBytes(ctx, p.dir, r, buf, first, last, batches[len(batches)-1].lastTs)
 	var covered *coveredError
 	switch {
 	case errors.As(err, &covered):
@@ -268,13 +308,14 @@ func (c *Client) flushTail(p *partition) {
 			glog.Errorf("kafka partition %s/%d: offsets %d-%d are in segments already, though this gateway leads the partition; left out of its tail", p.topic, p.index, first, covered.end-1)
 		}
 		p.trimTail(covered.end - 1)
-		return
+		return false
 	case err != nil:
 		glog.Warningf("kafka partition %s/%d: writing offsets %d-%d to a segment: %v (tried again)", p.topic, p.index, first, last, err)
-		return
+		return false
 	}
 	metrics.SegmentsWritten.Inc()
 	p.trimTail(last)
+	return true
 }
 
 // trimTail takes the batches that begin at or before offset out of the

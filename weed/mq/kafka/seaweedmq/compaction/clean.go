@@ -37,6 +37,10 @@ type Segment struct {
 	// MaxOffset is the segment's last offset as its file's attributes
 	// tell it; -1 if they do not.
 	MaxOffset int64
+	// Sealed: the writer never appends to it once a newer segment
+	// exists (a gateway's segment). Other segments (an MQ broker's
+	// flushes) count as closed only closedAfter past their name's time.
+	Sealed bool
 }
 
 // Log is a partition's stored log as the cleaner reads and rewrites it.
@@ -102,7 +106,8 @@ type Result struct {
 const MaxMergedSegment = 16 << 20
 
 // closedAfter is how long after its name's time (the writer's flush) a
-// segment that is not the newest is taken as closed.
+// segment that is not the newest and not Sealed is taken as closed: an MQ
+// broker may still append to the file of the second it flushes in.
 const closedAfter = 10 * time.Second
 
 // settings are a compacted topic's settings the cleaner honours.
@@ -154,7 +159,7 @@ func Clean(ctx context.Context, p Partition, now time.Time) (Result, error) {
 	for i := 0; i+1 < len(segs); i++ {
 		s := segs[i]
 		mtime := time.Unix(s.Entry.Attributes.GetMtime(), 0)
-		if named, err := time.Parse("2006-01-02-15-04-05", s.Entry.Name); err == nil && now.Sub(named) < closedAfter {
+		if named, err := time.Parse("2006-01-02-15-04-05", s.Entry.Name); !s.Sealed && err == nil && now.Sub(named) < closedAfter {
 			break
 		}
 		if now.Sub(mtime) < set.minLag {

@@ -19,6 +19,8 @@ type memLog struct {
 	// changed makes Replace find the file changed since it was listed.
 	changed bool
 	reads   int
+	// sealed marks every segment a gateway's (Segment.Sealed).
+	sealed bool
 }
 
 type memSeg struct {
@@ -46,7 +48,7 @@ func (m *memLog) Segments(context.Context) ([]Segment, error) {
 		if n := len(s.entries); n > 0 {
 			max = s.entries[n-1].Offset
 		}
-		out = append(out, Segment{Entry: m.entry(s), MaxOffset: max})
+		out = append(out, Segment{Entry: m.entry(s), MaxOffset: max, Sealed: m.sealed})
 	}
 	return out, nil
 }
@@ -165,6 +167,32 @@ func TestCleanHonoursSettings(t *testing.T) {
 		}
 		if got := m.offsets(); got != c.want {
 			t.Errorf("%s: segments %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+// A segment named for a time moments ago is cleaned once a newer one
+// exists if a gateway wrote it (it never appends to it again), and
+// otherwise only closedAfter past its name's time (an MQ broker may still
+// append to the file of its second). Rolled names ("….000001") read as
+// their second.
+func TestCleanRecentSegments(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	for _, sealed := range []bool{false, true} {
+		m := fourSegments(now)
+		m.sealed = sealed
+		for i := range m.segs {
+			m.segs[i].name = now.Add(-2 * time.Second).UTC().Format("2006-01-02-15-04-05") + fmt.Sprintf(".%06d", i+1)
+		}
+		if _, err := Clean(context.Background(), Partition{Name: "t/0", Log: m, Bound: 1 << 62}, now); err != nil {
+			t.Fatal(err)
+		}
+		want := "[[0 1] [2 3] [4 5] [6 7]]"
+		if sealed {
+			want = "[[4 5] [6 7]]"
+		}
+		if got := m.offsets(); got != want {
+			t.Errorf("sealed %v: segments %s, want %s", sealed, got, want)
 		}
 	}
 }
