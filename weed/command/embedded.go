@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,8 +24,9 @@ import (
 // server, while what they write to is still up. (`weed server` stops its
 // volume server first, and its filer then retried that flush for 15 s.)
 type embedded struct {
-	master string
-	procs  []*child // in start order
+	master   string
+	procs    []*child // in start order
+	stopping atomic.Bool
 }
 
 // child is one process of the embedded SeaweedFS.
@@ -97,25 +100,50 @@ func startEmbedded(dir, ports string, s3Port, icebergPort int) (*embedded, error
 		glog.V(0).Infof("kafka gateway: embedded S3 API on http://127.0.0.1:%d, Iceberg REST catalog on http://127.0.0.1:%d", s3Port, icebergPort)
 	}
 
+	// Every process must be up: one that cannot take its port (another
+	// program holds it) exits, and a gateway over a cluster without a
+	// volume server takes topics but no records.
+	addrs := make([]string, len(roles))
+	for i, role := range roles {
+		if role == "s3" {
+			addrs[i] = "127.0.0.1:" + strconv.Itoa(s3Port)
+		} else {
+			addrs[i] = "127.0.0.1:" + p[i]
+		}
+	}
 	deadline := time.Now().Add(60 * time.Second)
-	for {
+	for up := 0; up < len(e.procs); {
 		for _, c := range e.procs {
 			select {
 			case <-c.exited:
 				e.stop()
-				return nil, fmt.Errorf("the embedded SeaweedFS's %s exited at start; see %s", c.role, logName)
+				return nil, fmt.Errorf("the embedded SeaweedFS's %s exited at start (is its port %s taken? -embedded.ports sets them); see %s", c.role, addrs[slices.Index(e.procs, c)], logName)
 			default:
 			}
 		}
-		if c, err := net.DialTimeout("tcp", e.master, time.Second); err == nil {
+		if c, err := net.DialTimeout("tcp", addrs[up], time.Second); err == nil {
 			c.Close()
-			return e, nil
+			up++
+			continue
 		}
 		if time.Now().After(deadline) {
 			e.stop()
-			return nil, fmt.Errorf("master %s did not answer within 60s; see %s", e.master, logName)
+			return nil, fmt.Errorf("the embedded SeaweedFS's %s did not answer on %s within 60s; see %s", roles[up], addrs[up], logName)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	for _, c := range e.procs {
+		go e.watch(c, logName)
+	}
+	return e, nil
+}
+
+// watch logs a process of the embedded SeaweedFS that exits while the
+// gateway runs: its clients get retriable errors from then on.
+func (e *embedded) watch(c *child, logName string) {
+	<-c.exited
+	if !e.stopping.Load() {
+		glog.Errorf("kafka gateway: the embedded SeaweedFS's %s exited (%v); see %s", c.role, c.cmd.ProcessState, logName)
 	}
 }
 
@@ -168,6 +196,7 @@ func ServerArgs(dir, masterPort, volumePort, filerPort, brokerPort string) []str
 // gracefully (SIGTERM: the broker and the filer flush), killing one that
 // does not exit in time.
 func (e *embedded) stop() {
+	e.stopping.Store(true)
 	for i := len(e.procs) - 1; i >= 0; i-- {
 		c := e.procs[i]
 		c.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // it may be gone

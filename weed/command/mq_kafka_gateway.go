@@ -184,7 +184,7 @@ Security (see docs/security.md):
                        asked: without it, an unreachable -master is retried,
                        and clients get retriable errors meanwhile.
   -embedded.ports      master,volume,filer,broker ports of the embedded
-                       SeaweedFS (default 9333,8080,8888,17777; each of the
+                       SeaweedFS (default 9333,8082,8888,17777; each of the
                        first three also uses its port+10000 for gRPC)
   -embedded.s3.port, -embedded.iceberg.port
                        the embedded SeaweedFS's S3 gateway (default 8333,

@@ -129,7 +129,7 @@ func init() {
 	f.IntVar(&c.MaxConnections, "max.connections", d.MaxConnections, "most connections open at once; the excess is closed at accept (0: unbounded)")
 	f.Int64Var(&c.FetchResponseBytes, "fetch.response.budget.bytes", d.FetchResponseBytes, "most record bytes the gateway's fetch responses hold until written, over all connections; past it fetches answer with what fits (each at least its first batch)")
 	f.IntVar(&c.MaxConnectionsPerIP, "max.connections.per.ip", d.MaxConnectionsPerIP, "most connections open at once from one address (0: unbounded)")
-	f.StringVar(&e.embeddedPorts, "embedded.ports", "9333,8080,8888,17777", "master,volume,filer,broker ports of the embedded SeaweedFS")
+	f.StringVar(&e.embeddedPorts, "embedded.ports", "9333,8082,8888,17777", "master,volume,filer,broker ports of the embedded SeaweedFS")
 	f.IntVar(&e.embeddedS3, "embedded.s3.port", 8333, "S3 API port of the embedded SeaweedFS's S3 gateway (0: no S3 gateway, no Iceberg catalog)")
 	f.IntVar(&e.embeddedIceberg, "embedded.iceberg.port", 8181, "Iceberg REST catalog port of the embedded S3 gateway")
 	f.StringVar(&c.IcebergCatalog, "iceberg.catalog", d.IcebergCatalog, "Iceberg REST catalog of the topics' tables (iceberg.mode); with -embedded.dir, the embedded one")
