@@ -211,6 +211,12 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "tail_full_total",
 		Help: "Produced batches refused (KAFKA_STORAGE_ERROR, retriable) because their partition's tail not yet in segments was at its cap: segments are not being written.",
 	})
+	// TailWaits counts appends held until their partition's tail, at its
+	// cap, had room.
+	TailWaits = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "tail_waits_total",
+		Help: "Produced batches held (up to 10 s) until their partition's tail not yet in segments, at its cap, had room: producers faster than segments are written.",
+	})
 	TailBytes = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "tail_bytes",
 		Help: "Bytes of logged records held in memory until written to a log segment.",
@@ -388,7 +394,7 @@ func init() {
 		MessagesIn, BytesIn, MessagesOut, BytesOut, FollowerFetchBytes, ReplicaBytesOut, FetchBudgetShort, ProduceBatchRecords, FetchRecords, FetchSessions, FetchSessionEvictions,
 		Connections, ConnectionsTotal, ConnectionsRefused, ConnectionsCut, ConnectionsThrottled, DecompressionWaits, Panics, RecordsSkipped, Rebalances,
 		WALCommitSeconds, WALCommitBatches, WALCommitRecords, WALBytes, WALErrors, WALRepublished,
-		SegmentsWritten, PartitionsDropped, PartitionsHeld, TailBytes, TailFull,
+		SegmentsWritten, PartitionsDropped, PartitionsHeld, TailBytes, TailFull, TailWaits,
 		CompactionRecords, CompactionBytes, CompactionRuns, CompactionDirtyRatio, ShareSessions, ShareAcks,
 		ThrottleSeconds, ClientInstances, ClientPushes, ClientPushErrors, ClientSeriesDropped,
 		RegistryRequests, RegistryRequestSeconds, RegistrySchemas,

@@ -62,11 +62,19 @@ type Options struct {
 	// write-ahead log (see wal_format.go). It may be set after New, with
 	// SetTerm, before the first write.
 	Term func(topic string, partition int32) int64
+	// TopicDefaults, if set, returns the topic configs' defaults that
+	// the dynamic broker configs give (by topic config name) and a
+	// version that changes with them: topics that set none of those
+	// inherit them (package brokerconfig).
+	TopicDefaults func() (uint64, map[string]string)
 }
 
 // SetTerm sets Options.Term: the membership that knows the terms is made
 // after the client it reads its files through.
 func (c *Client) SetTerm(fn func(topic string, partition int32) int64) { c.opts.Term = fn }
+
+// SetTopicDefaults sets Options.TopicDefaults, before the client is used.
+func (c *Client) SetTopicDefaults(fn func() (uint64, map[string]string)) { c.opts.TopicDefaults = fn }
 
 // ErrUnavailable wraps failures to reach the cluster.
 var ErrUnavailable = errors.New("seaweedfs cluster unavailable")

@@ -110,6 +110,14 @@ func (ps *partitions) get(c *Client, topic string, index int32) *partition {
 	return p
 }
 
+// peek returns the partition object of topic's partition index if there
+// is one, without making one.
+func (ps *partitions) peek(topic string, index int32) *partition {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.m[partKey{topic, index}]
+}
+
 // settleFenced forgets the released partitions no operation holds any
 // longer, marking them dropped.
 func (ps *partitions) settleFenced() {

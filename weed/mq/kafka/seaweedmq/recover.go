@@ -323,7 +323,7 @@ func (c *Client) openPartition(ctx context.Context, p *partition) error {
 		return kerr.UnknownTopicOrPartition
 	}
 	a := e.parts[p.index]
-	p.replication = e.replication()
+	p.replication = c.replicationOfTopic(e)
 	p.dir = c.partitionDir(p.topic, a)
 	p.walKey = wal.PartKey(p.dir, a.Partition.UnixTimeNs)
 	if c.opts.Term != nil {

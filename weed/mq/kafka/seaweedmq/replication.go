@@ -208,8 +208,8 @@ func (c *Client) replicationFactor(replication string) int16 {
 
 // replication is the topic's copies: its files' replication, and at
 // least min.insync.replicas of them.
-func (e *topicEntry) replication() wal.Replication {
-	min, err := strconv.Atoi(e.info.Configs["min.insync.replicas"])
+func (c *Client) replicationOfTopic(e *topicEntry) wal.Replication {
+	min, err := strconv.Atoi(c.infoOf(e).Configs["min.insync.replicas"])
 	if err != nil || min < 1 {
 		min = 1
 	}
@@ -226,7 +226,7 @@ func (c *Client) dirReplication(ctx context.Context, dir string) (wal.Replicatio
 	if err != nil {
 		return wal.Replication{}, err
 	}
-	return e.replication(), nil
+	return c.replicationOfTopic(e), nil
 }
 
 // replicationNow is the replication to write a topic's chunks with now:

@@ -106,5 +106,5 @@ func (c *Client) rollingOf(topicName string) rolling {
 	if e == nil {
 		return defaultRolling
 	}
-	return rollingOf(e.info.Configs)
+	return rollingOf(c.infoOf(e).Configs)
 }

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -55,7 +56,11 @@ type topicConfigFile struct {
 
 // topicEntry is a topic as last read from the filer.
 type topicEntry struct {
+	// info holds the topic's own settings; infoOf adds what it inherits.
 	info storage.TopicInfo
+	// inherited is info with the topic configs' defaults of a version
+	// of Options.TopicDefaults, once asked for.
+	inherited atomic.Pointer[inheritedInfo]
 	// parts are the SeaweedMQ partitions in Kafka partition order (by
 	// range start), with their leader brokers.
 	parts []*mq_pb.BrokerPartitionAssignment
@@ -263,7 +268,7 @@ func (c *Client) ListTopics(ctx context.Context) ([]storage.TopicInfo, error) {
 	c.topics.mu.Unlock()
 	out := make([]storage.TopicInfo, 0, len(entries))
 	for _, e := range entries {
-		out = append(out, e.info)
+		out = append(out, c.infoOf(e))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -294,7 +299,33 @@ func (c *Client) DescribeTopic(ctx context.Context, name string) (storage.TopicI
 	if err != nil {
 		return storage.TopicInfo{}, err
 	}
-	return e.info, nil
+	return c.infoOf(e), nil
+}
+
+// inheritedInfo is a topic's info with the topic configs' defaults of a
+// version of Options.TopicDefaults.
+type inheritedInfo struct {
+	version uint64
+	info    storage.TopicInfo
+}
+
+// infoOf is a topic's info as the handlers and this client's own loops
+// use it: its settings, and the defaults the dynamic broker configs give
+// where it sets none (computed once per version of them).
+func (c *Client) infoOf(e *topicEntry) storage.TopicInfo {
+	if c.opts.TopicDefaults == nil {
+		return e.info
+	}
+	version, defaults := c.opts.TopicDefaults()
+	if len(defaults) == 0 {
+		return e.info
+	}
+	if in := e.inherited.Load(); in != nil && in.version == version {
+		return in.info
+	}
+	info := e.info.WithDefaults(defaults)
+	e.inherited.Store(&inheritedInfo{version: version, info: info})
+	return info
 }
 
 // TopicByID implements storage.Backend.
@@ -303,7 +334,7 @@ func (c *Client) TopicByID(ctx context.Context, id [16]byte) (storage.TopicInfo,
 	for _, e := range c.topics.byName {
 		if e.info.ID == id && time.Since(e.read) < c.opts.TopicCacheTTL {
 			c.topics.mu.Unlock()
-			return e.info, nil
+			return c.infoOf(e), nil
 		}
 	}
 	c.topics.mu.Unlock()

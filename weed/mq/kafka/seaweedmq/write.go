@@ -49,11 +49,55 @@ func (c *Client) AppendBatch(ctx context.Context, topic string, index int32, bat
 
 // appendTo appends records, as batch if it is not nil.
 func (c *Client) appendTo(ctx context.Context, topic string, index int32, batch []byte, records []record.Record, durable bool) *storage.Appended {
+	if t := records[0].Txn; t == nil || t.Control == record.NotControl {
+		c.waitForTailRoom(ctx, topic, index)
+	}
 	var app *storage.Appended
 	if _, err := c.withPartition(ctx, topic, index, func(p *partition) { app = c.appendLocked(ctx, p, batch, records, durable) }); err != nil {
 		return storage.FailedAppend(err)
 	}
 	return app
+}
+
+// tailCapWait bounds how long an append waits for room in a partition's
+// tail at its cap (waitForTailRoom).
+const tailCapWait = 10 * time.Second
+
+// waitForTailRoom holds an append to a partition whose tail is at its cap
+// until a segment write makes room, for at most tailCapWait (or ctx): a
+// producer faster than the partition's segments are written is slowed, as
+// a Kafka broker's disk slows it, rather than refused. (Refused, a
+// producer that is not idempotent and has several requests in flight,
+// librdkafka's default, retries its batch after later ones: its records
+// out of order.) Past the wait the segments are not being written (a
+// volume server hung or full), and appendLocked refuses the append.
+func (c *Client) waitForTailRoom(ctx context.Context, topic string, index int32) {
+	p := c.parts.peek(topic, index)
+	if p == nil {
+		return
+	}
+	var deadline time.Time
+	for {
+		p.notifyMu.Lock()
+		full := p.tailBytes >= tailCap
+		p.notifyMu.Unlock()
+		if !full {
+			return
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(tailCapWait)
+			metrics.TailWaits.Inc()
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		c.flusher.wake()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // withPartition runs fn on this gateway's partition of topic, with its
@@ -271,8 +315,12 @@ func (p *partition) log(b *pendingBatch) *storage.Appended {
 // found).
 func (p *partition) logged(b *pendingBatch, err error) {
 	cur := int64(-1)
-	if p.c != nil && p.c.opts.Term != nil {
-		cur = p.c.opts.Term(p.topic, p.index)
+	flushAt := maxTailBytes
+	if p.c != nil {
+		if p.c.opts.Term != nil {
+			cur = p.c.opts.Term(p.topic, p.index)
+		}
+		flushAt = p.c.rollingOf(p.topic).flushBytes()
 	}
 	p.notifyMu.Lock()
 	b.done, b.err = true, err
@@ -304,7 +352,7 @@ func (p *partition) logged(b *pendingBatch, err error) {
 			answer = append(answer, h)
 		}
 	}
-	big := p.tailBytes >= maxTailBytes
+	big := p.tailBytes >= flushAt
 	p.notifyMu.Unlock()
 	if failed {
 		go p.unready()

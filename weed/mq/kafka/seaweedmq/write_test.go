@@ -298,3 +298,48 @@ func TestTailCapRefusesProduce(t *testing.T) {
 		t.Fatalf("tail_full_total went from %v to %v", before, got)
 	}
 }
+
+// An append to a partition whose tail is at its cap waits until a
+// segment write makes room, rather than being refused at once (librdkafka's
+// producer, not idempotent with many requests in flight, retried refused
+// batches after later ones: librdkafka's 0038 read its records out of
+// order); it gives up with its context.
+func TestTailCapWaitsForRoom(t *testing.T) {
+	c := &Client{}
+	c.parts.init()
+	c.flusher = newFlusher(c)
+	p := c.parts.get(c, "t", 0)
+	p.tailBytes = tailCap
+	before := testutil.ToFloat64(metrics.TailWaits)
+	done := make(chan struct{})
+	go func() {
+		c.waitForTailRoom(context.Background(), "t", 0)
+		close(done)
+	}()
+	select {
+	case <-done:
+		t.Fatal("an append to a full tail went on at once")
+	case <-time.After(100 * time.Millisecond):
+	}
+	p.notifyMu.Lock()
+	p.tailBytes = tailCap - 1 // a segment was written
+	p.notifyMu.Unlock()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the append still waits once the tail has room")
+	}
+	if got := testutil.ToFloat64(metrics.TailWaits); got != before+1 {
+		t.Fatalf("tail_waits_total went from %v to %v", before, got)
+	}
+
+	p.tailBytes = tailCap
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	c.waitForTailRoom(ctx, "t", 0)
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("the wait outlived its context by %v", took)
+	}
+	c.waitForTailRoom(context.Background(), "t", 1) // no such partition held: no wait
+}

@@ -182,7 +182,7 @@ func TestCleanRecentSegments(t *testing.T) {
 		m := fourSegments(now)
 		m.sealed = sealed
 		for i := range m.segs {
-			m.segs[i].name = now.Add(-2 * time.Second).UTC().Format("2006-01-02-15-04-05") + fmt.Sprintf(".%06d", i+1)
+			m.segs[i].name = now.Add(-2*time.Second).UTC().Format("2006-01-02-15-04-05") + fmt.Sprintf(".%06d", i+1)
 		}
 		if _, err := Clean(context.Background(), Partition{Name: "t/0", Log: m, Bound: 1 << 62}, now); err != nil {
 			t.Fatal(err)
