@@ -32,6 +32,7 @@ var layers = map[string]int{
 	"weed/mq/kafka/user":                      10,
 	"weed/mq/kafka/quota":                     10,
 	"weed/mq/kafka/feature":                   10,
+	"weed/mq/kafka/brokerconfig":              10,
 	"weed/mq/kafka/telemetry":                 10,
 	"weed/mq/kafka/registry":                  10,
 	"weed/mq/kafka/iceberg":                   10,

@@ -33,6 +33,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/audit"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/brokerconfig"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/cluster"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
@@ -81,6 +82,7 @@ type Node struct {
 	quotas        *quota.Store
 	clientMetrics *telemetry.Manager
 	features      *feature.Store
+	brokerConfigs *brokerconfig.Store
 	peerOpts      cluster.PeerOptions
 	identity      *cluster.Identity // the gateways' own user, with SASL between them
 	sealer        *user.Sealer      // of the users' and tokens' credentials
@@ -429,6 +431,11 @@ func New(cfg Config) (_ *Node, err error) {
 	// sets them for the cluster.
 	n.features = feature.New(files, map[string]int16{feature.Group: 1, feature.Share: 1, feature.Streams: 1, feature.Transaction: int16(cfg.TransactionVersion)})
 	n.onClose("the features' refresh", n.features.Close)
+	// The dynamic broker configs: the log.* ones are the defaults of
+	// the topics' configs.
+	n.brokerConfigs = brokerconfig.New(files, n.self.NodeID)
+	n.onClose("the broker configs' refresh", n.brokerConfigs.Close)
+	n.store.SetTopicDefaults(n.brokerConfigs.TopicDefaults)
 	if len(n.regListeners) > 0 {
 		// The schema registry's state also checks the schema ids of
 		// topics that validate them.
@@ -460,6 +467,7 @@ func New(cfg Config) (_ *Node, err error) {
 			DecompressionMaxBytes:    cfg.DecompressMaxBytes,
 			TransactionVersion:       int16(cfg.TransactionVersion),
 			Features:                 n.features,
+			BrokerConfigs:            n.brokerConfigs,
 			Cluster:                  members,
 			Txns:                     forward,
 			Users:                    n.users,
@@ -568,6 +576,9 @@ func (n *Node) ready(ctx context.Context) error {
 	if err := n.features.Ready(); err != nil {
 		return err
 	}
+	if err := n.brokerConfigs.Ready(); err != nil {
+		return err
+	}
 	return n.members.Ready()
 }
 
@@ -581,6 +592,7 @@ func (n *Node) Start() error {
 	n.quotas.Start()
 	n.clientMetrics.Start()
 	n.features.Start()
+	n.brokerConfigs.Start()
 	n.usersCreated.Store(len(n.initialUsers) == 0)
 	if len(n.initialUsers) > 0 {
 		n.goLoop(n.createUsers)

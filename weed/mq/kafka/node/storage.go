@@ -33,6 +33,10 @@ type Storage interface {
 	// SetTerm tells the storage in which term of its leadership this
 	// gateway writes a partition (0: it does not lead it).
 	SetTerm(term func(topic string, partition int32) int64)
+	// SetTopicDefaults gives the storage the topic configs' defaults
+	// the dynamic broker configs set (package brokerconfig), which
+	// topics that set none inherit.
+	SetTopicDefaults(defaults func() (uint64, map[string]string))
 	// Release drops what the storage keeps of a partition this gateway
 	// no longer leads.
 	Release(topic string, partition int32)

@@ -8,10 +8,11 @@ package protocol
 // retention.ms becomes SeaweedMQ's retention of the topic. AlterConfigs
 // replaces all of a topic's settings, IncrementalAlterConfigs sets, deletes
 // (back to the default), appends to or subtracts from single ones.
-// ValidateOnly checks without saving. Broker settings are this gateway's
-// flags: altering them gets INVALID_REQUEST, as do the internal topics'
-// settings, which are fixed. Group configs (the GROUP resource, KIP-932's
-// share.* settings) are set and deleted the same way (group_configs.go).
+// ValidateOnly checks without saving. The internal topics' settings are
+// fixed (INVALID_REQUEST). BROKER resources take the dynamic broker
+// configs (broker_configs.go); group configs (the GROUP resource,
+// KIP-932's share.* settings) are set and deleted the same way
+// (group_configs.go).
 
 import (
 	"context"
@@ -44,8 +45,12 @@ func (h *Handler) alterTopic(ctx context.Context, r *Request, typ kmsg.ConfigRes
 	case typ == kmsg.ConfigResourceTypeTopic && !h.allowedTopic(r, kmsg.ACLOperationAlterConfigs, name):
 		return kerr.TopicAuthorizationFailed, ""
 	}
-	if typ != kmsg.ConfigResourceTypeTopic {
-		return kerr.InvalidRequest, "only topic settings can be altered: broker settings are the gateway's flags"
+	switch typ {
+	case kmsg.ConfigResourceTypeBroker:
+		return h.alterBroker(ctx, name, validateOnly, change)
+	case kmsg.ConfigResourceTypeTopic:
+	default:
+		return kerr.InvalidRequest, "unknown resource type"
 	}
 	if e := validTopicName(name); e != nil {
 		return e, "not a valid topic name" // as Kafka's config validator answers
@@ -72,7 +77,7 @@ func (h *Handler) alterTopic(ctx context.Context, r *Request, typ kmsg.ConfigRes
 		return nil
 	}
 	if validateOnly {
-		configs := maps.Clone(info.Configs)
+		configs := maps.Clone(info.Own())
 		if configs == nil {
 			configs = map[string]string{}
 		}
@@ -152,6 +157,8 @@ func (h *Handler) handleIncrementalAlterConfigs(ctx context.Context, r *Request)
 						op = applyGroupConfigOp
 					case kmsg.ConfigResourceTypeClientMetrics:
 						op = applyClientMetricsOp
+					case kmsg.ConfigResourceTypeBroker:
+						op = applyBrokerConfigOp
 					}
 					if err := op(configs, c); err != nil {
 						return err

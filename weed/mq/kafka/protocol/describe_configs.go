@@ -3,14 +3,15 @@ package protocol
 // DescribeConfigs, versions 1-4.
 //
 // Topics list every setting in topic_config.go with its source: set on the
-// topic (DYNAMIC_TOPIC_CONFIG) or the default (DEFAULT_CONFIG). The broker
-// resource (this gateway, by its node id) lists the settings clients read;
+// topic (DYNAMIC_TOPIC_CONFIG), inherited from a dynamic broker config
+// (DYNAMIC_BROKER_CONFIG or DYNAMIC_DEFAULT_BROKER_CONFIG, the synonym
+// named as the broker config) or the default (DEFAULT_CONFIG). Broker
+// resources are answered in broker_configs.go;
 // a group resource, its configs (group_configs.go); a client-metrics
 // resource, its subscription's (client_metrics_configs.go).
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -35,22 +36,30 @@ func (h *Handler) handleDescribeConfigs(ctx context.Context, r *Request) Reply {
 			}
 			return false
 		}
-		add := func(name, value string, source kmsg.ConfigSource, typ kmsg.ConfigType, doc string, readOnly bool) {
+		// addAs adds a config whose value comes from the synonym
+		// named synonym.
+		addAs := func(name, synonym, value string, source kmsg.ConfigSource, typ kmsg.ConfigType, doc string) {
 			if !want(name) {
 				return
 			}
 			c := kmsg.NewDescribeConfigsResponseResourceConfig()
-			c.Name, c.Value, c.Source, c.ConfigType, c.ReadOnly = name, &value, source, typ, readOnly
+			c.Name, c.Value, c.Source, c.ConfigType = name, &value, source, typ
 			c.IsDefault = source == kmsg.ConfigSourceDefaultConfig
 			if req.IncludeSynonyms {
 				s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-				s.Name, s.Value, s.Source = name, &value, source
+				s.Name, s.Value, s.Source = synonym, &value, source
 				c.ConfigSynonyms = append(c.ConfigSynonyms, s)
 			}
 			if req.IncludeDocumentation {
 				c.Documentation = &doc
 			}
 			sr.Configs = append(sr.Configs, c)
+		}
+		add := func(name, value string, source kmsg.ConfigSource, typ kmsg.ConfigType, doc string, readOnly bool) {
+			addAs(name, name, value, source, typ, doc)
+			if readOnly && want(name) {
+				sr.Configs[len(sr.Configs)-1].ReadOnly = true
+			}
 		}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
@@ -68,7 +77,12 @@ func (h *Handler) handleDescribeConfigs(ctx context.Context, r *Request) Reply {
 				break
 			}
 			for _, tc := range topicConfigs {
-				if v, ok := info.Configs[tc.name]; ok {
+				if v, ok := info.Inherited[tc.name]; ok {
+					// From a dynamic broker config, named as
+					// Kafka names the synonym.
+					broker, source := h.inheritedSource(tc.name)
+					addAs(tc.name, broker, v, source, tc.typ, tc.doc)
+				} else if v, ok := info.Configs[tc.name]; ok {
 					add(tc.name, v, kmsg.ConfigSourceDynamicTopicConfig, tc.typ, tc.doc, false)
 				} else {
 					add(tc.name, tc.def, kmsg.ConfigSourceDefaultConfig, tc.typ, tc.doc, false)
@@ -79,19 +93,7 @@ func (h *Handler) handleDescribeConfigs(ctx context.Context, r *Request) Reply {
 				sr.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 				break
 			}
-			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(h.cfg.NodeID)) {
-				sr.ErrorCode = kerr.InvalidRequest.Code
-				break
-			}
-			static := kmsg.ConfigSourceStaticBrokerConfig
-			add("broker.id", strconv.Itoa(int(h.cfg.NodeID)), static, kmsg.ConfigTypeInt, "This gateway's node id.", true)
-			add("auto.create.topics.enable", strconv.FormatBool(h.cfg.AutoCreateTopics), static, kmsg.ConfigTypeBoolean, "Whether Metadata creates missing topics.", true)
-			add("num.partitions", strconv.Itoa(int(h.cfg.DefaultPartitions)), static, kmsg.ConfigTypeInt, "Partitions of auto-created topics (-default-partitions).", true)
-			add("default.replication.factor", strconv.Itoa(int(h.cfg.DefaultReplicationFactor)), static, kmsg.ConfigTypeShort,
-				"Replication factor of topics created with the default (-default.replication.factor; -1: the cluster's default replication): the copies SeaweedFS keeps.", true)
-			add("message.max.bytes", strconv.Itoa(int(h.cfg.MaxMessageBytes)), static, kmsg.ConfigTypeInt, "Default max.message.bytes of topics.", true)
-			add("log.retention.ms", "-1", static, kmsg.ConfigTypeLong, "Records are kept unless a topic sets retention.ms.", true)
-			add("min.insync.replicas", "1", static, kmsg.ConfigTypeInt, "Default min.insync.replicas of topics.", true)
+			h.describeBroker(rr.ResourceName, want, req.IncludeSynonyms, req.IncludeDocumentation, &sr)
 		case kmsg.ConfigResourceTypeGroupConfig:
 			h.describeGroupConfigs(ctx, r, rr.ResourceName, &sr, add)
 		case kmsg.ConfigResourceTypeClientMetrics:

@@ -94,8 +94,9 @@ func TestDescribeConfigsTopic(t *testing.T) {
 	}
 }
 
-// The broker resource (this gateway, by node id 0 or no name) lists its
-// read-only settings as STATIC_BROKER_CONFIG; another node id is
+// The broker resource (this gateway, by node id 0) lists its read-only
+// settings as STATIC_BROKER_CONFIG, and "" (the cluster-wide dynamic
+// defaults) none while none is set; another node id is
 // INVALID_REQUEST, an unknown topic UNKNOWN_TOPIC_OR_PARTITION, a bad
 // topic name INVALID_TOPIC_EXCEPTION, another resource type
 // INVALID_REQUEST; each resource its own answer, in request order.
@@ -112,7 +113,10 @@ func TestDescribeConfigsBrokerAndErrors(t *testing.T) {
 	if len(resp.Resources) != 6 {
 		t.Fatalf("%d resources answered", len(resp.Resources))
 	}
-	for _, r := range resp.Resources[:2] {
+	if r := resp.Resources[1]; r.ErrorCode != 0 || len(r.Configs) != 0 {
+		t.Errorf("the cluster-wide defaults, none set: %s %d configs", errName(r.ErrorCode), len(r.Configs))
+	}
+	for _, r := range resp.Resources[:1] {
 		cs := configsOf(r)
 		if r.ErrorCode != 0 || *cs["broker.id"].Value != "0" || *cs["num.partitions"].Value != "3" || *cs["auto.create.topics.enable"].Value != "true" ||
 			*cs["default.replication.factor"].Value != "1" || !cs["broker.id"].ReadOnly || cs["broker.id"].Source != kmsg.ConfigSourceStaticBrokerConfig {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/audit"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/brokerconfig"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/quota"
@@ -101,6 +102,9 @@ type Config struct {
 	// nil: this gateway serves no registry, and such topics refuse
 	// records.
 	Schemas *registry.State
+	// BrokerConfigs keeps the dynamic broker configs (nil: altering a
+	// BROKER resource is INVALID_REQUEST).
+	BrokerConfigs *brokerconfig.Store
 	// Shares keeps the share-partitions (KIP-932) of the partitions this
 	// gateway leads, and the groups' configs (nil: share groups are not
 	// served).
@@ -150,6 +154,7 @@ type Handler struct {
 	// Share groups: the share-partitions held here and the members'
 	// share sessions.
 	shares        *share.Store
+	brokerConfigs *brokerconfig.Store
 	shareSessions *shareSessions
 }
 
@@ -210,6 +215,7 @@ func New(cfg Config, backend storage.Backend, groups *group.Coordinator, txns *t
 		}
 	}
 	h.shares = cfg.Shares
+	h.brokerConfigs = cfg.BrokerConfigs
 	h.shareSessions = newShareSessions(h, cfg.ShareSessionSlots)
 	if h.cfg.Users == nil {
 		h.cfg.Users = noUsers{}

@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/acl"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/brokerconfig"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/feature"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/gateway"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/group"
@@ -97,8 +98,9 @@ type testGateway struct {
 	clientMetrics *telemetry.Manager
 	features      *feature.Store
 	// shares keeps the share groups' share-partitions and configs.
-	shares       *share.Store
-	shareConfigs *share.Configs
+	shares        *share.Store
+	shareConfigs  *share.Configs
+	brokerConfigs *brokerconfig.Store
 }
 
 var saslListener = regexp.MustCompile(`SASL_PLAINTEXT://(\S+)`)
@@ -166,6 +168,9 @@ func startGateway(t *testing.T, o gatewayOptions) *testGateway {
 	}
 	g.features = feature.New(files, map[string]int16{feature.Group: 1, feature.Share: 1, feature.Streams: 1, feature.Transaction: tv})
 	opts.Features = g.features
+	g.brokerConfigs = brokerconfig.New(files, 0)
+	opts.BrokerConfigs = g.brokerConfigs
+	g.backend.TopicDefaults = g.brokerConfigs.TopicDefaults
 	if o.tokens != nil {
 		to := *o.tokens
 		to.Files, to.Sealer = files, sealer

@@ -184,8 +184,48 @@ type TopicInfo struct {
 	// ReplicationFactor is the copies the storage keeps of the topic's
 	// records (SeaweedFS's replication of its files).
 	ReplicationFactor int16
-	// Configs holds the settings made for this topic (not the defaults).
+	// Configs holds the settings in force for this topic that are not
+	// the defaults: those made for it, and those it inherits from the
+	// dynamic broker configs (package brokerconfig) where it sets none.
 	Configs map[string]string
+	// Inherited holds those of Configs that the topic inherits (nil:
+	// none).
+	Inherited map[string]string
+}
+
+// Own returns the settings made for the topic itself: Configs without
+// the inherited ones (a new map when some are).
+func (t TopicInfo) Own() map[string]string {
+	if len(t.Inherited) == 0 {
+		return t.Configs
+	}
+	own := make(map[string]string, len(t.Configs))
+	for k, v := range t.Configs {
+		if _, inherited := t.Inherited[k]; !inherited {
+			own[k] = v
+		}
+	}
+	return own
+}
+
+// WithDefaults returns t with defaults (topic config names) inherited
+// where t's own settings set none.
+func (t TopicInfo) WithDefaults(defaults map[string]string) TopicInfo {
+	if len(defaults) == 0 {
+		return t
+	}
+	own := t.Own()
+	t.Configs = make(map[string]string, len(own)+len(defaults))
+	t.Inherited = map[string]string{}
+	for k, v := range defaults {
+		if _, set := own[k]; !set {
+			t.Configs[k], t.Inherited[k] = v, v
+		}
+	}
+	for k, v := range own {
+		t.Configs[k] = v
+	}
+	return t
 }
 
 // TopicSpec is a topic to create.

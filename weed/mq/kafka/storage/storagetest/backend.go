@@ -28,6 +28,18 @@ type Backend struct {
 	// MaxReplicationFactor is the most copies a topic may ask for (as
 	// a cluster of that many volume servers); 1 when 0.
 	MaxReplicationFactor int16
+	// TopicDefaults, if set, gives topics the configs they inherit, as
+	// the SeaweedMQ backend's Options.TopicDefaults.
+	TopicDefaults func() (uint64, map[string]string)
+}
+
+// infoOf is a topic's info with what it inherits.
+func (b *Backend) infoOf(t *memTopic) storage.TopicInfo {
+	if b.TopicDefaults == nil {
+		return t.info
+	}
+	_, defaults := b.TopicDefaults()
+	return t.info.WithDefaults(defaults)
 }
 
 type memTopic struct {
@@ -88,7 +100,7 @@ func (b *Backend) ListTopics(context.Context) ([]storage.TopicInfo, error) {
 	defer b.mu.Unlock()
 	var out []storage.TopicInfo
 	for _, name := range slices.Sorted(maps.Keys(b.topics)) {
-		out = append(out, b.topics[name].info)
+		out = append(out, b.infoOf(b.topics[name]))
 	}
 	return out, nil
 }
@@ -97,7 +109,7 @@ func (b *Backend) DescribeTopic(_ context.Context, name string) (storage.TopicIn
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if t, ok := b.topics[name]; ok {
-		return t.info, nil
+		return b.infoOf(t), nil
 	}
 	return storage.TopicInfo{}, kerr.UnknownTopicOrPartition
 }
@@ -107,7 +119,7 @@ func (b *Backend) TopicByID(_ context.Context, id [16]byte) (storage.TopicInfo, 
 	defer b.mu.Unlock()
 	for _, t := range b.topics {
 		if t.info.ID == id {
-			return t.info, nil
+			return b.infoOf(t), nil
 		}
 	}
 	return storage.TopicInfo{}, kerr.UnknownTopicID

@@ -30,6 +30,9 @@ func (s *Storage) Ready(context.Context) error { return nil }
 // SetTerm is ignored.
 func (s *Storage) SetTerm(func(topic string, partition int32) int64) {}
 
+// SetTopicDefaults gives the backend's topics what they inherit.
+func (s *Storage) SetTopicDefaults(fn func() (uint64, map[string]string)) { s.TopicDefaults = fn }
+
 // Release is ignored: the records stay in memory for the next leader.
 func (s *Storage) Release(topic string, partition int32) {}
 

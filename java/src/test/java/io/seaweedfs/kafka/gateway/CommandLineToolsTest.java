@@ -2,6 +2,7 @@ package io.seaweedfs.kafka.gateway;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
@@ -46,6 +47,11 @@ class CommandLineToolsTest {
     record Result(int code, String out) {
         Result ok(String what) {
             assertEquals(0, code, what + " exited " + code + ":\n" + out);
+            return this;
+        }
+
+        Result fails(String what) {
+            assertNotEquals(0, code, what + " succeeded:\n" + out);
             return this;
         }
 
@@ -165,6 +171,17 @@ class CommandLineToolsTest {
             "--add-config", "retention.ms=86400000").ok("kafka-configs --alter topic");
         run("ConfigCommand", "--bootstrap-server", bs(), "--entity-type", "topics", "--entity-name", topic, "--describe")
             .ok("kafka-configs --describe topic").shows("retention.ms=86400000");
+        // A dynamic broker config for the whole cluster (one that changes
+        // nothing here: the other tests share this cluster), described and
+        // deleted; a static one refused as Kafka refuses it.
+        run("ConfigCommand", "--bootstrap-server", bs(), "--entity-type", "brokers", "--entity-default", "--alter",
+            "--add-config", "log.cleaner.threads=2").ok("kafka-configs --alter brokers --entity-default");
+        run("ConfigCommand", "--bootstrap-server", bs(), "--entity-type", "brokers", "--entity-default", "--describe")
+            .ok("kafka-configs --describe brokers --entity-default").shows("log.cleaner.threads=2", "DYNAMIC_DEFAULT_BROKER_CONFIG");
+        run("ConfigCommand", "--bootstrap-server", bs(), "--entity-type", "brokers", "--entity-default", "--alter",
+            "--delete-config", "log.cleaner.threads").ok("kafka-configs --alter brokers --delete-config");
+        run("ConfigCommand", "--bootstrap-server", bs(), "--entity-type", "brokers", "--entity-default", "--alter",
+            "--add-config", "broker.id=5").fails("kafka-configs --alter brokers broker.id").shows("Cannot update these configs dynamically: Set(broker.id)");
 
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(Gateway.producer())) {
             for (int i = 0; i < 10; i++) {
