@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -313,5 +314,67 @@ func TestLibrdkafkaReplicaAssignment(t *testing.T) {
 	}
 	if d := listed[unknown]; !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
 		t.Fatalf("the topic of a refused assignment: %+v", d)
+	}
+}
+
+// TestLibrdkafkaBurstInOrder: librdkafka's default producer (not
+// idempotent, up to a million requests in flight) writes a burst of
+// 250,000 records of 1,000 bytes to one partition as fast as it can, and a
+// consumer reads each at its own offset, in the order produced. Kafka keeps
+// that order; the gateway once refused batches while the partition's
+// segments were being written (its tail at the cap) and librdkafka's
+// retries put them after later ones (librdkafka's 0038).
+func TestLibrdkafkaBurstInOrder(t *testing.T) {
+	t.Parallel() // its own topic on the shared gateway
+	topic := newTopic(t)
+	createTopic(t, topic, 1, nil)
+	p := confluentProducer(t, kafka.ConfigMap{"queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 1 << 20})
+	const n = 250_000
+	value := func(i int) []byte {
+		v := make([]byte, 1000)
+		copy(v, fmt.Sprintf("%d-", i))
+		return v
+	}
+	for i := 0; i < n; i++ {
+		if err := p.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 0}, Value: value(i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var failed atomic.Int64
+	go func() {
+		for e := range p.Events() {
+			if m, ok := e.(*kafka.Message); ok && m.TopicPartition.Error != nil {
+				failed.Add(1)
+			}
+		}
+	}()
+	if left := p.Flush(120_000); left > 0 {
+		t.Fatalf("%d records not delivered in 120 s", left)
+	}
+	if n := failed.Load(); n > 0 {
+		t.Fatalf("%d records failed", n)
+	}
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": gw.addr, "group.id": "unused-" + topic, "enable.auto.commit": false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Assign([]kafka.TopicPartition{{Topic: &topic, Partition: 0, Offset: kafka.OffsetBeginning}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(120 * time.Second)
+	for next := 0; next < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("read %d of %d records in 120 s", next, n)
+		}
+		switch e := c.Poll(500).(type) {
+		case *kafka.Message:
+			if int(e.TopicPartition.Offset) != next || !bytes.Equal(e.Value, value(next)) {
+				t.Fatalf("offset %d holds %q, want record %d at offset %d", e.TopicPartition.Offset, e.Value[:12], next, next)
+			}
+			next++
+		case kafka.Error:
+			t.Logf("consumer: %v", e)
+		}
 	}
 }
