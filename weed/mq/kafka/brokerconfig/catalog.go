@@ -59,10 +59,7 @@ var catalog = []Entry{
 	logEntry("log.flush.interval.messages", "flush.messages", Long, "9223372036854775807"),
 	logEntry("log.flush.interval.ms", "flush.ms", Long, ""),
 	logEntry("log.retention.bytes", "retention.bytes", Long, "-1"),
-	// Kept, not applied: a topic's retention.ms is written into
-	// SeaweedMQ's topic configuration, which applies it; the dynamic
-	// default does not reach topics that set none.
-	{Name: "log.retention.ms", Type: Long},
+	logEntry("log.retention.ms", "retention.ms", Long, ""),
 	logEntry("message.max.bytes", "max.message.bytes", Int, "1048588"),
 	logEntry("log.index.interval.bytes", "index.interval.bytes", Int, "4096"),
 	logEntry("log.cleaner.delete.retention.ms", "delete.retention.ms", Long, "86400000"),

@@ -37,8 +37,8 @@ func TestJavaClients(t *testing.T) {
 	// (TestReplicatedTopic).
 	total := runJavaTests(t, "java", "-Dtest=!ReplicatedClusterTest", "-Dkafka.bootstrap="+gw.addr,
 		"-Dkafka.sasl.bootstrap="+gw.secure["SASL_PLAINTEXT"], "-Dkafka.monitor="+gw.monitor, "-Dkafka.registry="+gw.registry)
-	if total < 26 {
-		t.Errorf("%d Java tests ran, want the 26 of the module", total)
+	if total < 27 {
+		t.Errorf("%d Java tests ran, want the 27 of the module", total)
 	}
 }
 

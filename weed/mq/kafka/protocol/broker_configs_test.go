@@ -31,7 +31,9 @@ func synonymsOf(c kmsg.DescribeConfigsResponseResourceConfig) []string {
 func TestDynamicBrokerConfigs(t *testing.T) {
 	g := startGateway(t, gatewayOptions{})
 	broker := kmsg.ConfigResourceTypeBroker
-	set := func(name, v string) configOp { return configOp{name, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(v)} }
+	set := func(name, v string) configOp {
+		return configOp{name, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(v)}
+	}
 	c, msg := alterCode(roundTrip(t, g.addr, incrementalAlter(false, broker, "0", set("background.threads", "9"),
 		configOp{"log.cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("compact")},
 		set("sasl.kerberos.min.time.before.relogin", "58000")), 1))

@@ -21,6 +21,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.record.TimestampType;
 import org.junit.jupiter.api.Test;
 
 /** Kafka's producer with its defaults and its consumer in a classic group. */
@@ -118,5 +119,42 @@ class ProducerConsumerTest {
             assertEquals(want, got);
             assertEquals(List.of(), got.stream().filter(v -> !v.startsWith("v")).collect(Collectors.toList()));
         }
+    }
+
+    /**
+     * A topic with message.timestamp.type=LogAppendTime: records produced with their own (old) timestamps are
+     * stamped with the time the log appended them; the producer's acknowledgement gives that time and the
+     * consumer reads it, as LOG_APPEND_TIME.
+     */
+    @Test
+    void logAppendTime() throws Exception {
+        String topic = Gateway.topic("java-append-time", 1, Map.of("message.timestamp.type", "LogAppendTime"));
+        long before = System.currentTimeMillis();
+        Map<Long, Long> acked = new HashMap<>();
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(Gateway.producer())) {
+            for (int i = 0; i < 10; i++) {
+                RecordMetadata m = producer.send(new ProducerRecord<>(topic, 0, 1_000L + i, "k", "v" + i)).get();
+                acked.put(m.offset(), m.timestamp());
+            }
+        }
+        long after = System.currentTimeMillis();
+        for (long ts : acked.values()) {
+            assertTrue(ts >= before - 1_000 && ts <= after + 1_000, "acknowledged timestamp " + ts + ", not the append time");
+        }
+        TopicPartition tp = new TopicPartition(topic, 0);
+        int read = 0;
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(Gateway.consumer(null))) {
+            consumer.assign(List.of(tp));
+            consumer.seekToBeginning(List.of(tp));
+            long deadline = System.currentTimeMillis() + Gateway.DEADLINE_MS;
+            while (read < 10 && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : consumer.poll(Gateway.POLL)) {
+                    assertEquals(TimestampType.LOG_APPEND_TIME, r.timestampType(), "timestamp type at " + r.offset());
+                    assertEquals(acked.get(r.offset()), r.timestamp(), "timestamp at " + r.offset());
+                    read++;
+                }
+            }
+        }
+        assertEquals(10, read, "records read");
     }
 }
