@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
 )
 
@@ -234,6 +236,16 @@ type savedProtocol struct {
 // saveTimeout bounds writing a group's state.
 const saveTimeout = 10 * time.Second
 
+// MaxStateBytes bounds a group's state file: a state that would be larger
+// is not saved, and what asked for it fails as Kafka fails a group record
+// too large for its log (UNKNOWN_SERVER_ERROR). Kafka's bound is the
+// offsets topic's max.message.bytes, 1 MiB of its binary records; the
+// state here is JSON, with every member's metadata and assignment.
+const MaxStateBytes = 8 << 20
+
+// errStateTooLarge is a state over MaxStateBytes.
+var errStateTooLarge = fmt.Errorf("%w: the group's state is larger than %d bytes", kerr.UnknownServerError, MaxStateBytes)
+
 // saveThen saves the group's state as it is now and runs then (if not nil)
 // on the group's goroutine with the outcome: nil once the state is in the
 // filer, NOT_COORDINATOR if another gateway coordinates the group now or
@@ -357,7 +369,13 @@ func (g *group) snapshot() ([]byte, error) {
 		st.TxnCoordinators[strconv.FormatInt(pid, 10)] = tc
 	}
 	g.kind.save(&st)
-	return json.Marshal(st)
+	data, err := json.Marshal(st)
+	if err == nil && len(data) > MaxStateBytes {
+		metrics.GroupStateTooLarge.Inc()
+		glog.Warningf("kafka group %s: not saved: its state is %d bytes, more than %d (members' metadata and assignments)", g.name, len(data), MaxStateBytes)
+		return nil, errStateTooLarge
+	}
+	return data, err
 }
 
 // restore sets the group from its state file.

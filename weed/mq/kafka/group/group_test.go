@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -569,5 +570,33 @@ func TestClassicGroupMaxSize(t *testing.T) {
 	again := &joiner{c: c, group: "g", session: 5000, meta: "a", instance: &static}
 	if r := <-again.joinAsync(t); r.ErrorCode == kerr.GroupMaxSizeReached.Code {
 		t.Fatal("a static member's restart refused as a new member")
+	}
+}
+
+// A leader's assignment that would make the group's state larger than
+// MaxStateBytes is not saved: its SyncGroup gets UNKNOWN_SERVER_ERROR, as
+// Kafka answers a group record too large for its log, and the state in the
+// filer stays within the bound. A small assignment then goes through.
+func TestGroupStateBounded(t *testing.T) {
+	files := filerfstest.New()
+	c := newCoordinator(t, files)
+	a := &joiner{c: c, group: "g", session: 5000, meta: "a"}
+	j := a.join(t)
+	if j.ErrorCode != 0 {
+		t.Fatalf("join: %v", kerr.ErrorForCode(j.ErrorCode))
+	}
+	huge := strings.Repeat("x", MaxStateBytes)
+	if r := a.sync(t, j.Generation, map[string]string{a.id: huge}); r.ErrorCode != kerr.UnknownServerError.Code {
+		t.Fatalf("a %d-byte assignment: %v, want UNKNOWN_SERVER_ERROR", len(huge), kerr.ErrorForCode(r.ErrorCode))
+	}
+	if data, _, err := offset.NewStore(files).LoadState(context.Background(), "g"); err != nil || len(data) > MaxStateBytes {
+		t.Fatalf("the saved state: %d bytes (%v)", len(data), err)
+	}
+	j = a.join(t)
+	if j.ErrorCode != 0 {
+		t.Fatalf("join again: %v", kerr.ErrorForCode(j.ErrorCode))
+	}
+	if r := a.sync(t, j.Generation, map[string]string{a.id: "small"}); r.ErrorCode != 0 || string(r.MemberAssignment) != "small" {
+		t.Fatalf("a small assignment: %v %q", kerr.ErrorForCode(r.ErrorCode), r.MemberAssignment)
 	}
 }

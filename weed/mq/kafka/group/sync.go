@@ -5,6 +5,7 @@ package group
 // here runs on the group's goroutine.
 
 import (
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -107,9 +108,13 @@ func (g *classicGroup) sync(req *kmsg.SyncGroupRequest, reply chan *kmsg.SyncGro
 			if err != nil {
 				// Not saved: nobody gets it, and everyone
 				// joins again.
+				code := kerr.CoordinatorNotAvailable
+				if errors.Is(err, errStateTooLarge) {
+					code = kerr.UnknownServerError // as Kafka: its record too large
+				}
 				for _, o := range g.members {
 					if o.syncing != nil {
-						o.syncing.reply <- SyncError(o.syncing.req, kerr.CoordinatorNotAvailable)
+						o.syncing.reply <- SyncError(o.syncing.req, code)
 						o.syncing = nil
 					}
 					o.assignment = nil

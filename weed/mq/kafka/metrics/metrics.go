@@ -211,6 +211,11 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "tail_full_total",
 		Help: "Produced batches refused (KAFKA_STORAGE_ERROR, retriable) because their partition's tail not yet in segments was at its cap: segments are not being written.",
 	})
+	// GroupStateTooLarge counts group states not saved for their size.
+	GroupStateTooLarge = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "group_state_too_large_total",
+		Help: "Group states not saved because they were larger than 8 MiB (members' metadata and assignments); what asked for them got UNKNOWN_SERVER_ERROR.",
+	})
 	// TailWaits counts appends held until their partition's tail, at its
 	// cap, had room.
 	TailWaits = prometheus.NewCounter(prometheus.CounterOpts{
@@ -394,7 +399,7 @@ func init() {
 		MessagesIn, BytesIn, MessagesOut, BytesOut, FollowerFetchBytes, ReplicaBytesOut, FetchBudgetShort, ProduceBatchRecords, FetchRecords, FetchSessions, FetchSessionEvictions,
 		Connections, ConnectionsTotal, ConnectionsRefused, ConnectionsCut, ConnectionsThrottled, DecompressionWaits, Panics, RecordsSkipped, Rebalances,
 		WALCommitSeconds, WALCommitBatches, WALCommitRecords, WALBytes, WALErrors, WALRepublished,
-		SegmentsWritten, PartitionsDropped, PartitionsHeld, TailBytes, TailFull, TailWaits,
+		SegmentsWritten, PartitionsDropped, PartitionsHeld, TailBytes, TailFull, TailWaits, GroupStateTooLarge,
 		CompactionRecords, CompactionBytes, CompactionRuns, CompactionDirtyRatio, ShareSessions, ShareAcks,
 		ThrottleSeconds, ClientInstances, ClientPushes, ClientPushErrors, ClientSeriesDropped,
 		RegistryRequests, RegistryRequestSeconds, RegistrySchemas,
