@@ -8,11 +8,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 )
@@ -553,4 +556,85 @@ func TestDurabilityBrokerLost(t *testing.T) {
 		once[p] = true
 	}
 	checkAcknowledged(t, g.addr, topic, acks, once)
+}
+
+// TestVolumeServerPaused: the volume server is stopped (SIGSTOP) for 60 s
+// while an idempotent and a plain acks=all producer write. Meanwhile a
+// produce request with a 5 s timeout is answered within it, with a
+// retriable error, and the gateway's memory stays bounded; once the volume
+// server goes on, both producers are acknowledged again, and every record
+// acknowledged before, during and after is read back at its offset.
+func TestVolumeServerPaused(t *testing.T) {
+	t.Parallel() // alone on a cluster of its own: beside the others, at the end
+	c := startSplitCluster(t, 1)
+	var g *gatewayProc
+	chaosGateway(t, "paused-volume-gateway", c.master, &g)
+	topic := createTopicAt(t, []string{g.addr}, 2)
+	acks, stopLoad := mixedLoad(t, []string{g.addr}, topic, 60000)
+	acks.progress(t, 2, 300, "the start")
+
+	admin, err := kgo.NewClient(kgo.SeedBrokers(g.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	id := topicID(t, admin, topic)
+	base := rssOf(g.cmd.Process.Pid)
+	t.Logf("SIGSTOP volume (gateway RSS %d MiB)", base>>20)
+	c.procs["volume"].signal(syscall.SIGSTOP)
+	paused := time.Now()
+	resumed := false
+	defer func() {
+		if !resumed {
+			c.procs["volume"].signal(syscall.SIGCONT)
+		}
+	}()
+	var peak int64
+	answered := map[string]int{}
+	for time.Since(paused) < 60*time.Second {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic, rt.TopicID = topic, id
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition = 1 // the plain producer's: a value stored twice is no anomaly there
+		rp.Records = batchOf([]byte("while the volume server is stopped"))
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		sent := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		resp, err := req.RequestWith(ctx, admin)
+		cancel()
+		took := time.Since(sent)
+		switch {
+		case err != nil:
+			t.Errorf("a produce while the volume server is stopped: no answer in %v: %v", took, err)
+		case took > 8*time.Second:
+			t.Errorf("a produce with a 5 s timeout answered after %v", took)
+		default:
+			code := resp.Topics[0].Partitions[0].ErrorCode
+			switch code {
+			case 0, kerr.RequestTimedOut.Code, kerr.NotEnoughReplicas.Code, kerr.NotEnoughReplicasAfterAppend.Code, kerr.KafkaStorageError.Code:
+			default:
+				t.Errorf("a produce while the volume server is stopped: %v, not the storage's retriable error", kerr.ErrorForCode(code))
+			}
+			if code == 0 {
+				answered["acknowledged"]++
+			} else {
+				answered[kerr.ErrorForCode(code).(*kerr.Error).Message]++
+			}
+		}
+		peak = max(peak, rssOf(g.cmd.Process.Pid))
+		time.Sleep(time.Second)
+	}
+	c.procs["volume"].signal(syscall.SIGCONT)
+	resumed = true
+	t.Logf("SIGCONT volume after %v; produce requests answered meanwhile: %v; gateway RSS peak %d MiB", time.Since(paused).Round(time.Second), answered, peak>>20)
+	if peak > 1<<30 {
+		t.Errorf("the gateway's RSS reached %d MiB while the volume server was stopped", peak>>20)
+	}
+	acks.progress(t, 2, 300, "the volume server going on")
+	stopLoad()
+	t.Logf("%d records acknowledged, %d failed; longest time without an acknowledgement %v", acks.count(), acks.failed, acks.longestGap())
+	checkAcknowledged(t, g.addr, topic, acks, map[int32]bool{0: true})
 }
