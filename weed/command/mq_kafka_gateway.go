@@ -43,6 +43,20 @@ the filers and MQ brokers there and follows them as they move.
   -port                Kafka listener port (default 9092)
   -master              comma-separated SeaweedFS masters (default localhost:9333)
   -filerGroup          filer group of the cluster, if it uses one
+  -cluster.name        name of this Kafka cluster among those one filer holds
+                       (a-z, 0-9, _): topics in namespace kafka_<name>, state
+                       in /etc/kafka-gateway/clusters/<name> (default empty:
+                       namespace kafka, /etc/kafka-gateway)
+  -volumeServerAccess  reach volume servers at their address in the cluster
+                       (direct, the default), their publicUrl, or through
+                       the filer's HTTP port (filerProxy)
+  -default.replication.factor
+                       replication factor of topics created with the default
+                       (-1): the copies SeaweedFS keeps of their files
+                       (default -1: the cluster's default replication)
+  -replication.spread  where a topic's copies go: server (default), rack or
+                       datacenter (factor 3: SeaweedFS replication 002, 020
+                       or 200)
   -default-partitions  partitions of auto-created topics and of CreateTopics
                        asking for the default (-1)
   -auto.create.topics  create unknown topics on Metadata requests, like
@@ -52,6 +66,8 @@ the filers and MQ brokers there and follows them as they move.
   -node.id             broker id this gateway has in Metadata (default:
                        derived from -ip and -port, so it stays the same
                        across restarts); unique among the cluster's gateways
+  -rack                this gateway's rack or zone (Kafka's broker.rack), in
+                       Metadata and DescribeCluster (default: none)
   -port.pprof          serve Go profiling on this port (0: off), on
                        -pprof.ip (default 127.0.0.1: profiles show memory)
   -clock.skew.file     for fault tests: a file holding a duration (30s,
@@ -62,12 +78,61 @@ the filers and MQ brokers there and follows them as they move.
   -metricsPort         serve /metrics (Prometheus), /health and /ready on
                        this HTTP port (0: off), like SeaweedFS's servers
   -metricsIp           address of that port (default: -ip.bind, or -ip)
+  -metrics.partitions  a regexp of the topics whose partitions' log start and
+                       end offsets and sizes are on /metrics, each from the
+                       gateway leading it (default empty: none; at most 2000
+                       partitions a gateway)
   -group.initial.rebalance.delay.ms
                        how long a new consumer group waits for more members
                        before its first rebalance (default 3000, as Kafka)
   -group.min.session.timeout.ms, -group.max.session.timeout.ms
                        the session timeouts group members may ask for
                        (default 6000 and 1800000, as Kafka)
+  -group.max.size      most members of a classic group; past it JoinGroup
+                       answers GROUP_MAX_SIZE_REACHED (default 1000; 0:
+                       unbounded, Kafka's default)
+  -group.consumer.session.timeout.ms, -group.consumer.heartbeat.interval.ms
+                       session timeout and heartbeat interval of the members
+                       of consumer groups of the KIP-848 protocol (default
+                       45000 and 5000, as Kafka)
+  -group.consumer.assignors
+                       their server-side assignors, uniform and range; the
+                       first is used when no member names one (default
+                       uniform,range)
+  -group.consumer.max.size
+                       most members of such a group; past it
+                       GROUP_MAX_SIZE_REACHED (default 0: unbounded)
+  -group.streams.session.timeout.ms, -group.streams.heartbeat.interval.ms
+                       session timeout and heartbeat interval of the members
+                       of streams groups (KIP-1071) (default 45000 and 5000)
+  -group.streams.initial.rebalance.delay.ms
+                       how long a new streams group waits for more members
+                       before its first assignment (default 3000; -1: none)
+  -group.streams.num.standby.replicas
+                       standby tasks of each stateful task of a streams
+                       group (default 0)
+  -group.streams.max.size
+                       most members of a streams group (default 0: unbounded)
+  -group.share.session.timeout.ms, -group.share.heartbeat.interval.ms,
+  -group.share.record.lock.duration.ms
+                       share group members' session timeout, heartbeat
+                       interval, and how long they hold the records they
+                       acquired (default 45000, 5000, 30000, as Kafka); a
+                       share group's own share.* configs override them
+  -group.share.min.session.timeout.ms,
+  -group.share.min.heartbeat.interval.ms,
+  -group.share.min.record.lock.duration.ms
+                       the smallest of each a share group may set (default
+                       45000, 5000, 15000, as Kafka)
+  -group.share.delivery.count.limit
+                       deliveries of a record to share group members before
+                       it is archived (default 5, as Kafka)
+  -group.share.partition.max.record.locks
+                       most records of a share-partition in flight (default
+                       2000, as Kafka)
+  -group.share.max.size, -group.share.max.share.sessions
+                       most members of a share group, and most share
+                       sessions this gateway keeps (default 200 and 2000)
   -offsets.retention.minutes
                        committed offsets of a group empty this long (of a
                        group that only commits: committed this long ago) are
@@ -115,6 +180,10 @@ Security (see docs/security.md):
                        of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER
   -sasl.users          FILE of user:password lines: these users are given
                        SCRAM credentials at start (the first administrator)
+  -cluster.secret.file file of the cluster's secret (16 bytes or more), the
+                       same on every gateway: it seals the SCRAM credentials
+                       kept in the filer and is the gateways' password to one
+                       another (default empty: one kept in the filer)
   -sasl.oauthbearer.jwks FILE
                        the JSON Web Key Set that signs valid OAUTHBEARER
                        tokens; -sasl.oauthbearer.expected.issuer and
@@ -131,6 +200,17 @@ Security (see docs/security.md):
                        false, as Kafka)
   -fetch.max.bytes     most record bytes of one Fetch response, whatever the
                        client asks (default 57671680, as Kafka's)
+  -fetch.batch.cache.bytes
+                       memory for the batches kept for fetches, as produced
+                       (compressed as the producer sent them) or as built
+                       from stored records (default 67108864; 0: none)
+  -fetch.response.budget.bytes
+                       most record bytes all fetch responses hold until
+                       written; past it a fetch answers with what fits, at
+                       least its first batch (default 536870912)
+  -max.incremental.fetch.session.cache.slots
+                       fetch sessions (KIP-227) this gateway keeps (default
+                       1000; 0: none, clients then send full fetches)
   -decompression.max.bytes
                        most bytes held decompressed from produced batches
                        across the gateway; beyond it produces wait (default
@@ -160,6 +240,19 @@ Security (see docs/security.md):
                        gateway's users when it has a SASL listener (with
                        -embedded.dir: http://127.0.0.1:8080 unless set;
                        none: off)
+  -console.readonly    the console only shows (default true); false: it
+                       creates, deletes and alters what the user's ACLs allow
+  -console.export      the console exports the records it shows as JSON and
+                       CSV (default true; false: it refuses)
+  -console.mask        fields the console hides in records before showing,
+                       searching and exporting them:
+                       topic-regexp=field,field;... ("value": whole values)
+  -console.max.records, -console.max.bytes
+                       records one browse of the console shows, and record
+                       bytes it reads, at most (default 500 and 8388608)
+  -console.admin.url, -console.grafana.url
+                       weed admin and the Grafana dashboard, linked from the
+                       console's cluster page (default: none)
   -link.refresh.ms, -link.sync.interval.ms
                        how often each gateway reads the topic links, and
                        how often a link's controller syncs (default 2000,
@@ -177,6 +270,19 @@ Security (see docs/security.md):
                        a token's longest life (default 7 days), its life
                        between renewals (1 day), how often expired tokens
                        are removed (1 hour), as Kafka's
+  -audit.enabled       record an audit log (OCSF events) of logins, requests
+                       the ACLs deny and administrative changes (default
+                       false; see docs/audit.md)
+  -audit.topic, -audit.retention.ms
+                       the topic the events are written to (default
+                       _audit_log; "": none) and its retention.ms when the
+                       gateway creates it (default 604800000, 7 days)
+  -audit.file          a file the events are appended to as JSON lines
+                       ("-": stdout; default: none)
+  -audit.exclude.principals, -audit.exclude.topics
+                       principals (User:alice,...) and topics whose events
+                       are not recorded, comma-separated (the gateways' own
+                       user is never recorded)
 
   -embedded.dir        start a single-node SeaweedFS (master, volume, filer,
                        MQ broker) from this same binary with its data in this

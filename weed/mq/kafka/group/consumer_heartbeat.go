@@ -22,6 +22,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/share"
 )
 
 // HeartbeatError is the answer to a ConsumerGroupHeartbeat that failed.
@@ -124,12 +126,24 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.Cons
 	if memberID == "" { // v0 joins: the coordinator names the member
 		memberID = newUUID()
 	}
+	// The group's session timeout and heartbeat interval: its group
+	// configs (consumer.session.timeout.ms, consumer.heartbeat.interval.ms)
+	// or the coordinator's defaults.
+	timing := consumerTiming{session: c.opts.ConsumerSessionTimeout, interval: c.opts.ConsumerHeartbeatInterval}
+	if cf := c.opts.ShareConfigs; cf != nil && !leaving {
+		configs, err := cf.Get(ctx, req.Group, false)
+		if err != nil {
+			glog.Warningf("kafka group %s: its configs: %v", req.Group, err)
+			return HeartbeatError(req, kerr.CoordinatorNotAvailable, "")
+		}
+		timing.apply(configs)
+	}
 	resp, err := await(ctx, g, func(answer func(*kmsg.ConsumerGroupHeartbeatResponse)) {
 		if leaving {
 			g.consumerLeave(req, answer)
 			return
 		}
-		g.consumerHeartbeat(req, memberID, cl, principal, answer)
+		g.consumerHeartbeat(req, memberID, cl, principal, timing, answer)
 	})
 	if err != nil {
 		return HeartbeatError(req, goneErr(err), "")
@@ -164,7 +178,7 @@ func (g *group) consumerGroupFor(req *kmsg.ConsumerGroupHeartbeatRequest) (*kerr
 
 // consumerHeartbeat handles a heartbeat of epoch 0 or more.
 func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, memberID string, cl Client, principal string,
-	answer func(*kmsg.ConsumerGroupHeartbeatResponse)) {
+	timing consumerTiming, answer func(*kmsg.ConsumerGroupHeartbeatResponse)) {
 	fail := func(e *kerr.Error, msg string) { answer(HeartbeatError(req, e, msg)) }
 	if e, msg := g.consumerGroupFor(req); e != nil {
 		fail(e, msg)
@@ -223,6 +237,7 @@ func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, membe
 		m = &cmember{id: memberID, prevEpoch: -1, assigned: partitions{}, revoking: partitions{}, target: partitions{}}
 	}
 	m.clientID, m.clientHost, m.principal = cl.ID, cl.Host, principal
+	m.session = timing.session
 	if req.InstanceID != nil {
 		m.instanceID = req.InstanceID
 	}
@@ -291,7 +306,7 @@ func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, membe
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	resp.MemberID = &m.id
 	resp.MemberEpoch = m.epoch
-	resp.HeartbeatIntervalMillis = int32(g.c.opts.ConsumerHeartbeatInterval.Milliseconds())
+	resp.HeartbeatIntervalMillis = int32(timing.interval.Milliseconds())
 	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
 	if req.MemberEpoch == 0 || full || before == nil || !samePartitions(before.assigned, m.assigned) {
 		resp.Assignment = assignmentOf(m.assigned)
@@ -395,6 +410,21 @@ func (g *group) assignorName() string {
 		}
 	}
 	return name
+}
+
+// consumerTiming is a consumer group's session timeout and heartbeat
+// interval.
+type consumerTiming struct{ session, interval time.Duration }
+
+// apply takes the group configs that set them.
+func (t *consumerTiming) apply(configs map[string]string) {
+	ms := func(name string, d *time.Duration) {
+		if n, err := strconv.ParseInt(configs[name], 10, 64); err == nil && n > 0 {
+			*d = time.Duration(n) * time.Millisecond
+		}
+	}
+	ms(share.ConsumerSessionTimeout, &t.session)
+	ms(share.ConsumerHeartbeatInterval, &t.interval)
 }
 
 // touchConsumer restarts a member's session: without a heartbeat within

@@ -275,6 +275,14 @@ func New(cfg Config) (_ *Node, err error) {
 	limits.HeartbeatInterval, limits.MinHeartbeatInterval = ms(cfg.ShareHeartbeatMs), ms(cfg.ShareMinHeartbeatMs)
 	limits.LockDuration, limits.MinLockDuration = ms(cfg.ShareLockMs), ms(cfg.ShareMinLockMs)
 	limits.DeliveryLimit, limits.MaxRecordLocks = int16(cfg.ShareDeliveryLimit), cfg.ShareMaxLocks
+	// Consumer groups' consumer.session.timeout.ms and
+	// consumer.heartbeat.interval.ms: the flags are the defaults, within
+	// Kafka's bounds (or at the flags', set outside them).
+	limits.ConsumerSessionTimeout, limits.ConsumerHeartbeatInterval = ms(cfg.ConsumerSessionMs), ms(cfg.ConsumerHeartbeatMs)
+	limits.MinConsumerSessionTimeout = min(limits.MinConsumerSessionTimeout, limits.ConsumerSessionTimeout)
+	limits.MaxConsumerSessionTimeout = max(limits.MaxConsumerSessionTimeout, limits.ConsumerSessionTimeout)
+	limits.MinConsumerHeartbeatInterval = min(limits.MinConsumerHeartbeatInterval, limits.ConsumerHeartbeatInterval)
+	limits.MaxConsumerHeartbeatInterval = max(limits.MaxConsumerHeartbeatInterval, limits.ConsumerHeartbeatInterval)
 	shareConfigs := share.NewConfigs(files, limits)
 	shares := share.NewStore(files, shareConfigs)
 	n.onClose("the share-partitions", shares.Close)

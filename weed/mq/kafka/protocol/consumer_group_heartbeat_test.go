@@ -483,3 +483,31 @@ func describeConsumerGroup(t *testing.T, addr, name string) kmsg.ConsumerGroupDe
 	}
 	return resp.Groups[0]
 }
+
+// A consumer group's configs (KIP-848's consumer.session.timeout.ms and
+// consumer.heartbeat.interval.ms, librdkafka's 0081 sets one) are set
+// within Kafka's bounds, shown by DescribeConfigs, and the heartbeat
+// interval given to the group's members is the group's.
+func TestConsumerGroupConfigs(t *testing.T) {
+	g := startGateway(t, gatewayOptions{})
+	g.topic(t, "cgc", 1, nil)
+	group := kmsg.ConfigResourceTypeGroupConfig
+	set := func(name, v string) configOp { return configOp{name, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(v)} }
+	c, msg := alterCode(roundTrip(t, g.addr, incrementalAlter(false, group, "cgc-g", set("consumer.session.timeout.ms", "50000"),
+		set("consumer.heartbeat.interval.ms", "6000")), 1))
+	code(t, "consumer group configs: "+msg, c, nil)
+	c, _ = alterCode(roundTrip(t, g.addr, incrementalAlter(false, group, "cgc-g", set("consumer.heartbeat.interval.ms", "1000")), 1))
+	code(t, "a heartbeat interval below Kafka's bound", c, kerr.InvalidConfig)
+	resp := roundTrip(t, g.addr, describeConfigs(false, false, configResource(group, "cgc-g", "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms")), 4).(*kmsg.DescribeConfigsResponse)
+	cs := configsOf(resp.Resources[0])
+	if s := cs["consumer.session.timeout.ms"]; s.Value == nil || *s.Value != "50000" || s.Source != kmsg.ConfigSourceGroupConfig {
+		t.Errorf("consumer.session.timeout.ms: %+v", s)
+	}
+	conn := dial(t, g.addr)
+	if r := cg(t, conn, cgJoin("cgc-g", "a", "cgc"), nil); r.HeartbeatIntervalMillis != 6000 {
+		t.Errorf("heartbeat interval %d ms, want the group's 6000", r.HeartbeatIntervalMillis)
+	}
+	if r := cg(t, conn, cgJoin("cgc-other", "a", "cgc"), nil); r.HeartbeatIntervalMillis == 6000 {
+		t.Error("another group got this group's heartbeat interval")
+	}
+}

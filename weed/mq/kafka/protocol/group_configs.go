@@ -1,7 +1,8 @@
 package protocol
 
 // Group configs (the GROUP config resource of KIP-848 and KIP-932): the
-// share.* settings of share groups (package share), set with
+// share.* settings of share groups and the consumer.* ones of consumer
+// groups (package share), set with
 // IncrementalAlterConfigs (SET and DELETE; APPEND and SUBTRACT are
 // INVALID_CONFIG, none is a list) or AlterConfigs, and shown by
 // DescribeConfigs with their source: set for the group (GROUP_CONFIG) or

@@ -2,7 +2,8 @@ package share
 
 // Group configs (Kafka's GROUP config resources, set with
 // IncrementalAlterConfigs and shown by DescribeConfigs): the settings of a
-// share group. They are kept in the filer, one small JSON file per group,
+// share group, and a consumer group's session timeout and heartbeat
+// interval (KIP-848). They are kept in the filer, one small JSON file per group,
 // so that every gateway reads the same: the one that coordinates the
 // group's members and those that lead its partitions.
 
@@ -35,6 +36,9 @@ const (
 	SessionTimeout    = "share.session.timeout.ms"
 	HeartbeatInterval = "share.heartbeat.interval.ms"
 	MaxRecordLocks    = "share.partition.max.record.locks"
+	// A consumer group's (KIP-848).
+	ConsumerSessionTimeout    = "consumer.session.timeout.ms"
+	ConsumerHeartbeatInterval = "consumer.heartbeat.interval.ms"
 )
 
 // Limits are the gateway's defaults of the group configs and their bounds
@@ -45,6 +49,10 @@ type Limits struct {
 	HeartbeatInterval, MinHeartbeatInterval, MaxHeartbeatInterval time.Duration
 	DeliveryLimit                                                 int16
 	MaxRecordLocks                                                int
+	// A consumer group's defaults and bounds (Kafka's
+	// group.consumer.* broker configs).
+	ConsumerSessionTimeout, MinConsumerSessionTimeout, MaxConsumerSessionTimeout          time.Duration
+	ConsumerHeartbeatInterval, MinConsumerHeartbeatInterval, MaxConsumerHeartbeatInterval time.Duration
 }
 
 // DefaultLimits are Kafka's.
@@ -53,6 +61,8 @@ var DefaultLimits = Limits{
 	SessionTimeout: 45 * time.Second, MinSessionTimeout: 45 * time.Second, MaxSessionTimeout: time.Minute,
 	HeartbeatInterval: 5 * time.Second, MinHeartbeatInterval: 5 * time.Second, MaxHeartbeatInterval: 15 * time.Second,
 	DeliveryLimit: 5, MaxRecordLocks: 2000,
+	ConsumerSessionTimeout: 45 * time.Second, MinConsumerSessionTimeout: 45 * time.Second, MaxConsumerSessionTimeout: time.Minute,
+	ConsumerHeartbeatInterval: 5 * time.Second, MinConsumerHeartbeatInterval: 5 * time.Second, MaxConsumerHeartbeatInterval: 15 * time.Second,
 }
 
 // Settings are a share group's settings in force: its configs, else the
@@ -66,6 +76,8 @@ type Settings struct {
 	SessionTimeout    time.Duration
 	HeartbeatInterval time.Duration
 	MaxRecordLocks    int
+	// A consumer group's session timeout and heartbeat interval.
+	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
 }
 
 // Reset is share.auto.offset.reset.
@@ -94,13 +106,16 @@ func (l Limits) Defaults() []ConfigDefault {
 		{Name: MaxRecordLocks, Value: strconv.Itoa(l.MaxRecordLocks)},
 		{Name: LockDuration, Value: ms(l.LockDuration)},
 		{Name: SessionTimeout, Value: ms(l.SessionTimeout)},
+		{Name: ConsumerHeartbeatInterval, Value: ms(l.ConsumerHeartbeatInterval)},
+		{Name: ConsumerSessionTimeout, Value: ms(l.ConsumerSessionTimeout)},
 	}
 }
 
 // Known reports whether name is a group config served.
 func Known(name string) bool {
 	switch name {
-	case AutoOffsetReset, LockDuration, DeliveryLimit, IsolationLevel, SessionTimeout, HeartbeatInterval, MaxRecordLocks:
+	case AutoOffsetReset, LockDuration, DeliveryLimit, IsolationLevel, SessionTimeout, HeartbeatInterval, MaxRecordLocks,
+		ConsumerSessionTimeout, ConsumerHeartbeatInterval:
 		return true
 	}
 	return false
@@ -171,6 +186,10 @@ func (l Limits) Check(name, value string) error {
 		return intIn(2, 10)
 	case MaxRecordLocks:
 		return intIn(100, 10000)
+	case ConsumerSessionTimeout:
+		return intIn(l.MinConsumerSessionTimeout.Milliseconds(), l.MaxConsumerSessionTimeout.Milliseconds())
+	case ConsumerHeartbeatInterval:
+		return intIn(l.MinConsumerHeartbeatInterval.Milliseconds(), l.MaxConsumerHeartbeatInterval.Milliseconds())
 	}
 	return fmt.Errorf("%s is not a group config", name)
 }
@@ -178,7 +197,8 @@ func (l Limits) Check(name, value string) error {
 // Settings are the settings in force given a group's configs.
 func (l Limits) Settings(configs map[string]string) Settings {
 	s := Settings{LockDuration: l.LockDuration, DeliveryLimit: l.DeliveryLimit, SessionTimeout: l.SessionTimeout,
-		HeartbeatInterval: l.HeartbeatInterval, MaxRecordLocks: l.MaxRecordLocks}
+		HeartbeatInterval: l.HeartbeatInterval, MaxRecordLocks: l.MaxRecordLocks,
+		ConsumerSessionTimeout: l.ConsumerSessionTimeout, ConsumerHeartbeatInterval: l.ConsumerHeartbeatInterval}
 	ms := func(name string, d *time.Duration) {
 		if n, err := strconv.ParseInt(configs[name], 10, 64); err == nil {
 			*d = time.Duration(n) * time.Millisecond
@@ -187,6 +207,8 @@ func (l Limits) Settings(configs map[string]string) Settings {
 	ms(LockDuration, &s.LockDuration)
 	ms(SessionTimeout, &s.SessionTimeout)
 	ms(HeartbeatInterval, &s.HeartbeatInterval)
+	ms(ConsumerSessionTimeout, &s.ConsumerSessionTimeout)
+	ms(ConsumerHeartbeatInterval, &s.ConsumerHeartbeatInterval)
 	if n, err := strconv.Atoi(configs[DeliveryLimit]); err == nil {
 		s.DeliveryLimit = int16(n)
 	}
