@@ -220,7 +220,8 @@ Security (see docs/security.md):
                        (default 600000, as Kafka; -1: never)
   -max.connections, -max.connections.per.ip
                        most connections open at once, in all and from one
-                       address; the excess is closed at accept (0: unbounded)
+                       address; the excess is closed at accept (0:
+                       unbounded; default unbounded and 1000)
   -connections.max.reauth.ms
                        SASL sessions end after this long unless the client
                        logs in again (KIP-368); 0: never
@@ -234,7 +235,7 @@ Security (see docs/security.md):
                        these http(s)://host:port, kept in the _schemas
                        topic (with -embedded.dir: http://127.0.0.1:8081
                        unless set; none: off)
-  -console.listeners    serve the gateway's HTTP API on these
+  -console.listeners   serve the gateway's HTTP API on these
                        http(s)://host:port: topic links (weed
                        mq.kafka.link), with HTTP basic auth by the
                        gateway's users when it has a SASL listener (with
