@@ -492,7 +492,9 @@ func TestConsumerGroupConfigs(t *testing.T) {
 	g := startGateway(t, gatewayOptions{})
 	g.topic(t, "cgc", 1, nil)
 	group := kmsg.ConfigResourceTypeGroupConfig
-	set := func(name, v string) configOp { return configOp{name, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(v)} }
+	set := func(name, v string) configOp {
+		return configOp{name, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(v)}
+	}
 	c, msg := alterCode(roundTrip(t, g.addr, incrementalAlter(false, group, "cgc-g", set("consumer.session.timeout.ms", "50000"),
 		set("consumer.heartbeat.interval.ms", "6000")), 1))
 	code(t, "consumer group configs: "+msg, c, nil)
