@@ -71,11 +71,24 @@ type partition struct {
 	pending   []*pendingBatch
 	tail      []*tailBatch
 	tailBytes int
-	flushing  bool           // a flush of the tail is under way
-	flushes   sync.WaitGroup // the flush under way, which drop waits for
-	used      time.Time      // last append or read
+	// flushAt is the tail size its topic's segments are written at
+	// (rolling.flushBytes), as the flusher's last round saw it; 0:
+	// maxTailBytes.
+	flushAt  int
+	flushing bool           // a flush of the tail is under way
+	flushes  sync.WaitGroup // the flush under way, which drop waits for
+	used     time.Time      // last append or read
 
 	maxTs maxTimestamp // for ListOffsets MAX_TIMESTAMP
+}
+
+// flushAtLocked is the tail size at which the tail is written. Called
+// with notifyMu held.
+func (p *partition) flushAtLocked() int {
+	if p.flushAt > 0 {
+		return p.flushAt
+	}
+	return maxTailBytes
 }
 
 type partKey struct {

@@ -158,8 +158,9 @@ func (f *flusher) round(now time.Time, force bool) {
 	for _, p := range f.c.parts.all() {
 		r := f.c.rollingOf(p.topic)
 		p.notifyMu.Lock()
+		p.flushAt = r.flushBytes() // for logged, which wakes the flusher at it
 		due := len(p.tail) > 0 && !p.flushing &&
-			(force || p.tailBytes >= r.flushBytes() || now.Sub(p.tail[0].logged) >= r.flushAge(p.dir, p.tail[0].base))
+			(force || p.tailBytes >= p.flushAt || now.Sub(p.tail[0].logged) >= r.flushAge(p.dir, p.tail[0].base))
 		idle := len(p.tail) == 0 && len(p.pending) == 0 && now.Sub(p.used) >= idleAfter
 		if due {
 			p.flushing = true

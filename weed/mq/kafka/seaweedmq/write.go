@@ -315,12 +315,8 @@ func (p *partition) log(b *pendingBatch) *storage.Appended {
 // found).
 func (p *partition) logged(b *pendingBatch, err error) {
 	cur := int64(-1)
-	flushAt := maxTailBytes
-	if p.c != nil {
-		if p.c.opts.Term != nil {
-			cur = p.c.opts.Term(p.topic, p.index)
-		}
-		flushAt = p.c.rollingOf(p.topic).flushBytes()
+	if p.c != nil && p.c.opts.Term != nil {
+		cur = p.c.opts.Term(p.topic, p.index)
 	}
 	p.notifyMu.Lock()
 	b.done, b.err = true, err
@@ -352,7 +348,7 @@ func (p *partition) logged(b *pendingBatch, err error) {
 			answer = append(answer, h)
 		}
 	}
-	big := p.tailBytes >= flushAt
+	big := p.tailBytes >= p.flushAtLocked()
 	p.notifyMu.Unlock()
 	if failed {
 		go p.unready()
