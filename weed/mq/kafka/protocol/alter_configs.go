@@ -247,15 +247,21 @@ func applyConfigOp(configs map[string]string, c kmsg.IncrementalAlterConfigsRequ
 		if tc.typ != kmsg.ConfigTypeList {
 			return configError(c.Name + " is not a list: only SET and DELETE apply")
 		}
-		current, ok := configs[c.Name]
-		if !ok {
-			current = tc.def
-		}
-		configs[c.Name] = applyListOp(current, c.Op, value)
+		applyListOpTo(configs, c.Name, tc.def, c.Op, value)
 	default:
 		return configError("unknown operation")
 	}
 	return nil
+}
+
+// applyListOpTo applies an APPEND or SUBTRACT to list config name of
+// configs, whose value is def while it is not set.
+func applyListOpTo(configs map[string]string, name, def string, op kmsg.IncrementalAlterConfigOp, value string) {
+	current, ok := configs[name]
+	if !ok {
+		current = def
+	}
+	configs[name] = applyListOp(current, op, value)
 }
 
 // applyListOp appends the comma-separated items of value to a list config

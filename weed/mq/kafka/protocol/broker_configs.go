@@ -81,11 +81,7 @@ func applyBrokerConfigOp(configs map[string]string, c kmsg.IncrementalAlterConfi
 			}
 			return configError("Config value " + verb + " is not allowed for config key: " + c.Name)
 		}
-		current, ok := configs[c.Name]
-		if !ok {
-			current = e.Def
-		}
-		configs[c.Name] = applyListOp(current, c.Op, value)
+		applyListOpTo(configs, c.Name, e.Def, c.Op, value)
 	default:
 		return configError("unknown operation")
 	}

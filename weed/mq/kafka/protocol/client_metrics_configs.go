@@ -58,11 +58,7 @@ func applyClientMetricsOp(configs map[string]string, c kmsg.IncrementalAlterConf
 		if !telemetry.IsList(c.Name) {
 			return configError(c.Name + " is not a list: only SET and DELETE apply")
 		}
-		current, ok := configs[c.Name]
-		if !ok {
-			current = telemetry.Defaults[c.Name]
-		}
-		configs[c.Name] = applyListOp(current, c.Op, *c.Value)
+		applyListOpTo(configs, c.Name, telemetry.Defaults[c.Name], c.Op, *c.Value)
 	default:
 		return configError("unknown operation")
 	}
