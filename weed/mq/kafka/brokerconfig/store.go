@@ -214,6 +214,15 @@ func (s *Store) Alter(ctx context.Context, resource string, validateOnly bool, c
 		if err := Check(resource == "", configs); err != nil {
 			return err
 		}
+		// Passwords (sasl.jaas.config, key store passwords) change
+		// nothing here and DescribeConfigs never shows them: only that
+		// they are set is kept, not the secret, in a file the filer's
+		// HTTP API may serve.
+		for name := range configs {
+			if e, ok := Lookup(name); ok && e.Type == Password {
+				configs[name] = hiddenPassword
+			}
+		}
 		if validateOnly {
 			return nil
 		}
@@ -243,6 +252,9 @@ func (s *Store) Alter(ctx context.Context, resource string, validateOnly bool, c
 		return err
 	}
 }
+
+// hiddenPassword is what is kept of a password config's value.
+const hiddenPassword = "[hidden]"
 
 // CheckResource refuses a BROKER resource this gateway does not answer
 // for, as a Kafka broker refuses it: another broker's id (the client asks

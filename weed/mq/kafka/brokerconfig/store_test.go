@@ -3,6 +3,7 @@ package brokerconfig
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
@@ -58,7 +59,16 @@ func TestCheck(t *testing.T) {
 			t.Errorf("%q %v: %v", c.resource, c.kv, err)
 		}
 	}
+	if err := s.Alter(ctx, "7", false, set("listener.name.plain.ssl.keystore.password", "s3cret", "sasl.jaas.config", "x password=\"s3cret\";")); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := s.files.ReadFileVersion(ctx, Dir, File); err != nil || strings.Contains(string(data), "s3cret") {
+		t.Fatalf("a password kept in the filer: %s (%v)", data, err)
+	}
 	cur := s.Current()
+	if _, set := cur.Of("7")["sasl.jaas.config"]; !set {
+		t.Fatal("a password config set is not known to be set")
+	}
 	if cur.Of("7")["background.threads"] != "9" || cur.Of("")["foo.bar"] != "x" || cur.Of("7")["listener.name.plain.ssl.keystore.location"] != "/k" {
 		t.Fatalf("configs %+v", cur)
 	}
