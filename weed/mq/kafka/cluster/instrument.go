@@ -105,9 +105,9 @@ func (i instrumented) Append(ctx context.Context, topic string, partition int32,
 	return app
 }
 
-func (i instrumented) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *storage.Appended {
+func (i instrumented) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, durable bool) *storage.Appended {
 	start := time.Now()
-	app := i.b.AppendBatch(ctx, topic, partition, batch, records, durable)
+	app := i.b.AppendBatch(ctx, topic, partition, batch, durable)
 	call := "Append"
 	if durable {
 		call = "AppendDurable"

@@ -216,12 +216,12 @@ func (o *Owned) Append(ctx context.Context, topic string, partition int32, recor
 }
 
 // AppendBatch is Append of one batch as produced.
-func (o *Owned) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *storage.Appended {
+func (o *Owned) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, durable bool) *storage.Appended {
 	if err := o.lead(topic, partition); err != nil {
 		return storage.FailedAppend(err)
 	}
 	return o.whileLeading(topic, partition, func() *storage.Appended {
-		return o.b.AppendBatch(ctx, topic, partition, batch, records, durable)
+		return o.b.AppendBatch(ctx, topic, partition, batch, durable)
 	})
 }
 

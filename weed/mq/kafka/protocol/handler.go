@@ -144,6 +144,7 @@ type Handler struct {
 	groups  *group.Coordinator
 	txns    *txn.Coordinator
 	inflate *semaphore.Weighted // DecompressionMaxBytes
+	bulk    *semaphore.Weighted // bulkSlots
 	// drain is closed when the gateway stops: waiting fetches answer at
 	// once with what they have, so that stopping does not wait out
 	// long-polls.
@@ -203,7 +204,7 @@ func New(cfg Config, backend storage.Backend, groups *group.Coordinator, txns *t
 	}
 	// The internal topics are answered here, never by the backend.
 	h := &Handler{cfg: cfg, cluster: cfg.Cluster, backend: internalBackend{backend}, groups: groups, txns: txns,
-		inflate: semaphore.NewWeighted(cfg.DecompressionMaxBytes), drain: make(chan struct{}),
+		inflate: semaphore.NewWeighted(cfg.DecompressionMaxBytes), bulk: semaphore.NewWeighted(bulkSlots()), drain: make(chan struct{}),
 		sessions: newFetchSessions(cfg.FetchSessionSlots), batches: newBatchCache(cfg.FetchBatchCacheBytes)}
 	if cfg.ShareSessionSlots <= 0 {
 		cfg.ShareSessionSlots = DefaultShareSessions

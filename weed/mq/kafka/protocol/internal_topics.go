@@ -192,11 +192,11 @@ func (b internalBackend) Append(ctx context.Context, topic string, partition int
 	return b.Backend.Append(ctx, topic, partition, records, durable)
 }
 
-func (b internalBackend) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *storage.Appended {
+func (b internalBackend) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, durable bool) *storage.Appended {
 	if internalTopic(topic) {
 		return storage.FailedAppend(kerr.InvalidTopicException)
 	}
-	return b.Backend.AppendBatch(ctx, topic, partition, batch, records, durable)
+	return b.Backend.AppendBatch(ctx, topic, partition, batch, durable)
 }
 
 func (b internalBackend) ReadBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (storage.ReadResult, error) {

@@ -24,11 +24,14 @@ package protocol
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -120,7 +123,28 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				p.ErrorCode = kerr.UnsupportedCompressionType.Code // zstd needs Produce v7 (KIP-110)
 				continue
 			}
-			records, release, decodeErr := h.decodeProduced(ctx, rp.Records, deadline, topicLong(info, "max.decompressed.message.bytes", math.MaxInt32))
+			appendTime := int64(-1)
+			if LogAppendTime(info.Configs) {
+				appendTime = clock.Now().UnixMilli()
+			}
+			check := newRecordCheck(info, rp.Partition, clock.Now(), schemas, appendTime >= 0)
+			topicMost := topicLong(info, "max.decompressed.message.bytes", math.MaxInt32)
+			asIs := storedAsIs(info, rp.Records)
+			var (
+				records   []record.Record // decoded unless asIs
+				head      record.Record   // the first record, or its marks
+				n         int
+				release   = func() {}
+				decodeErr *kerr.Error
+			)
+			if asIs {
+				head, n, decodeErr = h.walkProduced(ctx, rp.Records, deadline, topicMost, check.record)
+			} else if records, release, decodeErr = h.decodeProduced(ctx, rp.Records, deadline, topicMost); decodeErr == nil {
+				for i := range records {
+					check.record(i, &records[i])
+				}
+				head, n = records[0], len(records)
+			}
 			if decodeErr != nil {
 				p.ErrorCode = decodeErr.Code
 				if decodeErr == kerr.CorruptMessage {
@@ -129,17 +153,7 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				}
 				continue
 			}
-			appendTime := int64(-1)
-			if LogAppendTime(info.Configs) {
-				// As Kafka's LogValidator: the batch's timestamps are
-				// the log's, and its records' read as its max.
-				appendTime = clock.Now().UnixMilli()
-				record.Batches(rp.Records, func(batch []byte, _ int32, _ record.Codec) { record.SetLogAppendTime(batch, appendTime) })
-				for i := range records {
-					records[i].Timestamp = appendTime
-				}
-			}
-			if code, errs, msg := invalidRecords(info, rp.Partition, records, clock.Now(), schemas); code != nil {
+			if code, errs, msg := check.result(); code != nil {
 				// As Kafka's LogValidator: the batch is refused, each
 				// bad record named (KIP-467); librdkafka fails those and
 				// retries the others.
@@ -147,20 +161,35 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				p.ErrorCode, p.ErrorMessage, p.ErrorRecords = code.Code, &msg, errs
 				continue
 			}
+			if appendTime >= 0 {
+				// As Kafka's LogValidator: the batch's timestamps are
+				// the log's, and its records' read as its max.
+				record.Batches(rp.Records, func(batch []byte, _ int32, _ record.Codec) { record.SetLogAppendTime(batch, appendTime) })
+				for i := range records {
+					records[i].Timestamp = appendTime
+				}
+			}
 			topicLabel := metrics.Topic(info.Name)
-			metrics.MessagesIn.WithLabelValues(topicLabel).Add(float64(len(records)))
+			metrics.MessagesIn.WithLabelValues(topicLabel).Add(float64(n))
 			metrics.BytesIn.WithLabelValues(topicLabel).Add(float64(len(rp.Records)))
-			metrics.ProduceBatchRecords.Observe(float64(len(records)))
-			if mark := records[0].Txn; mark != nil {
+			metrics.ProduceBatchRecords.Observe(float64(n))
+			write := func() *storage.Appended {
+				if asIs {
+					h.batches.learn(info, rp.Records)
+					return h.backend.AppendBatch(ctx, info.Name, rp.Partition, rp.Records, req.Acks == -1)
+				}
+				app := h.backend.Append(ctx, info.Name, rp.Partition, records, req.Acks == -1)
+				h.cacheProduced(info, rp.Partition, rp.Records, app)
+				return app
+			}
+			if mark := head.Txn; mark != nil {
 				// A transaction's records: its partition must be in
 				// the producer's open transaction, which cannot end
 				// while they are handed to the log.
 				var app *storage.Appended
 				// v12+ (transaction.version 2) adds the partition to
 				// the transaction itself (KIP-890).
-				e := h.verifyTxn(ctx, req.TransactionID, mark, info.Name, rp.Partition, r.Version >= 12, func() {
-					app = h.appendProduced(ctx, info, rp.Partition, rp.Records, records, req.Acks == -1)
-				})
+				e := h.verifyTxn(ctx, req.TransactionID, mark, info.Name, rp.Partition, r.Version >= 12, func() { app = write() })
 				release()
 				if e != nil {
 					p.ErrorCode = e.Code
@@ -170,7 +199,7 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 				continue
 			}
 			// The log holds its own copy once Append returns.
-			app := h.appendProduced(ctx, info, rp.Partition, rp.Records, records, req.Acks == -1)
+			app := write()
 			release()
 			pending = append(pending, pendingAppend{p, app, appendTime})
 		}
@@ -233,23 +262,20 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 	}
 }
 
-// appendProduced appends a partition's produced record set. One batch is
-// stored as it is (AppendBatch), compressed as the producer sent it, and
-// fetched so, as Kafka stores a batch: unless the topic is compacted (the
-// log cleaner keeps records one by one) or its compression.type names
-// another codec than the batch's (Kafka compresses such records again; so
-// does a fetch of them here). Anything else is stored record by record,
-// its batches cached for fetches.
-func (h *Handler) appendProduced(ctx context.Context, info storage.TopicInfo, partition int32, raw []byte, records []record.Record, durable bool) *storage.Appended {
+// storedAsIs says whether a partition's produced record set is stored as
+// it is (Backend.AppendBatch), compressed as the producer sent it, and
+// fetched so, as Kafka stores a batch: one batch, unless the topic is
+// compacted (the log cleaner keeps records one by one) or its
+// compression.type names another codec than the batch's (Kafka
+// compresses such records again; so does a fetch of them here). Anything
+// else is decoded and stored record by record (Backend.Append), its
+// batches cached for fetches.
+func storedAsIs(info storage.TopicInfo, raw []byte) bool {
 	if batches, codec := record.Count(raw); batches == 1 && !Compacted(info.Configs) {
-		if topicCodec, keeps := compressionOf(info); keeps || codec == topicCodec {
-			h.batches.learn(info, raw)
-			return h.backend.AppendBatch(ctx, info.Name, partition, raw, records, durable)
-		}
+		topicCodec, keeps := compressionOf(info)
+		return keeps || codec == topicCodec
 	}
-	app := h.backend.Append(ctx, info.Name, partition, records, durable)
-	h.cacheProduced(info, partition, raw, app)
-	return app
+	return false
 }
 
 // cacheProduced keeps the batches for fetches once they are stored (see
@@ -280,6 +306,11 @@ func (h *Handler) decodeProduced(ctx context.Context, raw []byte, deadline time.
 	release = func() {}
 	most := min(MaxDecompressedBatch, h.cfg.DecompressionMaxBytes, topicMost)
 	room := min(max(int64(4*len(raw)), 64<<10), most)
+	done, e := h.bulkWork(ctx, raw, room, deadline)
+	if e != nil {
+		return nil, release, e
+	}
+	defer done()
 	for {
 		if !h.inflate.TryAcquire(room) {
 			metrics.DecompressionWaits.Inc()
@@ -305,43 +336,148 @@ func (h *Handler) decodeProduced(ctx context.Context, raw []byte, deadline time.
 	}
 }
 
+// walkProduced checks a partition's produced batch, which is stored as it
+// is (storedAsIs), as Kafka's LogValidator does: in one pass over its
+// records, each given to check and none kept. Only its records' bytes
+// decompressed take room from the decompression budget (decodeProduced's
+// guess growing as there), and only while they are walked, in a buffer
+// used again. It returns what the log keeps of the batch besides its
+// bytes (record.Head), or the Kafka error the producer gets.
+func (h *Handler) walkProduced(ctx context.Context, raw []byte, deadline time.Time, topicMost int64, check func(int, *record.Record)) (head record.Record, n int, _ *kerr.Error) {
+	most := min(MaxDecompressedBatch, h.cfg.DecompressionMaxBytes, topicMost)
+	room := min(max(int64(4*len(raw)), 64<<10), most)
+	if !record.Compressed(raw) {
+		room = 0 // the records are read where they are
+	}
+	done, e := h.bulkWork(ctx, raw, room, deadline)
+	if e != nil {
+		return head, 0, e
+	}
+	defer done()
+	buf := walkBuffers.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= maxPooledWalkBuffer {
+			walkBuffers.Put(buf)
+		}
+	}()
+	for {
+		if room > 0 && !h.inflate.TryAcquire(room) {
+			metrics.DecompressionWaits.Inc()
+			wctx, cancel := context.WithDeadline(ctx, deadline)
+			err := h.inflate.Acquire(wctx, room)
+			cancel()
+			if err != nil {
+				return head, 0, kerr.RequestTimedOut
+			}
+		}
+		hdr, err := record.WalkBatch(raw, int(room), buf, check)
+		h.inflate.Release(room)
+		if errors.Is(err, record.ErrTooLarge) && room < most {
+			room = min(4*room, most)
+			continue
+		}
+		if e := producedErr(err); e != nil {
+			return head, 0, e
+		}
+		if e := producedHeaderErr(&hdr); e != nil {
+			return head, 0, e
+		}
+		head, n, err = record.Head(raw)
+		return head, n, producedErr(err)
+	}
+}
+
+// bulkWork waits, up to deadline, for one of the bulkSlots if checking a
+// produced record set is long work: more than bulkRecords records in its
+// first batch (as its header says), or more than bulkBytes on the wire
+// or (room, as guessed) decompressed. It returns what ends the work, or
+// REQUEST_TIMED_OUT. Such work runs on at most half the cores: a flood of
+// batches of many small records (valid, and taken as Kafka takes them)
+// otherwise keeps every core busy for as long as it lasts, and each other
+// client's request waits behind it for its turn on one.
+func (h *Handler) bulkWork(ctx context.Context, raw []byte, room int64, deadline time.Time) (func(), *kerr.Error) {
+	records := 0
+	if len(raw) >= record.BatchHeaderLen {
+		records = int(int32(binary.BigEndian.Uint32(raw[record.BatchHeaderLen-4:])))
+	}
+	if records <= bulkRecords && len(raw) <= bulkBytes && room <= bulkBytes {
+		return func() {}, nil
+	}
+	if !h.bulk.TryAcquire(1) {
+		wctx, cancel := context.WithDeadline(ctx, deadline)
+		err := h.bulk.Acquire(wctx, 1)
+		cancel()
+		if err != nil {
+			return nil, kerr.RequestTimedOut
+		}
+	}
+	return func() { h.bulk.Release(1) }, nil
+}
+
+// What makes checking a produced record set long work (bulkWork): about
+// a tenth of a millisecond of a core.
+const (
+	bulkRecords = 4096
+	bulkBytes   = 4 << 20
+)
+
+// bulkSlots is how many produced record sets are checked at once when
+// each is long work: half the cores the Go runtime uses, at least one.
+func bulkSlots() int64 { return int64(max(1, runtime.GOMAXPROCS(0)/2)) }
+
+// walkBuffers hold records decompressed while walkProduced checks them;
+// one grown past maxPooledWalkBuffer is not kept.
+var walkBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledWalkBuffer = 8 << 20
+
+// producedErr is the Kafka error a producer gets for a batch that failed
+// its checks in package record, nil for nil.
+func producedErr(err error) *kerr.Error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, record.ErrBadMagic):
+		return kerr.InvalidRecord // as Kafka 4: Produce v3+ carries magic 2 only
+	case errors.Is(err, record.ErrTooLarge):
+		return kerr.MessageTooLarge
+	case errors.Is(err, record.ErrInvalid):
+		return kerr.InvalidRecord // whole bytes, records not as the header says
+	default:
+		return kerr.CorruptMessage
+	}
+}
+
+// producedHeaderErr checks what a produced batch's header says of its
+// producer, as Kafka does.
+func producedHeaderErr(h *kmsg.RecordBatch) *kerr.Error {
+	switch {
+	case h.Attributes&record.AttrControl != 0:
+		return kerr.InvalidRecord // control records are the coordinator's
+	case h.Attributes&record.AttrTransactional != 0 && h.ProducerID < 0:
+		return kerr.InvalidRecord
+	case h.ProducerID >= 0 && h.FirstSequence < 0:
+		return kerr.InvalidRecord // an idempotent batch without a sequence
+	}
+	return nil
+}
+
 // decodeBatches is decodeProduced within limit decompressed bytes.
 func decodeBatches(raw []byte, limit int) ([]record.Record, *kerr.Error) {
 	batches, err := record.ParseBatches(raw, limit)
-	switch {
-	case errors.Is(err, record.ErrBadMagic):
-		return nil, kerr.InvalidRecord // as Kafka 4: Produce v3+ carries magic 2 only
-	case errors.Is(err, record.ErrTooLarge):
-		return nil, kerr.MessageTooLarge
-	case errors.Is(err, record.ErrInvalid):
-		return nil, kerr.InvalidRecord // whole bytes, records not as the header says
-	case err != nil:
-		return nil, kerr.CorruptMessage
-	case len(batches) > 1:
+	if e := producedErr(err); e != nil {
+		return nil, e
+	}
+	if len(batches) > 1 {
 		// As Kafka: Produce v3+ carries exactly one batch per partition.
 		return nil, kerr.InvalidRecord
 	}
-	for i := range batches {
-		h := &batches[i].Header
-		switch {
-		case h.Attributes&record.AttrControl != 0:
-			return nil, kerr.InvalidRecord // control records are the coordinator's
-		case h.Attributes&record.AttrTransactional != 0 && h.ProducerID < 0:
-			return nil, kerr.InvalidRecord
-		case h.ProducerID >= 0 && h.FirstSequence < 0:
-			return nil, kerr.InvalidRecord // an idempotent batch without a sequence
-		}
+	b := &batches[0]
+	if e := producedHeaderErr(&b.Header); e != nil {
+		return nil, e
 	}
-	if len(batches) == 1 {
-		b := &batches[0]
-		b.Mark()
-		return b.Records, nil
-	}
-	var records []record.Record
-	for _, b := range batches {
-		records = append(records, b.Records...)
-	}
-	return records, nil
+	b.Mark()
+	return b.Records, nil
 }
 
 // hasZstd reports whether any batch of a produced record set is zstd.
@@ -351,53 +487,81 @@ func hasZstd(raw []byte) bool {
 	return zstd
 }
 
-// invalidRecords checks a partition's produced records as Kafka's
-// LogValidator does, as of now: a compacted topic's records need a key,
-// and a record's timestamp must lie within message.timestamp.before.max.ms
-// before and message.timestamp.after.max.ms after now. It returns nil if
-// all pass, else the partition's error (INVALID_TIMESTAMP if a timestamp
-// failed, INVALID_RECORD otherwise), every bad record by its index in the
-// batch with why, and the partition's message.
-func invalidRecords(info storage.TopicInfo, partition int32, records []record.Record, now time.Time, schemas func(*record.Record) string) (*kerr.Error, []kmsg.ProduceResponseTopicPartitionErrorRecord, string) {
-	compacted := Compacted(info.Configs)
-	before := topicLong(info, "message.timestamp.before.max.ms", math.MaxInt64)
-	after := topicLong(info, "message.timestamp.after.max.ms", 3_600_000)
-	nowMs := now.UnixMilli()
-	var errs []kmsg.ProduceResponseTopicPartitionErrorRecord
-	code := (*kerr.Error)(nil)
-	for i := range records {
-		r := &records[i]
-		var why string
-		switch {
-		case compacted && r.Key == nil:
-			why = fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", info.Name, partition)
-			if code == nil {
-				code = kerr.InvalidRecord
-			}
-		case schemas != nil && schemaWhy(schemas, r, &why):
-			why = fmt.Sprintf("Record at batch index %d in topic partition %s-%d: %s.", i, info.Name, partition, why)
-			if code == nil {
-				code = kerr.InvalidRecord
-			}
-		case r.Timestamp >= 0 && (nowMs-r.Timestamp > before || r.Timestamp-nowMs > after):
-			why = fmt.Sprintf("Timestamp %d of the record at batch index %d is out of range: it must be from %d to %d.",
-				r.Timestamp, i, satSub(nowMs, before), satAdd(nowMs, after))
-			code = kerr.InvalidTimestamp
-		default:
-			continue
-		}
-		e := kmsg.NewProduceResponseTopicPartitionErrorRecord()
-		e.RelativeOffset, e.ErrorMessage = int32(i), &why
-		errs = append(errs, e)
+// recordCheck checks a partition's produced records one by one, as
+// Kafka's LogValidator does, as of now: a compacted topic's records need
+// a key, a record's value and key their schema ids where the topic asks
+// for them, and a record's timestamp must lie within
+// message.timestamp.before.max.ms before and message.timestamp.after.max.ms
+// after now (unless the log stamps them: LogAppendTime).
+type recordCheck struct {
+	info          storage.TopicInfo
+	partition     int32
+	compacted     bool
+	before, after int64
+	nowMs         int64
+	checkTime     bool
+	schemas       func(*record.Record) string
+	code          *kerr.Error // nil while all passed
+	errs          []kmsg.ProduceResponseTopicPartitionErrorRecord
+}
+
+func newRecordCheck(info storage.TopicInfo, partition int32, now time.Time, schemas func(*record.Record) string, logAppendTime bool) *recordCheck {
+	return &recordCheck{
+		info: info, partition: partition, compacted: Compacted(info.Configs),
+		before:    topicLong(info, "message.timestamp.before.max.ms", math.MaxInt64),
+		after:     topicLong(info, "message.timestamp.after.max.ms", 3_600_000),
+		nowMs:     now.UnixMilli(),
+		checkTime: !logAppendTime,
+		schemas:   schemas,
 	}
+}
+
+// record checks the batch's record i, noting why it failed if it did.
+// A record that passes costs no allocation.
+func (c *recordCheck) record(i int, r *record.Record) {
+	code, why := c.why(i, r)
 	if code == nil {
+		return
+	}
+	if code == kerr.InvalidTimestamp || c.code == nil {
+		c.code = code
+	}
+	msg := why // on the heap only here
+	e := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+	e.RelativeOffset, e.ErrorMessage = int32(i), &msg
+	c.errs = append(c.errs, e)
+}
+
+// why is the error of the batch's record i and why, or nil.
+func (c *recordCheck) why(i int, r *record.Record) (*kerr.Error, string) {
+	if c.compacted && r.Key == nil {
+		return kerr.InvalidRecord, fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", c.info.Name, c.partition)
+	}
+	if c.schemas != nil {
+		if why := c.schemas(r); why != "" {
+			return kerr.InvalidRecord, fmt.Sprintf("Record at batch index %d in topic partition %s-%d: %s.", i, c.info.Name, c.partition, why)
+		}
+	}
+	if c.checkTime && r.Timestamp >= 0 && (c.nowMs-r.Timestamp > c.before || r.Timestamp-c.nowMs > c.after) {
+		return kerr.InvalidTimestamp, fmt.Sprintf("Timestamp %d of the record at batch index %d is out of range: it must be from %d to %d.",
+			r.Timestamp, i, satSub(c.nowMs, c.before), satAdd(c.nowMs, c.after))
+	}
+	return nil, ""
+}
+
+// result is nil if every record passed, else the partition's error
+// (INVALID_TIMESTAMP if a timestamp failed, INVALID_RECORD otherwise),
+// every bad record by its index in the batch with why, and the
+// partition's message.
+func (c *recordCheck) result() (*kerr.Error, []kmsg.ProduceResponseTopicPartitionErrorRecord, string) {
+	if c.code == nil {
 		return nil, nil, ""
 	}
 	var first []string
-	for _, e := range errs[:min(len(errs), 3)] {
+	for _, e := range c.errs[:min(len(c.errs), 3)] {
 		first = append(first, fmt.Sprintf("%d: %s", e.RelativeOffset, *e.ErrorMessage))
 	}
-	return code, errs, fmt.Sprintf("%d of the batch's records rejected; the first: %s", len(errs), strings.Join(first, "; "))
+	return c.code, c.errs, fmt.Sprintf("%d of the batch's records rejected; the first: %s", len(c.errs), strings.Join(first, "; "))
 }
 
 // LogAppendTime says whether a topic's records are stamped with the time
@@ -458,12 +622,6 @@ func (h *Handler) addTxnGroup(ctx context.Context, id string, producerID int64, 
 		return h.txns.AddGroup(ctx, id, producerID, epoch, group)
 	}
 	return h.cfg.Txns.AddGroup(ctx, id, producerID, epoch, group)
-}
-
-// schemaWhy runs a topic's schema check on r, setting why when it fails.
-func schemaWhy(check func(*record.Record) string, r *record.Record, why *string) bool {
-	*why = check(r)
-	return *why != ""
 }
 
 // mirrored refuses produce to a mirror topic of a topic link, not yet

@@ -30,10 +30,11 @@ import (
 type stalledBackend struct {
 	storage.Backend // not called
 	appends         int
+	configs         map[string]string // its topics'
 }
 
 func (b *stalledBackend) DescribeTopic(_ context.Context, name string) (storage.TopicInfo, error) {
-	return storage.TopicInfo{Name: name, Partitions: 3}, nil
+	return storage.TopicInfo{Name: name, Partitions: 3, Configs: b.configs}, nil
 }
 
 func (b *stalledBackend) Append(context.Context, string, int32, []record.Record, bool) *storage.Appended {
@@ -41,8 +42,19 @@ func (b *stalledBackend) Append(context.Context, string, int32, []record.Record,
 	return storage.NewAppended()
 }
 
-func (b *stalledBackend) AppendBatch(ctx context.Context, topic string, partition int32, _ []byte, records []record.Record, durable bool) *storage.Appended {
-	return b.Append(ctx, topic, partition, records, durable)
+func (b *stalledBackend) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, durable bool) *storage.Appended {
+	return b.Append(ctx, topic, partition, recordsOf(batch), durable)
+}
+
+// recordsOf is a produced batch's records, as a backend's AppendBatch
+// reads them; nil if it does not parse.
+func recordsOf(batch []byte) []record.Record {
+	b, err := record.ParseBatch(batch, 1<<30)
+	if err != nil {
+		return nil
+	}
+	b.Mark()
+	return b.Records
 }
 
 func produceTo(partitions int, acks int16, timeoutMs int32) *kmsg.ProduceRequest {
@@ -148,8 +160,8 @@ func (b *gatedBackend) Append(_ context.Context, _ string, _ int32, records []re
 	return app
 }
 
-func (b *gatedBackend) AppendBatch(ctx context.Context, topic string, partition int32, _ []byte, records []record.Record, durable bool) *storage.Appended {
-	return b.Append(ctx, topic, partition, records, durable)
+func (b *gatedBackend) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, durable bool) *storage.Appended {
+	return b.Append(ctx, topic, partition, recordsOf(batch), durable)
 }
 
 func (b *gatedBackend) appends() int {
@@ -172,7 +184,9 @@ func produceRaw(batch []byte, timeoutMs int32) *kmsg.ProduceRequest {
 // The gateway's decompressed bytes are bounded as a whole, not only per
 // batch: a partition whose batch needs room that others hold waits for it,
 // up to the request's timeout. Each connection's own limit once allowed
-// any number of them to hold 128 MiB each at once.
+// any number of them to hold 128 MiB each at once. A batch stored as it
+// was produced takes room only while its records are checked, not while
+// the log takes it.
 func TestDecompressionBudget(t *testing.T) {
 	b := &gatedBackend{gate: make(chan struct{})}
 	h := New(Config{DecompressionMaxBytes: 4 << 20}, b, nil, nil)
@@ -182,31 +196,39 @@ func TestDecompressionBudget(t *testing.T) {
 	if len(big) > 64<<10 {
 		t.Fatalf("the batch compressed to %d bytes", len(big))
 	}
-	first := make(chan kmsg.Response, 1)
-	go func() { first <- handle(t, h, produceRaw(big, 10_000)) }()
-	for b.appends() == 0 {
+	answers := make(chan kmsg.Response, 2)
+	for range 2 {
+		go func() { answers <- handle(t, h, produceRaw(big, 10_000)) }()
+	}
+	for b.appends() < 2 {
 		time.Sleep(time.Millisecond)
 	}
-	// The first holds its room while its Append runs: the second finds
-	// none and times out, decompressing nothing.
+	// Both are with the log, checked: they hold no room.
+	if !h.inflate.TryAcquire(4 << 20) {
+		t.Fatal("walked batches handed to the log still hold room")
+	}
+	// All the room held elsewhere: a third finds none and times out,
+	// decompressing nothing.
 	resp := handle(t, h, produceRaw(big, 200)).(*kmsg.ProduceResponse)
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.RequestTimedOut.Code {
-		t.Fatalf("second produce while the room is held: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(code))
+		t.Fatalf("produce while the room is held: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(code))
 	}
-	if n := b.appends(); n != 1 {
+	if n := b.appends(); n != 2 {
 		t.Fatalf("%d appends while the room was held", n)
 	}
-	// Once the first is handed to the log its room is free again.
+	h.inflate.Release(4 << 20)
 	close(b.gate)
-	if code := (<-first).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
-		t.Fatalf("first produce: %v", kerr.ErrorForCode(code))
+	for range 2 {
+		if code := (<-answers).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("produce: %v", kerr.ErrorForCode(code))
+		}
 	}
 	resp = handle(t, h, produceRaw(big, 200)).(*kmsg.ProduceResponse)
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatalf("produce after the room was freed: %v", kerr.ErrorForCode(code))
 	}
-	if b.values != 6 {
-		t.Fatalf("%d records appended, want 6", b.values)
+	if b.values != 9 {
+		t.Fatalf("%d records appended, want 9", b.values)
 	}
 	// More than the whole budget can never fit: MESSAGE_TOO_LARGE at once.
 	resp = handle(t, h, produceRaw(compressedBatch(t, 5, 1<<20), 10_000)).(*kmsg.ProduceResponse)
@@ -792,18 +814,22 @@ func TestProduceToMirrorTopic(t *testing.T) {
 // Decoded records count against the same budget as decompressed bytes,
 // compressed or not: a batch of empty records takes about fourteen times
 // its size decoded. The 1.9 GiB a flood of such batches once took was
-// counted nowhere.
+// counted nowhere. Only a compacted topic's records are decoded now; any
+// other batch is walked in place and takes nothing decoded.
 func TestDecodedRecordsBudget(t *testing.T) {
 	b := &gatedBackend{gate: make(chan struct{})}
+	b.configs = map[string]string{"cleanup.policy": "compact"}
 	h := New(Config{DecompressionMaxBytes: 4 << 20}, b, nil, nil)
 	empty := func(n int) []byte {
 		var rb record.Builder
 		rb.Reset(0)
 		for range n {
-			rb.Add(&record.Record{Timestamp: 1})
+			rb.Add(&record.Record{Key: []byte{}, Timestamp: 1})
 		}
 		return rb.AppendTo(nil)
 	}
+	// A compacted topic's records are decoded and stored one by one:
+	// they hold their room until the log has them.
 	held := empty(30_000) // about 2.9 MiB decoded
 	first := make(chan kmsg.Response, 1)
 	go func() { first <- handle(t, h, produceRaw(held, 10_000)) }()
@@ -821,6 +847,13 @@ func TestDecodedRecordsBudget(t *testing.T) {
 	resp = handle(t, h, produceRaw(empty(60_000), 10_000)).(*kmsg.ProduceResponse)
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.MessageTooLarge.Code {
 		t.Fatalf("records that take more than the budget decoded: %v, want MESSAGE_TOO_LARGE", kerr.ErrorForCode(code))
+	}
+	// Any other topic's batch is stored as it was produced, its records
+	// checked in place: Kafka takes it, and so does the gateway.
+	b.configs = nil
+	resp = handle(t, h, produceRaw(empty(60_000), 10_000)).(*kmsg.ProduceResponse)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("60,000 empty records checked in place: %v", kerr.ErrorForCode(code))
 	}
 	if !h.inflate.TryAcquire(4 << 20) {
 		t.Fatal("room still held after every produce ended")
@@ -868,5 +901,46 @@ func TestLogAppendTime(t *testing.T) {
 				t.Errorf("%s: record %d's timestamp %d, want %d", name, i, r.Timestamp, want)
 			}
 		}
+	}
+}
+
+// Checking a batch of many records is long work, done on at most half the
+// cores: while every slot for it is taken, a batch of 5,000 records waits
+// (and times out with its request), and one of ten records, another
+// client's, goes through at once.
+func TestBulkWorkLeavesCoresToOthers(t *testing.T) {
+	b := &gatedBackend{gate: make(chan struct{})}
+	close(b.gate)
+	h := New(Config{}, b, nil, nil)
+	batch := func(n int) []byte {
+		var rb record.Builder
+		rb.Reset(0)
+		for range n {
+			rb.Add(&record.Record{Value: []byte("v"), Timestamp: time.Now().UnixMilli()})
+		}
+		out, err := rb.AppendCompressedTo(nil, record.CodecZstd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if !h.bulk.TryAcquire(bulkSlots()) {
+		t.Fatal("bulk slots taken before any produce")
+	}
+	resp := handle(t, h, produceRaw(batch(5000), 200)).(*kmsg.ProduceResponse)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.RequestTimedOut.Code {
+		t.Fatalf("5,000 records while every bulk slot is taken: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(code))
+	}
+	resp = handle(t, h, produceRaw(batch(10), 200)).(*kmsg.ProduceResponse)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("10 records while every bulk slot is taken: %v", kerr.ErrorForCode(code))
+	}
+	h.bulk.Release(bulkSlots())
+	resp = handle(t, h, produceRaw(batch(5000), 200)).(*kmsg.ProduceResponse)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("5,000 records with a slot free: %v", kerr.ErrorForCode(code))
+	}
+	if b.values != 5010 {
+		t.Fatalf("%d records appended, want 5,010", b.values)
 	}
 }

@@ -108,19 +108,16 @@ func (b *Batch) Codec() Codec { return Codec(b.Header.Attributes & AttrCodecMask
 // sequence numbers (Producer), every record of a transactional batch the
 // transaction (Txn).
 func (b *Batch) Mark() {
-	h := &b.Header
-	if h.ProducerID < 0 || len(b.Records) == 0 {
+	if b.Header.ProducerID < 0 || len(b.Records) == 0 {
 		return
 	}
-	b.Records[0].Producer = &ProducerBatch{
-		ID: h.ProducerID, Epoch: h.ProducerEpoch,
-		FirstSeq: h.FirstSequence, LastSeq: LastSequence(h.FirstSequence, h.LastOffsetDelta),
+	control := int8(NotControl)
+	if b.Header.Attributes&AttrControl != 0 && len(b.Records[0].Key) >= 4 {
+		control = int8(b.Records[0].Key[3])
 	}
-	if h.Attributes&AttrTransactional != 0 {
-		mark := &TxnMark{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, Control: NotControl}
-		if h.Attributes&AttrControl != 0 && len(b.Records[0].Key) >= 4 {
-			mark.Control = int8(b.Records[0].Key[3])
-		}
+	pb, mark := marksOf(&b.Header, control)
+	b.Records[0].Producer = pb
+	if mark != nil {
 		for i := range b.Records {
 			b.Records[i].Txn = mark
 		}
@@ -239,42 +236,9 @@ func ParseStoredBatch(raw []byte, maxDecompressed int) (Batch, error) {
 // parseBatch is ParseBatch (ParseStoredBatch if stored), saying also how
 // many bytes decompressing and decoding took.
 func parseBatch(raw []byte, maxDecompressed int, stored bool) (b Batch, inflated int, err error) {
-	if len(raw) < BatchHeaderLen {
-		return b, 0, fmt.Errorf("%w: %d bytes is shorter than a batch header", ErrCorrupt, len(raw))
-	}
-	if raw[magicOffset] != 2 {
-		return b, 0, fmt.Errorf("%w %d", ErrBadMagic, raw[magicOffset])
-	}
-	if err := b.Header.ReadFrom(raw); err != nil {
-		return b, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	if int(b.Header.Length)+batchLengthEnd != len(raw) {
-		return b, 0, fmt.Errorf("%w: batch length %d, have %d bytes", ErrCorrupt, b.Header.Length, len(raw)-batchLengthEnd)
-	}
-	if crc32.Checksum(raw[crcStart:], castagnoli) != uint32(b.Header.CRC) {
-		return b, 0, fmt.Errorf("%w: CRC mismatch", ErrCorrupt)
-	}
-	// A compressed batch may hold more records than it has bytes (Kafka
-	// takes it): the count is checked against the records' bytes below.
-	if b.Header.NumRecords < 0 || b.Header.NumRecords == 0 && !stored {
-		return b, 0, fmt.Errorf("%w: %d records claimed", ErrInvalid, b.Header.NumRecords)
-	}
-	body := b.Header.Records
-	b.Header.Records = nil
-	if c := b.Codec(); c != CodecNone {
-		if body, err = Decompress(c, nil, body, maxDecompressed); err != nil {
-			if errors.Is(err, ErrTooLarge) {
-				return b, 0, err
-			}
-			return b, 0, fmt.Errorf("%w: %s: %v", ErrCorrupt, c, err)
-		}
-		inflated = len(body)
-	}
-	// A record takes at least minRecordBytes: a count the body cannot
-	// hold is refused before anything is allocated for it, and the
-	// records' slice grows as they are read.
-	if int(b.Header.NumRecords) > len(body)/minRecordBytes {
-		return b, 0, fmt.Errorf("%w: %d records claimed in %d bytes", ErrInvalid, b.Header.NumRecords, len(body))
+	var body []byte
+	if b.Header, body, inflated, err = openBatch(raw, maxDecompressed, stored, nil); err != nil {
+		return b, 0, err
 	}
 	// What the records take decoded counts against the limit as the
 	// decompressed bytes do: empty records take seven bytes on the wire
@@ -282,16 +246,12 @@ func parseBatch(raw []byte, maxDecompressed int, stored bool) (b Batch, inflated
 	if inflated += int(b.Header.NumRecords) * recordSize; inflated > maxDecompressed {
 		return b, 0, ErrTooLarge
 	}
-	b.Records = make([]Record, 0, b.Header.NumRecords) // bounded by the body just above
+	b.Records = make([]Record, 0, b.Header.NumRecords) // bounded by the body (openBatch)
 	var kr kmsg.Record
 	for i := int32(0); i < b.Header.NumRecords; i++ {
-		l, n := binary.Varint(body)
-		if n <= 0 || l < 0 || l > int64(len(body)-n) {
-			return b, 0, fmt.Errorf("%w: record %d length", ErrInvalid, i)
-		}
-		end := n + int(l)
-		if err := kr.ReadFrom(body[:end]); err != nil {
-			return b, 0, fmt.Errorf("%w: record %d: %v", ErrInvalid, i, err)
+		end, err := readRecord(body, i, &kr, false)
+		if err != nil {
+			return b, 0, err
 		}
 		switch {
 		case kr.OffsetDelta == i && b.Deltas == nil:
@@ -313,26 +273,175 @@ func parseBatch(raw []byte, maxDecompressed int, stored bool) (b Batch, inflated
 				return b, 0, ErrTooLarge
 			}
 		}
-		ts := b.Header.FirstTimestamp + kr.TimestampDelta64
-		if b.Header.Attributes&AttrLogAppendTime != 0 {
-			ts = b.Header.MaxTimestamp // as Kafka reads such a batch's records
-		}
 		b.Records = append(b.Records, Record{
 			Key:       kr.Key,
 			Value:     kr.Value,
 			Headers:   kr.Headers,
-			Timestamp: ts,
+			Timestamp: timestampOf(&b.Header, &kr),
 		})
-		kr.Headers = nil
+		kr.Headers = nil // kept by the record
 		body = body[end:]
 	}
-	if len(body) != 0 {
-		return b, 0, fmt.Errorf("%w: %d bytes after the last record", ErrInvalid, len(body))
-	}
-	if !stored && int(b.Header.LastOffsetDelta) != len(b.Records)-1 || b.Header.LastOffsetDelta < 0 {
-		return b, 0, fmt.Errorf("%w: last offset delta %d for %d records", ErrInvalid, b.Header.LastOffsetDelta, len(b.Records))
+	if err := checkEnd(&b.Header, body, len(b.Records), stored); err != nil {
+		return b, 0, err
 	}
 	return b, inflated, nil
+}
+
+// WalkBatch checks one v2 batch as a producer sends it, as ParseBatch
+// does, and calls fn with each of its records in turn without keeping
+// any: a record, its fields included, is valid only during its call.
+// Compressed records are decompressed into *buf, which grows as needed
+// and which the caller may use again; at most maxDecompressed bytes. It
+// returns the batch's header (Records left empty). A batch of empty
+// records takes fourteen times its records' bytes decoded (ParseBatch):
+// walked, it takes none.
+func WalkBatch(raw []byte, maxDecompressed int, buf *[]byte, fn func(i int, r *Record)) (kmsg.RecordBatch, error) {
+	h, body, _, err := openBatch(raw, maxDecompressed, false, (*buf)[:0])
+	if err != nil {
+		return h, err
+	}
+	if h.Attributes&AttrCodecMask != 0 && cap(body) > cap(*buf) {
+		*buf = body[:0]
+	}
+	var (
+		kr kmsg.Record
+		r  Record
+	)
+	for i := int32(0); i < h.NumRecords; i++ {
+		end, err := readRecord(body, i, &kr, true)
+		if err != nil {
+			return h, err
+		}
+		if kr.OffsetDelta != i {
+			return h, fmt.Errorf("%w: record %d has offset delta %d", ErrInvalid, i, kr.OffsetDelta)
+		}
+		r = Record{Key: kr.Key, Value: kr.Value, Headers: kr.Headers, Timestamp: timestampOf(&h, &kr)}
+		fn(int(i), &r)
+		body = body[end:]
+	}
+	return h, checkEnd(&h, body, int(h.NumRecords), false)
+}
+
+// openBatch checks a v2 batch's length, magic, CRC-32C and record count,
+// and decompresses its records, appended to dst, at most maxDecompressed
+// bytes. It returns the header (Records left empty), the records' bytes
+// and how many bytes decompressing them took.
+func openBatch(raw []byte, maxDecompressed int, stored bool, dst []byte) (h kmsg.RecordBatch, body []byte, inflated int, err error) {
+	if len(raw) < BatchHeaderLen {
+		return h, nil, 0, fmt.Errorf("%w: %d bytes is shorter than a batch header", ErrCorrupt, len(raw))
+	}
+	if raw[magicOffset] != 2 {
+		return h, nil, 0, fmt.Errorf("%w %d", ErrBadMagic, raw[magicOffset])
+	}
+	if err := h.ReadFrom(raw); err != nil {
+		return h, nil, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if int(h.Length)+batchLengthEnd != len(raw) {
+		return h, nil, 0, fmt.Errorf("%w: batch length %d, have %d bytes", ErrCorrupt, h.Length, len(raw)-batchLengthEnd)
+	}
+	if crc32.Checksum(raw[crcStart:], castagnoli) != uint32(h.CRC) {
+		return h, nil, 0, fmt.Errorf("%w: CRC mismatch", ErrCorrupt)
+	}
+	// A compressed batch may hold more records than it has bytes (Kafka
+	// takes it): the count is checked against the records' bytes below.
+	if h.NumRecords < 0 || h.NumRecords == 0 && !stored {
+		return h, nil, 0, fmt.Errorf("%w: %d records claimed", ErrInvalid, h.NumRecords)
+	}
+	body = h.Records
+	h.Records = nil
+	if c := Codec(h.Attributes & AttrCodecMask); c != CodecNone {
+		if body, err = Decompress(c, dst, body, maxDecompressed); err != nil {
+			if errors.Is(err, ErrTooLarge) {
+				return h, nil, 0, err
+			}
+			return h, nil, 0, fmt.Errorf("%w: %s: %v", ErrCorrupt, c, err)
+		}
+		inflated = len(body)
+	}
+	// A record takes at least minRecordBytes: a count the body cannot
+	// hold is refused before anything is allocated for it.
+	if int(h.NumRecords) > len(body)/minRecordBytes {
+		return h, nil, 0, fmt.Errorf("%w: %d records claimed in %d bytes", ErrInvalid, h.NumRecords, len(body))
+	}
+	return h, body, inflated, nil
+}
+
+// readRecord reads record i, the first of body, into kr (its header keys
+// pointing into body if unsafe), and returns the bytes it takes.
+func readRecord(body []byte, i int32, kr *kmsg.Record, unsafe bool) (int, error) {
+	l, n := binary.Varint(body)
+	if n <= 0 || l < 0 || l > int64(len(body)-n) {
+		return 0, fmt.Errorf("%w: record %d length", ErrInvalid, i)
+	}
+	end := n + int(l)
+	read := kr.ReadFrom
+	if unsafe {
+		read = kr.UnsafeReadFrom
+	}
+	if err := read(body[:end]); err != nil {
+		return 0, fmt.Errorf("%w: record %d: %v", ErrInvalid, i, err)
+	}
+	return end, nil
+}
+
+// timestampOf is a record's timestamp: its batch's first timestamp plus
+// its delta, or the batch's max timestamp in a batch of LogAppendTime (as
+// Kafka reads such a batch's records).
+func timestampOf(h *kmsg.RecordBatch, kr *kmsg.Record) int64 {
+	if h.Attributes&AttrLogAppendTime != 0 {
+		return h.MaxTimestamp
+	}
+	return h.FirstTimestamp + kr.TimestampDelta64
+}
+
+// checkEnd checks that n records read took all of a batch's records'
+// bytes (rest is what is left) and that its last offset delta is theirs.
+func checkEnd(h *kmsg.RecordBatch, rest []byte, n int, stored bool) error {
+	if len(rest) != 0 {
+		return fmt.Errorf("%w: %d bytes after the last record", ErrInvalid, len(rest))
+	}
+	if !stored && int(h.LastOffsetDelta) != n-1 || h.LastOffsetDelta < 0 {
+		return fmt.Errorf("%w: last offset delta %d for %d records", ErrInvalid, h.LastOffsetDelta, n)
+	}
+	return nil
+}
+
+// Head is what the log keeps of a produced batch besides its bytes: an
+// otherwise empty record with the marks Batch.Mark gives the batch's first
+// record (its producer's sequence numbers, its transaction), and the
+// number of records it holds. It checks the batch's header (ReadHeader);
+// a control batch is not a produced one.
+func Head(batch []byte) (head Record, n int, err error) {
+	h, err := ReadHeader(batch)
+	switch {
+	case err != nil:
+		return head, 0, err
+	case h.Attributes&AttrControl != 0:
+		return head, 0, fmt.Errorf("%w: a control batch", ErrInvalid)
+	case int(h.NumRecords) != int(h.LastOffsetDelta)+1:
+		return head, 0, fmt.Errorf("%w: %d records with last offset delta %d", ErrInvalid, h.NumRecords, h.LastOffsetDelta)
+	}
+	head.Producer, head.Txn = marksOf(&h, NotControl)
+	return head, int(h.NumRecords), nil
+}
+
+// marksOf is what Batch.Mark ties a batch's records to: the sequence
+// numbers of its first record if its producer is idempotent, its
+// transaction (control: the marker's type, or NotControl) if it is
+// transactional.
+func marksOf(h *kmsg.RecordBatch, control int8) (*ProducerBatch, *TxnMark) {
+	if h.ProducerID < 0 {
+		return nil, nil
+	}
+	pb := &ProducerBatch{
+		ID: h.ProducerID, Epoch: h.ProducerEpoch,
+		FirstSeq: h.FirstSequence, LastSeq: LastSequence(h.FirstSequence, h.LastOffsetDelta),
+	}
+	if h.Attributes&AttrTransactional == 0 {
+		return pb, nil
+	}
+	return pb, &TxnMark{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, Control: control}
 }
 
 // SetLogAppendTime makes a v2 batch's timestamps the log's: its timestamp

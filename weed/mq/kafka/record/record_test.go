@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"runtime"
 	"testing"
@@ -385,5 +386,150 @@ func TestZstdWindowBounded(t *testing.T) {
 	}
 	if out, err := Decompress(CodecZstd, nil, frame(23), 1<<20); err != nil || !bytes.HasPrefix(out, []byte("a small value")) {
 		t.Errorf("a frame of an 8 MiB window: %q, %v", out, err)
+	}
+}
+
+// WalkBatch reads the records ParseBatch decodes, in every codec, LogAppendTime
+// too, and fails every batch ParseBatch fails (TestParseBatchRejects' among
+// them) with the same error.
+func TestWalkBatchAsParseBatch(t *testing.T) {
+	recs := sampleRecords()
+	var b Builder
+	b.Reset(0)
+	for i := range recs {
+		b.Add(&recs[i])
+	}
+	batches := [][]byte{b.AppendTo(nil)}
+	for _, c := range []Codec{CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		batches = append(batches, compressedBatch(t, c, recs))
+	}
+	appendTime := bytes.Clone(batches[0])
+	SetLogAppendTime(appendTime, 1_800_000_000_000)
+	batches = append(batches, appendTime)
+	var buf []byte
+	for i, raw := range batches {
+		parsed, err := ParseBatch(raw, 1<<20)
+		if err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+		var walked []Record
+		h, err := WalkBatch(raw, 1<<20, &buf, func(j int, r *Record) {
+			if j != len(walked) {
+				t.Fatalf("record %d walked as %d", len(walked), j)
+			}
+			c := *r // its fields are valid only during the call
+			c.Key, c.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+			c.Headers = nil
+			for _, hd := range r.Headers {
+				c.Headers = append(c.Headers, kmsg.Header{Key: string([]byte(hd.Key)), Value: bytes.Clone(hd.Value)})
+			}
+			walked = append(walked, c)
+		})
+		if err != nil {
+			t.Fatalf("batch %d walked: %v", i, err)
+		}
+		sameRecords(t, parsed.Records, walked)
+		if h.NumRecords != parsed.Header.NumRecords || h.ProducerID != parsed.Header.ProducerID {
+			t.Fatalf("batch %d: header %+v, parsed %+v", i, h, parsed.Header)
+		}
+	}
+	// Damaged batches: each byte of the plain one flipped in turn.
+	for at := range batches[0] {
+		bad := bytes.Clone(batches[0])
+		bad[at] ^= 0x41
+		_, perr := ParseBatch(bad, 1<<20)
+		_, werr := WalkBatch(bad, 1<<20, &buf, func(int, *Record) {})
+		if (perr == nil) != (werr == nil) || perr != nil && (errors.Is(perr, ErrInvalid) != errors.Is(werr, ErrInvalid) || errors.Is(perr, ErrBadMagic) != errors.Is(werr, ErrBadMagic)) {
+			t.Fatalf("byte %d flipped: parsed %v, walked %v", at, perr, werr)
+		}
+	}
+}
+
+// Walking a batch allocates nothing per record: a flood of batches of
+// empty records costs their decompressed bytes, in a buffer used again,
+// and no decoded records.
+func TestWalkBatchAllocatesNoRecords(t *testing.T) {
+	allocs := func(n int) float64 {
+		var b Builder
+		b.Reset(0)
+		for range n {
+			b.Add(&Record{Timestamp: 1, Headers: []kmsg.Header{{Key: "h", Value: []byte("v")}}})
+		}
+		raw, err := b.AppendCompressedTo(nil, CodecZstd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf []byte
+		walked := 0
+		WalkBatch(raw, 1<<26, &buf, func(int, *Record) {}) //nolint:errcheck // warms buf
+		return testing.AllocsPerRun(20, func() {
+			if _, err := WalkBatch(raw, 1<<26, &buf, func(int, *Record) { walked++ }); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	few, many := allocs(10), allocs(100_000)
+	if many > few+2 {
+		t.Fatalf("walking 100,000 records allocated %.0f times, 10 records %.0f: allocations grow with the records", many, few)
+	}
+}
+
+func FuzzWalkBatch(f *testing.F) {
+	var b Builder
+	b.Reset(0)
+	recs := sampleRecords()
+	for i := range recs {
+		b.Add(&recs[i])
+	}
+	f.Add(b.AppendTo(nil))
+	for _, c := range []Codec{CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		f.Add(compressedBatch(&testing.T{}, c, recs))
+	}
+	var buf []byte
+	f.Fuzz(func(t *testing.T, data []byte) {
+		parsed, perr := ParseBatch(data, 16<<20)
+		n := 0
+		_, werr := WalkBatch(data, 16<<20, &buf, func(int, *Record) { n++ })
+		if errors.Is(perr, ErrTooLarge) {
+			return // decoded records count for ParseBatch only
+		}
+		if (perr == nil) != (werr == nil) {
+			t.Fatalf("parsed: %v; walked: %v", perr, werr)
+		}
+		if perr == nil && n != len(parsed.Records) {
+			t.Fatalf("walked %d records, parsed %d", n, len(parsed.Records))
+		}
+	})
+}
+
+// BenchmarkProducedBatch: checking a producer's batch of 1,000 records of
+// 100 bytes, decoded into records (ParseBatch, as a compacted topic's are)
+// and walked in place (WalkBatch, as every other topic's are).
+func BenchmarkProducedBatch(b *testing.B) {
+	recs := make([]Record, 1000)
+	for i := range recs {
+		recs[i] = Record{Key: []byte(fmt.Sprintf("key-%d", i)), Value: bytes.Repeat([]byte{byte(i)}, 100), Timestamp: 1700000000000 + int64(i)}
+	}
+	for _, c := range []Codec{CodecNone, CodecLZ4, CodecZstd} {
+		raw := compressedBatch(&testing.T{}, c, recs)
+		b.Run(c.String()+"/parse", func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ParseBatch(raw, 1<<26); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(c.String()+"/walk", func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			var buf []byte
+			for b.Loop() {
+				if _, err := WalkBatch(raw, 1<<26, &buf, func(int, *Record) {}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -587,14 +587,14 @@ func (c *Client) saveProducers(p *partition, force bool) {
 // partition's producers wrote: a retry is answered with its first write's
 // outcome, a gap or an old epoch refused; otherwise the batch is written
 // by write. Called with writeMu held.
-func (c *Client) appendIdempotent(ctx context.Context, p *partition, records []record.Record, write func() *storage.Appended) *storage.Appended {
+func (c *Client) appendIdempotent(ctx context.Context, p *partition, head *record.Record, write func() *storage.Appended) *storage.Appended {
 	if !p.producers.loaded {
 		if err := c.loadProducers(ctx, p); err != nil {
 			glog.Warningf("kafka partition %s/%d: loading producer state: %v", p.topic, p.index, err)
 			return storage.FailedAppend(fmt.Errorf("%w: loading producer state: %v", kerr.NotLeaderForPartition, err))
 		}
 	}
-	pb := records[0].Producer
+	pb := head.Producer
 	dup, e := p.producers.check(pb)
 	if e != nil {
 		return storage.FailedAppend(e)
@@ -606,7 +606,7 @@ func (c *Client) appendIdempotent(ctx context.Context, p *partition, records []r
 		return storage.FailedAppend(fmt.Errorf("%w: a marker of a later epoch of producer %d is written", kerr.InvalidProducerEpoch, pb.ID))
 	}
 	lowBound := max(p.knownHW(), 0)
-	if t := records[0].Txn; t != nil {
+	if t := head.Txn; t != nil {
 		// The producer's transaction is open here from this batch on
 		// (or from an earlier one): the last stable offset stays below.
 		ps := &p.producers

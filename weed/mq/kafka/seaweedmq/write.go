@@ -35,25 +35,27 @@ const maxFutureTimestamp = time.Hour
 // records are in the write-ahead log; any other at once (the gateway holds
 // it, and the log gets it a few milliseconds later).
 func (c *Client) Append(ctx context.Context, topic string, index int32, records []record.Record, durable bool) *storage.Appended {
-	return c.appendTo(ctx, topic, index, nil, records, durable)
+	return c.appendTo(ctx, topic, index, &records[0], len(records), nil, records, durable)
 }
 
 // AppendBatch implements storage.Backend: the batch is stored as one
 // batch entry (package logentry).
-func (c *Client) AppendBatch(ctx context.Context, topic string, index int32, batch []byte, records []record.Record, durable bool) *storage.Appended {
-	if record.Span(batch) != int64(len(records)) {
-		return storage.FailedAppend(fmt.Errorf("%w: a batch of %d offsets with %d records", kerr.CorruptMessage, record.Span(batch), len(records)))
+func (c *Client) AppendBatch(ctx context.Context, topic string, index int32, batch []byte, durable bool) *storage.Appended {
+	head, n, err := record.Head(batch)
+	if err != nil {
+		return storage.FailedAppend(fmt.Errorf("%w: %v", kerr.CorruptMessage, err))
 	}
-	return c.appendTo(ctx, topic, index, batch, records, durable)
+	return c.appendTo(ctx, topic, index, &head, n, batch, nil, durable)
 }
 
-// appendTo appends records, as batch if it is not nil.
-func (c *Client) appendTo(ctx context.Context, topic string, index int32, batch []byte, records []record.Record, durable bool) *storage.Appended {
-	if t := records[0].Txn; t == nil || t.Control == record.NotControl {
+// appendTo appends n records: batch if it is not nil, else records. head
+// is the first record, or one with its marks (record.Head).
+func (c *Client) appendTo(ctx context.Context, topic string, index int32, head *record.Record, n int, batch []byte, records []record.Record, durable bool) *storage.Appended {
+	if t := head.Txn; t == nil || t.Control == record.NotControl {
 		c.waitForTailRoom(ctx, topic, index)
 	}
 	var app *storage.Appended
-	if _, err := c.withPartition(ctx, topic, index, func(p *partition) { app = c.appendLocked(ctx, p, batch, records, durable) }); err != nil {
+	if _, err := c.withPartition(ctx, topic, index, func(p *partition) { app = c.appendLocked(ctx, p, head, n, batch, records, durable) }); err != nil {
 		return storage.FailedAppend(err)
 	}
 	return app
@@ -130,11 +132,11 @@ func (c *Client) withPartition(ctx context.Context, topic string, index int32, f
 }
 
 // appendLocked is appendTo with writeMu held.
-func (c *Client) appendLocked(ctx context.Context, p *partition, batch []byte, records []record.Record, durable bool) *storage.Appended {
+func (c *Client) appendLocked(ctx context.Context, p *partition, head *record.Record, n int, batch []byte, records []record.Record, durable bool) *storage.Appended {
 	if err := c.readyToWrite(ctx, p); err != nil {
 		return storage.FailedAppend(err)
 	}
-	if t := records[0].Txn; t == nil || t.Control == record.NotControl {
+	if t := head.Txn; t == nil || t.Control == record.NotControl {
 		// Markers always go in: they end transactions, and are small.
 		p.notifyMu.Lock()
 		held := p.tailBytes
@@ -146,14 +148,14 @@ func (c *Client) appendLocked(ctx context.Context, p *partition, batch []byte, r
 	}
 	write := func() *storage.Appended {
 		if batch != nil {
-			return p.writeBatch(batch, len(records), durable)
+			return p.writeBatch(batch, n, durable)
 		}
 		return p.write(records, durable)
 	}
-	if records[0].Producer != nil {
-		return c.appendIdempotent(ctx, p, records, write)
+	if head.Producer != nil {
+		return c.appendIdempotent(ctx, p, head, write)
 	}
-	if t := records[0].Txn; t != nil && t.Control != record.NotControl {
+	if t := head.Txn; t != nil && t.Control != record.NotControl {
 		// A marker of an epoch older than the producer's batches here
 		// ends a transaction the producer no longer runs: a request sent
 		// before a cut and delivered after it healed, after the

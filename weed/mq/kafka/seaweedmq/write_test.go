@@ -289,7 +289,8 @@ func TestDropIdle(t *testing.T) {
 func TestTailCapRefusesProduce(t *testing.T) {
 	p := &partition{topic: "t", ready: true, tailBytes: tailCap}
 	before := testutil.ToFloat64(metrics.TailFull)
-	app := (&Client{}).appendLocked(context.Background(), p, nil, []record.Record{{Value: []byte("v")}}, true)
+	records := []record.Record{{Value: []byte("v")}}
+	app := (&Client{}).appendLocked(context.Background(), p, &records[0], 1, nil, records, true)
 	<-app.Done
 	if !errors.Is(app.Err, kerr.KafkaStorageError) || !kerr.IsRetriable(kerr.KafkaStorageError) {
 		t.Fatalf("produce to a full tail: %v, want the retriable KAFKA_STORAGE_ERROR", app.Err)

@@ -53,10 +53,11 @@ type Backend interface {
 	Append(ctx context.Context, topic string, partition int32, records []record.Record, durable bool) *Appended
 	// AppendBatch is Append of one produced v2 batch, kept as it is (its
 	// bytes as the producer compressed them, CRC kept) so that fetches
-	// return it whole; records are its records decoded, the first
-	// marked as Append wants (record.Batch.Mark). batch is not changed
-	// (the stored copy gets the base offset).
-	AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *Appended
+	// return it whole. The batch has passed the produce path's checks
+	// (record.WalkBatch); what Append takes from a first record's marks
+	// its header says (record.Head). batch is not changed (the stored
+	// copy gets the base offset).
+	AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, durable bool) *Appended
 	// Read returns records from offset on, up to about maxBytes (at least
 	// one record if any), with the partition's offsets.
 	Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int) (ReadResult, error)

@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 
@@ -289,7 +290,13 @@ func (b *Backend) Append(_ context.Context, topic string, partition int32, recor
 	return app
 }
 
-func (b *Backend) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, records []record.Record, durable bool) *storage.Appended {
+func (b *Backend) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, durable bool) *storage.Appended {
+	parsed, err := record.ParseBatch(batch, math.MaxInt32)
+	if err != nil {
+		return storage.FailedAppend(err)
+	}
+	parsed.Mark()
+	records := parsed.Records
 	app := b.Append(ctx, topic, partition, records, durable)
 	if app.Err != nil {
 		return app
