@@ -225,7 +225,15 @@ func (h *Handler) fillPartition(b *record.Builder, sp *kmsg.FetchResponseTopicPa
 	// The batches stored as produced that fit go out as they are, copied
 	// once into room taken once: a fetch of 55 MiB of them, grown by
 	// doubling, copied them twice over and left as much garbage.
-	sp.RecordBatches = slices.Grow(sp.RecordBatches, rawBytes(raw, upper, limit, first))
+	size := rawBytes(raw, upper, limit, first)
+	if size > bulkBytes {
+		// Long work: on at most half the cores, with the produced
+		// batches checked so (bulkWork). It only copies: the wait for
+		// a slot is bounded by others' copying.
+		h.bulk.Acquire(context.Background(), 1) //nolint:errcheck // cannot fail without a deadline
+		defer h.bulk.Release(1)
+	}
+	sp.RecordBatches = slices.Grow(sp.RecordBatches, size)
 	for len(recs) > 0 || len(raw) > 0 {
 		if len(raw) > 0 && (len(recs) == 0 || raw[0].Base < recs[0].Offset) {
 			// A batch stored as produced goes out as it is.
