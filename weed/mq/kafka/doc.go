@@ -17,10 +17,13 @@
 //	   seaweedmq/compaction, link     and share groups), the SASL logins, the write-ahead
 //	                                  log, the log cleaner of compacted topics, topic
 //	                                  links from other Kafka clusters
+//	   seaweedmq (2.5)                SeaweedMQ as storage.Backend, knowing nothing of
+//	                                  the handlers: the topic rules it shares with them
+//	                                  are storage's
 //	3  protocol, console              one file per Kafka API, over storage.Backend; the
 //	                                  web console, a Kafka client of the gateways
-//	4  seaweedmq, gateway, cluster    SeaweedMQ as that Backend; the network server;
-//	                                  leadership checks and the other gateways
+//	4  gateway, cluster               the network server; leadership checks and the
+//	                                  other gateways
 //	   node                           a gateway put together: built, started, closed
 //	5  weed/command                   the weed subcommands: flags into node.Config
 //

@@ -43,7 +43,7 @@ var layers = map[string]int{
 	"weed/mq/kafka/link":                      20,
 	"weed/mq/kafka/protocol":                  30,
 	"weed/mq/kafka/console":                   30,
-	"weed/mq/kafka/seaweedmq":                 40,
+	"weed/mq/kafka/seaweedmq":                 25,
 	"weed/mq/kafka/gateway":                   40,
 	"weed/mq/kafka/cluster":                   40,
 	"weed/mq/kafka/node":                      45,

@@ -13,7 +13,6 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/iceberg"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
@@ -203,7 +202,7 @@ func (s *icebergSource) Read(ctx context.Context, topic string, partition int32,
 			}
 			rb := raw[0]
 			raw = raw[1:]
-			b, err := record.ParseStoredBatch(rb.Data, protocol.MaxDecompressedBatch)
+			b, err := record.ParseStoredBatch(rb.Data, storage.MaxDecompressedBatch)
 			if err != nil {
 				// As Read leaves it out (it was validated when it was
 				// produced): the table goes on past it.

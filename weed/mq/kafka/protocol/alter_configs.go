@@ -22,6 +22,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 func init() {
@@ -52,7 +54,7 @@ func (h *Handler) alterTopic(ctx context.Context, r *Request, typ kmsg.ConfigRes
 	default:
 		return kerr.InvalidRequest, "unknown resource type"
 	}
-	if e := validTopicName(name); e != nil {
+	if e := storage.ValidTopicName(name); e != nil {
 		return e, "not a valid topic name" // as Kafka's config validator answers
 	}
 	info, err := h.describeTopic(ctx, name)

@@ -66,8 +66,8 @@ func (h *Handler) handleCreateTopics(ctx context.Context, r *Request) Reply {
 			fail(kerr.TopicAuthorizationFailed, "Create on the cluster or the topic is needed")
 		case seen[rt.Topic] > 1:
 			fail(kerr.InvalidRequest, "topic named more than once in the request")
-		case validTopicName(rt.Topic) != nil:
-			fail(kerr.InvalidTopicException, "topic names use at most 249 of [a-zA-Z0-9._-] and are not ., .. or "+ReservedTopic+" (SeaweedFS's)")
+		case storage.ValidTopicName(rt.Topic) != nil:
+			fail(kerr.InvalidTopicException, "topic names use at most 249 of [a-zA-Z0-9._-] and are not ., .. or "+storage.ReservedTopic+" (SeaweedFS's)")
 		case partitions < 1 || partitions > MaxPartitions:
 			fail(kerr.InvalidPartitions, "partition count must be between 1 and 2520")
 		case len(rt.ReplicaAssignment) > 0 && (rt.NumPartitions != -1 || rt.ReplicationFactor != -1):

@@ -15,6 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 func init() { register(kmsg.DescribeConfigs, 1, 4, (*Handler).handleDescribeConfigs) }
@@ -67,7 +69,7 @@ func (h *Handler) handleDescribeConfigs(ctx context.Context, r *Request) Reply {
 				sr.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				break
 			}
-			if e := validTopicName(rr.ResourceName); e != nil {
+			if e := storage.ValidTopicName(rr.ResourceName); e != nil {
 				sr.ErrorCode = e.Code
 				break
 			}

@@ -97,7 +97,7 @@ func (h *Handler) handleDescribeTopicPartitions(ctx context.Context, r *Request)
 		info, ok := listed[name]
 		if !ok { // a named topic
 			var e *kerr.Error
-			if e = validTopicName(name); e == nil {
+			if e = storage.ValidTopicName(name); e == nil {
 				var err error
 				info, err = h.describeTopic(ctx, name)
 				e = kafkaErr(err, kerr.LeaderNotAvailable)

@@ -218,7 +218,7 @@ func (h *Handler) fillPartition(b *record.Builder, sp *kmsg.FetchResponseTopicPa
 		codec = record.CodecNone
 	}
 	upper := sp.LastStableOffset // the high watermark, or read_committed's last stable offset
-	compacted := Compacted(info.Configs)
+	compacted := storage.Compacted(info.Configs)
 	b.LogAppendTime = LogAppendTime(info.Configs)
 	recs, raw := res.Records, res.Raw
 	count := len(recs) // of records and batch entries' records
@@ -250,7 +250,7 @@ func (h *Handler) fillPartition(b *record.Builder, sp *kmsg.FetchResponseTopicPa
 				sp.RecordBatches = append(sp.RecordBatches, rb.Data...)
 				continue
 			}
-			decoded, err := record.ParseStoredBatch(rb.Data, MaxDecompressedBatch)
+			decoded, err := record.ParseStoredBatch(rb.Data, storage.MaxDecompressedBatch)
 			if err != nil {
 				continue // stored whole and checked: not reached
 			}

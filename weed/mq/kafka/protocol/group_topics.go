@@ -49,7 +49,7 @@ func (t groupTopics) Names(ctx context.Context) ([]string, error) {
 }
 
 func (t groupTopics) Topic(ctx context.Context, name string) (group.Topic, bool, error) {
-	if ValidTopicName(name) != nil {
+	if storage.ValidTopicName(name) != nil {
 		return group.Topic{}, false, nil
 	}
 	info, err := internalBackend{t.b}.DescribeTopic(ctx, name)

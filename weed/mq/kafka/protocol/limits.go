@@ -28,11 +28,6 @@ const (
 	// built whole in memory.
 	DefaultFetchMaxBytes = 55 << 20
 
-	// MaxDecompressedBatch bounds what one partition's compressed batches
-	// may expand to, so a small batch cannot exhaust memory (a
-	// decompression bomb).
-	MaxDecompressedBatch = 128 << 20
-
 	// DefaultDecompressionMaxBytes bounds the bytes the whole gateway
 	// holds decompressed from produced batches and not yet handed to the
 	// log: a partition's batches wait for room beyond it (up to the
@@ -59,9 +54,6 @@ const (
 	// request looks up at once: each may wait on the filer, and a
 	// listing of every group's lag asks for thousands.
 	ListOffsetsParallelism = 16
-
-	// MaxTopicNameLength is Kafka's limit on topic names.
-	MaxTopicNameLength = 249
 
 	// MaxPartitions bounds a topic's partition count: SeaweedMQ splits a
 	// ring of 2520 slots among partitions.

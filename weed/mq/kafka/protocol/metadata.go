@@ -124,7 +124,7 @@ func (h *Handler) metadataTopics(ctx context.Context, r *Request, req *kmsg.Meta
 			continue
 		}
 		name := *rt.Topic
-		if err := validTopicName(name); err != nil {
+		if err := storage.ValidTopicName(name); err != nil {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic = &name
 			mt.ErrorCode = err.Code

@@ -271,7 +271,7 @@ func (h *Handler) handleProduce(ctx context.Context, r *Request) Reply {
 // else is decoded and stored record by record (Backend.Append), its
 // batches cached for fetches.
 func storedAsIs(info storage.TopicInfo, raw []byte) bool {
-	if batches, codec := record.Count(raw); batches == 1 && !Compacted(info.Configs) {
+	if batches, codec := record.Count(raw); batches == 1 && !storage.Compacted(info.Configs) {
 		topicCodec, keeps := compressionOf(info)
 		return keeps || codec == topicCodec
 	}
@@ -304,7 +304,7 @@ func (h *Handler) cacheProduced(info storage.TopicInfo, partition int32, raw []b
 // never wait for each other's room.
 func (h *Handler) decodeProduced(ctx context.Context, raw []byte, deadline time.Time, topicMost int64) (records []record.Record, release func(), _ *kerr.Error) {
 	release = func() {}
-	most := min(MaxDecompressedBatch, h.cfg.DecompressionMaxBytes, topicMost)
+	most := min(storage.MaxDecompressedBatch, h.cfg.DecompressionMaxBytes, topicMost)
 	room := min(max(int64(4*len(raw)), 64<<10), most)
 	done, e := h.bulkWork(ctx, raw, room, deadline)
 	if e != nil {
@@ -344,7 +344,7 @@ func (h *Handler) decodeProduced(ctx context.Context, raw []byte, deadline time.
 // used again. It returns what the log keeps of the batch besides its
 // bytes (record.Head), or the Kafka error the producer gets.
 func (h *Handler) walkProduced(ctx context.Context, raw []byte, deadline time.Time, topicMost int64, check func(int, *record.Record)) (head record.Record, n int, _ *kerr.Error) {
-	most := min(MaxDecompressedBatch, h.cfg.DecompressionMaxBytes, topicMost)
+	most := min(storage.MaxDecompressedBatch, h.cfg.DecompressionMaxBytes, topicMost)
 	room := min(max(int64(4*len(raw)), 64<<10), most)
 	if !record.Compressed(raw) {
 		room = 0 // the records are read where they are
@@ -507,7 +507,7 @@ type recordCheck struct {
 
 func newRecordCheck(info storage.TopicInfo, partition int32, now time.Time, schemas func(*record.Record) string, logAppendTime bool) *recordCheck {
 	return &recordCheck{
-		info: info, partition: partition, compacted: Compacted(info.Configs),
+		info: info, partition: partition, compacted: storage.Compacted(info.Configs),
 		before:    topicLong(info, "message.timestamp.before.max.ms", math.MaxInt64),
 		after:     topicLong(info, "message.timestamp.after.max.ms", 3_600_000),
 		nowMs:     now.UnixMilli(),
@@ -535,7 +535,7 @@ func (c *recordCheck) record(i int, r *record.Record) {
 // why is the error of the batch's record i and why, or nil.
 func (c *recordCheck) why(i int, r *record.Record) (*kerr.Error, string) {
 	if c.compacted && r.Key == nil {
-		return kerr.InvalidRecord, fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", c.info.Name, c.partition)
+		return kerr.InvalidRecord, fmt.Sprintf("storage.Compacted topic cannot accept message without key in topic partition %s-%d.", c.info.Name, c.partition)
 	}
 	if c.schemas != nil {
 		if why := c.schemas(r); why != "" {

@@ -707,7 +707,7 @@ func TestProduceCompactedNeedsKeys(t *testing.T) {
 			if v < 8 {
 				continue // no record errors before v8
 			}
-			want := "Compacted topic cannot accept message without key in topic partition " + topic + "-0."
+			want := "storage.Compacted topic cannot accept message without key in topic partition " + topic + "-0."
 			if p.ErrorMessage == nil || !strings.Contains(*p.ErrorMessage, want) {
 				t.Errorf("%s v%d: message %v", topic, v, p.ErrorMessage)
 			}

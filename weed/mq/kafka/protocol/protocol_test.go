@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
 )
 
@@ -160,7 +161,7 @@ func TestTopicNames(t *testing.T) {
 	}
 	for name, ok := range map[string]bool{"orders": true, "a.b_c-D9": true, "": false, ".": false, "..": false,
 		"has space": false, "slash/no": false, string(long[:249]): true, string(long): false} {
-		if got := validTopicName(name) == nil; got != ok {
+		if got := storage.ValidTopicName(name) == nil; got != ok {
 			t.Errorf("%q: valid %v, want %v", name, got, ok)
 		}
 	}

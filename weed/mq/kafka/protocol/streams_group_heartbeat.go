@@ -52,7 +52,7 @@ func (h *Handler) handleStreamsGroupHeartbeat(ctx context.Context, r *Request) R
 					}
 				}
 				for _, t := range topics {
-					if validTopicName(t) != nil || internalTopic(t) {
+					if storage.ValidTopicName(t) != nil || internalTopic(t) {
 						return group.StreamsHeartbeatError(req, kerr.StreamsInvalidTopology, fmt.Sprintf("Topic %s is not a valid topic of a topology.", t)), nil
 					}
 					if !h.allowedTopic(r, kmsg.ACLOperationDescribe, t) {

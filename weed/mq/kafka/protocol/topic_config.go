@@ -195,31 +195,6 @@ func policies(v string) error {
 	return nil
 }
 
-// Deletes tells whether a topic's settings have the delete policy, under
-// which retention removes records (the default).
-func Deletes(configs map[string]string) bool {
-	v, ok := configs["cleanup.policy"]
-	if !ok {
-		return true
-	}
-	for p := range strings.SplitSeq(v, ",") {
-		if strings.TrimSpace(p) == "delete" {
-			return true
-		}
-	}
-	return false
-}
-
-// Compacted tells whether a topic's settings make it a compacted topic.
-func Compacted(configs map[string]string) bool {
-	for p := range strings.SplitSeq(configs["cleanup.policy"], ",") {
-		if strings.TrimSpace(p) == "compact" {
-			return true
-		}
-	}
-	return false
-}
-
 // ratio checks a number from 0 to 1.
 func ratio(v string) error {
 	f, err := strconv.ParseFloat(v, 64)

@@ -28,7 +28,6 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/compaction"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
@@ -88,7 +87,7 @@ func (c *Client) cleanRound(o CleanerOptions) {
 		return
 	}
 	for _, t := range topics {
-		if !protocol.Compacted(t.Configs) {
+		if !storage.Compacted(t.Configs) {
 			continue
 		}
 		for i := int32(0); i < t.Partitions && ctx.Err() == nil; i++ {

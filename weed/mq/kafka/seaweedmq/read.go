@@ -11,7 +11,6 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
@@ -431,7 +430,7 @@ func (c *Client) MaxTimestamp(ctx context.Context, topic string, index int32) (i
 	}
 	if batch != nil && m.offset == batchAt {
 		// Its first record of that timestamp.
-		if b, err := record.ParseStoredBatch(batch, protocol.MaxDecompressedBatch); err == nil {
+		if b, err := record.ParseStoredBatch(batch, storage.MaxDecompressedBatch); err == nil {
 			for i := range b.Records {
 				if b.Records[i].Timestamp == m.ts {
 					m.offset = batchAt + b.Delta(i)
@@ -459,7 +458,7 @@ type maxTimestamp struct {
 // filler). bad is set for an entry no Kafka client could read.
 func storedRecords(e *logentry.Raw, out []storage.StoredRecord, from int64) (_ []storage.StoredRecord, bad error) {
 	if logentry.IsBatch(e.Key, e.Data) {
-		b, err := record.ParseStoredBatch(e.Data, protocol.MaxDecompressedBatch)
+		b, err := record.ParseStoredBatch(e.Data, storage.MaxDecompressedBatch)
 		if err != nil {
 			return out, err
 		}

@@ -27,7 +27,6 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
@@ -95,7 +94,7 @@ func (c *Client) retentionRound(o RetentionOptions) {
 // sets one and has the delete policy.
 func retentionBytes(configs map[string]string) int64 {
 	v, ok := configs["retention.bytes"]
-	if !ok || !protocol.Deletes(configs) {
+	if !ok || !storage.Deletes(configs) {
 		return -1
 	}
 	n, err := strconv.ParseInt(v, 10, 64)

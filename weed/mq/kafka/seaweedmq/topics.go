@@ -34,7 +34,6 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/guard"
-	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/protocol"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
@@ -117,7 +116,7 @@ func topicID(ns, name string, generation int64) [16]byte {
 // readTopic reads a topic's SeaweedMQ configuration and Kafka settings.
 // A name outside Kafka's rule names no topic: it never becomes a path.
 func (c *Client) readTopic(ctx context.Context, name string) (*topicEntry, error) {
-	if protocol.ValidTopicName(name) != nil {
+	if storage.ValidTopicName(name) != nil {
 		return nil, kerr.UnknownTopicOrPartition
 	}
 	data, confVersion, err := c.ReadFileVersion(ctx, topic.Topic{Namespace: c.l.ns, Name: name}.Dir(), filer.TopicConfFile)
@@ -437,7 +436,7 @@ func (c *Client) writeTopicConf(ctx context.Context, name string, conf *mq_pb.Co
 // change that keeps finding the files changed fails rather than asking
 // the filer without end.
 func (c *Client) changeTopic(ctx context.Context, name string, change func(e *topicEntry) error) error {
-	if protocol.ValidTopicName(name) != nil {
+	if storage.ValidTopicName(name) != nil {
 		return kerr.UnknownTopicOrPartition
 	}
 	const attempts = 5
@@ -465,7 +464,7 @@ func (c *Client) changeTopic(ctx context.Context, name string, change func(e *to
 // the Kafka settings beside it; no broker is asked, so a partition costs a
 // broker nothing.
 func (c *Client) CreateTopic(ctx context.Context, spec storage.TopicSpec) (storage.TopicInfo, error) {
-	if err := protocol.ValidTopicName(spec.Name); err != nil {
+	if err := storage.ValidTopicName(spec.Name); err != nil {
 		return storage.TopicInfo{}, err
 	}
 	if spec.Partitions > MaxPartitions {
@@ -671,7 +670,7 @@ func retention(configs map[string]string) *mq_pb.TopicRetention {
 	if !ok {
 		return nil
 	}
-	if protocol.Compacted(configs) && !strings.Contains(configs["cleanup.policy"], "delete") {
+	if storage.Compacted(configs) && !strings.Contains(configs["cleanup.policy"], "delete") {
 		return &mq_pb.TopicRetention{Enabled: false}
 	}
 	ms, err := strconv.ParseInt(v, 10, 64)
@@ -688,7 +687,7 @@ func retention(configs map[string]string) *mq_pb.TopicRetention {
 // (its write over the version it read is refused) rather than writing
 // its settings back.
 func (c *Client) DeleteTopic(ctx context.Context, name string) error {
-	if protocol.ValidTopicName(name) != nil {
+	if storage.ValidTopicName(name) != nil {
 		return kerr.UnknownTopicOrPartition
 	}
 	return c.withTopicLock(ctx, name, func() error { return c.deleteTopic(ctx, name) })
