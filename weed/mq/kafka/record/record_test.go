@@ -219,7 +219,9 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 	}
 }
 
-func FuzzParseBatch(f *testing.F) {
+// addSampleBatches seeds a fuzz target with the sample records' batch,
+// plain and in every codec.
+func addSampleBatches(f *testing.F) {
 	var b Builder
 	b.Reset(0)
 	recs := sampleRecords()
@@ -228,9 +230,12 @@ func FuzzParseBatch(f *testing.F) {
 	}
 	f.Add(b.AppendTo(nil))
 	for _, c := range []Codec{CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
-		t := &testing.T{}
-		f.Add(compressedBatch(t, c, recs))
+		f.Add(compressedBatch(&testing.T{}, c, recs))
 	}
+}
+
+func FuzzParseBatch(f *testing.F) {
+	addSampleBatches(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		batches, err := ParseBatches(data, 1<<20)
 		if err != nil {
@@ -475,16 +480,7 @@ func TestWalkBatchAllocatesNoRecords(t *testing.T) {
 }
 
 func FuzzWalkBatch(f *testing.F) {
-	var b Builder
-	b.Reset(0)
-	recs := sampleRecords()
-	for i := range recs {
-		b.Add(&recs[i])
-	}
-	f.Add(b.AppendTo(nil))
-	for _, c := range []Codec{CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
-		f.Add(compressedBatch(&testing.T{}, c, recs))
-	}
+	addSampleBatches(f)
 	var buf []byte
 	f.Fuzz(func(t *testing.T, data []byte) {
 		parsed, perr := ParseBatch(data, 16<<20)
