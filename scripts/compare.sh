@@ -41,9 +41,13 @@ num() { sed -n "s/.*$1 \([0-9.]*\)\(ms\|µs\|s\)\?.*/\1 \2/p" | head -1 | awk '{
 run_bench() { # label, flags...
 	local label=$1
 	shift
-	local g k
+	local g k gc kc
+	gc=$(cpu_seconds "$gateway_pid")
 	g=$(bench "$gateway" "$@")
+	gc=$(awk -v a="$gc" -v b="$(cpu_seconds "$gateway_pid")" 'BEGIN { print b - a }')
+	kc=$(cpu_seconds "$kafka_pid")
 	k=$(bench "$kafka" "$@")
+	kc=$(awk -v a="$kc" -v b="$(cpu_seconds "$kafka_pid")" 'BEGIN { print b - a }')
 	echo "-- $label" >&2
 	echo "gateway: $g" | grep -E 'produce|consume|backlog' >&2
 	echo "kafka:   $k" | grep -E 'produce|consume|backlog' >&2
@@ -52,6 +56,15 @@ run_bench() { # label, flags...
 	kr=$(echo "$k" | grep '^produce' | sed -n 's/.*: \([0-9]*\) records\/s.*/\1/p')
 	record "$label: produce" "records/s" higher "$gr" "$kr"
 	record "$label: produce p99" "ms" lower "$(echo "$g" | grep '^produce' | num p99)" "$(echo "$k" | grep '^produce' | num p99)"
+	# CPU-seconds of the servers' processes per million records produced
+	# (and read by the load command as it produces, and again from the
+	# start unless -backlog=false).
+	local gn kn
+	gn=$(echo "$g" | sed -n 's/^produce: *\([0-9]*\) acked.*/\1/p')
+	kn=$(echo "$k" | sed -n 's/^produce: *\([0-9]*\) acked.*/\1/p')
+	record "$label: CPU-seconds per million records" "s" lower \
+		"$(awk -v c="$gc" -v n="$gn" 'BEGIN { if (n > 0) printf "%.1f", c * 1e6 / n }')" \
+		"$(awk -v c="$kc" -v n="$kn" 'BEGIN { if (n > 0) printf "%.1f", c * 1e6 / n }')"
 	if echo "$g" | grep -q '^consume'; then
 		record "$label: end-to-end p99" "ms" lower "$(echo "$g" | grep '^consume' | num p99)" "$(echo "$k" | grep '^consume' | num p99)"
 	fi
@@ -63,6 +76,8 @@ run_bench() { # label, flags...
 }
 
 echo "== the project's load command against both" >&2
+gateway_cpu0=$(cpu_seconds "$gateway_pid")
+kafka_cpu0=$(cpu_seconds "$kafka_pid")
 run_bench "1 partition, idempotent" -records="$records" -idempotent
 run_bench "8 partitions, idempotent" -records=$((records * 2)) -partitions=8 -idempotent
 run_bench "2,000 records/s, linger 0" -records=20000 -rate=2000 -linger=0 -idempotent -backlog=false
@@ -100,6 +115,16 @@ for side in gateway kafka; do
 	tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$addr" --alter --topic "$topic" --partitions 6 >&2 || echo "$side: kafka-topics --alter failed" >&2
 	echo "$side kafka-topics --alter --partitions 6: $(tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$addr" --describe --topic "$topic" | head -1)" >&2
 done
+# The same loads ran on both: the CPU they took in all, and each side's
+# peak memory over every one of its processes.
+record "every load above: CPU-seconds of the servers" "s" lower \
+	"$(awk -v a="$gateway_cpu0" -v b="$(cpu_seconds "$gateway_pid")" 'BEGIN { printf "%.1f", b - a }')" \
+	"$(awk -v a="$kafka_cpu0" -v b="$(cpu_seconds "$kafka_pid")" 'BEGIN { printf "%.1f", b - a }')"
+echo "peak resident memory, the gateway's processes:" >&2
+gateway_rss=$(peak_rss "$gateway_pid")
+echo "peak resident memory, Kafka's:" >&2
+kafka_rss=$(peak_rss "$kafka_pid")
+record "peak RSS, every server process" "MiB" lower "$gateway_rss" "$kafka_rss"
 record "ProducerPerformance, 1 partition, acks=all" "records/s" higher "$pp_rate_gateway" "$pp_rate_kafka"
 record "ProducerPerformance p99" "ms" lower "$pp_p99_gateway" "$pp_p99_kafka"
 record "ConsumerPerformance, from the start" "records/s" higher "$cp_rate_gateway" "$cp_rate_kafka"

@@ -72,6 +72,7 @@ EOF
 		-c "$work/kafka/server.properties" >"$work/kafka/format.log" 2>&1
 	java -Xms1g -Xmx1g -cp "$kafka_cp" kafka.Kafka "$work/kafka/server.properties" >"$work/kafka/log" 2>&1 &
 	pids+=($!)
+	kafka_pid=$!
 	kafka="127.0.0.1:$kport"
 }
 
@@ -85,6 +86,7 @@ start_gateway() {
 	"$work/weed" mq.kafka.gateway -ip=127.0.0.1 -port="$gport" -metricsPort="$gmetrics" -embedded.dir="$work/gateway" "$@" \
 		-embedded.ports="$(free_port),$(free_port),$(free_port),$(free_port)" >"$work/gateway.log" 2>&1 &
 	pids+=($!)
+	gateway_pid=$!
 	gateway="127.0.0.1:$gport"
 }
 
@@ -106,4 +108,40 @@ wait_up() {
 	done
 	echo "the servers were not ready within 2 minutes" >&2
 	exit 1
+}
+
+# tree_of prints a process and its descendants (the gateway's embedded
+# SeaweedFS processes).
+tree_of() {
+	echo "$1"
+	local c
+	for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do
+		tree_of "$c"
+	done
+}
+
+# cpu_seconds prints the CPU time, user and system, that a process and its
+# descendants have used so far.
+cpu_seconds() {
+	local p ticks=0
+	for p in $(tree_of "$1"); do
+		[ -r "/proc/$p/stat" ] || continue
+		# After the command's closing parenthesis, utime and stime are
+		# the 12th and 13th fields.
+		ticks=$((ticks + $(sed 's/.*) //' "/proc/$p/stat" | awk '{print $12 + $13}')))
+	done
+	awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }'
+}
+
+# peak_rss prints, to stderr, the peak resident memory (VmHWM) of a process
+# and of each of its descendants, and to stdout their sum in MiB.
+peak_rss() {
+	local p kb total=0
+	for p in $(tree_of "$1"); do
+		kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$p/status" 2>/dev/null || true)
+		[ -n "$kb" ] || continue
+		echo "  $p $(tr '\0' ' ' <"/proc/$p/cmdline" | cut -c1-60): $((kb / 1024)) MiB" >&2
+		total=$((total + kb))
+	done
+	echo $((total / 1024))
 }
