@@ -16,6 +16,7 @@ var layers = map[string]int{
 	"weed/mq/kafka/record":                    0,
 	"weed/mq/kafka/clock":                     0,
 	"weed/mq/kafka/metrics":                   0,
+	"weed/mq/kafka/waitfor":                   0,
 	"weed/mq/kafka/guard":                     5,
 	"weed/mq/kafka/audit":                     5,
 	"weed/mq/kafka/storage":                   5,

@@ -28,6 +28,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/node"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage/storagetest"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/waitfor"
 )
 
 type consoleNode struct {
@@ -140,17 +141,7 @@ func (b *browser) login(user, password string) (int, string) {
 // waitFor polls until cond holds.
 func waitFor(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitfor.Until(t, 30*time.Second, what, cond)
 }
 
 // rows counts the elements with the attribute name="value" in body.

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/waitfor"
+
 	"context"
 	"errors"
 	"fmt"
@@ -31,15 +33,7 @@ func ctxT(t *testing.T) context.Context {
 // eventually polls cond until it holds or the timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = cond(); err == nil {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %v: %v", what, timeout, err)
+	waitfor.Until(t, timeout, what, cond)
 }
 
 // newTopic returns a unique topic name for a test.

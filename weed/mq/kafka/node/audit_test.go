@@ -21,6 +21,7 @@ import (
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/audit"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage/storagetest"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/waitfor"
 )
 
 // The audit log of a gateway over the in-memory storage: each audited
@@ -256,17 +257,7 @@ func readAuditTopic(ctx context.Context, addr, topic string) ([]audit.Event, err
 
 func eventuallyT(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitfor.Until(t, 30*time.Second, what, cond)
 }
 
 func newJar() http.CookieJar {

@@ -43,6 +43,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/telemetry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/txn"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/user"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/waitfor"
 )
 
 // gatewayOptions are what a test's gateway has besides inProcessGateway's
@@ -758,11 +759,5 @@ func describeTxn(t *testing.T, addr, id string) kmsg.DescribeTransactionsRespons
 // eventually polls cond until it holds or 5 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5 s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitfor.True(t, 5*time.Second, what, cond)
 }

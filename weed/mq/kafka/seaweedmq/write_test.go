@@ -13,6 +13,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/waitfor"
 )
 
 // TestNextTs checks which timestamps ts_ns carries exactly: increasing ones,
@@ -244,12 +245,7 @@ func TestLoggedAfterTermEnded(t *testing.T) {
 
 func eventuallyTrue(t *testing.T, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatal("not within 5 s")
+	waitfor.True(t, 5*time.Second, "the condition", cond)
 }
 
 // TestDropIdle: a partition nobody used for idleAfter is dropped, even one

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/waitfor"
 )
 
 // clock is a settable time for the store's locks.
@@ -206,11 +207,7 @@ func TestCheckAcks(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 5 s: %s", what)
-		}
-	}
+	waitfor.True(t, 5*time.Second, what, cond)
 }
 
 // A topic deleted and created again under its name (a new id) starts its
