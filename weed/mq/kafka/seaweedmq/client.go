@@ -115,9 +115,11 @@ type Client struct {
 	// background tracks the cleanups under way; Close waits.
 	background sync.WaitGroup
 
-	stop      chan struct{} // ends saveLoop
-	stopped   chan struct{}
-	closeOnce sync.Once
+	stop chan struct{} // ends saveLoop
+	// cleanerWake asks the log cleaner for a round (wakeCleaner).
+	cleanerWake chan struct{}
+	stopped     chan struct{}
+	closeOnce   sync.Once
 }
 
 // New returns a client of the cluster at opts.Masters. It connects lazily.
@@ -134,7 +136,7 @@ func New(opts Options) *Client {
 	if opts.WALName == "" {
 		opts.WALName = "default"
 	}
-	c := &Client{opts: opts, l: newLayout(opts.Cluster), stop: make(chan struct{}), stopped: make(chan struct{})}
+	c := &Client{opts: opts, l: newLayout(opts.Cluster), stop: make(chan struct{}), stopped: make(chan struct{}), cleanerWake: make(chan struct{}, 1)}
 	c.topics.init()
 	c.parts.init()
 	c.segs.init()

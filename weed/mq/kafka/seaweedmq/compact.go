@@ -50,23 +50,60 @@ type CleanerOptions struct {
 }
 
 // StartCleaner cleans, in rounds, the partitions of compacted topics this
-// gateway leads, until Close.
+// gateway leads, until Close: a round each Backoff, and one soon after a
+// compacted partition's records reach a segment (wakeCleaner), at most
+// one each fifth of Backoff. Kafka's cleaner finds a log to clean as soon
+// as its segment rolls; here records reach segments up to a flush
+// interval later, and a round a whole Backoff after that would leave a
+// compacted topic uncleaned for twice as long.
 func (c *Client) StartCleaner(o CleanerOptions) {
 	c.background.Add(1)
 	go func() {
 		defer c.background.Done()
-		t := time.NewTimer(o.Backoff)
-		defer t.Stop()
-		for {
-			select {
-			case <-c.stop:
-				return
-			case <-t.C:
-			}
+		c.cleanLoop(o.Backoff, func() {
 			guard.Run("LogCleaner", func() { c.cleanRound(o) }) //nolint:errcheck // logged and counted; the next round tries again
-			t.Reset(o.Backoff)
-		}
+		})
 	}()
+}
+
+// cleanLoop runs round as StartCleaner says, until Close.
+func (c *Client) cleanLoop(backoff time.Duration, round func()) {
+	t := time.NewTimer(backoff)
+	defer t.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		case <-c.cleanerWake:
+			if wait := time.Until(last.Add(backoff / 5)); wait > 0 {
+				select {
+				case <-c.stop:
+					return
+				case <-time.After(wait):
+				}
+			}
+		}
+		last = time.Now()
+		round()
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(backoff)
+	}
+}
+
+// wakeCleaner asks the log cleaner for a round soon: a compacted
+// partition's records reached a segment.
+func (c *Client) wakeCleaner() {
+	select {
+	case c.cleanerWake <- struct{}{}:
+	default:
+	}
 }
 
 // cleanRound cleans each compacted partition this gateway leads that needs

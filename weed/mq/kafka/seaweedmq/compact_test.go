@@ -2,11 +2,14 @@ package seaweedmq
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/record"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/logentry"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/seaweedmq/wal"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/waitfor"
 )
 
 // testBatch is a v2 batch of n records (values v0, v1, ...), base offset 0.
@@ -60,4 +63,26 @@ func TestExpandEntries(t *testing.T) {
 			t.Fatalf("entry %d: %v %+v %v", i, e, r, err)
 		}
 	}
+}
+
+// A segment written for a compacted partition wakes the log cleaner for a
+// round soon, not a whole backoff later; rounds woken so come no more
+// often than a fifth of the backoff.
+func TestCleanerWokenBySegments(t *testing.T) {
+	loop := &Client{stop: make(chan struct{}), cleanerWake: make(chan struct{}, 1)}
+	var n atomic.Int32
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		loop.cleanLoop(10*time.Second, func() { n.Add(1) }) // woken rounds at least 2 s apart
+	}()
+	defer func() { close(loop.stop); <-ended }()
+	loop.wakeCleaner()
+	waitfor.True(t, 5*time.Second, "a round after a wake, before the backoff's", func() bool { return n.Load() == 1 })
+	loop.wakeCleaner()
+	time.Sleep(200 * time.Millisecond) // the gap is what is under test
+	if got := n.Load(); got != 1 {
+		t.Fatalf("%d rounds within 200 ms of the last: woken rounds come at most each fifth of the backoff", got)
+	}
+	waitfor.True(t, 5*time.Second, "the second woken round, after the gap", func() bool { return n.Load() == 2 })
 }

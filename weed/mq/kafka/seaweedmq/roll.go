@@ -21,6 +21,8 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/filer"
 	"github.com/seaweedfs/seaweedfs/weed/mq/topic"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/storage"
 )
 
 // rolling is a topic's segment.bytes, segment.ms and segment.jitter.ms.
@@ -28,6 +30,9 @@ type rolling struct {
 	bytes  int64
 	age    time.Duration
 	jitter time.Duration
+	// compacted: the log cleaner is told of each segment written
+	// (wakeCleaner).
+	compacted bool
 }
 
 // Kafka's defaults: 1 GiB, 7 days, no jitter.
@@ -50,6 +55,7 @@ func rollingOf(configs map[string]string) rolling {
 	if v, ok := num("segment.jitter.ms"); ok && v > 0 && v < int64(1<<62)/int64(time.Millisecond) {
 		r.jitter = time.Duration(v) * time.Millisecond
 	}
+	r.compacted = storage.Compacted(configs)
 	return r
 }
 

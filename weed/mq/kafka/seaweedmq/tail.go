@@ -316,6 +316,9 @@ func (c *Client) flushSegment(ctx context.Context, p *partition, r rolling, batc
 	}
 	metrics.SegmentsWritten.Inc()
 	p.trimTail(last)
+	if r.compacted {
+		c.wakeCleaner()
+	}
 	return true
 }
 
