@@ -13,6 +13,7 @@ import (
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/filerfs/filerfstest"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/membership/membershiptest"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/offset"
+	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/waitfor"
 )
 
 func newCoordinator(t *testing.T, files *filerfstest.Files) *Coordinator {
@@ -598,5 +599,50 @@ func TestGroupStateBounded(t *testing.T) {
 	}
 	if r := a.sync(t, j.Generation, map[string]string{a.id: "small"}); r.ErrorCode != 0 || string(r.MemberAssignment) != "small" {
 		t.Fatalf("a small assignment: %v %q", kerr.ErrorForCode(r.ErrorCode), r.MemberAssignment)
+	}
+}
+
+// DeleteGroup right after the last member left, while the save of the
+// empty group is still on its way to the filer: the removal, conditional
+// on the version the group holds, waits for that save. Not waiting, it
+// was answered NOT_COORDINATOR on a single gateway whenever the save
+// landed first (librdkafka's 0081 saw it).
+func TestDeleteGroupAfterItsSave(t *testing.T) {
+	files := filerfstest.New()
+	c := newCoordinator(t, files)
+	j := &joiner{c: c, group: "g", session: 5000}
+	stable(t, j)
+	g, e := c.lookup(context.Background(), "g", false)
+	if e != nil || g == nil {
+		t.Fatalf("the group: %v", e)
+	}
+	gate := make(chan struct{})
+	files.Gate(gate)
+	left := make(chan *kerr.Error, 1)
+	go func() {
+		_, e := c.LeaveGroup(context.Background(), "g", []Leaving{{MemberID: j.id}})
+		left <- e
+	}()
+	waitfor.True(t, 5*time.Second, "the empty group's save under way", func() bool {
+		saving, err := call(context.Background(), g, func() bool { return g.saving })
+		return err == nil && saving
+	})
+	deleted := make(chan *kerr.Error, 1)
+	go func() { deleted <- c.DeleteGroup(context.Background(), "g") }()
+	select {
+	case e := <-deleted:
+		t.Fatalf("DeleteGroup answered %v while the group's save was under way: its removal is conditional on what that save writes", e)
+	case <-time.After(200 * time.Millisecond): // the wait is what is under test
+	}
+	files.Gate(nil)
+	close(gate)
+	if e := <-left; e != nil {
+		t.Fatalf("leave: %v", e)
+	}
+	if e := <-deleted; e != nil {
+		t.Fatalf("DeleteGroup while the empty group's save was under way: %v, want success", e)
+	}
+	if paths := files.Paths(); len(paths) != 0 {
+		t.Fatalf("files left after delete: %v", paths)
 	}
 }

@@ -541,54 +541,83 @@ func (c *Coordinator) DeleteGroup(ctx context.Context, name string) *kerr.Error 
 	if g == nil {
 		return kerr.GroupIDNotFound
 	}
-	res, err := call(ctx, g, func() *kerr.Error {
-		if !g.exists() {
-			return kerr.GroupIDNotFound
-		}
-		if g.state != Empty {
-			return kerr.NonEmptyGroup
-		}
-		if g.typ() == TypeShare { // its share-partitions and configs go first
-			if st := c.opts.ShareStates; st != nil {
-				if err := st.DeleteGroup(ctx, g.name); err != nil {
-					glog.Warningf("kafka group %s: removing its share-partitions: %v", g.name, err)
-					return kerr.CoordinatorNotAvailable
-				}
+	for {
+		saved := make(chan struct{})
+		res, err := call(ctx, g, func() *kerr.Error {
+			if g.saving || g.next != nil {
+				// A save of the group's state is under way (the last
+				// member's leaving, say): the removal is conditional
+				// on the version that save writes, so it comes after.
+				g.afterSaves(func(error) { close(saved) })
+				return errSavesPending
 			}
-			if cf := c.opts.ShareConfigs; cf != nil {
-				if err := cf.Forget(ctx, g.name); err != nil {
-					glog.Warningf("kafka group %s: removing its configs: %v", g.name, err)
-					return kerr.CoordinatorNotAvailable
-				}
-			}
+			return c.deleteLoaded(ctx, g)
+		})
+		if err != nil {
+			return goneErr(err)
 		}
-		// Commits accepted before are written first; none can come in
-		// meanwhile, as they pass through this goroutine.
-		<-c.opts.Store.Delete(g.name, nil)
-		dctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
-		defer cancel()
-		if err := c.opts.Store.DeleteGroup(dctx, g.name, g.version); err != nil {
-			glog.Warningf("kafka group %s: %v", g.name, err)
-			if errors.Is(err, filerfs.ErrChanged) {
-				// Another gateway coordinates it now: this copy is
-				// stale, and what it wrote stays.
-				c.mu.Lock()
-				c.unloadLocked(g)
-				c.mu.Unlock()
-				return kerr.NotCoordinator
-			}
+		if res != errSavesPending {
+			return res
+		}
+		select {
+		case <-saved:
+		case <-ctx.Done():
+			return kerr.RequestTimedOut
+		case <-g.quit:
 			return kerr.CoordinatorNotAvailable
 		}
-		g.state = Dead
-		glog.V(0).Infof("kafka group %s: deleted", g.name)
-		metrics.ForgetGroup(g.name)
-		c.forget(g) // last: the caller is answered as the group ends
-		return nil
-	})
-	if err != nil {
-		return goneErr(err)
 	}
-	return res
+}
+
+// errSavesPending: DeleteGroup waits for the group's saves, and asks
+// again.
+var errSavesPending = &kerr.Error{Message: "SAVES_PENDING"}
+
+// deleteLoaded is DeleteGroup of a loaded group with no save under way,
+// on its goroutine.
+func (c *Coordinator) deleteLoaded(ctx context.Context, g *group) *kerr.Error {
+	if !g.exists() {
+		return kerr.GroupIDNotFound
+	}
+	if g.state != Empty {
+		return kerr.NonEmptyGroup
+	}
+	if g.typ() == TypeShare { // its share-partitions and configs go first
+		if st := c.opts.ShareStates; st != nil {
+			if err := st.DeleteGroup(ctx, g.name); err != nil {
+				glog.Warningf("kafka group %s: removing its share-partitions: %v", g.name, err)
+				return kerr.CoordinatorNotAvailable
+			}
+		}
+		if cf := c.opts.ShareConfigs; cf != nil {
+			if err := cf.Forget(ctx, g.name); err != nil {
+				glog.Warningf("kafka group %s: removing its configs: %v", g.name, err)
+				return kerr.CoordinatorNotAvailable
+			}
+		}
+	}
+	// Commits accepted before are written first; none can come in
+	// meanwhile, as they pass through this goroutine.
+	<-c.opts.Store.Delete(g.name, nil)
+	dctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
+	defer cancel()
+	if err := c.opts.Store.DeleteGroup(dctx, g.name, g.version); err != nil {
+		glog.Warningf("kafka group %s: %v", g.name, err)
+		if errors.Is(err, filerfs.ErrChanged) {
+			// Another gateway coordinates it now: this copy is
+			// stale, and what it wrote stays.
+			c.mu.Lock()
+			c.unloadLocked(g)
+			c.mu.Unlock()
+			return kerr.NotCoordinator
+		}
+		return kerr.CoordinatorNotAvailable
+	}
+	g.state = Dead
+	glog.V(0).Infof("kafka group %s: deleted", g.name)
+	metrics.ForgetGroup(g.name)
+	c.forget(g) // last: the caller is answered as the group ends
+	return nil
 }
 
 // GroupStats is every group with its members and committed offsets.

@@ -128,7 +128,10 @@ func (c *Coordinator) expireGroup(ctx context.Context, g *group, now time.Time) 
 				return outcome{}
 			}
 		}
-		if g.state != Empty || len(g.txnOffsets) > 0 || n < countOffsets(committed) {
+		if g.state != Empty || len(g.txnOffsets) > 0 || n < countOffsets(committed) || g.saving || g.next != nil {
+			// A save under way (the last member's leaving, say) writes
+			// the version the removal is conditional on: the next
+			// round removes the group.
 			return outcome{removed: n}
 		}
 		dctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
