@@ -24,7 +24,6 @@ package protocol
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -36,6 +35,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/clock"
 	"github.com/seaweedfs-kafka/gateway/weed/mq/kafka/metrics"
@@ -304,22 +304,15 @@ func (h *Handler) cacheProduced(info storage.TopicInfo, partition int32, raw []b
 // never wait for each other's room.
 func (h *Handler) decodeProduced(ctx context.Context, raw []byte, deadline time.Time, topicMost int64) (records []record.Record, release func(), _ *kerr.Error) {
 	release = func() {}
-	most := min(storage.MaxDecompressedBatch, h.cfg.DecompressionMaxBytes, topicMost)
-	room := min(max(int64(4*len(raw)), 64<<10), most)
+	room, most := h.roomFor(raw, topicMost)
 	done, e := h.bulkWork(ctx, raw, room, deadline)
 	if e != nil {
 		return nil, release, e
 	}
 	defer done()
 	for {
-		if !h.inflate.TryAcquire(room) {
-			metrics.DecompressionWaits.Inc()
-			wctx, cancel := context.WithDeadline(ctx, deadline)
-			err := h.inflate.Acquire(wctx, room)
-			cancel()
-			if err != nil {
-				return nil, release, kerr.RequestTimedOut
-			}
+		if e := h.takeRoom(ctx, room, deadline); e != nil {
+			return nil, release, e
 		}
 		records, e := decodeBatches(raw, int(room))
 		if e == kerr.MessageTooLarge && room < most {
@@ -344,9 +337,16 @@ func (h *Handler) decodeProduced(ctx context.Context, raw []byte, deadline time.
 // used again. It returns what the log keeps of the batch besides its
 // bytes (record.Head), or the Kafka error the producer gets.
 func (h *Handler) walkProduced(ctx context.Context, raw []byte, deadline time.Time, topicMost int64, check func(int, *record.Record)) (head record.Record, n int, _ *kerr.Error) {
-	most := min(storage.MaxDecompressedBatch, h.cfg.DecompressionMaxBytes, topicMost)
-	room := min(max(int64(4*len(raw)), 64<<10), most)
-	if !record.Compressed(raw) {
+	room, most := h.roomFor(raw, topicMost)
+	buf := new([]byte)
+	if record.Compressed(raw) {
+		buf = walkBuffers.Get().(*[]byte)
+		defer func() {
+			if cap(*buf) <= maxPooledWalkBuffer {
+				walkBuffers.Put(buf)
+			}
+		}()
+	} else {
 		room = 0 // the records are read where they are
 	}
 	done, e := h.bulkWork(ctx, raw, room, deadline)
@@ -354,21 +354,9 @@ func (h *Handler) walkProduced(ctx context.Context, raw []byte, deadline time.Ti
 		return head, 0, e
 	}
 	defer done()
-	buf := walkBuffers.Get().(*[]byte)
-	defer func() {
-		if cap(*buf) <= maxPooledWalkBuffer {
-			walkBuffers.Put(buf)
-		}
-	}()
 	for {
-		if room > 0 && !h.inflate.TryAcquire(room) {
-			metrics.DecompressionWaits.Inc()
-			wctx, cancel := context.WithDeadline(ctx, deadline)
-			err := h.inflate.Acquire(wctx, room)
-			cancel()
-			if err != nil {
-				return head, 0, kerr.RequestTimedOut
-			}
+		if e := h.takeRoom(ctx, room, deadline); e != nil {
+			return head, 0, e
 		}
 		hdr, err := record.WalkBatch(raw, int(room), buf, check)
 		h.inflate.Release(room)
@@ -382,33 +370,54 @@ func (h *Handler) walkProduced(ctx context.Context, raw []byte, deadline time.Ti
 		if e := producedHeaderErr(&hdr); e != nil {
 			return head, 0, e
 		}
-		head, n, err = record.Head(raw)
+		head, n, err = record.HeadOf(&hdr)
 		return head, n, producedErr(err)
 	}
 }
 
+// roomFor is the first guess of the room a partition's produced record
+// set takes decompressed, and the most it may take.
+func (h *Handler) roomFor(raw []byte, topicMost int64) (room, most int64) {
+	most = min(storage.MaxDecompressedBatch, h.cfg.DecompressionMaxBytes, topicMost)
+	return min(max(int64(4*len(raw)), 64<<10), most), most
+}
+
+// takeRoom takes room from the decompression budget, waiting for it (and
+// counting the wait) up to deadline: REQUEST_TIMED_OUT past it.
+func (h *Handler) takeRoom(ctx context.Context, room int64, deadline time.Time) *kerr.Error {
+	if room == 0 || h.inflate.TryAcquire(room) {
+		return nil
+	}
+	metrics.DecompressionWaits.Inc()
+	return acquireBy(ctx, h.inflate, room, deadline)
+}
+
+// acquireBy waits for n of sem up to deadline: REQUEST_TIMED_OUT past it.
+func acquireBy(ctx context.Context, sem *semaphore.Weighted, n int64, deadline time.Time) *kerr.Error {
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	if sem.Acquire(wctx, n) != nil {
+		return kerr.RequestTimedOut
+	}
+	return nil
+}
+
 // bulkWork waits, up to deadline, for one of the bulkSlots if checking a
 // produced record set is long work: more than bulkRecords records in its
-// first batch (as its header says), or more than bulkBytes on the wire
+// first batch (its span, which package record holds its record count to
+// before reading any), or more than bulkBytes on the wire
 // or (room, as guessed) decompressed. It returns what ends the work, or
 // REQUEST_TIMED_OUT. Such work runs on at most half the cores: a flood of
 // batches of many small records (valid, and taken as Kafka takes them)
 // otherwise keeps every core busy for as long as it lasts, and each other
 // client's request waits behind it for its turn on one.
 func (h *Handler) bulkWork(ctx context.Context, raw []byte, room int64, deadline time.Time) (func(), *kerr.Error) {
-	records := 0
-	if len(raw) >= record.BatchHeaderLen {
-		records = int(int32(binary.BigEndian.Uint32(raw[record.BatchHeaderLen-4:])))
-	}
-	if records <= bulkRecords && len(raw) <= bulkBytes && room <= bulkBytes {
+	if record.Span(raw) <= bulkRecords && len(raw) <= bulkBytes && room <= bulkBytes {
 		return func() {}, nil
 	}
 	if !h.bulk.TryAcquire(1) {
-		wctx, cancel := context.WithDeadline(ctx, deadline)
-		err := h.bulk.Acquire(wctx, 1)
-		cancel()
-		if err != nil {
-			return nil, kerr.RequestTimedOut
+		if e := acquireBy(ctx, h.bulk, 1, deadline); e != nil {
+			return nil, e
 		}
 	}
 	return func() { h.bulk.Release(1) }, nil

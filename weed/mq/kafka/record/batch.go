@@ -348,6 +348,13 @@ func openBatch(raw []byte, maxDecompressed int, stored bool, dst []byte) (h kmsg
 	if h.NumRecords < 0 || h.NumRecords == 0 && !stored {
 		return h, nil, 0, fmt.Errorf("%w: %d records claimed", ErrInvalid, h.NumRecords)
 	}
+	// A producer's batch spans as many offsets as it has records (its
+	// records' offset deltas are checked one by one below): its span
+	// (Span) is what walking it costs, and a claim of more records than
+	// offsets is refused before any is read.
+	if !stored && int64(h.LastOffsetDelta) != int64(h.NumRecords)-1 {
+		return h, nil, 0, fmt.Errorf("%w: last offset delta %d for %d records", ErrInvalid, h.LastOffsetDelta, h.NumRecords)
+	}
 	body = h.Records
 	h.Records = nil
 	if c := Codec(h.Attributes & AttrCodecMask); c != CodecNone {
@@ -414,15 +421,22 @@ func checkEnd(h *kmsg.RecordBatch, rest []byte, n int, stored bool) error {
 // a control batch is not a produced one.
 func Head(batch []byte) (head Record, n int, err error) {
 	h, err := ReadHeader(batch)
-	switch {
-	case err != nil:
+	if err != nil {
 		return head, 0, err
+	}
+	return HeadOf(&h)
+}
+
+// HeadOf is Head of a batch whose header was read and checked already
+// (WalkBatch, ReadHeader).
+func HeadOf(h *kmsg.RecordBatch) (head Record, n int, err error) {
+	switch {
 	case h.Attributes&AttrControl != 0:
 		return head, 0, fmt.Errorf("%w: a control batch", ErrInvalid)
 	case int(h.NumRecords) != int(h.LastOffsetDelta)+1:
 		return head, 0, fmt.Errorf("%w: %d records with last offset delta %d", ErrInvalid, h.NumRecords, h.LastOffsetDelta)
 	}
-	head.Producer, head.Txn = marksOf(&h, NotControl)
+	head.Producer, head.Txn = marksOf(h, NotControl)
 	return head, int(h.NumRecords), nil
 }
 

@@ -532,3 +532,25 @@ func BenchmarkProducedBatch(b *testing.B) {
 		})
 	}
 }
+
+// A producer's batch claiming more records than the offsets it spans is
+// refused before any record is read: its span is what walking it costs
+// (the produce path schedules long walks by it).
+func TestWalkBatchRefusesCountBeyondSpan(t *testing.T) {
+	var b Builder
+	b.Reset(0)
+	for range 10_000 {
+		b.Add(&Record{Timestamp: 1})
+	}
+	raw := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[lastDeltaAt:], 0) // one offset, 10,000 records claimed
+	raw = fixCRC(raw)
+	walked := 0
+	var buf []byte
+	if _, err := WalkBatch(raw, 1<<20, &buf, func(int, *Record) { walked++ }); !errors.Is(err, ErrInvalid) || walked != 0 {
+		t.Fatalf("10,000 records claimed over one offset: %v after %d records walked, want ErrInvalid before any", err, walked)
+	}
+	if Span(raw) != 1 {
+		t.Fatalf("span %d", Span(raw))
+	}
+}
