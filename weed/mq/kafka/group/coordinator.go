@@ -219,6 +219,13 @@ func (c *Coordinator) sweep() {
 	}
 }
 
+// unload is unloadLocked with c.mu taken.
+func (c *Coordinator) unload(g *group) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unloadLocked(g)
+}
+
 func (c *Coordinator) unloadLocked(g *group) {
 	if c.groups[g.name] == g {
 		delete(c.groups, g.name)
@@ -449,9 +456,7 @@ func (c *Coordinator) storeErr(g *group, what string, err error) *kerr.Error {
 	}
 	if errors.Is(err, filerfs.ErrChanged) {
 		glog.Warningf("kafka group %s: %s: written by another gateway since loaded here; dropping this copy", g.name, what)
-		c.mu.Lock()
-		c.unloadLocked(g)
-		c.mu.Unlock()
+		c.unload(g)
 		return kerr.NotCoordinator
 	}
 	glog.Warningf("kafka group %s: %s: %v", g.name, what, err)

@@ -117,9 +117,7 @@ func (g *group) run(fn func()) (ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			guard.Recovered("Group", "group "+g.name, v)
-			g.c.mu.Lock()
-			g.c.unloadLocked(g)
-			g.c.mu.Unlock()
+			g.c.unload(g)
 			ok = false
 		}
 	}()
@@ -308,9 +306,7 @@ func (g *group) writeNext() {
 				then(err)
 			}
 			if stale {
-				g.c.mu.Lock()
-				g.c.unloadLocked(g)
-				g.c.mu.Unlock()
+				g.c.unload(g)
 				return
 			}
 			if g.next != nil {

@@ -606,9 +606,7 @@ func (c *Coordinator) deleteLoaded(ctx context.Context, g *group) *kerr.Error {
 		if errors.Is(err, filerfs.ErrChanged) {
 			// Another gateway coordinates it now: this copy is
 			// stale, and what it wrote stays.
-			c.mu.Lock()
-			c.unloadLocked(g)
-			c.mu.Unlock()
+			c.unload(g)
 			return kerr.NotCoordinator
 		}
 		return kerr.CoordinatorNotAvailable

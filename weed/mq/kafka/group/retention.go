@@ -139,9 +139,7 @@ func (c *Coordinator) expireGroup(ctx context.Context, g *group, now time.Time) 
 		if err := c.opts.Store.DeleteGroup(dctx, g.name, g.version); err != nil {
 			glog.Warningf("kafka group %s: removing the empty group: %v", g.name, err)
 			if errors.Is(err, filerfs.ErrChanged) {
-				c.mu.Lock()
-				c.unloadLocked(g) // stale: read afresh where it is coordinated
-				c.mu.Unlock()
+				c.unload(g) // stale: read afresh where it is coordinated
 			}
 			return outcome{removed: n}
 		}
@@ -178,7 +176,5 @@ func (c *Coordinator) unloadIdle(ctx context.Context, g *group) {
 	if err != nil || !idle {
 		return
 	}
-	c.mu.Lock()
-	c.unloadLocked(g)
-	c.mu.Unlock()
+	c.unload(g)
 }
